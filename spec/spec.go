@@ -1,0 +1,299 @@
+// Package spec owns what a podsup group, process, probe, hook and sandbox *is*:
+// plain Go types that a library user fills in code and the HCL loader fills
+// from a file, with kubelet's defaults and validation beside them
+// (../shared/SEMANTICS.md D1–D7, X2, X5, X12).
+//
+// It depends on nothing else in podsup so that config, supervisor, probes,
+// hooks and sandbox can all import it without a cycle.
+//
+// Optional durations whose zero value is meaningful (a grace period of 0, a
+// back-off of 0) are pointers: nil means "not set, use the default". Probe
+// fields keep kubelet's rule that 0 means the default (D1).
+package spec
+
+import (
+	"syscall"
+	"time"
+)
+
+// Config is a whole podsup configuration: supervisor settings, the default
+// back-off and the groups.
+type Config struct {
+	Supervisor Supervisor
+	// Backoff is the default for every group that sets none (X2).
+	Backoff Backoff
+	Groups  []Group
+}
+
+// Supervisor holds podsup's own settings (the `supervisor {}` block).
+type Supervisor struct {
+	// Socket is the control socket's path (default DefaultSocket).
+	Socket string
+	// SocketGroup, when set, opens the control socket to that group's members.
+	SocketGroup string
+	// LogLevel is a zerolog level name: trace, debug, info, warn, error.
+	LogLevel string
+	// LogFormat is "console" (default) or "json".
+	LogFormat string
+	// LogDir, when set, holds per-process log files.
+	LogDir string
+	// MinimumGrace is K5's floor between the stop signal and SIGKILL (X12).
+	// nil means DefaultMinimumGrace.
+	MinimumGrace *time.Duration
+	// NotifyReady is when podsup tells systemd READY=1: "ready" (default,
+	// every group started and ready) or "started".
+	NotifyReady string
+}
+
+// Default values (D2, X2, X12).
+const (
+	DefaultSocket                 = "/run/podsup/podsup.sock"
+	DefaultTerminationGracePeriod = 30 * time.Second
+	DefaultMinimumGrace           = 2 * time.Second
+	DefaultBackoffInitial         = 10 * time.Second
+	DefaultBackoffMax             = 5 * time.Minute
+	DefaultBackoffReset           = 10 * time.Minute
+)
+
+// RestartPolicy says when an exited process is started again (R1).
+type RestartPolicy string
+
+const (
+	RestartAlways    RestartPolicy = "always"
+	RestartOnFailure RestartPolicy = "on-failure"
+	RestartNever     RestartPolicy = "never"
+)
+
+// Backoff parameterises the CrashLoopBackOff throttle (B1, X2). Values are
+// taken literally: Initial 0 means restart at once.
+type Backoff struct {
+	Initial time.Duration
+	Max     time.Duration
+	// Reset forgets the back-off when an instance finished more than Reset
+	// after the last back-off update (B4).
+	Reset time.Duration
+}
+
+// DefaultBackoff is kubelet's: 10s doubling to 5m, forgotten after 10m.
+func DefaultBackoff() Backoff {
+	return Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax, Reset: DefaultBackoffReset}
+}
+
+// Group is a pod: processes that share a sandbox and a lifecycle.
+type Group struct {
+	Name string
+	// RestartPolicy defaults to RestartAlways (D2).
+	RestartPolicy RestartPolicy
+	// TerminationGracePeriod is K1's pod value; nil means 30s (D2).
+	TerminationGracePeriod *time.Duration
+	// Backoff overrides the config's default for this group.
+	Backoff *Backoff
+	// Sandbox, when set, gives the group its own namespaces and cgroup.
+	Sandbox *Sandbox
+	// Init processes run to completion, one at a time, before Processes (I1).
+	Init      []Process
+	Processes []Process
+}
+
+// Process is a container: one command, supervised.
+type Process struct {
+	Name    string
+	Command []string
+	Env     map[string]string
+	// WorkingDir defaults to podsup's own.
+	WorkingDir string
+	// User and Group are names or numeric ids; empty means podsup's own.
+	User  string
+	Group string
+	// StopSignal defaults to SIGTERM (K6).
+	StopSignal syscall.Signal
+	// RestartPolicy overrides the group's when set.
+	RestartPolicy RestartPolicy
+	// Critical ends podsup when this process ends for good (X11).
+	Critical bool
+
+	StartupProbe   *Probe
+	LivenessProbe  *Probe
+	ReadinessProbe *Probe
+
+	PreStart  *Hook
+	PostStart *Hook
+	PreStop   *Hook
+	PostStop  *Hook
+
+	Log Log
+
+	// Readiness is an extra readiness protocol: "" (probes only), "notify"
+	// (sd_notify READY=1 on a NOTIFY_SOCKET of its own) or "fd:N" (s6: a
+	// newline written to fd N).
+	Readiness string
+	// Watchdog, with Readiness "notify", kills the process when it sends no
+	// WATCHDOG=1 for this long.
+	Watchdog time.Duration
+	// Sockets names socket-activation fds (LISTEN_FDNAMES) handed to the
+	// process as fd 3 onwards.
+	Sockets []string
+}
+
+// Log says where a process's stdout and stderr go.
+type Log struct {
+	// Mode is "capture" (default: podsup reads the output) or "passthrough"
+	// (the process writes straight to podsup's own stdout/stderr).
+	Mode string
+	// MaxSize and MaxFiles rotate per-process files in Supervisor.LogDir.
+	MaxSize  int64
+	MaxFiles int
+	// Journal sends the output to journald when podsup runs under systemd.
+	Journal bool
+}
+
+// ProbeKind names the three probes (P1).
+type ProbeKind string
+
+const (
+	Startup   ProbeKind = "startup"
+	Liveness  ProbeKind = "liveness"
+	Readiness ProbeKind = "readiness"
+)
+
+// Probe is a kubelet probe. Zero numeric fields take D1's defaults.
+type Probe struct {
+	Handler
+	InitialDelay     time.Duration
+	Period           time.Duration
+	Timeout          time.Duration
+	SuccessThreshold int
+	FailureThreshold int
+	// TerminationGracePeriod replaces the group's grace when this probe's
+	// failure kills the process (K1.2, D5). Liveness and startup only.
+	TerminationGracePeriod *time.Duration
+}
+
+// Probe defaults (D1).
+const (
+	DefaultProbePeriod           = 10 * time.Second
+	DefaultProbeTimeout          = 1 * time.Second
+	DefaultProbeSuccessThreshold = 1
+	DefaultProbeFailureThreshold = 3
+)
+
+// WithDefaults returns p with D1's defaults in place of zero fields.
+func (p Probe) WithDefaults() Probe {
+	if p.Period == 0 {
+		p.Period = DefaultProbePeriod
+	}
+	if p.Timeout == 0 {
+		p.Timeout = DefaultProbeTimeout
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = DefaultProbeSuccessThreshold
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = DefaultProbeFailureThreshold
+	}
+	return p
+}
+
+// Handler is what a probe or hook does; exactly one action is set (D6).
+// Sleep is for hooks only; TCPSocket for probes only.
+type Handler struct {
+	Exec      *ExecAction
+	HTTPGet   *HTTPGetAction
+	TCPSocket *TCPSocketAction
+	Sleep     *SleepAction
+}
+
+// ExecAction runs a command in the process's sandbox; exit 0 is success.
+type ExecAction struct {
+	Command []string
+}
+
+// HTTPGetAction sends a GET; a status in 200–399 is success.
+type HTTPGetAction struct {
+	// Scheme is "http" (default) or "https".
+	Scheme string
+	// Host defaults to 127.0.0.1.
+	Host    string
+	Port    int
+	Path    string
+	Headers map[string]string
+}
+
+// TCPSocketAction succeeds when a connection opens.
+type TCPSocketAction struct {
+	// Host defaults to 127.0.0.1.
+	Host string
+	Port int
+}
+
+// SleepAction waits, then succeeds.
+type SleepAction struct {
+	Duration time.Duration
+}
+
+// HookPoint names the four lifecycle hooks (X5).
+type HookPoint string
+
+const (
+	PreStart  HookPoint = "pre_start"
+	PostStart HookPoint = "post_start"
+	PreStop   HookPoint = "pre_stop"
+	PostStop  HookPoint = "post_stop"
+)
+
+// Hook is a lifecycle hook.
+type Hook struct {
+	Handler
+	// Timeout bounds the hook; 0 means X5's default for its point
+	// (DefaultHookTimeout).
+	Timeout time.Duration
+}
+
+// DefaultHookTimeout is X5's default: none for post_start (H3), the grace
+// period for pre_stop (returned as 0: the caller bounds it), 30s otherwise.
+func DefaultHookTimeout(p HookPoint) time.Duration {
+	switch p {
+	case PreStart, PostStop:
+		return 30 * time.Second
+	default:
+		return 0
+	}
+}
+
+// Sandbox is a group's isolation: namespaces, mounts and a cgroup.
+type Sandbox struct {
+	// Namespaces to create: any of pid, mount, uts, ipc, net. None means
+	// the host's.
+	Namespaces []string
+	Hostname   string
+	Mounts     []Mount
+	// Rootfs, when set, is a directory the sandbox pivot_roots into.
+	Rootfs    string
+	Resources Resources
+}
+
+// Mount is one mount made inside the sandbox's mount namespace.
+type Mount struct {
+	// Type is "proc", "tmpfs" or "bind".
+	Type     string
+	Source   string
+	Target   string
+	ReadOnly bool
+	// Options are extra mount data, e.g. "size=64m" for tmpfs.
+	Options string
+}
+
+// Resources are cgroup limits; zero means unlimited.
+type Resources struct {
+	// Memory is a byte limit (memory.max / memory.limit_in_bytes).
+	Memory int64
+	// CPU is a quota in cores, e.g. 0.5.
+	CPU float64
+	// CPUWeight is a relative weight, 1–10000 (cgroup v2 semantics).
+	CPUWeight int
+	// Pids caps the number of tasks.
+	Pids int64
+}
+
+// Durp returns a pointer to d, for the optional duration fields.
+func Durp(d time.Duration) *time.Duration { return &d }

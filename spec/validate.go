@@ -1,0 +1,477 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// FieldError is one validation failure. Path names the field the way the
+// HCL file spells it, e.g. ["group", "web", "process", "api",
+// "liveness_probe", "success_threshold"], so the config loader can point at
+// the file:line:col of that field.
+type FieldError struct {
+	Path []string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return strings.Join(e.Path, ".") + ": " + e.Msg }
+
+// Errors is every validation failure found, in file order.
+type Errors []*FieldError
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Err returns es as an error, or nil when empty.
+func (es Errors) Err() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
+// AsErrors returns the field errors inside err, if it holds any.
+func AsErrors(err error) (Errors, bool) {
+	var es Errors
+	if errors.As(err, &es) {
+		return es, true
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return Errors{fe}, true
+	}
+	return nil, false
+}
+
+type checker struct {
+	errs Errors
+}
+
+func (c *checker) add(path []string, format string, args ...any) {
+	p := append([]string(nil), path...)
+	c.errs = append(c.errs, &FieldError{Path: p, Msg: fmt.Sprintf(format, args...)})
+}
+
+func at(path []string, more ...string) []string {
+	out := make([]string, 0, len(path)+len(more))
+	return append(append(out, path...), more...)
+}
+
+// Validate checks a whole configuration and returns every problem found.
+func (c *Config) Validate() error {
+	var ch checker
+	ch.supervisor(c.Supervisor)
+	ch.backoff([]string{"backoff"}, c.Backoff)
+	seen := map[string]bool{}
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		if seen[g.Name] {
+			ch.add([]string{"group", g.Name}, "duplicate group %q: group names must be unique", g.Name)
+		}
+		seen[g.Name] = true
+		ch.group(g)
+	}
+	return ch.errs.Err()
+}
+
+// Validate checks one group and returns every problem found.
+func (g *Group) Validate() error {
+	var ch checker
+	ch.group(g)
+	return ch.errs.Err()
+}
+
+func (ch *checker) supervisor(s Supervisor) {
+	p := []string{"supervisor"}
+	switch s.LogFormat {
+	case "", "console", "json":
+	default:
+		ch.add(at(p, "log_format"), "log_format %q is not one of \"console\", \"json\"", s.LogFormat)
+	}
+	switch s.LogLevel {
+	case "", "trace", "debug", "info", "warn", "error":
+	default:
+		ch.add(at(p, "log_level"), "log_level %q is not one of trace, debug, info, warn, error", s.LogLevel)
+	}
+	if s.MinimumGrace != nil && *s.MinimumGrace < 0 {
+		ch.add(at(p, "minimum_grace"), "minimum_grace must not be negative, got %s", *s.MinimumGrace)
+	}
+	switch s.NotifyReady {
+	case "", "ready", "started":
+	default:
+		ch.add(at(p, "notify_ready"), "notify_ready %q is not one of \"ready\", \"started\"", s.NotifyReady)
+	}
+	if s.Socket != "" && !filepath.IsAbs(s.Socket) {
+		ch.add(at(p, "socket"), "socket must be an absolute path, got %q", s.Socket)
+	}
+}
+
+func (ch *checker) backoff(p []string, b Backoff) {
+	if b.Initial < 0 {
+		ch.add(at(p, "initial"), "initial must not be negative, got %s", b.Initial)
+	}
+	if b.Max < 0 {
+		ch.add(at(p, "max"), "max must not be negative, got %s", b.Max)
+	}
+	if b.Reset < 0 {
+		ch.add(at(p, "reset"), "reset must not be negative, got %s", b.Reset)
+	}
+}
+
+// ValidName reports whether s can name a group or process: 1–63 characters
+// of letters, digits, '-', '_' and '.', starting with a letter or digit.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || (r != '-' && r != '_' && r != '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+func (ch *checker) group(g *Group) {
+	p := []string{"group", g.Name}
+	if !ValidName(g.Name) {
+		ch.add(p, "group name %q is not valid: use 1-63 letters, digits, '-', '_' or '.', starting with a letter or digit", g.Name)
+	}
+	ch.restartPolicy(at(p, "restart_policy"), g.RestartPolicy)
+	if g.TerminationGracePeriod != nil && *g.TerminationGracePeriod < 0 {
+		ch.add(at(p, "termination_grace_period"), "termination_grace_period must not be negative, got %s", *g.TerminationGracePeriod)
+	}
+	if g.Backoff != nil {
+		ch.backoff(at(p, "backoff"), *g.Backoff)
+	}
+	if g.Sandbox != nil {
+		ch.sandbox(at(p, "sandbox"), g.Sandbox)
+	}
+	if len(g.Processes) == 0 {
+		ch.add(p, "group %q has no process: add at least one process block", g.Name)
+	}
+	seen := map[string]bool{}
+	for i := range g.Init {
+		pr := &g.Init[i]
+		pp := at(p, "init", pr.Name)
+		if seen[pr.Name] {
+			ch.add(pp, "duplicate name %q: init and process names must be unique in a group", pr.Name)
+		}
+		seen[pr.Name] = true
+		ch.process(pp, pr, true)
+	}
+	for i := range g.Processes {
+		pr := &g.Processes[i]
+		pp := at(p, "process", pr.Name)
+		if seen[pr.Name] {
+			ch.add(pp, "duplicate name %q: init and process names must be unique in a group", pr.Name)
+		}
+		seen[pr.Name] = true
+		ch.process(pp, pr, false)
+	}
+}
+
+func (ch *checker) restartPolicy(p []string, r RestartPolicy) {
+	switch r {
+	case "", RestartAlways, RestartOnFailure, RestartNever:
+	default:
+		ch.add(p, "restart_policy %q is not one of \"always\", \"on-failure\", \"never\"", string(r))
+	}
+}
+
+func (ch *checker) process(p []string, pr *Process, isInit bool) {
+	if !ValidName(pr.Name) {
+		ch.add(p, "name %q is not valid: use 1-63 letters, digits, '-', '_' or '.', starting with a letter or digit", pr.Name)
+	}
+	if len(pr.Command) == 0 || pr.Command[0] == "" {
+		ch.add(at(p, "command"), "command is empty: give the program and its arguments, e.g. [\"/usr/bin/env\", \"sleep\", \"60\"]")
+	}
+	if pr.StopSignal < 0 || pr.StopSignal > 64 {
+		ch.add(at(p, "stop_signal"), "stop_signal %d is not a signal number (1-64)", int(pr.StopSignal))
+	}
+	ch.restartPolicy(at(p, "restart_policy"), pr.RestartPolicy)
+	probes := []struct {
+		kind  ProbeKind
+		field string
+		probe *Probe
+	}{
+		{Startup, "startup_probe", pr.StartupProbe},
+		{Liveness, "liveness_probe", pr.LivenessProbe},
+		{Readiness, "readiness_probe", pr.ReadinessProbe},
+	}
+	for _, x := range probes {
+		if x.probe == nil {
+			continue
+		}
+		if isInit {
+			ch.add(at(p, x.field), "init processes run to completion and cannot have a %s", x.field)
+			continue
+		}
+		ch.probe(at(p, x.field), x.kind, x.probe)
+	}
+	hooks := []struct {
+		point HookPoint
+		hook  *Hook
+	}{{PreStart, pr.PreStart}, {PostStart, pr.PostStart}, {PreStop, pr.PreStop}, {PostStop, pr.PostStop}}
+	for _, x := range hooks {
+		if x.hook != nil {
+			ch.hook(at(p, string(x.point)), x.hook)
+		}
+	}
+	ch.readiness(p, pr, isInit)
+	switch pr.Log.Mode {
+	case "", "capture", "passthrough":
+	default:
+		ch.add(at(p, "log", "mode"), "log mode %q is not one of \"capture\", \"passthrough\"", pr.Log.Mode)
+	}
+	if pr.Log.MaxSize < 0 {
+		ch.add(at(p, "log", "max_size"), "max_size must not be negative")
+	}
+	if pr.Log.MaxFiles < 0 {
+		ch.add(at(p, "log", "max_files"), "max_files must not be negative")
+	}
+}
+
+func (ch *checker) readiness(p []string, pr *Process, isInit bool) {
+	r := pr.Readiness
+	switch {
+	case r == "" || r == "notify":
+	case strings.HasPrefix(r, "fd:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(r, "fd:"))
+		if err != nil || n < 3 {
+			ch.add(at(p, "readiness"), "readiness %q: the fd must be a number of 3 or more (0-2 are stdin/stdout/stderr), e.g. \"fd:3\"", r)
+		}
+	default:
+		ch.add(at(p, "readiness"), "readiness %q is not one of \"notify\", \"fd:N\"", r)
+	}
+	if r != "" && isInit {
+		ch.add(at(p, "readiness"), "init processes run to completion and cannot have a readiness protocol")
+	}
+	if pr.Watchdog < 0 {
+		ch.add(at(p, "watchdog"), "watchdog must not be negative")
+	}
+	if pr.Watchdog > 0 && r != "notify" {
+		ch.add(at(p, "watchdog"), "watchdog needs readiness = \"notify\": the process sends WATCHDOG=1 over its NOTIFY_SOCKET")
+	}
+}
+
+func (ch *checker) probe(p []string, kind ProbeKind, pr *Probe) {
+	n := 0
+	if pr.Exec != nil {
+		n++
+		ch.exec(at(p, "exec"), pr.Exec)
+	}
+	if pr.HTTPGet != nil {
+		n++
+		ch.httpGet(at(p, "http_get"), pr.HTTPGet)
+	}
+	if pr.TCPSocket != nil {
+		n++
+		ch.port(at(p, "tcp_socket", "port"), pr.TCPSocket.Port)
+	}
+	if pr.Sleep != nil {
+		ch.add(at(p, "sleep"), "sleep is a hook action; a probe takes exec, http_get or tcp_socket")
+	}
+	if n != 1 {
+		ch.add(p, "a probe needs exactly one of exec, http_get, tcp_socket; it has %d", n)
+	}
+	for _, d := range []struct {
+		field string
+		v     int64
+	}{
+		{"initial_delay", int64(pr.InitialDelay)}, {"period", int64(pr.Period)}, {"timeout", int64(pr.Timeout)},
+		{"success_threshold", int64(pr.SuccessThreshold)}, {"failure_threshold", int64(pr.FailureThreshold)},
+	} {
+		if d.v < 0 {
+			ch.add(at(p, d.field), "%s must not be negative", d.field)
+		}
+	}
+	if kind != Readiness && pr.SuccessThreshold > 1 {
+		ch.add(at(p, "success_threshold"), "success_threshold must be 1 for a %s probe (it may be higher only on a readiness probe), got %d", kind, pr.SuccessThreshold)
+	}
+	if pr.TerminationGracePeriod != nil {
+		if kind == Readiness {
+			ch.add(at(p, "termination_grace_period"), "termination_grace_period is allowed on liveness and startup probes only: a readiness failure kills nothing")
+		} else if *pr.TerminationGracePeriod <= 0 {
+			ch.add(at(p, "termination_grace_period"), "termination_grace_period on a probe must be greater than 0, got %s", *pr.TerminationGracePeriod)
+		}
+	}
+}
+
+func (ch *checker) hook(p []string, h *Hook) {
+	n := 0
+	if h.Exec != nil {
+		n++
+		ch.exec(at(p, "exec"), h.Exec)
+	}
+	if h.HTTPGet != nil {
+		n++
+		ch.httpGet(at(p, "http_get"), h.HTTPGet)
+	}
+	if h.Sleep != nil {
+		n++
+		if h.Sleep.Duration < 0 {
+			ch.add(at(p, "sleep", "duration"), "sleep duration must not be negative")
+		}
+	}
+	if h.TCPSocket != nil {
+		ch.add(at(p, "tcp_socket"), "tcp_socket is a probe action; a hook takes exec, http_get or sleep")
+	}
+	if n != 1 {
+		ch.add(p, "a hook needs exactly one of exec, http_get, sleep; it has %d", n)
+	}
+	if h.Timeout < 0 {
+		ch.add(at(p, "timeout"), "timeout must not be negative")
+	}
+}
+
+func (ch *checker) exec(p []string, e *ExecAction) {
+	if len(e.Command) == 0 || e.Command[0] == "" {
+		ch.add(at(p, "command"), "command is empty: give the program and its arguments")
+	}
+}
+
+func (ch *checker) httpGet(p []string, h *HTTPGetAction) {
+	ch.port(at(p, "port"), h.Port)
+	switch strings.ToLower(h.Scheme) {
+	case "", "http", "https":
+	default:
+		ch.add(at(p, "scheme"), "scheme %q is not one of \"http\", \"https\"", h.Scheme)
+	}
+	if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
+		ch.add(at(p, "path"), "path %q must start with /", h.Path)
+	}
+}
+
+func (ch *checker) port(p []string, port int) {
+	if port < 1 || port > 65535 {
+		ch.add(p, "port must be 1-65535, got %d", port)
+	}
+}
+
+// Namespace names a sandbox may ask for.
+var Namespaces = []string{"pid", "mount", "uts", "ipc", "net"}
+
+func (ch *checker) sandbox(p []string, s *Sandbox) {
+	has := map[string]bool{}
+	for _, ns := range s.Namespaces {
+		ok := false
+		for _, known := range Namespaces {
+			ok = ok || ns == known
+		}
+		if !ok {
+			ch.add(at(p, "namespaces"), "namespace %q is not one of pid, mount, uts, ipc, net", ns)
+		}
+		if has[ns] {
+			ch.add(at(p, "namespaces"), "namespace %q is listed twice", ns)
+		}
+		has[ns] = true
+	}
+	if s.Hostname != "" && !has["uts"] {
+		ch.add(at(p, "hostname"), "hostname needs the \"uts\" namespace, or it would rename the host")
+	}
+	if (len(s.Mounts) > 0 || s.Rootfs != "") && !has["mount"] {
+		ch.add(p, "mounts and rootfs need the \"mount\" namespace, or they would change the host's mounts")
+	}
+	if s.Rootfs != "" && !filepath.IsAbs(s.Rootfs) {
+		ch.add(at(p, "rootfs"), "rootfs must be an absolute path, got %q", s.Rootfs)
+	}
+	for i, m := range s.Mounts {
+		mp := at(p, "mount", strconv.Itoa(i))
+		switch m.Type {
+		case "proc":
+			if !has["pid"] {
+				ch.add(at(mp, "type"), "a proc mount needs the \"pid\" namespace to show the sandbox's processes")
+			}
+		case "tmpfs":
+		case "bind":
+			if m.Source == "" || !filepath.IsAbs(m.Source) {
+				ch.add(at(mp, "source"), "a bind mount needs an absolute source path, got %q", m.Source)
+			}
+		default:
+			ch.add(at(mp, "type"), "mount type %q is not one of \"proc\", \"tmpfs\", \"bind\"", m.Type)
+		}
+		if !filepath.IsAbs(m.Target) {
+			ch.add(at(mp, "target"), "mount target must be an absolute path, got %q", m.Target)
+		}
+	}
+	r := s.Resources
+	if r.Memory < 0 {
+		ch.add(at(p, "resources", "memory"), "memory must not be negative")
+	}
+	if r.CPU < 0 {
+		ch.add(at(p, "resources", "cpu"), "cpu must not be negative")
+	}
+	if r.CPUWeight != 0 && (r.CPUWeight < 1 || r.CPUWeight > 10000) {
+		ch.add(at(p, "resources", "cpu_weight"), "cpu_weight must be 1-10000, got %d", r.CPUWeight)
+	}
+	if r.Pids < 0 {
+		ch.add(at(p, "resources", "pids"), "pids must not be negative")
+	}
+}
+
+// SignalNames maps the names podsup accepts ("SIGTERM", "TERM", "term") to
+// signals; see ParseSignal.
+var signalNames = map[string]syscall.Signal{
+	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT, "ILL": syscall.SIGILL,
+	"TRAP": syscall.SIGTRAP, "ABRT": syscall.SIGABRT, "BUS": syscall.SIGBUS, "FPE": syscall.SIGFPE,
+	"KILL": syscall.SIGKILL, "USR1": syscall.SIGUSR1, "SEGV": syscall.SIGSEGV, "USR2": syscall.SIGUSR2,
+	"PIPE": syscall.SIGPIPE, "ALRM": syscall.SIGALRM, "TERM": syscall.SIGTERM, "STKFLT": syscall.SIGSTKFLT,
+	"CHLD": syscall.SIGCHLD, "CONT": syscall.SIGCONT, "STOP": syscall.SIGSTOP, "TSTP": syscall.SIGTSTP,
+	"TTIN": syscall.SIGTTIN, "TTOU": syscall.SIGTTOU, "URG": syscall.SIGURG, "XCPU": syscall.SIGXCPU,
+	"XFSZ": syscall.SIGXFSZ, "VTALRM": syscall.SIGVTALRM, "PROF": syscall.SIGPROF, "WINCH": syscall.SIGWINCH,
+	"IO": syscall.SIGIO, "PWR": syscall.SIGPWR, "SYS": syscall.SIGSYS,
+}
+
+// ParseSignal accepts "SIGTERM", "TERM", "sigterm", "15" and "SIGRTMIN+3".
+func ParseSignal(s string) (syscall.Signal, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	if n, err := strconv.Atoi(u); err == nil {
+		if n < 1 || n > 64 {
+			return 0, fmt.Errorf("signal %d is out of range 1-64", n)
+		}
+		return syscall.Signal(n), nil
+	}
+	u = strings.TrimPrefix(u, "SIG")
+	if sig, ok := signalNames[u]; ok {
+		return sig, nil
+	}
+	if strings.HasPrefix(u, "RTMIN") {
+		off := 0
+		if rest := strings.TrimPrefix(u, "RTMIN"); rest != "" {
+			n, err := strconv.Atoi(strings.TrimPrefix(rest, "+"))
+			if err != nil || !strings.HasPrefix(rest, "+") {
+				return 0, fmt.Errorf("unknown signal %q", s)
+			}
+			off = n
+		}
+		if 34+off > 64 {
+			return 0, fmt.Errorf("signal %q is out of range", s)
+		}
+		return syscall.Signal(34 + off), nil
+	}
+	return 0, fmt.Errorf("unknown signal %q: use a name such as SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1", s)
+}
+
+// SignalName is the SIGxxx name of sig, or its number.
+func SignalName(sig syscall.Signal) string {
+	for name, s := range signalNames {
+		if s == sig {
+			return "SIG" + name
+		}
+	}
+	if sig >= 34 && sig <= 64 {
+		return fmt.Sprintf("SIGRTMIN+%d", int(sig)-34)
+	}
+	return strconv.Itoa(int(sig))
+}
