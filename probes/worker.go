@@ -120,18 +120,28 @@ func (w *Worker) Run(ctx context.Context) {
 
 	period := w.step.probe.Period
 	next := w.clock.Now().Add(period)
-	timer := w.clock.NewTimer(period)
-	defer timer.Stop()
+	// The timer is armed only after each step, so a tick can never fire
+	// (and be dropped below) before the first probe has run.
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for w.tick(ctx) {
 		now := w.clock.Now()
 		if !next.After(now) {
 			next = next.Add((now.Sub(next)/period + 1) * period)
 		}
-		select { // drop a tick that fired while probing
-		case <-timer.C():
-		default:
+		if timer == nil {
+			timer = w.clock.NewTimer(next.Sub(now))
+		} else {
+			select { // drop a tick that fired while probing
+			case <-timer.C():
+			default:
+			}
+			timer.Reset(next.Sub(now))
 		}
-		timer.Reset(next.Sub(now))
 		select {
 		case <-ctx.Done():
 			return
