@@ -14,7 +14,8 @@ import (
 const MaxOutput = execrun.MaxOutput
 
 // ExecContext is where an exec probe runs: the probed process's environment,
-// directory and user, and the Runner that spawns into its sandbox (X6).
+// directory and user, and the Runner that spawns into its sandbox (X6). A nil
+// Runner is execrun.SandboxRunner{}: podsup's own namespaces.
 type ExecContext struct {
 	Runner      execrun.Runner
 	Env         []string
@@ -31,11 +32,12 @@ func NewHandler(p spec.Probe, ec ExecContext) (Handler, error) {
 	timeout := p.WithDefaults().Timeout
 	switch {
 	case p.Exec != nil:
-		if ec.Runner == nil {
-			return nil, errors.New("unable to build exec probe: no runner")
+		runner := ec.Runner
+		if runner == nil {
+			runner = execrun.SandboxRunner{}
 		}
 		return &ExecHandler{
-			Runner: ec.Runner,
+			Runner: runner,
 			Request: execrun.Request{
 				Argv: p.Exec.Command, Env: ec.Env, Dir: ec.Dir,
 				User: ec.User, Group: ec.Group, Timeout: timeout,

@@ -213,10 +213,11 @@ func TestNewHandlerPicksAction(t *testing.T) {
 	if _, err := NewHandler(spec.Probe{}, ExecContext{}); err != ErrNoAction {
 		t.Fatalf("no action: %v", err)
 	}
-	if _, err := NewHandler(spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}, ExecContext{}); err == nil {
-		t.Fatal("exec probe without a runner accepted")
+	h, err := NewHandler(spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}, ExecContext{})
+	if eh, isExec := h.(*ExecHandler); err != nil || !isExec || eh.Runner == nil || eh.Request.Timeout != spec.DefaultProbeTimeout {
+		t.Fatalf("exec gave %T %v", h, err)
 	}
-	h, err := NewHandler(spec.Probe{Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: 9}}}, ExecContext{})
+	h, err = NewHandler(spec.Probe{Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: 9}}}, ExecContext{})
 	if _, isTCP := h.(*TCPSocketHandler); err != nil || !isTCP {
 		t.Fatalf("tcp_socket gave %T %v", h, err)
 	}
