@@ -120,7 +120,9 @@ func TestInitialDelay(t *testing.T) {
 		if i == 0 {
 			d = 500 * time.Millisecond
 		}
-		r.tick(d, inst)
+		if !r.tick(d, inst) {
+			t.Fatal("worker ended during the initial delay")
+		}
 	}
 	if r.h.calls != 0 {
 		t.Fatalf("probed %d times before the initial delay ended", r.h.calls)
@@ -155,7 +157,9 @@ func TestStartupGating(t *testing.T) {
 		inst := running("a")
 		inst.Started = false
 		for i := 0; i < 5; i++ {
-			r.tick(10*time.Second, inst)
+			if !r.tick(10*time.Second, inst) {
+				t.Fatalf("%s worker ended while waiting for the start", kind)
+			}
 		}
 		if r.h.calls != 0 {
 			t.Errorf("%s probed %d times before the start", kind, r.h.calls)
@@ -389,6 +393,12 @@ func TestGroupStoppingQuietsLiveness(t *testing.T) {
 	}
 	if r.h.calls != 1 {
 		t.Fatal("probed while the group stops")
+	}
+	rs := newRig(t, spec.Startup, spec.Probe{})
+	st := running("a")
+	st.Started, st.GroupStopping = false, true
+	if rs.tick(0, st) || !eqResults(rs.results(), []Result{Unknown, Success}) || rs.h.calls != 0 {
+		t.Fatalf("startup while the group stops: published %v, calls %d; want [unknown success], no probe, end", rs.results(), rs.h.calls)
 	}
 	rr := newRig(t, spec.Readiness, spec.Probe{}, ok)
 	if !rr.tick(0, inst) || rr.h.calls != 1 {
