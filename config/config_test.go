@@ -560,6 +560,36 @@ group "web" {
 	}
 }
 
+// A value the decoder rejected is not reported a second time, in vaguer
+// words, by spec's validation (no "port must be 1-65535, got 0" after
+// "port is required", no "command is empty" after "must be a list").
+func TestDecodeErrorsAreNotRepeatedByValidation(t *testing.T) {
+	e := mustFail(t, `
+group "web" {
+  process "api" {
+    command = "/bin/true"
+    readiness_probe {
+      tcp_socket {}
+    }
+    pre_stop {
+      sleep {}
+    }
+  }
+  process {
+  }
+  process "a" "b" { command = ["x"] }
+}`)
+	want := []string{"4:15", "6:18", "9:13", "12:11", "14:15"}
+	if got := positions(e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("positions = %v, want %v\n%s", got, want, e)
+	}
+	for i, sub := range []string{"must be a list of strings", `"port" is required`, `"duration" is required`, "Missing name for process", "Extraneous label for process"} {
+		if l := strings.Split(e.Error(), "\n")[i]; !strings.Contains(l, sub) {
+			t.Errorf("error %d = %q, want …%s…", i, l, sub)
+		}
+	}
+}
+
 func TestWriteTextShowsPositionSnippetAndHint(t *testing.T) {
 	e := mustFail(t, `
 group "web" {
@@ -605,6 +635,9 @@ supervisor {
 group "web" {
   process "api" {
     command = ["/bin/echo", env("PODSUP_TEST_GREETING")]
+    readiness_probe {
+      tcp_socket { port = env("PODSUP_TEST_PORT", "8080") }
+    }
   }
 }`
 	env := map[string]string{"PODSUP_TEST_GREETING": "hello"}
@@ -618,6 +651,10 @@ group "web" {
 	}
 	if got := cfg.Groups[0].Processes[0].Command; !reflect.DeepEqual(got, []string{"/bin/echo", "hello"}) {
 		t.Errorf("command = %q", got)
+	}
+	// A string from env() converts to a number where one is expected.
+	if got := cfg.Groups[0].Processes[0].ReadinessProbe.TCPSocket.Port; got != 8080 {
+		t.Errorf("port = %d, want 8080", got)
 	}
 
 	env["PODSUP_TEST_SOCK"] = "/run/set.sock"
@@ -642,6 +679,11 @@ group "web" {
 	// The failed value does not turn into a second "command is empty" error.
 	if len(ce.Diagnostics) != 1 {
 		t.Errorf("want 1 diagnostic, got:\n%s", ce)
+	}
+
+	_, err = parse([]byte(`supervisor { socket = env("A", "b", "c") }`), "test.hcl", lookup)
+	if err == nil || !strings.Contains(err.Error(), "at most one default") {
+		t.Errorf("env with two defaults: %v", err)
 	}
 }
 

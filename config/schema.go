@@ -6,9 +6,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
-// blockSchema is the schema of one kind of block plus what the error
-// messages need: its name, and which of its attributes are durations so a
-// bare number can be rejected with a useful hint.
+// blockSchema is the schema of one kind of block plus what error messages
+// need: its name, and which nested blocks may appear only once.
 type blockSchema struct {
 	name   string // e.g. "process", used in "allowed in a process block"
 	schema *hcl.BodySchema
