@@ -102,7 +102,7 @@ func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (
 // so a "duplicate" error moves that path on to its next occurrence.
 func (d *decoder) locate(es spec.Errors, fallback hcl.Range) hcl.Diagnostics {
 	var out hcl.Diagnostics
-	current := map[string]int{} // spec block path -> occurrence being checked
+	current := map[string]int{} // keyed like decoder.seen: occurrence being checked
 	for _, fe := range es {
 		duplicate := strings.HasPrefix(fe.Msg, "duplicate")
 		if duplicate && isNamedBlock(fe.Path) {
