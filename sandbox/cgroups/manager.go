@@ -316,7 +316,10 @@ func (m *Manager) removeRoots() error {
 // rmdirRetry removes one cgroup directory, retrying while the kernel still
 // lists a task that is exiting (EBUSY). A missing directory is fine.
 func (m *Manager) rmdirRetry(dir string) error {
-	deadline := time.Now().Add(m.timeout)
+	return m.rmdirUntil(dir, time.Now().Add(m.timeout))
+}
+
+func (m *Manager) rmdirUntil(dir string, deadline time.Time) error {
 	delay := time.Millisecond
 	for {
 		err := m.fs.rmdir(dir)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/podsup/podsup/spec"
 )
@@ -144,6 +145,7 @@ func (n *node) procs() (pids []int, selfInside bool, err error) {
 // while the kernel still lists exiting tasks, then fails with ErrBusy. A
 // cgroup already gone is not an error, so Delete may be called twice.
 func (n *node) Delete() error {
+	deadline := time.Now().Add(n.m.timeout)
 	var errs []error
 	for _, h := range n.m.hiers {
 		top := n.dir(h)
@@ -153,7 +155,7 @@ func (n *node) Delete() error {
 			continue
 		}
 		for _, d := range append(dirs, top) {
-			if err := n.m.rmdirRetry(d); err != nil {
+			if err := n.m.rmdirUntil(d, deadline); err != nil {
 				errs = append(errs, err)
 				break
 			}
