@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -73,7 +74,73 @@ func TestMain(m *testing.M) {
 		h()
 		os.Exit(0)
 	}
+	sweepStaleTestRoots()
 	os.Exit(m.Run())
+}
+
+// testInstancePrefix names this run's instances: the pid namespace (so a
+// run in another namespace, whose pids we cannot see, is never taken for
+// dead) and the pid.
+func testInstancePrefix() string {
+	var st unix.Stat_t
+	_ = unix.Stat("/proc/self/ns/pid", &st) // 0 if unreadable: still unique by pid
+	return fmt.Sprintf("test-%d-%d-", st.Ino, os.Getpid())
+}
+
+// sweepStaleTestRoots removes the trees of earlier runs of these tests that
+// died before their cleanups ran (a killed go test): instances named after
+// our pid namespace and a pid that no longer exists. It kills only what is
+// inside those trees: processes earlier runs of this binary started.
+func sweepStaleTestRoots() {
+	if os.Geteuid() != 0 {
+		return
+	}
+	l, err := Detect()
+	if err != nil {
+		return
+	}
+	ours := strings.TrimSuffix(testInstancePrefix(), strconv.Itoa(os.Getpid())+"-")
+	stale := map[string]bool{}
+	for _, h := range append([]*Hierarchy{l.V2}, l.V1...) {
+		if h == nil {
+			continue
+		}
+		own, err := h.OwnDir()
+		if err != nil {
+			continue
+		}
+		entries, _ := os.ReadDir(own)
+		for _, e := range entries {
+			inst, ok := strings.CutPrefix(e.Name(), "podsup-")
+			rest, ok2 := strings.CutPrefix(inst, ours)
+			if !ok || !ok2 {
+				continue
+			}
+			pidText, _, _ := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidText)
+			if err != nil || pid <= 1 {
+				continue
+			}
+			if unix.Kill(pid, 0) == unix.ESRCH { // signal 0: only asks whether it exists
+				stale[inst] = true
+			}
+		}
+	}
+	for inst := range stale {
+		// Both views: a run with DisableV2 used the v1 freezer and cpuacct.
+		for _, disableV2 := range []bool{false, true} {
+			m, err := New(Options{Instance: inst, DisableV2: disableV2})
+			if err != nil {
+				continue
+			}
+			if _, err := m.Sweep(); err != nil {
+				fmt.Fprintf(os.Stderr, "sweeping stale test cgroups %s: %v\n", inst, err)
+			}
+			if err := m.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "removing stale test cgroups %s: %v\n", inst, err)
+			}
+		}
+	}
 }
 
 // child is a process a test started; the test reaps it itself (wait4 on
@@ -156,7 +223,7 @@ func newTestManager(t *testing.T, opts Options) *Manager {
 	t.Helper()
 	requireRoot(t)
 	if opts.Instance == "" {
-		opts.Instance = fmt.Sprintf("test-%d-%d", os.Getpid(), instanceSeq.Add(1))
+		opts.Instance = testInstancePrefix() + strconv.FormatInt(instanceSeq.Add(1), 10)
 	}
 	m, err := New(opts)
 	if errors.Is(err, ErrUnavailable) {
