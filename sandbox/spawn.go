@@ -268,7 +268,9 @@ func classifyExecError(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || err == syscall.ENOENT || err == syscall.ENOTDIR:
 		return fmt.Errorf("%w (%v)", ErrCommandNotFound, err)
-	case err == syscall.EACCES || err == syscall.ENOEXEC || err == syscall.EISDIR || err == syscall.EPERM:
+	case err == syscall.EACCES:
+		return ErrNotExecutable
+	case err == syscall.ENOEXEC || err == syscall.EISDIR || err == syscall.EPERM:
 		return fmt.Errorf("%w (%v)", ErrNotExecutable, err)
 	}
 	return err

@@ -1,0 +1,26 @@
+// Command podsup is a process supervisor: `podsup run -- CMD` is a PID-1
+// wrapper like tini; `podsup up -f podsup.hcl` supervises groups of
+// processes the way kubelet runs a pod's containers. The logic lives in the
+// library packages; this command parses flags and wires them together.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	resetInheritedSignalState()
+	root := newRootCmd()
+	if err := root.Execute(); err != nil {
+		var ee exitError
+		if asExit(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "podsup:", err)
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/pid1"
+	"github.com/podsup/podsup/sandbox"
+)
+
+// The test binary plays two parts besides running the tests:
+//   - with PODSUP_TEST_AS_PODSUP set it *is* podsup (it runs main), so the
+//     tests exercise the real command without building it with os/exec;
+//   - with PODSUP_TEST_HELPER set it runs a small workload for podsup to
+//     supervise.
+const (
+	asPodsupEnv = "PODSUP_TEST_AS_PODSUP"
+	helperEnv   = "PODSUP_TEST_HELPER"
+)
+
+var helpers = map[string]func(args []string) int{
+	// sigecho catches every signal podsup forwards, says "ready", prints
+	// the number of each one it gets, and exits when stdin closes.
+	"sigecho": func([]string) int {
+		c := make(chan os.Signal, 64)
+		signal.Notify(c, pid1.Forwarded...)
+		eof := make(chan struct{})
+		go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(eof) }()
+		fmt.Println("ready")
+		for {
+			select {
+			case s := <-c:
+				fmt.Println(int(s.(syscall.Signal)))
+			case <-eof:
+				return 0
+			}
+		}
+	},
+	// blocked-exec blocks a few signals, then execs podsup with the rest of
+	// its arguments: a parent that leaks a signal mask.
+	"blocked-exec": func(args []string) int {
+		blockSignalsAndExecPodsup(args)
+		return 1
+	},
+}
+
+func TestMain(m *testing.M) {
+	// Helpers first: a helper started by podsup inherits podsup's
+	// environment, both variables included. The podsup variable stays set so
+	// that podsup's own re-exec (resetInheritedSignalState) stays podsup.
+	if name := os.Getenv(helperEnv); name != "" {
+		os.Unsetenv(helperEnv)
+		os.Exit(helpers[name](os.Args[1:]))
+	}
+	if os.Getenv(asPodsupEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testExe(t testing.TB) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// podsupCmd is a sandbox.Cmd running `podsup ARGS...`.
+func podsupCmd(t testing.TB, args ...string) *sandbox.Cmd {
+	exe := testExe(t)
+	return &sandbox.Cmd{Path: exe, Args: append([]string{"podsup"}, args...), Env: append(cleanEnv(), asPodsupEnv+"=1")}
+}
+
+// helperArgv is the argv that makes the test binary run helper name;
+// the environment variable travels through podsup to it.
+func helperArgv(t testing.TB, name string) []string {
+	return []string{"env", helperEnv + "=" + name, testExe(t)}
+}
+
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, asPodsupEnv+"=") && !strings.HasPrefix(kv, helperEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// started is a running podsup with its stdout (and stderr) readable.
+type started struct {
+	p   *sandbox.Process
+	out *bufio.Reader
+	r   *os.File
+}
+
+func start(t *testing.T, c *sandbox.Cmd) *started {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stdout = w
+	if c.Stderr == nil {
+		c.Stderr = w
+	}
+	p, err := sandbox.Start(c)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.KillTree(syscall.SIGKILL)
+		r.Close()
+	})
+	return &started{p: p, out: bufio.NewReader(r), r: r}
+}
+
+func (s *started) line(t *testing.T) string {
+	t.Helper()
+	type res struct {
+		l   string
+		err error
+	}
+	c := make(chan res, 1)
+	go func() { l, err := s.out.ReadString('\n'); c <- res{l, err} }()
+	select {
+	case r := <-c:
+		if r.err != nil && r.l == "" {
+			t.Fatalf("reading podsup's output: %v", r.err)
+		}
+		return strings.TrimSpace(r.l)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no output from podsup within 30s")
+		return ""
+	}
+}
+
+func (s *started) rest(t *testing.T) string {
+	b, _ := io.ReadAll(s.out)
+	return string(b)
+}
+
+func (s *started) wait(t *testing.T) sandbox.Exit {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, err := s.p.Wait(ctx)
+	if err != nil {
+		t.Fatalf("podsup did not exit: %v", err)
+	}
+	return e
+}
+
+// runPodsup runs podsup to completion and returns its exit code and output.
+func runPodsup(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	s := start(t, podsupCmd(t, args...))
+	out := s.rest(t)
+	return s.wait(t).Code(), out
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"os"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code out of a command without printing more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return "exit status" }
+
+func asExit(err error, ee *exitError) bool { return errors.As(err, ee) }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "podsup",
+		Short: "A process supervisor with kubelet's container lifecycle, PID-1 capable",
+		Long: `podsup supervises processes the way kubelet runs a pod's containers:
+restart policies, CrashLoopBackOff, probes, lifecycle hooks and graceful stop,
+for plain Linux processes, in one static binary.
+
+  podsup run -- CMD [ARGS...]     run one command as PID 1 (a tini/dumb-init drop-in)`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("podsup {{.Version}}\n")
+	root.AddCommand(newRunCmd())
+	return root
+}
+
+// stderrLogger is podsup's own console log on stderr.
+func stderrLogger(verbose bool) zerolog.Logger {
+	level := zerolog.WarnLevel
+	if verbose {
+		level = zerolog.DebugLevel
+	}
+	out := zerolog.ConsoleWriter{Out: os.Stderr, NoColor: true, TimeFormat: "15:04:05.000"}
+	return zerolog.New(out).Level(level).With().Timestamp().Str("component", "podsup").Logger()
+}

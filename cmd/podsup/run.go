@@ -1,0 +1,62 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/podsup/podsup/pid1"
+)
+
+func newRunCmd() *cobra.Command {
+	var (
+		o       pid1.Options
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] [--] CMD [ARGS...]",
+		Short: "Run one command as its init: forward signals, reap zombies, exit with its code",
+		Long: `Run CMD as the one child of an init process, like tini or dumb-init:
+
+  - every signal podsup receives is forwarded to CMD (with -g, to its whole
+    process group), except SIGCHLD (podsup's own business), SIGURG and
+    SIGPROF and signals 32-34 (the Go runtime keeps them for itself),
+    SIGKILL and SIGSTOP (cannot be caught) and SIGTTIN/SIGTTOU (podsup's
+    own job control);
+  - every zombie is reaped: as PID 1 (in a container, or under
+    "unshare --pid --fork") podsup is the parent of every orphan; otherwise
+    it makes itself a child subreaper (PR_SET_CHILD_SUBREAPER), so orphans of
+    CMD's descendants come back to it instead of escaping to the host's init;
+  - podsup exits with CMD's exit code, 128+N when signal N killed it, 127
+    when CMD is not found and 126 when it cannot be executed;
+  - CMD gets podsup's fds 0, 1 and 2 (and no other inherited fd), environment and arguments verbatim, an
+    empty signal mask and default signal dispositions, its own process
+    group, and in a terminal the foreground (so ^C and job control work).`,
+		Example: `  # In a Dockerfile
+  ENTRYPOINT ["podsup", "run", "--"]
+  CMD ["nginx", "-g", "daemon off;"]
+
+  # Stop within 10s of SIGTERM, and leave nothing of CMD's process group behind
+  podsup run --grace 10s --kill-leftovers -- ./server --port 8080`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Argv = args
+			o.Logger = stderrLogger(verbose)
+			if code := pid1.Run(o); code != 0 {
+				return exitError{code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	// Flags stop at CMD: in `podsup run ls -l`, -l belongs to ls.
+	f.SetInterspersed(false)
+	f.BoolVarP(&o.ToGroup, "group", "g", false, "forward signals to CMD's whole process group, not only CMD")
+	f.DurationVar(&o.Grace, "grace", 0, "after forwarding SIGTERM or SIGINT, SIGKILL CMD's process tree if it is still running after this long (default: wait forever, like tini)")
+	f.BoolVar(&o.KillLeftovers, "kill-leftovers", false, "when CMD exits, SIGTERM what is left of its process group, then SIGKILL after --grace (default 2s)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log what podsup does to stderr")
+	cmd.PreRun = func(cmd *cobra.Command, args []string) {
+		if o.KillLeftovers {
+			o.LeftoverGrace = o.Grace
+		}
+	}
+	return cmd
+}

@@ -1,0 +1,198 @@
+// Package config owns podsup's HCL file format: the schema, decoding into
+// spec values (with spec's defaults), validation with diagnostics that point
+// at file:line:col, finding the file, and comparing two configurations for
+// a reload. It starts nothing.
+//
+// Every problem in a file is reported at once, each with its position, a
+// source snippet and what would be right: syntax errors and unknown fields
+// from HCL, values of the wrong kind from the decoder, and everything
+// spec.Config.Validate finds, mapped from the FieldError's path back to the
+// attribute or block that set it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/podsup/podsup/spec"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// DefaultPaths are where Find looks when no file is named, in order.
+var DefaultPaths = []string{"./podsup.hcl", "/etc/podsup/podsup.hcl"}
+
+// ErrNotFound means Find was given no file and none of DefaultPaths exists.
+var ErrNotFound = errors.New("no podsup configuration file found")
+
+// Find returns the configuration file to use: explicit when it is set (it
+// must exist), else the first of DefaultPaths that exists.
+func Find(explicit string) (string, error) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", fmt.Errorf("finding config file: %w", err)
+		}
+		return explicit, nil
+	}
+	for _, p := range DefaultPaths {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w (looked at %s): name one with -f FILE", ErrNotFound, strings.Join(DefaultPaths, ", "))
+}
+
+// Load reads and parses the file at path; see Parse.
+func Load(path string) (*spec.Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	return Parse(src, path)
+}
+
+// Parse decodes and validates an HCL configuration; filename is used in
+// positions. Any problem returns a *Error holding all of them; on success
+// the config has spec's back-off defaults filled in (X2) and has passed
+// spec.Config.Validate.
+func Parse(src []byte, filename string) (*spec.Config, error) {
+	return parse(src, filename, os.LookupEnv)
+}
+
+func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (*spec.Config, error) {
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	files := map[string]*hcl.File{filename: file}
+	if diags.HasErrors() {
+		// A syntax error leaves a partial tree: decoding it would only add
+		// confusing follow-on errors.
+		return nil, &Error{Diagnostics: diags, Files: files}
+	}
+	d := &decoder{
+		ctx: &hcl.EvalContext{Functions: map[string]function.Function{
+			"env": envFunction(lookupEnv),
+		}},
+		diags:  diags,
+		ranges: map[string][]location{},
+		bad:    map[string]bool{},
+		seen:   map[string]int{},
+	}
+	cfg := d.file(file.Body)
+	if es, ok := spec.AsErrors(cfg.Validate()); ok {
+		d.diags = append(d.diags, d.locate(es, file.Body.MissingItemRange())...)
+	}
+	if d.diags.HasErrors() {
+		sortDiagnostics(d.diags)
+		return nil, &Error{Diagnostics: d.diags, Files: files}
+	}
+	return cfg, nil
+}
+
+// locate turns spec's field errors into diagnostics at the attribute or
+// block their path names, or at the nearest enclosing block that was
+// written (a missing `command` is reported at its process block). Errors
+// on a path whose value the decoder already rejected are dropped.
+//
+// Two blocks with the same name share a spec path. spec validates in file
+// order and reports a duplicate just before checking the block it names,
+// so a "duplicate" error moves that path on to its next occurrence.
+func (d *decoder) locate(es spec.Errors, fallback hcl.Range) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	current := map[string]int{} // keyed like decoder.seen: occurrence being checked
+	for _, fe := range es {
+		duplicate := strings.HasPrefix(fe.Msg, "duplicate")
+		if duplicate && isNamedBlock(fe.Path) {
+			n := len(fe.Path)
+			k := pathKey(at(d.qualify(fe.Path[:n-2], current), fe.Path[n-2:]...))
+			current[k] = min(current[k]+1, max(d.seen[k]-1, 0))
+		}
+		q := d.qualify(fe.Path, current)
+		if d.bad[pathKey(q)] {
+			continue
+		}
+		loc := location{subject: fallback}
+		for n := len(q); n > 0; n-- {
+			if locs := d.ranges[pathKey(q[:n])]; len(locs) > 0 {
+				loc = locs[0]
+				break
+			}
+		}
+		detail := fe.Msg + "."
+		if duplicate && isNamedBlock(fe.Path) {
+			first := d.qualify(fe.Path, map[string]int{})
+			if locs := d.ranges[pathKey(first)]; len(locs) > 0 && locs[0].subject != loc.subject {
+				detail += fmt.Sprintf(" The first is at %s.", position(locs[0].subject))
+			}
+		}
+		out = append(out, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  summaryFor(fe.Path),
+			Detail:   detail,
+			Subject:  loc.subject.Ptr(),
+			Context:  loc.context,
+		})
+	}
+	return out
+}
+
+// isNamedBlock reports whether path ends in a group, init or process name.
+func isNamedBlock(path []string) bool {
+	n := len(path)
+	return n >= 2 && (path[n-2] == "group" && n == 2 || (path[n-2] == "process" || path[n-2] == "init") && n == 4)
+}
+
+// qualify turns a spec path into the decoder's, marking each group and
+// process name with the occurrence being checked. current is keyed like
+// decoder.seen: the qualified parent path, the kind and the bare name.
+func (d *decoder) qualify(path []string, current map[string]int) []string {
+	out := make([]string, len(path))
+	copy(out, path)
+	for i := 1; i < len(path); i++ {
+		kw := path[i-1]
+		if (i == 1 && kw == "group") || (i == 3 && (kw == "process" || kw == "init")) {
+			n := current[pathKey(out[:i+1])]
+			out[i] = path[i] + occurrenceMark + strconv.Itoa(n)
+		}
+	}
+	return out
+}
+
+// summaryFor names what is wrong: `Invalid success_threshold`, or for a
+// block path such as [group web process api], `Invalid process "api"`.
+func summaryFor(path []string) string {
+	n := len(path)
+	switch {
+	case n == 0:
+		return "Invalid configuration"
+	case n >= 2 && (path[n-2] == "group" || path[n-2] == "process" || path[n-2] == "init"):
+		return fmt.Sprintf("Invalid %s %q", path[n-2], path[n-1])
+	case n >= 2 && path[n-2] == "mount":
+		return "Invalid mount"
+	default:
+		return "Invalid " + path[n-1]
+	}
+}
+
+// sortDiagnostics orders diagnostics by position, so that decoding errors
+// and validation errors read in file order.
+func sortDiagnostics(diags hcl.Diagnostics) {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		if a == nil || b == nil {
+			return a != nil && b == nil
+		}
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		return a.Start.Byte < b.Start.Byte
+	})
+}
+
+// position is a range's start as file:line:col.
+func position(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}

@@ -1,0 +1,223 @@
+package config
+
+import (
+	"strconv"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/podsup/podsup/spec"
+)
+
+// The functions below walk the schema of schema.go top down. Each takes the
+// spec path of what it decodes (the path spec.FieldError uses), records the
+// block's header range under it and fills a spec value.
+
+func (d *decoder) file(body hcl.Body) *spec.Config {
+	cfg := &spec.Config{Backoff: spec.DefaultBackoff()}
+	_, bs := d.content(body, fileSchema, nil)
+	for _, b := range bs["supervisor"] {
+		cfg.Supervisor = d.supervisor(b)
+	}
+	for _, b := range bs["backoff"] {
+		cfg.Backoff = d.backoff(b, []string{"backoff"}, cfg.Backoff)
+	}
+	for _, b := range bs["group"] {
+		cfg.Groups = append(cfg.Groups, d.group(b, cfg.Backoff))
+	}
+	return cfg
+}
+
+func (d *decoder) block(b *hcl.Block, path []string) {
+	d.record(path, location{subject: b.DefRange})
+}
+
+func (d *decoder) supervisor(b *hcl.Block) spec.Supervisor {
+	p := []string{"supervisor"}
+	d.block(b, p)
+	as, _ := d.content(b.Body, supervisorSchema, p)
+	var s spec.Supervisor
+	d.str(as, p, "socket", &s.Socket)
+	d.str(as, p, "socket_group", &s.SocketGroup)
+	d.str(as, p, "log_level", &s.LogLevel)
+	d.str(as, p, "log_format", &s.LogFormat)
+	d.str(as, p, "log_dir", &s.LogDir)
+	d.durationPtr(as, p, "minimum_grace", &s.MinimumGrace)
+	d.str(as, p, "notify_ready", &s.NotifyReady)
+	return s
+}
+
+// backoff overlays the fields the block sets on base (X2: a group's
+// back-off starts from the top-level one, which starts from kubelet's).
+func (d *decoder) backoff(b *hcl.Block, p []string, base spec.Backoff) spec.Backoff {
+	d.block(b, p)
+	as, _ := d.content(b.Body, backoffSchema, p)
+	d.durationTo(as, p, "initial", &base.Initial)
+	d.durationTo(as, p, "max", &base.Max)
+	d.durationTo(as, p, "reset", &base.Reset)
+	return base
+}
+
+func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
+	g := spec.Group{Name: b.Labels[0]}
+	p := d.named(nil, "group", g.Name)
+	d.block(b, p)
+	as, bs := d.content(b.Body, groupSchema, p)
+	var policy string
+	d.str(as, p, "restart_policy", &policy)
+	g.RestartPolicy = spec.RestartPolicy(policy)
+	d.durationPtr(as, p, "termination_grace_period", &g.TerminationGracePeriod)
+	for _, bb := range bs["backoff"] {
+		bo := d.backoff(bb, at(p, "backoff"), defaultBackoff)
+		g.Backoff = &bo
+	}
+	for _, sb := range bs["sandbox"] {
+		g.Sandbox = d.sandbox(sb, at(p, "sandbox"))
+	}
+	for _, ib := range bs["init"] {
+		g.Init = append(g.Init, d.process(ib, d.named(p, "init", ib.Labels[0]), initSchema))
+	}
+	for _, pb := range bs["process"] {
+		g.Processes = append(g.Processes, d.process(pb, d.named(p, "process", pb.Labels[0]), processSchema))
+	}
+	return g
+}
+
+func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
+	d.block(b, p)
+	as, bs := d.content(b.Body, sandboxSchema, p)
+	s := &spec.Sandbox{}
+	d.strList(as, p, "namespaces", `["pid", "mount", "uts", "ipc"]`, &s.Namespaces)
+	d.str(as, p, "hostname", &s.Hostname)
+	d.str(as, p, "rootfs", &s.Rootfs)
+	for i, mb := range bs["mount"] {
+		mp := at(p, "mount", strconv.Itoa(i))
+		d.block(mb, mp)
+		mas, _ := d.content(mb.Body, mountSchema, mp)
+		var m spec.Mount
+		d.str(mas, mp, "type", &m.Type)
+		d.str(mas, mp, "source", &m.Source)
+		d.str(mas, mp, "target", &m.Target)
+		d.boolean(mas, mp, "readonly", &m.ReadOnly)
+		d.str(mas, mp, "options", &m.Options)
+		s.Mounts = append(s.Mounts, m)
+	}
+	for _, rb := range bs["resources"] {
+		rp := at(p, "resources")
+		d.block(rb, rp)
+		ras, _ := d.content(rb.Body, resourcesSchema, rp)
+		d.size(ras, rp, "memory", &s.Resources.Memory)
+		d.float(ras, rp, "cpu", &s.Resources.CPU)
+		d.integerInt(ras, rp, "cpu_weight", &s.Resources.CPUWeight)
+		d.integer64(ras, rp, "pids", &s.Resources.Pids)
+	}
+	return s
+}
+
+func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema) spec.Process {
+	pr := spec.Process{Name: b.Labels[0]}
+	d.block(b, p)
+	as, bs := d.content(b.Body, schema, p)
+	d.strList(as, p, "command", `["/bin/sh", "-c", "exec my-server"]`, &pr.Command)
+	d.strMap(as, p, "env", &pr.Env)
+	d.str(as, p, "working_dir", &pr.WorkingDir)
+	d.str(as, p, "user", &pr.User)
+	d.str(as, p, "group", &pr.Group)
+	d.signal(as, p, "stop_signal", &pr.StopSignal)
+	var policy string
+	d.str(as, p, "restart_policy", &policy)
+	pr.RestartPolicy = spec.RestartPolicy(policy)
+	d.boolean(as, p, "critical", &pr.Critical)
+	d.str(as, p, "readiness", &pr.Readiness)
+	d.durationTo(as, p, "watchdog", &pr.Watchdog)
+	d.strList(as, p, "sockets", `["http"]`, &pr.Sockets)
+
+	probes := []struct {
+		name string
+		dst  **spec.Probe
+	}{{"startup_probe", &pr.StartupProbe}, {"liveness_probe", &pr.LivenessProbe}, {"readiness_probe", &pr.ReadinessProbe}}
+	for _, x := range probes {
+		for _, pb := range bs[x.name] {
+			*x.dst = d.probe(pb, at(p, x.name))
+		}
+	}
+	hooks := []struct {
+		name string
+		dst  **spec.Hook
+	}{{"pre_start", &pr.PreStart}, {"post_start", &pr.PostStart}, {"pre_stop", &pr.PreStop}, {"post_stop", &pr.PostStop}}
+	for _, x := range hooks {
+		for _, hb := range bs[x.name] {
+			*x.dst = d.hook(hb, at(p, x.name))
+		}
+	}
+	for _, lb := range bs["log"] {
+		lp := at(p, "log")
+		d.block(lb, lp)
+		las, _ := d.content(lb.Body, logSchema, lp)
+		d.str(las, lp, "mode", &pr.Log.Mode)
+		d.size(las, lp, "max_size", &pr.Log.MaxSize)
+		d.integerInt(las, lp, "max_files", &pr.Log.MaxFiles)
+		d.boolean(las, lp, "journal", &pr.Log.Journal)
+	}
+	return pr
+}
+
+func (d *decoder) probe(b *hcl.Block, p []string) *spec.Probe {
+	d.block(b, p)
+	as, bs := d.content(b.Body, probeSchema, p)
+	pr := &spec.Probe{}
+	d.durationTo(as, p, "initial_delay", &pr.InitialDelay)
+	d.durationTo(as, p, "period", &pr.Period)
+	d.durationTo(as, p, "timeout", &pr.Timeout)
+	d.integerInt(as, p, "success_threshold", &pr.SuccessThreshold)
+	d.integerInt(as, p, "failure_threshold", &pr.FailureThreshold)
+	d.durationPtr(as, p, "termination_grace_period", &pr.TerminationGracePeriod)
+	d.handler(bs, p, &pr.Handler)
+	return pr
+}
+
+func (d *decoder) hook(b *hcl.Block, p []string) *spec.Hook {
+	d.block(b, p)
+	as, bs := d.content(b.Body, hookSchema, p)
+	h := &spec.Hook{}
+	d.durationTo(as, p, "timeout", &h.Timeout)
+	d.handler(bs, p, &h.Handler)
+	return h
+}
+
+// handler decodes whichever action blocks are present; the schema already
+// limits which kinds a probe or hook takes, and spec's validation checks
+// that there is exactly one (D6).
+func (d *decoder) handler(bs map[string]hcl.Blocks, p []string, h *spec.Handler) {
+	for _, b := range bs["exec"] {
+		ep := at(p, "exec")
+		d.block(b, ep)
+		as, _ := d.content(b.Body, execSchema, ep)
+		h.Exec = &spec.ExecAction{}
+		d.strList(as, ep, "command", `["/bin/sh", "-c", "test -f /tmp/healthy"]`, &h.Exec.Command)
+	}
+	for _, b := range bs["http_get"] {
+		hp := at(p, "http_get")
+		d.block(b, hp)
+		as, _ := d.content(b.Body, httpGetSchema, hp)
+		h.HTTPGet = &spec.HTTPGetAction{}
+		d.str(as, hp, "scheme", &h.HTTPGet.Scheme)
+		d.str(as, hp, "host", &h.HTTPGet.Host)
+		d.integerInt(as, hp, "port", &h.HTTPGet.Port)
+		d.str(as, hp, "path", &h.HTTPGet.Path)
+		d.strMap(as, hp, "headers", &h.HTTPGet.Headers)
+	}
+	for _, b := range bs["tcp_socket"] {
+		tp := at(p, "tcp_socket")
+		d.block(b, tp)
+		as, _ := d.content(b.Body, tcpSocketSchema, tp)
+		h.TCPSocket = &spec.TCPSocketAction{}
+		d.str(as, tp, "host", &h.TCPSocket.Host)
+		d.integerInt(as, tp, "port", &h.TCPSocket.Port)
+	}
+	for _, b := range bs["sleep"] {
+		sp := at(p, "sleep")
+		d.block(b, sp)
+		as, _ := d.content(b.Body, sleepSchema, sp)
+		h.Sleep = &spec.SleepAction{}
+		d.durationTo(as, sp, "duration", &h.Sleep.Duration)
+	}
+}

@@ -1,0 +1,179 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/podsup/podsup/spec"
+)
+
+const diffBase = `
+group "web" {
+  init "migrate" { command = ["/bin/migrate"] }
+  process "api"     { command = ["/bin/api"] }
+  process "sidecar" { command = ["/bin/sidecar"] }
+}
+group "db" {
+  process "pg" { command = ["/bin/pg"] }
+}
+`
+
+func TestDiff(t *testing.T) {
+	cases := []struct {
+		name string
+		new  string
+		want Changes
+	}{
+		{"identical", diffBase, Changes{
+			UnchangedGroups: []string{"web", "db"},
+			Groups: map[string]GroupChanges{
+				"web": {Unchanged: []string{"api", "sidecar"}},
+				"db":  {Unchanged: []string{"pg"}},
+			},
+		}},
+		{"process order does not count", `
+group "db" {
+  process "pg" { command = ["/bin/pg"] }
+}
+group "web" {
+  init "migrate" { command = ["/bin/migrate"] }
+  process "sidecar" { command = ["/bin/sidecar"] }
+  process "api"     { command = ["/bin/api"] }
+}`, Changes{
+			UnchangedGroups: []string{"db", "web"},
+			Groups: map[string]GroupChanges{
+				"web": {Unchanged: []string{"sidecar", "api"}},
+				"db":  {Unchanged: []string{"pg"}},
+			},
+		}},
+		{"group added and removed", `
+group "web" {
+  init "migrate" { command = ["/bin/migrate"] }
+  process "api"     { command = ["/bin/api"] }
+  process "sidecar" { command = ["/bin/sidecar"] }
+}
+group "cache" {
+  process "redis" { command = ["/bin/redis"] }
+}`, Changes{
+			AddedGroups:     []string{"cache"},
+			RemovedGroups:   []string{"db"},
+			UnchangedGroups: []string{"web"},
+			Groups:          map[string]GroupChanges{"web": {Unchanged: []string{"api", "sidecar"}}},
+		}},
+		{"process added, removed and changed", `
+group "web" {
+  init "migrate" { command = ["/bin/migrate"] }
+  process "api"     { command = ["/bin/api", "--v2"] }
+  process "metrics" { command = ["/bin/metrics"] }
+}
+group "db" {
+  process "pg" {
+    command = ["/bin/pg"]
+    env     = {}
+  }
+}`, Changes{
+			UnchangedGroups: []string{"db"},
+			Groups: map[string]GroupChanges{
+				"web": {Added: []string{"metrics"}, Removed: []string{"sidecar"}, Changed: []string{"api"}},
+				// env = {} is no change from no env at all.
+				"db": {Unchanged: []string{"pg"}},
+			},
+		}},
+		{"probe change is a process change", `
+group "web" {
+  init "migrate" { command = ["/bin/migrate"] }
+  process "api" {
+    command = ["/bin/api"]
+    readiness_probe {
+      tcp_socket { port = 80 }
+    }
+  }
+  process "sidecar" { command = ["/bin/sidecar"] }
+}
+group "db" {
+  process "pg" { command = ["/bin/pg"] }
+}`, Changes{
+			UnchangedGroups: []string{"db"},
+			Groups: map[string]GroupChanges{
+				"web": {Changed: []string{"api"}, Unchanged: []string{"sidecar"}},
+				"db":  {Unchanged: []string{"pg"}},
+			},
+		}},
+		{"group-level: restart policy, init, sandbox", `
+group "web" {
+  restart_policy = "on-failure"
+  init "migrate" { command = ["/bin/migrate"] }
+  process "api"     { command = ["/bin/api"] }
+  process "sidecar" { command = ["/bin/sidecar"] }
+}
+group "db" {
+  init "check" { command = ["/bin/check"] }
+  process "pg" { command = ["/bin/pg"] }
+}`, Changes{
+			ChangedGroups: []string{"web", "db"},
+			Groups: map[string]GroupChanges{
+				"web": {Unchanged: []string{"api", "sidecar"}},
+				"db":  {Unchanged: []string{"pg"}},
+			},
+		}},
+		{"top-level backoff changes groups that inherit it", `
+backoff { initial = "1s" }
+group "web" {
+  backoff { initial = "10s" }
+  init "migrate" { command = ["/bin/migrate"] }
+  process "api"     { command = ["/bin/api"] }
+  process "sidecar" { command = ["/bin/sidecar"] }
+}
+group "db" {
+  process "pg" { command = ["/bin/pg"] }
+}`, Changes{
+			// web's own backoff equals the old default: the effective
+			// back-off is what counts.
+			ChangedGroups:   []string{"db"},
+			UnchangedGroups: []string{"web"},
+			Groups: map[string]GroupChanges{
+				"web": {Unchanged: []string{"api", "sidecar"}},
+				"db":  {Unchanged: []string{"pg"}},
+			},
+		}},
+		{"supervisor change", `
+supervisor { log_level = "debug" }
+` + diffBase, Changes{
+			SupervisorChanged: true,
+			UnchangedGroups:   []string{"web", "db"},
+			Groups: map[string]GroupChanges{
+				"web": {Unchanged: []string{"api", "sidecar"}},
+				"db":  {Unchanged: []string{"pg"}},
+			},
+		}},
+	}
+	old := mustParse(t, diffBase)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Diff(old, mustParse(t, tc.new))
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Diff =\n%+v\nwant\n%+v", got, tc.want)
+			}
+			if got.Empty() != (tc.name == "identical" || tc.name == "process order does not count") {
+				t.Errorf("Empty() = %v", got.Empty())
+			}
+		})
+	}
+}
+
+func TestDiffGoBuiltConfigs(t *testing.T) {
+	// A library user's config: empty and nil collections compare equal.
+	a := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
+		Name: "g", Processes: []spec.Process{{Name: "p", Command: []string{"x"}, Env: map[string]string{}, Sockets: []string{}}},
+	}}}
+	b := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
+		Name: "g", Init: []spec.Process{}, Processes: []spec.Process{{Name: "p", Command: []string{"x"}}},
+	}}}
+	if d := Diff(a, b); !d.Empty() {
+		t.Errorf("Diff = %+v, want empty", d)
+	}
+	b.Groups[0].Processes[0].Env = map[string]string{"A": "1"}
+	if d := Diff(a, b); !reflect.DeepEqual(d.Groups["g"].Changed, []string{"p"}) {
+		t.Errorf("Diff = %+v, want p changed", d)
+	}
+}

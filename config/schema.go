@@ -1,0 +1,124 @@
+package config
+
+import (
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// blockSchema is the schema of one kind of block plus what error messages
+// need: its name, and which nested blocks may appear only once.
+type blockSchema struct {
+	name   string // e.g. "process", used in "allowed in a process block"
+	schema *hcl.BodySchema
+	// single lists the block types that may appear at most once.
+	single map[string]bool
+}
+
+func newSchema(name string, attrs []string, required []string, blocks []hcl.BlockHeaderSchema, repeatable ...string) *blockSchema {
+	s := &blockSchema{name: name, schema: &hcl.BodySchema{}, single: map[string]bool{}}
+	for _, a := range attrs {
+		s.schema.Attributes = append(s.schema.Attributes, hcl.AttributeSchema{Name: a})
+	}
+	for _, a := range required {
+		s.schema.Attributes = append(s.schema.Attributes, hcl.AttributeSchema{Name: a, Required: true})
+	}
+	s.schema.Blocks = blocks
+	rep := map[string]bool{}
+	for _, r := range repeatable {
+		rep[r] = true
+	}
+	for _, b := range blocks {
+		if !rep[b.Type] {
+			s.single[b.Type] = true
+		}
+	}
+	return s
+}
+
+// allowed describes what the block accepts, for "not expected here" errors
+// that HCL could not turn into a "Did you mean" suggestion.
+func (s *blockSchema) allowed() string {
+	var attrs, blocks []string
+	for _, a := range s.schema.Attributes {
+		attrs = append(attrs, a.Name)
+	}
+	for _, b := range s.schema.Blocks {
+		blocks = append(blocks, b.Type)
+	}
+	var parts []string
+	if len(attrs) > 0 {
+		parts = append(parts, "arguments "+strings.Join(attrs, ", "))
+	}
+	if len(blocks) > 0 {
+		parts = append(parts, "blocks "+strings.Join(blocks, ", "))
+	}
+	where := "A " + s.name + " block"
+	if s == fileSchema {
+		where = "The top level of the file"
+	}
+	return where + " takes " + strings.Join(parts, "; ") + "."
+}
+
+func blocks(types ...string) []hcl.BlockHeaderSchema {
+	out := make([]hcl.BlockHeaderSchema, len(types))
+	for i, t := range types {
+		out[i] = hcl.BlockHeaderSchema{Type: t}
+	}
+	return out
+}
+
+func named(types ...string) []hcl.BlockHeaderSchema {
+	out := make([]hcl.BlockHeaderSchema, len(types))
+	for i, t := range types {
+		out[i] = hcl.BlockHeaderSchema{Type: t, LabelNames: []string{"name"}}
+	}
+	return out
+}
+
+// The whole schema, top down. Field names are Kubernetes' in snake_case
+// (SEMANTICS.md X1); the attribute lists are the contract users see.
+var (
+	fileSchema = newSchema("top-level", nil, nil,
+		append(blocks("supervisor", "backoff"), named("group")...), "group")
+
+	supervisorSchema = newSchema("supervisor",
+		[]string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready"}, nil, nil)
+
+	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
+
+	groupSchema = newSchema("group",
+		[]string{"restart_policy", "termination_grace_period"}, nil,
+		append(blocks("backoff", "sandbox"), named("init", "process")...), "init", "process")
+
+	sandboxSchema = newSchema("sandbox",
+		[]string{"namespaces", "hostname", "rootfs"}, nil,
+		blocks("mount", "resources"), "mount")
+
+	mountSchema = newSchema("mount", []string{"source", "readonly", "options"}, []string{"type", "target"}, nil)
+
+	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids"}, nil, nil)
+
+	processSchema = newSchema("process",
+		[]string{"command", "env", "working_dir", "user", "group", "stop_signal", "restart_policy",
+			"critical", "readiness", "watchdog", "sockets"}, nil,
+		blocks("startup_probe", "liveness_probe", "readiness_probe",
+			"pre_start", "post_start", "pre_stop", "post_stop", "log"))
+
+	// initSchema is processSchema under its own name: an init takes the same
+	// fields, and spec's validation says which of them make no sense there.
+	initSchema = &blockSchema{name: "init", schema: processSchema.schema, single: processSchema.single}
+
+	logSchema = newSchema("log", []string{"mode", "max_size", "max_files", "journal"}, nil, nil)
+
+	probeSchema = newSchema("probe",
+		[]string{"initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period"}, nil,
+		blocks("exec", "http_get", "tcp_socket"))
+
+	hookSchema = newSchema("hook", []string{"timeout"}, nil, blocks("exec", "http_get", "sleep"))
+
+	execSchema      = newSchema("exec", []string{"command"}, nil, nil)
+	httpGetSchema   = newSchema("http_get", []string{"scheme", "host", "path", "headers"}, []string{"port"}, nil)
+	tcpSocketSchema = newSchema("tcp_socket", []string{"host"}, []string{"port"}, nil)
+	sleepSchema     = newSchema("sleep", nil, []string{"duration"}, nil)
+)

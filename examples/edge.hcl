@@ -1,0 +1,96 @@
+# edge.hcl: an edge device, each group in a sandbox with resource limits.
+#
+# Group "sensors" runs in its own PID, mount, UTS, IPC and network
+# namespaces: it sees only its own processes (a fresh /proc), its own
+# hostname, a private tmpfs on /tmp and no network but loopback. A cgroup
+# caps it at 64 MiB, a quarter of a CPU and 32 tasks.
+# Group "uplink" shares the host network (it forwards readings) but still
+# gets its own PID and mount namespaces and limits.
+#
+# Sandboxes need root (namespaces and cgroups):
+#   sudo podsup up -f examples/edge.hcl
+#   sudo podsup status
+
+supervisor {
+  socket        = "/run/podsup/edge.sock"
+  log_format    = "json"
+  log_level     = "info"
+  minimum_grace = "1s"
+}
+
+backoff {
+  initial = "1s"
+  max     = "1m"
+  reset   = "5m"
+}
+
+group "sensors" {
+  restart_policy           = "always"
+  termination_grace_period = "5s"
+
+  sandbox {
+    namespaces = ["pid", "mount", "uts", "ipc", "net"]
+    hostname   = "sensors"
+
+    mount {
+      type   = "proc"
+      target = "/proc"
+    }
+    mount {
+      type    = "tmpfs"
+      target  = "/tmp"
+      options = "size=16m,mode=1777"
+    }
+
+    resources {
+      memory     = "64MiB"
+      cpu        = 0.25
+      cpu_weight = 50
+      pids       = 32
+    }
+  }
+
+  process "collector" {
+    # Stands in for a sensor reader: one reading a second into the tmpfs.
+    command = ["sh", "-c", "trap 'kill $! 2>/dev/null; exit 0' TERM; while :; do date +%s >> /tmp/readings; sleep 1 & wait $!; done"]
+
+    liveness_probe {
+      exec {
+        command = ["sh", "-c", "test -s /tmp/readings"]
+      }
+      initial_delay = "3s"
+      period        = "10s"
+    }
+  }
+}
+
+group "uplink" {
+  # A sender that gives up after a failure should not hammer the network.
+  restart_policy = "on-failure"
+
+  backoff {
+    initial = "5s"
+  }
+
+  sandbox {
+    namespaces = ["pid", "mount"]
+    mount {
+      type   = "proc"
+      target = "/proc"
+    }
+    resources {
+      memory = "32MiB"
+      cpu    = 0.1
+      pids   = 16
+    }
+  }
+
+  process "sender" {
+    command = ["sh", "-c", "trap 'kill $! 2>/dev/null; exit 0' TERM; while :; do echo uplink: $(cat /proc/sys/kernel/hostname) alive; sleep 30 & wait $!; done"]
+
+    log {
+      max_size  = "1MiB"
+      max_files = 3
+    }
+  }
+}

@@ -1,0 +1,112 @@
+package examples
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/podsup/podsup/config"
+	"github.com/podsup/podsup/spec"
+)
+
+// TestExamplesParseAndValidate loads every examples/*.hcl through the real
+// loader, checks each has a header saying how to run it, and that every
+// program it runs exists on this machine (the examples must be runnable on
+// a plain Debian system).
+func TestExamplesParseAndValidate(t *testing.T) {
+	files, err := filepath.Glob("*.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 4 {
+		t.Fatalf("found %d examples, want at least 4: %v", len(files), files)
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			cfg, err := config.Load(f)
+			if err != nil {
+				var ce *config.Error
+				if errors.As(err, &ce) {
+					var b bytes.Buffer
+					_ = ce.WriteText(&b, false) // only for the failure message
+					t.Fatalf("%s:\n%s", f, b.String())
+				}
+				t.Fatal(err)
+			}
+			src, err := fs.ReadFile(FS, f)
+			if err != nil {
+				t.Fatalf("not embedded: %v", err)
+			}
+			if !strings.HasPrefix(string(src), "# "+f+":") {
+				t.Errorf("%s does not start with a header comment \"# %s: ...\"", f, f)
+			}
+			if !strings.Contains(string(src), "podsup up -f examples/"+f) {
+				t.Errorf("%s does not say how to run it (podsup up -f examples/%s)", f, f)
+			}
+			for _, g := range cfg.Groups {
+				for _, p := range append(append([]spec.Process(nil), g.Init...), g.Processes...) {
+					lookPath(t, g.Name+"/"+p.Name, p.Command)
+					for _, h := range []*spec.Hook{p.PreStart, p.PostStart, p.PreStop, p.PostStop} {
+						if h != nil && h.Exec != nil {
+							lookPath(t, g.Name+"/"+p.Name+" hook", h.Exec.Command)
+						}
+					}
+					for _, pr := range []*spec.Probe{p.StartupProbe, p.LivenessProbe, p.ReadinessProbe} {
+						if pr != nil && pr.Exec != nil {
+							lookPath(t, g.Name+"/"+p.Name+" probe", pr.Exec.Command)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func lookPath(t *testing.T, what string, command []string) {
+	t.Helper()
+	if _, err := exec.LookPath(command[0]); err != nil {
+		t.Errorf("%s runs %q, which is not on this machine: %v", what, command[0], err)
+	}
+}
+
+// TestInitSidecarShape pins what another issue relies on: `podsup recreate
+// web app` on init-sidecar.hcl.
+func TestInitSidecarShape(t *testing.T) {
+	cfg, err := config.Load("init-sidecar.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Groups) != 1 || cfg.Groups[0].Name != "web" || len(cfg.Groups[0].Init) != 1 {
+		t.Fatalf("want one group \"web\" with one init, got %+v", cfg.Groups)
+	}
+	var names []string
+	for _, p := range cfg.Groups[0].Processes {
+		names = append(names, p.Name)
+		if p.Name == "app" && (p.ReadinessProbe == nil || p.PreStop == nil) {
+			t.Errorf("app needs a readiness probe and a pre_stop hook")
+		}
+	}
+	if strings.Join(names, ",") != "app,sidecar" {
+		t.Errorf("processes = %v, want app, sidecar", names)
+	}
+}
+
+// TestPID1HasCriticalProcess pins X11's example.
+func TestPID1HasCriticalProcess(t *testing.T) {
+	cfg, err := config.Load("pid1.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range cfg.Groups {
+		for _, p := range g.Processes {
+			if p.Critical {
+				return
+			}
+		}
+	}
+	t.Error("pid1.hcl has no critical process")
+}

@@ -1,0 +1,50 @@
+# init-sidecar.hcl: a group with an init step and a sidecar, like a pod.
+#
+# Group "web":
+#   - init "prepare" runs to completion first: it writes the site into
+#     /tmp/podsup-init-sidecar.
+#   - process "app" serves that directory on 127.0.0.1:8081; it is ready
+#     while "/" answers, and on stop it drains for 1s (pre_stop).
+#   - process "sidecar" prints a heartbeat with the number of files served
+#     every 5s, as a log shipper or metrics agent would run beside an app.
+#
+# Run it:
+#   podsup up -f examples/init-sidecar.hcl
+#   podsup recreate web app     # recreate only the app; the sidecar stays
+#   podsup status
+
+supervisor {
+  socket        = "/tmp/podsup-init-sidecar.sock"
+  minimum_grace = "1s"
+}
+
+group "web" {
+  termination_grace_period = "5s"
+
+  init "prepare" {
+    command = ["sh", "-c", "mkdir -p /tmp/podsup-init-sidecar && echo 'hello from podsup' > /tmp/podsup-init-sidecar/index.html"]
+  }
+
+  process "app" {
+    command     = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", "/tmp/podsup-init-sidecar", "8081"]
+    stop_signal = "SIGINT"
+
+    readiness_probe {
+      http_get {
+        port = 8081
+        path = "/index.html"
+      }
+      period = "1s"
+    }
+
+    pre_stop {
+      exec {
+        command = ["sh", "-c", "echo app: draining; sleep 1"]
+      }
+    }
+  }
+
+  process "sidecar" {
+    command = ["sh", "-c", "trap 'kill $! 2>/dev/null; exit 0' TERM; while :; do echo \"sidecar: $(ls /tmp/podsup-init-sidecar | wc -l) file(s) served\"; sleep 5 & wait $!; done"]
+  }
+}

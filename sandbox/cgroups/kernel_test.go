@@ -1,0 +1,332 @@
+package cgroups
+
+// Tests against the real kernel: they need root, and skip with the reason
+// when a hierarchy they exercise is absent. CI runs them on the same hybrid
+// layout as the development machines, where none skips.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+	"golang.org/x/sys/unix"
+)
+
+// newGroupProcess creates group "g" with r and process "p" in it.
+func newGroupProcess(t *testing.T, m *Manager, r spec.Resources) (*Group, *Process) {
+	t.Helper()
+	g, err := m.NewGroup("g", r)
+	if err != nil {
+		t.Fatalf("NewGroup: %v", err)
+	}
+	p, err := g.NewProcess("p")
+	if err != nil {
+		t.Fatalf("NewProcess: %v", err)
+	}
+	return g, p
+}
+
+// wantCgroup checks that pid sits in p in every hierarchy in use.
+func wantCgroup(t *testing.T, m *Manager, p *Process, pid int) {
+	t.Helper()
+	got := cgroupsOf(t, pid)
+	for _, h := range m.hiers {
+		key := strings.Join(h.Controllers, ",")
+		if h.Version == 2 {
+			key = ""
+		}
+		want := path.Join(h.Own, m.root, p.rel)
+		if got[key] != want {
+			t.Errorf("pid %d in %q hierarchy: cgroup %q, want %q", pid, key, got[key], want)
+		}
+	}
+}
+
+func TestPlacementPutsChildInEveryHierarchy(t *testing.T) {
+	m := newTestManager(t, Options{})
+	_, p := newGroupProcess(t, m, spec.Resources{})
+	c := startIn(t, p, "sleeper")
+	wantCgroup(t, m, p, c.pid)
+	procs, err := p.Procs()
+	if err != nil || len(procs) != 1 || procs[0] != c.pid {
+		t.Fatalf("Procs = %v, %v; want [%d]", procs, err, c.pid)
+	}
+	// The spawning thread went back: no thread of the test is in the tree.
+	tasks, _ := filepath.Glob("/proc/self/task/*/cgroup")
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), m.root) {
+			t.Errorf("%s still names podsup's tree:\n%s", f, b)
+		}
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if ws := c.wait(t, 10*time.Second); ws.Signal() != unix.SIGKILL {
+		t.Errorf("child ended with %v, want SIGKILL", ws)
+	}
+}
+
+func TestForkSeesThreadInsideAndProcsLeavesPodsupOut(t *testing.T) {
+	m := newTestManager(t, Options{})
+	if len(m.hiers) == 1 && m.v2 != nil {
+		t.Skip("pure v2 host: no v1 cgroup to move a thread into")
+	}
+	_, p := newGroupProcess(t, m, spec.Resources{})
+	pl, err := p.OpenPlacement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	err = pl.Fork(func() error {
+		b, err := os.ReadFile("/proc/thread-self/cgroup")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(b), path.Join(m.root, p.rel)) {
+			t.Errorf("inside Fork the thread is not in %s:\n%s", p.rel, b)
+		}
+		procs, self, err := p.procs()
+		if err != nil {
+			return err
+		}
+		if len(procs) != 0 || !self {
+			t.Errorf("inside Fork: procs %v, self listed %v; want none and true", procs, self)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	if b, _ := os.ReadFile("/proc/thread-self/cgroup"); strings.Contains(string(b), m.root) {
+		t.Errorf("after Fork a thread is still inside:\n%s", b)
+	}
+}
+
+func TestMemoryLimitOOMKillsAndCounts(t *testing.T) {
+	m := newTestManager(t, Options{})
+	if m.ctl["memory"] == nil {
+		t.Skip("no memory controller in any hierarchy")
+	}
+	t.Logf("memory controller: cgroup v%d", m.ctl["memory"].Version)
+	g, p := newGroupProcess(t, m, spec.Resources{Memory: 64 << 20})
+	c := startIn(t, p, "hog")
+	ws := c.wait(t, 60*time.Second)
+	if ws.Signal() != unix.SIGKILL {
+		t.Fatalf("hog ended with %v (exit %d), want SIGKILL by the OOM killer", ws, ws.ExitStatus())
+	}
+	for _, n := range []*node{&p.node, &g.node} {
+		kills, err := n.OOMKills()
+		if err != nil || kills < 1 {
+			t.Errorf("OOMKills(%s) = %d, %v; want >= 1", n.rel, kills, err)
+		}
+	}
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	if st.OOMKills < 1 || st.MemoryPeak < 32<<20 || st.MemoryPeak > 80<<20 {
+		t.Errorf("Stats = %+v; want OOMKills >= 1 and a peak near the 64 MiB limit", st)
+	}
+}
+
+func TestPidsLimitStopsForkBomb(t *testing.T) {
+	m := newTestManager(t, Options{})
+	h := m.ctl["pids"]
+	if h == nil {
+		t.Skip("no pids controller in any hierarchy")
+	}
+	g, p := newGroupProcess(t, m, spec.Resources{Pids: 20})
+	// Bounded: 200 background sleeps at most, and the limit stops it at 20
+	// tasks; everything is killed below.
+	c := startIn(t, p, "", "/bin/sh", "-c", "i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done; wait")
+	maxEvents := func() uint64 {
+		var total uint64
+		dirs, _ := subdirs(g.dir(h))
+		for _, d := range append(dirs, g.dir(h)) {
+			n, _ := readKeyed(filepath.Join(d, "pids.events"), "max")
+			total += n
+		}
+		return total
+	}
+	waitFor(t, 20*time.Second, "a fork refused by pids.max", func() bool { return maxEvents() > 0 })
+	procs, err := g.Procs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(procs) == 0 || len(procs) > 20 {
+		t.Errorf("%d processes in the group, want 1..20", len(procs))
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if procs, _ := g.Procs(); len(procs) != 0 {
+		t.Errorf("after Kill: %v", procs)
+	}
+	c.wait(t, 10*time.Second)
+}
+
+// testKillDaemon starts a double-forked setsid daemon in a process cgroup
+// and checks that Kill ends it: what a process-group kill misses.
+func testKillDaemon(t *testing.T, m *Manager) {
+	_, p := newGroupProcess(t, m, spec.Resources{})
+	c := startIn(t, p, "daemonize")
+	if ws := c.wait(t, 10*time.Second); ws.ExitStatus() != 0 {
+		t.Fatalf("daemonize exited %v", ws)
+	}
+	// Exactly one process, and it stays the same: the sleeper, not a chain.
+	var daemon int
+	waitFor(t, 10*time.Second, "the daemon to be listed", func() bool {
+		procs, _ := p.Procs()
+		if len(procs) == 1 {
+			daemon = procs[0]
+		}
+		return daemon > 0
+	})
+	if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", daemon)); !strings.Contains(string(env), helperEnv+"=sleeper\x00") {
+		t.Fatalf("pid %d is not the daemon (environment %q)", daemon, env)
+	}
+	pidfd, err := unix.PidfdOpen(daemon, 0)
+	if err != nil {
+		t.Fatalf("pidfd_open(%d): %v", daemon, err)
+	}
+	defer unix.Close(pidfd)
+	if sid, _ := unix.Getsid(daemon); sid != daemon {
+		t.Errorf("daemon %d: session %d, want its own", daemon, sid)
+	}
+	if pgid, _ := unix.Getpgid(daemon); pgid == c.pid {
+		t.Fatalf("daemon is in the first process's group %d: a group kill would reach it; test proves nothing", pgid)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	if n, err := unix.Poll(fds, 10_000); err != nil || n != 1 {
+		t.Fatalf("daemon %d still alive after Kill (poll %d, %v)", daemon, n, err)
+	}
+	if procs, _ := p.Procs(); len(procs) != 0 {
+		t.Errorf("after Kill: %v", procs)
+	}
+}
+
+func TestKillV2CgroupKillReachesSetsidDaemon(t *testing.T) {
+	m := newTestManager(t, Options{})
+	if m.v2 == nil {
+		t.Skip("no cgroup2 hierarchy")
+	}
+	if !exists(filepath.Join(m.v2.base, "cgroup.kill")) {
+		t.Skip("kernel without cgroup.kill (< 5.14)")
+	}
+	testKillDaemon(t, m)
+}
+
+func TestKillV1FreezerReachesSetsidDaemon(t *testing.T) {
+	m := newTestManager(t, Options{DisableV2: true})
+	if m.ctl["freezer"] == nil {
+		t.Skip("no v1 freezer hierarchy")
+	}
+	testKillDaemon(t, m)
+}
+
+func TestStatsCountBusyCPU(t *testing.T) {
+	m := newTestManager(t, Options{})
+	g, p := newGroupProcess(t, m, spec.Resources{})
+	c := startIn(t, p, "spin")
+	waitFor(t, 20*time.Second, "CPU usage of the spinning process", func() bool {
+		st, err := g.Stats()
+		return err == nil && st.CPU >= 50*time.Millisecond
+	})
+	st, err := p.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ctl["memory"] != nil && st.MemoryCurrent == 0 {
+		t.Errorf("Stats = %+v: no memory charged to a running process", st)
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.wait(t, 10*time.Second)
+}
+
+func TestSweepRemovesWhatACrashedPodsupLeft(t *testing.T) {
+	crashed := newTestManager(t, Options{})
+	_, p := newGroupProcess(t, crashed, spec.Resources{Memory: 64 << 20, Pids: 50})
+	c := startIn(t, p, "sleeper")
+	// "crashed" is never closed before the new one sweeps (its cleanup
+	// runs last and finds nothing).
+	m := newTestManager(t, Options{Instance: crashed.root[len("podsup-"):]})
+	removed, err := m.Sweep()
+	if err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if len(removed) != 1 || removed[0] != filepath.Join(m.Root(), "g") {
+		t.Errorf("Sweep removed %v, want the leftover group", removed)
+	}
+	if ws := c.wait(t, 10*time.Second); ws.Signal() != unix.SIGKILL {
+		t.Errorf("leftover process ended with %v, want SIGKILL", ws)
+	}
+	for _, d := range p.Dirs() {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s survived Sweep", d)
+		}
+	}
+	// The new instance can use the name again.
+	if _, err := m.NewGroup("g", spec.Resources{}); err != nil {
+		t.Errorf("NewGroup after Sweep: %v", err)
+	}
+}
+
+func TestDeleteLeavesNothingAndWaitsForKill(t *testing.T) {
+	m := newTestManager(t, Options{Timeout: 300 * time.Millisecond})
+	g, p := newGroupProcess(t, m, spec.Resources{Pids: 10})
+	if _, err := g.NewProcess("q"); err != nil {
+		t.Fatal(err)
+	}
+	c := startIn(t, p, "sleeper")
+	if err := g.Delete(); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Delete with a live process = %v, want ErrBusy", err)
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Delete right after Kill: the kernel may list the exiting task for a
+	// moment, and Delete must ride that out.
+	if err := g.Delete(); err != nil {
+		t.Fatalf("Delete after Kill: %v", err)
+	}
+	for _, d := range append(g.Dirs(), p.Dirs()...) {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind", d)
+		}
+	}
+	if err := g.Delete(); err != nil {
+		t.Errorf("second Delete: %v", err)
+	}
+	c.wait(t, 10*time.Second)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertRootGone(t, m)
+}
+
+func TestNewGroupRefusesDuplicatesAndBadNames(t *testing.T) {
+	m := newTestManager(t, Options{})
+	if _, err := m.NewGroup("g", spec.Resources{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.NewGroup("g", spec.Resources{}); !errors.Is(err, ErrExist) {
+		t.Errorf("second NewGroup(g) = %v, want ErrExist", err)
+	}
+	for _, bad := range []string{"", "a/b", "..", "_supervisor", ".hidden"} {
+		if _, err := m.NewGroup(bad, spec.Resources{}); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("NewGroup(%q) = %v, want ErrInvalidName", bad, err)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package cgroups
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kill sends SIGKILL to every process in the cgroup and below, and returns
+// once the kernel lists none; after Options.Timeout it gives up with
+// ErrBusy (a process stuck in the kernel, say). Exited processes may stay
+// zombies until podsup's reaper collects them: the kernel no longer lists
+// them, and they hold no resources that matter.
+//
+// Mechanism, in order of preference, repeated until the tree is empty:
+// cgroup.kill (v2, atomic against forks); freeze (v2 cgroup.freeze or v1
+// freezer.state), SIGKILL every listed pid, thaw; or, without a freezer,
+// SIGKILL every listed pid (a fork racing it is caught the next round).
+// Rounds after the first also signal every listed pid, which reaches a
+// process that sits only in a v1 cgroup.
+func (n *node) Kill() error {
+	deadline := time.Now().Add(n.m.timeout)
+	delay := time.Millisecond
+	for round := 0; ; round++ {
+		pids, selfInside, err := n.procs()
+		if err != nil {
+			return fmt.Errorf("killing %s: %w", n.Path(), err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("killing %s: %w: pids %v", n.Path(), ErrBusy, pids)
+		}
+		if err := n.killRound(pids, selfInside, round); err != nil {
+			return fmt.Errorf("killing %s: %w", n.Path(), err)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
+	}
+}
+
+func (n *node) killRound(pids []int, selfInside bool, round int) error {
+	// With podsup itself inside (its supervisor leaf), neither
+	// cgroup.kill nor a freeze may be used: only pid-by-pid signals.
+	if selfInside {
+		return n.signalListed(pids, unix.SIGKILL)
+	}
+	if v2 := n.m.v2; v2 != nil {
+		killFile := filepath.Join(n.dir(v2), "cgroup.kill")
+		if exists(killFile) {
+			if err := n.m.fs.write(killFile, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			if round == 0 {
+				return nil
+			}
+			return n.signalListed(pids, unix.SIGKILL)
+		}
+	}
+	if fz := n.freezer(); fz != nil {
+		return n.freezeKillThaw(fz)
+	}
+	return n.signalListed(pids, unix.SIGKILL)
+}
+
+// Signal sends sig to every process listed in the tree now (a snapshot: a
+// process forked meanwhile may miss it; for certainty use Kill).
+func (n *node) Signal(sig syscall.Signal) error {
+	pids, _, err := n.procs()
+	if err != nil {
+		return fmt.Errorf("signalling %s: %w", n.Path(), err)
+	}
+	return n.signalListed(pids, sig)
+}
+
+// KillTree is Kill for SIGKILL and Signal otherwise; it matches the tree
+// killer interface of package sandbox.
+func (n *node) KillTree(sig syscall.Signal) error {
+	if sig == unix.SIGKILL {
+		return n.Kill()
+	}
+	return n.Signal(sig)
+}
+
+// signalable is the guard every signal passes: never pid <= 0 (kill(2)
+// reads -1 as "everyone", 0 as "my group"), never init, never podsup.
+func signalable(pid int) bool {
+	return pid > 1 && pid != os.Getpid()
+}
+
+// signalListed signals the processes of a listing without trusting pid
+// numbers: it opens a pidfd for each, lists the tree again, and signals
+// only the pidfds whose pid is still listed. A pid that exited and was
+// reused outside the tree in between is not listed the second time; one
+// reused inside the tree leaves our pidfd stale (ESRCH) and is caught in
+// the next round.
+func (n *node) signalListed(pids []int, sig syscall.Signal) error {
+	fds := map[int]int{}
+	defer func() {
+		for _, fd := range fds {
+			_ = unix.Close(fd) // nothing to do about a failed close of a pidfd
+		}
+	}()
+	for _, pid := range pids {
+		if !signalable(pid) {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // ESRCH: gone already
+		}
+		fds[pid] = fd
+	}
+	if len(fds) == 0 {
+		return nil
+	}
+	again, _, err := n.procs()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, pid := range again {
+		fd, ok := fds[pid]
+		if !ok {
+			continue
+		}
+		if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil && err != unix.ESRCH {
+			errs = append(errs, fmt.Errorf("signalling pid %d: %w", pid, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// freezer is a cgroup's freeze switch: v2 cgroup.freeze or v1 freezer.state.
+type freezer struct {
+	file         string
+	freeze, thaw string
+	frozen       func() bool
+}
+
+func (n *node) freezer() *freezer {
+	if v2 := n.m.v2; v2 != nil {
+		d := n.dir(v2)
+		if exists(filepath.Join(d, "cgroup.freeze")) {
+			return &freezer{
+				file: filepath.Join(d, "cgroup.freeze"), freeze: "1", thaw: "0",
+				frozen: func() bool {
+					v, err := readKeyed(filepath.Join(d, "cgroup.events"), "frozen")
+					return err == nil && v == 1
+				},
+			}
+		}
+	}
+	if h := n.m.ctl["freezer"]; h != nil {
+		state := filepath.Join(n.dir(h), "freezer.state")
+		return &freezer{
+			file: state, freeze: "FROZEN", thaw: "THAWED",
+			frozen: func() bool {
+				b, err := os.ReadFile(state)
+				return err == nil && strings.TrimSpace(string(b)) == "FROZEN"
+			},
+		}
+	}
+	return nil
+}
+
+// freezeKillThaw freezes the tree so nothing in it can fork, signals every
+// process listed while frozen, and thaws so the signals are delivered.
+func (n *node) freezeKillThaw(fz *freezer) (err error) {
+	// No podsup thread is in a child's cgroup while this is held (see
+	// Manager.placeMu): podsup never freezes itself.
+	n.m.placeMu.Lock()
+	defer n.m.placeMu.Unlock()
+	if err := n.m.fs.write(fz.file, fz.freeze); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("freezing: %w", err)
+	}
+	defer func() {
+		if terr := n.m.fs.write(fz.file, fz.thaw); terr != nil && !errors.Is(terr, os.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("thawing: %w", terr))
+		}
+	}()
+	// A task in uninterruptible sleep keeps the tree FREEZING; past this
+	// bound signal anyway, and the next round tries again.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for delay := 100 * time.Microsecond; !fz.frozen() && time.Now().Before(deadline); delay = min(2*delay, 10*time.Millisecond) {
+		time.Sleep(delay)
+	}
+	pids, _, err := n.procs()
+	if err != nil {
+		return err
+	}
+	return n.signalListed(pids, unix.SIGKILL)
+}

@@ -1,0 +1,173 @@
+package cgroups
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// node is one cgroup of the tree: the same relative path in every
+// hierarchy in use.
+type node struct {
+	m   *Manager
+	rel string // "web", "web/api"
+}
+
+// Group is the cgroup of one group; it holds the limits and the process
+// cgroups. No process is ever placed in a Group itself.
+type Group struct {
+	node
+}
+
+// Process is the cgroup of one process of a group (and of everything that
+// process forks). Children are placed here with a Placement.
+type Process struct {
+	node
+}
+
+func (n *node) dir(h *hier) string { return filepath.Join(h.base, filepath.FromSlash(n.rel)) }
+
+// Path is the cgroup's directory in the first hierarchy (v2 when there is
+// one). It is what Kill and Procs act on there.
+func (n *node) Path() string { return n.dir(n.m.hiers[0]) }
+
+// Dirs are the cgroup's directories in every hierarchy in use.
+func (n *node) Dirs() []string {
+	out := make([]string, len(n.m.hiers))
+	for i, h := range n.m.hiers {
+		out[i] = n.dir(h)
+	}
+	return out
+}
+
+// create makes the directory in every hierarchy, undoing them all on error.
+func (n *node) create() error {
+	for i, h := range n.m.hiers {
+		d := n.dir(h)
+		if err := n.m.fs.mkdir(d); err != nil {
+			for _, done := range n.m.hiers[:i] {
+				_ = n.m.fs.rmdir(n.dir(done)) // undo; just created, empty
+			}
+			if errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("creating cgroup %s: %w", d, ErrExist)
+			}
+			return fmt.Errorf("creating cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// NewProcess creates the cgroup of process name inside the group.
+func (g *Group) NewProcess(name string) (*Process, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
+	p := &Process{node{m: g.m, rel: g.rel + "/" + name}}
+	if err := p.create(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Delete removes the group's cgroup and its process cgroups. See
+// node.Delete; the Manager forgets the group's name.
+func (g *Group) Delete() error {
+	err := g.node.Delete()
+	if err == nil {
+		g.m.forget(g)
+	}
+	return err
+}
+
+// SetResources writes r's limits (zero fields: unlimited) to the group. It
+// may be called again to change them.
+func (g *Group) SetResources(r spec.Resources) error {
+	if err := g.m.Check(r); err != nil {
+		return fmt.Errorf("setting limits of %s: %w", g.Path(), err)
+	}
+	for _, w := range g.limitWrites(r) {
+		if err := w.apply(g.m.fs); err != nil {
+			return fmt.Errorf("setting limits of %s: %w", g.Path(), err)
+		}
+	}
+	return nil
+}
+
+// Procs lists every process in the cgroup and the cgroups below it, in
+// every hierarchy in use, sorted; podsup's own pid is left out (a spawning
+// thread sits in a child's v1 cgroups for the moment of a fork).
+func (n *node) Procs() ([]int, error) {
+	pids, _, err := n.procs()
+	return pids, err
+}
+
+// procs is Procs plus whether podsup itself was listed.
+func (n *node) procs() (pids []int, selfInside bool, err error) {
+	self := os.Getpid()
+	seen := map[int]bool{}
+	for _, h := range n.m.hiers {
+		top := n.dir(h)
+		dirs, err := subdirs(top)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, false, fmt.Errorf("listing processes of %s: %w", top, err)
+		}
+		for _, d := range append(dirs, top) {
+			list, err := readPids(filepath.Join(d, "cgroup.procs"))
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					continue // removed meanwhile, or absent in this hierarchy
+				}
+				return nil, false, fmt.Errorf("listing processes of %s: %w", d, err)
+			}
+			for _, pid := range list {
+				if pid == self {
+					selfInside = true
+					continue
+				}
+				seen[pid] = true
+			}
+		}
+	}
+	for pid := range seen {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	return pids, selfInside, nil
+}
+
+// Delete removes the cgroup, children first, in every hierarchy. It does
+// not kill (call Kill first) but retries for a while (Options.Timeout)
+// while the kernel still lists exiting tasks, then fails with ErrBusy. A
+// cgroup already gone is not an error, so Delete may be called twice.
+func (n *node) Delete() error {
+	deadline := time.Now().Add(n.m.timeout)
+	var errs []error
+	for _, h := range n.m.hiers {
+		top := n.dir(h)
+		dirs, err := subdirs(top)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", top, err))
+			continue
+		}
+		for _, d := range append(dirs, top) {
+			if err := n.m.rmdirUntil(d, deadline); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// A compile-time check that both kinds answer the same questions.
+var _ = []interface {
+	Path() string
+	Procs() ([]int, error)
+	Kill() error
+	Delete() error
+}{&Group{}, &Process{}}

@@ -1,0 +1,175 @@
+package cgroups
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Placement puts a child into a Process cgroup at the moment it is forked,
+// so not one instruction of it runs outside (where it could fork a child
+// that escapes, or allocate memory beyond the limit).
+//
+// How, per host:
+//
+//   - cgroup2 mounted (pure v2 and hybrid): CgroupFD is an open fd of the
+//     v2 directory. Set syscall.SysProcAttr{UseCgroupFD: true, CgroupFD:
+//     pl.CgroupFD()}; clone3(CLONE_INTO_CGROUP) creates the child there.
+//   - v1 controllers in use (hybrid and pure v1): v1 has no such flag, but a
+//     child inherits the cgroups of the thread that forks it. Fork moves the
+//     calling OS thread (its TID, into each v1 "tasks" file of the target),
+//     runs the fork, and moves the thread back to podsup's own cgroups.
+//
+// On a hybrid host both apply: call Fork and set CgroupFD.
+//
+// The caller's duties:
+//
+//   - Open the Placement in podsup's own mount namespace. A sandbox's
+//     namespace thread that has setns'd into another mount namespace cannot
+//     resolve /sys/fs/cgroup paths; the files are opened here, before, and
+//     Fork only writes to open files.
+//   - Fork the child inside fn, on the goroutine that called Fork, with no
+//     goroutine switch in between: syscall.ForkExec forks from the calling
+//     thread, which is what Fork moved. Fork calls runtime.LockOSThread
+//     itself (nesting with a lock the caller already holds), so the
+//     goroutine cannot migrate while the thread is inside.
+//   - Close the Placement afterwards (the fd must stay open until the fork
+//     returned).
+//
+// If the thread cannot be moved back, Fork returns ErrThreadStranded and
+// keeps the thread locked so that the Go runtime destroys it when the
+// goroutine exits; the goroutine should exit soon.
+//
+// Fork has the shape of package sandbox's Forker interface.
+type Placement struct {
+	m     *Manager
+	dir   *os.File   // the v2 directory, nil without v2
+	enter []*os.File // tasks files of the target's v1 cgroups
+	leave []*os.File // tasks files of podsup's own v1 cgroups, same order
+}
+
+// OpenPlacement opens what a fork into p needs. Close it after the fork.
+func (p *Process) OpenPlacement() (*Placement, error) {
+	pl := &Placement{m: p.m}
+	for _, h := range p.m.hiers {
+		if h.Version == 2 {
+			f, err := os.Open(p.dir(h))
+			if err != nil {
+				pl.Close()
+				return nil, fmt.Errorf("opening cgroup %s for placement: %w", p.dir(h), err)
+			}
+			pl.dir = f
+			continue
+		}
+		enter, err := os.OpenFile(filepath.Join(p.dir(h), "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			pl.Close()
+			return nil, fmt.Errorf("opening cgroup %s for placement: %w", p.dir(h), err)
+		}
+		leave, err := os.OpenFile(filepath.Join(h.own, "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			enter.Close()
+			pl.Close()
+			return nil, fmt.Errorf("opening podsup's own cgroup %s: %w", h.own, err)
+		}
+		pl.enter = append(pl.enter, enter)
+		pl.leave = append(pl.leave, leave)
+	}
+	return pl, nil
+}
+
+// CgroupFD is the fd for SysProcAttr.CgroupFD, or -1 when there is no v2
+// hierarchy (then leave UseCgroupFD false).
+func (pl *Placement) CgroupFD() int {
+	if pl.dir == nil {
+		return -1
+	}
+	return int(pl.dir.Fd())
+}
+
+// Fork runs fn, which must fork the child on the calling goroutine, with
+// the calling OS thread inside the target's v1 cgroups. Without v1
+// cgroups in use it just calls fn. See Placement for the rules.
+func (pl *Placement) Fork(fn func() error) error {
+	if len(pl.enter) == 0 {
+		return fn()
+	}
+	// Shared: forks run in parallel; only a freeze (which must not catch
+	// this thread) excludes them.
+	pl.m.placeMu.RLock()
+	defer pl.m.placeMu.RUnlock()
+	runtime.LockOSThread()
+	tid := []byte(strconv.Itoa(unix.Gettid()))
+	for i, f := range pl.enter {
+		if _, err := f.WriteAt(tid, 0); err != nil {
+			err = fmt.Errorf("moving spawning thread into %s: %w", f.Name(), err)
+			if lerr := pl.moveBack(i, tid); lerr != nil {
+				return errors.Join(err, lerr)
+			}
+			runtime.UnlockOSThread()
+			return err
+		}
+	}
+	ferr := fn()
+	if err := pl.moveBack(len(pl.enter), tid); err != nil {
+		return errors.Join(ferr, err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// moveBack returns the thread from the first n entered cgroups.
+func (pl *Placement) moveBack(n int, tid []byte) error {
+	var errs []error
+	for _, f := range pl.leave[:n] {
+		if _, err := f.WriteAt(tid, 0); err != nil {
+			errs = append(errs, fmt.Errorf("%w: moving it back to %s: %w", ErrThreadStranded, f.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close releases the files.
+func (pl *Placement) Close() error {
+	var errs []error
+	if pl.dir != nil {
+		errs = append(errs, pl.dir.Close())
+		pl.dir = nil
+	}
+	for _, f := range append(pl.enter, pl.leave...) {
+		errs = append(errs, f.Close())
+	}
+	pl.enter, pl.leave = nil, nil
+	return errors.Join(errs...)
+}
+
+// Place opens a Placement, runs fork with the cgroup fd (-1 without v2;
+// see Placement) and closes it: for callers in podsup's own mount
+// namespace.
+func (p *Process) Place(fork func(cgroupFD int) error) error {
+	pl, err := p.OpenPlacement()
+	if err != nil {
+		return err
+	}
+	ferr := pl.Fork(func() error { return fork(pl.CgroupFD()) })
+	return errors.Join(ferr, pl.Close())
+}
+
+// AddProc moves an already running process (all its threads) into p in
+// every hierarchy; for adopting, not for starting (that is Placement).
+func (p *Process) AddProc(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("adding pid %d to %s: not a process", pid, p.Path())
+	}
+	for _, h := range p.m.hiers {
+		if err := p.m.fs.write(filepath.Join(p.dir(h), "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("adding pid %d to %s: %w", pid, p.dir(h), err)
+		}
+	}
+	return nil
+}
