@@ -1,0 +1,366 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cmd describes a process to start.
+type Cmd struct {
+	// Path is the program. Without a slash it is looked up in the PATH of
+	// Env (or of podsup's environment when Env is nil).
+	Path string
+	// Args is argv, including argv[0]; empty means [Path].
+	Args []string
+	// Env is the environment; nil means podsup's own.
+	Env []string
+	// Dir is the working directory; empty means podsup's own.
+	Dir string
+	// User and Group are names or numeric ids; empty means podsup's own.
+	// A user brings its primary group and supplementary groups.
+	User, Group string
+	// Stdin, Stdout and Stderr become fds 0-2; nil means /dev/null.
+	Stdin, Stdout, Stderr *os.File
+	// ExtraFiles become fds 3, 4, ...
+	ExtraFiles []*os.File
+	// Foreground makes the process group the foreground group of the
+	// controlling terminal on Stdin (job control, ^C). Ignored when Stdin
+	// is not podsup's controlling terminal.
+	Foreground bool
+	// Cloneflags are extra clone(2) flags, e.g. CLONE_NEWPID.
+	Cloneflags uintptr
+	// CgroupFD, when >= 0 and UseCgroupFD is set, places the child in that
+	// cgroup2 directory at fork (clone3 CLONE_INTO_CGROUP).
+	UseCgroupFD bool
+	CgroupFD    int
+	// Forker runs the fork on a thread of its choosing (a sandbox's
+	// namespace thread); nil forks from the calling goroutine.
+	Forker Forker
+	// Tree, when set, replaces the process group as the way KillTree
+	// reaches every descendant (a cgroup, say).
+	Tree TreeKiller
+	// OnExit is called once, from the reaper goroutine, when the exit is
+	// known. It must not block: post the exit somewhere and return.
+	OnExit func(Exit)
+}
+
+// Forker runs fork on a particular OS thread, e.g. one that has entered a
+// sandbox's namespaces. Fork must call fn on that thread and return its error.
+type Forker interface {
+	Fork(fn func() error) error
+}
+
+// Errors Start returns, wrapped in a *StartError.
+var (
+	ErrCommandNotFound = errors.New("command not found")
+	ErrNotExecutable   = errors.New("permission denied")
+)
+
+// StartError says which command could not be started and why.
+type StartError struct {
+	Path string
+	Err  error
+}
+
+func (e *StartError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// ExitCodeForStartError is the shell's convention: 127 when the command
+// does not exist, 126 when it exists but cannot be executed, 1 otherwise.
+func ExitCodeForStartError(err error) int {
+	switch {
+	case errors.Is(err, ErrCommandNotFound):
+		return 127
+	case errors.Is(err, ErrNotExecutable):
+		return 126
+	default:
+		return 1
+	}
+}
+
+// Process is a started process. Its methods are safe for concurrent use.
+type Process struct {
+	pid  int
+	pgid int
+	tree TreeKiller
+
+	// mu guards pidfd: exited closes it while Signal may be using it.
+	mu    sync.RWMutex
+	pidfd int
+
+	done   chan struct{}
+	exit   Exit
+	onExit func(Exit)
+}
+
+// Start starts c. On success the process runs in its own process group and
+// its exit will be reaped by the package's one reaper.
+func Start(c *Cmd) (*Process, error) {
+	r := getReaper()
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	path, err := lookPath(c.Path, env)
+	if err != nil {
+		return nil, &StartError{Path: c.Path, Err: err}
+	}
+	args := c.Args
+	if len(args) == 0 {
+		args = []string{c.Path}
+	}
+	cred, err := credential(c.User, c.Group)
+	if err != nil {
+		return nil, &StartError{Path: c.Path, Err: err}
+	}
+	files, err := stdFiles(c)
+	if err != nil {
+		return nil, &StartError{Path: c.Path, Err: err}
+	}
+	pidfd := -1
+	sys := &syscall.SysProcAttr{
+		Setpgid:     true,
+		Credential:  cred,
+		Cloneflags:  c.Cloneflags,
+		PidFD:       &pidfd,
+		UseCgroupFD: c.UseCgroupFD,
+		CgroupFD:    c.CgroupFD,
+	}
+	if c.Foreground && c.Stdin != nil && isControllingTTY(int(c.Stdin.Fd())) {
+		sys.Foreground = true
+		sys.Ctty = int(c.Stdin.Fd())
+	}
+	attr := &syscall.ProcAttr{Dir: c.Dir, Env: env, Files: files, Sys: sys}
+	p := &Process{done: make(chan struct{}), onExit: c.OnExit}
+
+	fork := func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		pid, err := syscall.ForkExec(path, args, attr)
+		if err != nil {
+			return err
+		}
+		p.pid, p.pgid, p.pidfd = pid, pid, pidfd
+		r.owners[pid] = p
+		return nil
+	}
+	if c.Forker != nil {
+		err = c.Forker.Fork(fork)
+	} else {
+		err = fork()
+	}
+	if err != nil {
+		return nil, &StartError{Path: c.Path, Err: classifyExecError(err)}
+	}
+	p.tree = c.Tree
+	if p.tree == nil {
+		p.tree = processGroup{p}
+	}
+	return p, nil
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.pid }
+
+// Signal sends sig to the process through its pidfd. After the exit is
+// known it returns ErrProcessDone and signals nothing.
+func (p *Process) Signal(sig syscall.Signal) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return signalPidfd(p.pidfd, sig, 0)
+}
+
+// KillTree sends sig to every process of the tree: the process group by
+// default, or the Tree given in Cmd.
+func (p *Process) KillTree(sig syscall.Signal) error { return p.tree.KillTree(sig) }
+
+// Done is closed when the exit is known.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exit is how the process ended; valid once Done is closed.
+func (p *Process) Exit() Exit {
+	<-p.done
+	return p.exit
+}
+
+// Wait blocks until the exit is known or ctx ends.
+func (p *Process) Wait(ctx context.Context) (Exit, error) {
+	select {
+	case <-p.done:
+		return p.exit, nil
+	case <-ctx.Done():
+		return Exit{}, ctx.Err()
+	}
+}
+
+// Close releases the pidfd early. The reaper closes it on exit anyway.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pidfd >= 0 {
+		_ = unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+	return nil
+}
+
+// exited runs on the reaper goroutine.
+func (p *Process) exited(e Exit) {
+	p.mu.Lock()
+	if p.pidfd >= 0 {
+		_ = unix.Close(p.pidfd) // the process is gone; nothing left to signal
+		p.pidfd = -1
+	}
+	p.exit = e
+	p.mu.Unlock()
+	close(p.done)
+	if p.onExit != nil {
+		p.onExit(e)
+	}
+}
+
+func lookPath(file string, env []string) (string, error) {
+	if file == "" {
+		return "", ErrCommandNotFound
+	}
+	if strings.Contains(file, "/") {
+		return file, nil // let execve tell ENOENT from EACCES
+	}
+	pathEnv := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	denied := false
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		cand := filepath.Join(dir, file)
+		st, err := os.Stat(cand)
+		if err != nil || st.IsDir() {
+			continue
+		}
+		if unix.Access(cand, unix.X_OK) == nil {
+			return cand, nil
+		}
+		denied = true
+	}
+	if denied {
+		return "", ErrNotExecutable
+	}
+	return "", ErrCommandNotFound
+}
+
+func classifyExecError(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || err == syscall.ENOENT || err == syscall.ENOTDIR:
+		return fmt.Errorf("%w (%v)", ErrCommandNotFound, err)
+	case err == syscall.EACCES || err == syscall.ENOEXEC || err == syscall.EISDIR || err == syscall.EPERM:
+		return fmt.Errorf("%w (%v)", ErrNotExecutable, err)
+	}
+	return err
+}
+
+var (
+	devNullOnce sync.Once
+	devNull     *os.File
+	devNullErr  error
+)
+
+func stdFiles(c *Cmd) ([]uintptr, error) {
+	files := make([]uintptr, 0, 3+len(c.ExtraFiles))
+	for _, f := range []*os.File{c.Stdin, c.Stdout, c.Stderr} {
+		if f == nil {
+			devNullOnce.Do(func() { devNull, devNullErr = os.OpenFile(os.DevNull, os.O_RDWR, 0) })
+			if devNullErr != nil {
+				return nil, devNullErr
+			}
+			f = devNull
+		}
+		files = append(files, f.Fd())
+	}
+	for _, f := range c.ExtraFiles {
+		files = append(files, f.Fd())
+	}
+	return files, nil
+}
+
+// isControllingTTY reports whether fd is a terminal this process controls;
+// asking the kernel to hand a terminal to the child otherwise fails the
+// whole fork (ENOTTY).
+func isControllingTTY(fd int) bool {
+	_, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	return err == nil
+}
+
+func credential(userName, groupName string) (*syscall.Credential, error) {
+	if userName == "" && groupName == "" {
+		return nil, nil
+	}
+	cred := &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), NoSetGroups: true}
+	if userName != "" {
+		u, err := lookupUser(userName)
+		if err != nil {
+			return nil, err
+		}
+		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+		cred.Uid, cred.Gid = uint32(uid), uint32(gid)
+		cred.NoSetGroups = false
+		if ids, err := u.GroupIds(); err == nil {
+			for _, id := range ids {
+				if g, err := strconv.ParseUint(id, 10, 32); err == nil {
+					cred.Groups = append(cred.Groups, uint32(g))
+				}
+			}
+		}
+	}
+	if groupName != "" {
+		gid, err := lookupGroup(groupName)
+		if err != nil {
+			return nil, err
+		}
+		cred.Gid = gid
+	}
+	return cred, nil
+}
+
+func lookupUser(name string) (*user.User, error) {
+	if _, err := strconv.ParseUint(name, 10, 32); err == nil {
+		if u, err := user.LookupId(name); err == nil {
+			return u, nil
+		}
+		// A numeric uid without a passwd entry is valid (containers).
+		return &user.User{Uid: name, Gid: name}, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown user %q: %w", name, err)
+	}
+	return u, nil
+}
+
+func lookupGroup(name string) (uint32, error) {
+	if n, err := strconv.ParseUint(name, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, fmt.Errorf("unknown group %q: %w", name, err)
+	}
+	n, _ := strconv.ParseUint(g.Gid, 10, 32)
+	return uint32(n), nil
+}
