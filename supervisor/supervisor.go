@@ -22,7 +22,7 @@ type Options struct {
 	// Logger receives one structured line per event, and debug lines for
 	// tolerated errors. The zero Logger logs nothing.
 	Logger zerolog.Logger
-	// Runtime starts and signals processes. Required.
+	// Runtime starts and signals processes; nil means SandboxRuntime.
 	Runtime Runtime
 	// Hooks runs lifecycle hooks; nil reports every pre_stop as failed
 	// (FailedPreStopHook) and goes on with the stop.
@@ -98,7 +98,7 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		return nil, fmt.Errorf("unable to use the configuration: %w", err)
 	}
 	if opts.Runtime == nil {
-		return nil, errors.New("unable to create a supervisor: Options.Runtime is nil")
+		opts.Runtime = SandboxRuntime{}
 	}
 	s := &Supervisor{
 		clock:      clock.Or(opts.Clock),
