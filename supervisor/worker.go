@@ -71,10 +71,18 @@ func (w *worker) run() {
 	defer w.cancel()
 	// Requests queued before Run (a stop, a shutdown) apply before the
 	// first reconcile starts the group.
+	var barriers []input
 	for _, in := range w.mb.drain() {
-		w.handleOrBarrier(in)
+		if _, ok := in.(barrierInput); ok {
+			barriers = append(barriers, in)
+			continue
+		}
+		w.handle(in)
 	}
 	w.handle(timerInput{})
+	for _, b := range barriers {
+		w.handleOrBarrier(b)
+	}
 	for !(w.core.shutdown && w.core.idle()) {
 		var timerC <-chan time.Time
 		if w.timer != nil && !w.wake.IsZero() {
