@@ -35,6 +35,9 @@ type worker struct {
 	onCritical func(group, process string, code int)
 
 	insts  map[string]Instance
+	// events waits for the end of handle: a subscriber who sees an event
+	// finds Status at least as new as it.
+	events []Event
 	timer  clock.Timer
 	wake   time.Time
 	status atomic.Pointer[GroupStatus]
@@ -125,8 +128,8 @@ func (w *worker) handleOrBarrier(in input) {
 }
 
 // handle steps the core with in, executes the plan, feeds the executor's
-// results (started, start failed) back in, then re-arms the timer and
-// publishes a status snapshot.
+// results (started, start failed) back in, then re-arms the timer,
+// publishes a status snapshot and then the step's events.
 func (w *worker) handle(in input) {
 	queue := []input{in}
 	var wake time.Time
@@ -153,6 +156,10 @@ func (w *worker) handle(in input) {
 	w.arm(wake)
 	st := w.core.snapshot()
 	w.status.Store(&st)
+	for _, e := range w.events {
+		w.bus.publish(e)
+	}
+	w.events = w.events[:0]
 }
 
 func (w *worker) arm(wake time.Time) {
@@ -212,7 +219,7 @@ func (w *worker) exec(a action) input {
 	case preStopAction:
 		w.runPreStop(a)
 	case emitAction:
-		w.bus.publish(a.event)
+		w.events = append(w.events, a.event)
 	case criticalAction:
 		w.onCritical(w.name, a.process, a.code)
 	}
