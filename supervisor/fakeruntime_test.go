@@ -105,7 +105,9 @@ type fakeRun struct {
 	clock *clock.Fake
 	rt    *fakeRuntime
 	sup   *Supervisor
-	res   chan Result
+	// sub sees every event from before Run.
+	sub *Subscription
+	res chan Result
 }
 
 func startFake(t *testing.T, cfg spec.Config, script simScript) *fakeRun {
@@ -116,7 +118,8 @@ func startFake(t *testing.T, cfg spec.Config, script simScript) *fakeRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeRun{t: t, clock: fc, rt: rt, sup: sup, res: make(chan Result, 1)}
+	f := &fakeRun{t: t, clock: fc, rt: rt, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	t.Cleanup(f.sub.Close)
 	go func() {
 		res, err := sup.Run(context.Background())
 		if err != nil {

@@ -34,7 +34,7 @@ type worker struct {
 	// onCritical is told about X11 exits; it must not block.
 	onCritical func(group, process string, code int)
 
-	insts  map[string]Instance
+	insts map[string]Instance
 	// events waits for the end of handle: a subscriber who sees an event
 	// finds Status at least as new as it.
 	events []Event

@@ -34,8 +34,7 @@ func TestWorkerTimelineT6ScaledRun500ms(t *testing.T) {
 
 func TestWorkerStatusAndEvents(t *testing.T) {
 	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{code: 1}))
-	sub := f.sup.Subscribe()
-	defer sub.Close()
+	sub := f.sub
 	f.advanceTo(5 * time.Second)
 	st, ok := f.sup.Status().Group("g")
 	if !ok {
