@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -131,14 +132,40 @@ func startFake(t *testing.T, cfg spec.Config, script simScript) *fakeRun {
 }
 
 // settle waits until every worker has handled everything posted so far.
+// A group replaced by Apply hands over to its successor when it is idle:
+// settle waits for that hand-over too, so the fake clock never runs ahead
+// of a successor that is about to start.
 func (f *fakeRun) settle() {
 	f.sup.mu.Lock()
-	ws := make([]*worker, 0, len(f.sup.workers))
+	var ws, retiring []*worker
 	for _, w := range f.sup.workers {
 		ws = append(ws, w)
 	}
+	for w := range f.sup.retiring {
+		retiring = append(retiring, w)
+	}
 	f.sup.mu.Unlock()
+	for _, w := range retiring {
+		w.barrier()
+		if w.status.Load().Phase != PhaseStopping { // shut down and idle: about to end
+			select {
+			case <-w.done:
+			case <-time.After(5 * time.Second):
+				f.t.Fatalf("retired group %s did not end", w.name)
+			}
+		}
+	}
 	for _, w := range ws {
+		if w.waiting.Load() {
+			select {
+			case <-w.after:
+				for w.waiting.Load() {
+					runtime.Gosched()
+				}
+			default:
+				continue // its predecessor is still stopping
+			}
+		}
 		w.barrier()
 	}
 }

@@ -79,6 +79,7 @@ type Supervisor struct {
 	mu        sync.Mutex // guards everything below
 	workers   map[string]*worker
 	order     []string
+	retiring  map[*worker]struct{} // replaced or removed by Apply, still stopping
 	running   bool
 	shutdowns int
 	critical  *CriticalExit
@@ -109,6 +110,7 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		minGrace:   cfg.Supervisor.EffectiveMinimumGrace(),
 		defBackoff: cfg.Backoff,
 		workers:    map[string]*worker{},
+		retiring:   map[*worker]struct{}{},
 		stopping:   make(chan struct{}),
 	}
 	if s.defBackoff == (spec.Backoff{}) {
@@ -188,6 +190,9 @@ func (s *Supervisor) shutdownLocked(grace *time.Duration, by string) {
 		close(s.stopping)
 	}
 	for _, w := range s.workers {
+		w.mb.put(commandInput{kind: cmdShutdown, grace: grace, by: by})
+	}
+	for w := range s.retiring {
 		w.mb.put(commandInput{kind: cmdShutdown, grace: grace, by: by})
 	}
 }
@@ -272,3 +277,21 @@ func (s *Supervisor) Status() Status {
 // A subscriber that falls DefaultEventBuffer (Options.EventBuffer) events
 // behind loses the oldest ones; Dropped counts them. Close it when done.
 func (s *Supervisor) Subscribe() *Subscription { return s.bus.subscribe() }
+
+// ProbeResult delivers a changed probe result for one instance of a
+// group's process (P6: probe workers publish changes only). It is the
+// entry point for the probes issue: readiness sets ready (P12), startup
+// success sets started (P5), and a liveness or startup failure kills the
+// instance with the probe's grace (K1.2) and restarts it unless the policy
+// is never, with B8's pre-kill back-off check (R4, X4). Results for an
+// instance that is no longer current are ignored.
+func (s *Supervisor) ProbeResult(group, instanceID string, kind spec.ProbeKind, success bool, message string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.workers[group]
+	if !ok {
+		return fmt.Errorf("unable to deliver a %s probe result to group %q: %w", kind, group, ErrNotFound)
+	}
+	w.mb.put(probeInput{instance: instanceID, probe: kind, success: success, message: message})
+	return nil
+}

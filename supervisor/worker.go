@@ -20,6 +20,7 @@ import (
 // through the mailbox.
 type worker struct {
 	name  string
+	cfg   coreConfig
 	spec  spec.Group
 	core  *groupCore
 	clock clock.Clock
@@ -41,13 +42,18 @@ type worker struct {
 	timer  clock.Timer
 	wake   time.Time
 	status atomic.Pointer[GroupStatus]
-	done   chan struct{}
+	// after, when set, holds the worker back until the group it replaces
+	// has stopped (Apply); waiting is true meanwhile.
+	after   <-chan struct{}
+	waiting atomic.Bool
+	done    chan struct{}
 }
 
 func newWorker(c coreConfig, s *Supervisor) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{
 		name:       c.group.Name,
+		cfg:        c,
 		spec:       c.group,
 		core:       newGroupCore(c),
 		clock:      s.clock,
@@ -72,6 +78,10 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 func (w *worker) run() {
 	defer close(w.done)
 	defer w.cancel()
+	if w.after != nil {
+		<-w.after
+		w.waiting.Store(false)
+	}
 	// Requests queued before Run (a stop, a shutdown) apply before the
 	// first reconcile starts the group.
 	var barriers []input

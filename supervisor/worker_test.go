@@ -162,3 +162,21 @@ func TestRequestErrors(t *testing.T) {
 		t.Error("New must validate the configuration")
 	}
 }
+
+func TestProbeResultThroughTheAPI(t *testing.T) {
+	// R4, K1.2 via the public seam: a liveness failure kills and restarts.
+	g := oneProcess(spec.RestartAlways)
+	g.Processes[0].LivenessProbe = &spec.Probe{
+		Handler:                spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}},
+		TerminationGracePeriod: spec.Durp(3 * time.Second),
+	}
+	f := startFake(t, configOf(g), constant(simRun{runFor: -1, ignoreTerm: true}))
+	f.advanceTo(time.Second)
+	p, _ := f.sup.Status().Groups[0].Process("app")
+	if err := f.sup.ProbeResult("g", p.InstanceID, spec.Liveness, false, "exit 1"); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(10 * time.Second)
+	assertTimes(t, "R4 starts", f.rt.startsOf("app"), secs(0, 4))
+	f.shutdown()
+}
