@@ -84,18 +84,16 @@ func (w *worker) run() {
 	}
 	// Requests queued before Run (a stop, a shutdown) apply before the
 	// first reconcile starts the group.
-	var barriers []input
+	var barriers []barrierInput
 	for _, in := range w.mb.drain() {
-		if _, ok := in.(barrierInput); ok {
-			barriers = append(barriers, in)
+		if b, ok := in.(barrierInput); ok {
+			barriers = append(barriers, b)
 			continue
 		}
 		w.handle(in)
 	}
 	w.handle(timerInput{})
-	for _, b := range barriers {
-		w.handleOrBarrier(b)
-	}
+	w.drainMailbox(barriers)
 	for !(w.core.shutdown && w.core.idle()) {
 		var timerC <-chan time.Time
 		if w.timer != nil && !w.wake.IsZero() {
@@ -120,21 +118,34 @@ func (w *worker) run() {
 			w.wake = time.Time{}
 			w.handle(timerInput{})
 		}
-		for _, in := range w.mb.drain() {
-			w.handleOrBarrier(in)
-		}
+		w.drainMailbox(nil)
 	}
 	if w.timer != nil {
 		w.timer.Stop()
 	}
 }
 
-func (w *worker) handleOrBarrier(in input) {
-	if b, ok := in.(barrierInput); ok {
-		close(b.done)
-		return
+// drainMailbox handles every queued input, including those that handling
+// posts (an exit caused by a SIGKILL, say), and only then answers the
+// barriers met on the way: a barrier means "all that was queued before me,
+// and all that it caused, is done".
+func (w *worker) drainMailbox(barriers []barrierInput) {
+	for {
+		items := w.mb.drain()
+		if len(items) == 0 {
+			break
+		}
+		for _, in := range items {
+			if b, ok := in.(barrierInput); ok {
+				barriers = append(barriers, b)
+				continue
+			}
+			w.handle(in)
+		}
 	}
-	w.handle(in)
+	for _, b := range barriers {
+		close(b.done)
+	}
 }
 
 // handle steps the core with in, executes the plan, feeds the executor's

@@ -178,5 +178,16 @@ func TestProbeResultThroughTheAPI(t *testing.T) {
 	}
 	f.advanceTo(10 * time.Second)
 	assertTimes(t, "R4 starts", f.rt.startsOf("app"), secs(0, 4))
+	if t.Failed() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for {
+			e, err := f.sub.Next(ctx)
+			if err != nil {
+				break
+			}
+			t.Logf("%s %s %s", e.Time.Sub(clock.Epoch), e.Reason, e.Message)
+		}
+	}
 	f.shutdown()
 }
