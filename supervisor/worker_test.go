@@ -1,10 +1,15 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
@@ -190,4 +195,43 @@ func TestProbeResultThroughTheAPI(t *testing.T) {
 		}
 	}
 	f.shutdown()
+}
+
+func TestEventsAreStructuredLogLines(t *testing.T) {
+	// Each event is one JSON line (log_format = json) with its fields.
+	var buf bytes.Buffer
+	fc := clock.NewFake(clock.Epoch)
+	sup, err := New(configOf(oneProcess(spec.RestartNever)), Options{
+		Clock: fc, Logger: zerolog.New(&buf), Runtime: newFakeRuntime(fc, constant(simRun{runFor: -1})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := sup.Subscribe()
+	defer sub.Close()
+	done := make(chan struct{})
+	go func() {
+		_, _ = sup.Run(context.Background())
+		close(done)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := sub.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sup.Shutdown(nil)
+	<-done
+	line, _, _ := strings.Cut(buf.String(), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("not a JSON line: %q: %v", line, err)
+	}
+	for _, k := range []string{"event", "group", "process", "instance", "restart_count", "pid", "seq", "event_time", "message", "level"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("log line lacks %q: %s", k, line)
+		}
+	}
+	if m["event"] != EventStarted || m["group"] != "g" || m["process"] != "app" {
+		t.Errorf("log line %s", line)
+	}
 }
