@@ -169,3 +169,17 @@ func TestTimelineT7RestartPolicies(t *testing.T) {
 		}
 	})
 }
+
+func TestTimelineT3Liveness42s(t *testing.T) {
+	// T3, B8, X4 (probe timing scripted: the verdict 12 s after each
+	// start, P3): TERM ignored, grace 30, so each instance lives 42 s.
+	g := graceGroup(false)
+	g.Processes[0].LivenessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
+	s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true, livenessFailAfter: 12 * time.Second}))
+	s.runUntil(1300 * time.Second)
+	assertTimes(t, "T3 starts", s.starts["app"], secs(0, 42, 84, 126, 168, 210, 332, 534, 876, 918, 1260))
+	b := s.eventsWith(EventBackOff)
+	if len(b) == 0 || b[0].Time.Sub(s.epoch) != 252*time.Second || b[0].RestartCount != 5 {
+		t.Errorf("T3: CrashLoopBackOff should first show at 252 s after 5 restarts, got %+v", b)
+	}
+}
