@@ -73,6 +73,8 @@ type stepper struct {
 	publish func(Update)
 	// onError, when set, hears prober errors (results that were discarded).
 	onError func(error)
+	// report, when set, hears every counted probe outcome (WorkerConfig.Report).
+	report func(Update)
 
 	instanceID string
 	published  Result // last value published for instanceID
@@ -135,6 +137,9 @@ func (s *stepper) doProbe(ctx context.Context, now time.Time, inst Instance) (ke
 	}
 	if d.Result == Unknown {
 		d.Result = Failure // kubelet's prober maps an error-free Unknown to Failure
+	}
+	if s.report != nil {
+		s.report(Update{Kind: s.kind, InstanceID: s.instanceID, Result: d.Result, Message: d.Message, Output: d.Output, Time: now})
 	}
 
 	if d.Result == s.lastResult {

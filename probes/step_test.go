@@ -445,3 +445,33 @@ func TestPublishOnlyOnChange(t *testing.T) {
 		})
 	}
 }
+
+func TestReportHearsEveryProbeBeforeThePublishItCauses(t *testing.T) {
+	// Kubelet records Unhealthy for each failed probe (not only the one
+	// that crosses the threshold, P6): Report hears every counted outcome,
+	// and the threshold's Publish comes after the report that caused it.
+	// Discarded prober errors (P10) are not reported.
+	r := newRig(t, spec.Liveness, spec.Probe{Period: time.Second, FailureThreshold: 3}, bad, boom, boom, boom, ok, bad, bad, bad)
+	var log []string
+	r.s.publish = func(u Update) { log = append(log, "publish "+u.Result.String()) }
+	r.s.report = func(u Update) {
+		if u.InstanceID != "a" || u.Kind != spec.Liveness {
+			t.Errorf("report %+v, want liveness of a", u)
+		}
+		log = append(log, "report "+u.Result.String()+" "+u.Message)
+	}
+	inst := running("a")
+	for i := 0; i < 6; i++ {
+		r.tick(time.Second, inst)
+	}
+	want := []string{"publish success", "report failure nope", "report success ", "report failure nope",
+		"report failure nope", "report failure nope", "publish failure"}
+	if len(log) != len(want) {
+		t.Fatalf("log %q, want %q", log, want)
+	}
+	for i := range want {
+		if log[i] != want[i] {
+			t.Fatalf("log %q, want %q", log, want)
+		}
+	}
+}

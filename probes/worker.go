@@ -24,6 +24,11 @@ type WorkerConfig struct {
 	// Publish hears every Update, from the worker's goroutine. It may
 	// block (the worker waits), but must not wait for the worker itself.
 	Publish func(Update)
+	// Report, when set, hears the outcome of every probe that ran (not
+	// only changes), from the worker's goroutine, before any Publish it
+	// causes: the kubelet records an Unhealthy event for each failed probe,
+	// not only for the one that crosses the threshold. It must not block.
+	Report func(Update)
 	// Clock defaults to the real clock.
 	Clock clock.Clock
 	// Logger hears discarded prober errors; zero value is a no-op logger.
@@ -69,6 +74,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		trigger: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
+	w.step.report = cfg.Report
 	log := cfg.Logger.With().Str("probe", string(cfg.Kind)).Logger()
 	w.step.onError = func(err error) {
 		log.Warn().Err(err).Str("instance", w.step.instanceID).Msg("probe errored; result discarded")
