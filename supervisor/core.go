@@ -109,6 +109,9 @@ type probeInput struct {
 	probe    spec.ProbeKind
 	success  bool
 	message  string
+	// reported: each failed probe already had its Unhealthy event
+	// (probeReportInput), so the threshold crossing adds none.
+	reported bool
 }
 
 func (commandInput) isInput()     {}
@@ -248,6 +251,7 @@ type instance struct {
 	ready        bool
 	started      bool
 	stop         *stopState
+	hooks        instHooks
 }
 
 type stopPhase int
@@ -314,6 +318,14 @@ func (g *groupCore) step(now time.Time, in input) plan {
 		g.preStopDone(in)
 	case probeInput:
 		g.probeResult(in)
+	case probeReportInput:
+		g.probeReport(in)
+	case preStartDoneInput:
+		g.preStartDone(in)
+	case postStartDoneInput:
+		g.postStartDone(in)
+	case postStopDoneInput:
+		g.postStopDone(in)
 	case timerInput:
 	}
 	g.reconcile()
@@ -488,6 +500,10 @@ func (g *groupCore) indexOfInit(p *proc) int {
 // ---- termination (K1–K6, X9, X10, X12) ----
 
 func (g *groupCore) beginStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+	if p.inst.hooks.preStarting {
+		g.abortPreStart(p, reason, by, restart) // no process yet
+		return
+	}
 	grace := SelectGrace(reason, g.grace, probeGrace, override)
 	st := &stopState{reason: reason, by: by, grace: grace, begun: g.now, restart: restart}
 	p.inst.stop = st
@@ -503,6 +519,8 @@ func (g *groupCore) beginStop(p *proc, reason KillReason, override, probeGrace *
 		} else {
 			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, stopping (grace %s)", p.spec.Name, probe, grace)
 		}
+	case KillPostStartHook:
+		g.emit(p, EventNormal, EventKilling, "Stopping process %s: its post_start hook failed (grace %s)", p.spec.Name, grace)
 	default:
 		g.emit(p, EventNormal, EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(reason), who(by), grace)
 	}
@@ -588,6 +606,7 @@ func (g *groupCore) started(in startedInput) {
 	} else {
 		g.emit(p, EventNormal, EventStarted, "Started process %s", p.spec.Name)
 	}
+	g.beginPostStart(p) // H1
 }
 
 func (g *groupCore) startFailed(in startFailedInput) {
@@ -614,6 +633,7 @@ func (g *groupCore) exited(in exitedInput) {
 	}
 	// X10: whatever the instance left behind dies with it.
 	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+	g.requestPostStop(p) // X5
 	if term.ExitCode == 0 {
 		g.emit(p, EventNormal, EventCompleted, "Process %s completed (exit code 0)", p.spec.Name)
 	} else if term.Signal != 0 {
@@ -650,6 +670,8 @@ func (g *groupCore) finish(p *proc, term *Termination) {
 		p.startNow, p.startBy = true, st.by // X7: not a crash
 	case st != nil && st.reason.probeKill():
 		g.endForGood(p, term) // R4 under Never
+	case st != nil && st.reason == KillPostStartHook:
+		g.naturalEnd(p, term) // H2: policy and back-off as for any exit
 	case st != nil:
 		// Stopped on request: not wanted, not ended for good.
 	default:
@@ -729,7 +751,9 @@ func (g *groupCore) probeResult(in probeInput) {
 		}
 		probe = p.spec.LivenessProbe
 	}
-	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", in.probe, in.message)
+	if !in.reported {
+		g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.probe), in.message)
+	}
 	var probeGrace *time.Duration
 	if probe != nil {
 		probeGrace = probe.TerminationGracePeriod
@@ -817,7 +841,7 @@ func (g *groupCore) start(p *proc) {
 	if !p.init {
 		g.mainsRan = true // I3
 	}
-	g.do(startAction{process: p.spec.Name, instance: p.inst.id, spec: p.spec})
+	g.launch(p) // pre_start, then the start (X5)
 }
 
 func (g *groupCore) nextWake() time.Time {

@@ -5,19 +5,28 @@ import (
 	"errors"
 	"time"
 
+	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 )
 
-// HookRunner runs lifecycle hooks; package hooks will provide one. The
-// supervisor calls Run in a goroutine of its own and posts the outcome to
-// the group's worker, so a slow hook never blocks the worker.
+// HookRunner runs lifecycle hooks; DefaultHookRunner (package hooks) is
+// the one podsup uses. The supervisor calls Run in a goroutine of its own
+// and posts the outcome to the group's worker, so a slow hook never blocks
+// the worker. What an outcome means is the core's (hookcore.go):
 //
-// Today only pre_stop is wired (K3: its time is charged to the grace).
-// The seams for the others: pre_start would run between the back-off check
-// and startAction and veto the start (X5, reason PreStartHookError);
-// post_start would hold the instance's running/started flags until it
-// returns (H1) and kill it through beginStop on failure (H2); post_stop
-// would be posted after finish() as a notification (X5).
+//   - pre_start runs before the process starts; an error fails that start
+//     (PreStartHookError) and back-off applies as for a crash (X5).
+//   - post_start runs once the process has started, concurrently with it;
+//     until it returns the instance is neither running nor started and is
+//     not probed (H1); an error kills it through the stop path (H2).
+//   - pre_stop runs on every kill, not on a natural exit; its time is
+//     charged to the grace (K3); an error is a FailedPreStopHook warning.
+//   - post_stop runs once after each instance exited; an error is a
+//     FailedPostStopHook warning (X5).
+//
+// ctx ends when the hook's instance has exited (pre_start, post_start,
+// pre_stop) or when the group is stopped for good a second time
+// (post_stop): Run should then return promptly.
 type HookRunner interface {
 	Run(ctx context.Context, req HookRequest) error
 }
@@ -26,14 +35,20 @@ type HookRunner interface {
 type HookRequest struct {
 	Group      string
 	InstanceID string
-	Pid        int
-	Process    spec.Process
-	Point      spec.HookPoint
-	Hook       spec.Hook
-	// Budget bounds the run: the grace period for pre_stop (K3). The
-	// supervisor stops waiting at the budget whatever Run does.
+	// Pid is the instance's main process; 0 before it started (pre_start)
+	// and after it exited (post_stop).
+	Pid     int
+	Process spec.Process
+	Point   spec.HookPoint
+	Hook    spec.Hook
+	// Budget bounds the run: the grace period for pre_stop (K3), 0 for the
+	// others (their own timeout or X5's default applies). The supervisor
+	// stops waiting for a pre_stop at the budget whatever Run does.
 	Budget time.Duration
+	// Spawn starts exec hook commands inside the group's sandbox (X6);
+	// nil means sandbox.Start (podsup's own namespaces).
+	Spawn func(*sandbox.Cmd) (*sandbox.Process, error)
 }
 
-// errNoHookRunner is what a pre_stop reports when Options.Hooks is nil.
-var errNoHookRunner = errors.New("no hook runner configured (Options.Hooks is nil)")
+// errNoHookRunner is what a hook reports when the supervisor has none.
+var errNoHookRunner = errors.New("no hook runner configured")

@@ -56,8 +56,11 @@ func (s Status) Group(name string) (GroupStatus, bool) {
 
 // GroupStatus is one group's snapshot.
 type GroupStatus struct {
-	Name      string
-	Phase     GroupPhase
+	Name  string
+	Phase GroupPhase
+	// Ready is set when every process of the group is running and ready
+	// (P12: readiness probes drive it, never restarts).
+	Ready     bool
 	Init      []ProcessStatus
 	Processes []ProcessStatus
 }

@@ -24,8 +24,8 @@ type Options struct {
 	Logger zerolog.Logger
 	// Runtime starts and signals processes; nil means SandboxRuntime.
 	Runtime Runtime
-	// Hooks runs lifecycle hooks; nil reports every pre_stop as failed
-	// (FailedPreStopHook) and goes on with the stop.
+	// Hooks runs lifecycle hooks; nil means DefaultHookRunner (package
+	// hooks, on Clock).
 	Hooks HookRunner
 	// EventBuffer is how many events a subscriber may fall behind before
 	// the oldest are dropped (DefaultEventBuffer when 0).
@@ -100,6 +100,9 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 	}
 	if opts.Runtime == nil {
 		opts.Runtime = SandboxRuntime{}
+	}
+	if opts.Hooks == nil {
+		opts.Hooks = DefaultHookRunner{Clock: opts.Clock}
 	}
 	s := &Supervisor{
 		clock:      clock.Or(opts.Clock),

@@ -47,6 +47,8 @@ type worker struct {
 	after   <-chan struct{}
 	waiting atomic.Bool
 	done    chan struct{}
+	// lc runs hooks and probe workers (hookrun.go, probing.go).
+	lc lifecycle
 }
 
 func newWorker(c coreConfig, s *Supervisor) *worker {
@@ -82,6 +84,8 @@ func (w *worker) run() {
 		<-w.after
 		w.waiting.Store(false)
 	}
+	w.startProbes()
+	defer w.stopProbes() // before cancel: probe commands end with their workers
 	// Requests queued before Run (a stop, a shutdown) apply before the
 	// first reconcile starts the group.
 	var barriers []barrierInput
@@ -94,7 +98,7 @@ func (w *worker) run() {
 	}
 	w.handle(timerInput{})
 	w.drainMailbox(barriers)
-	for !(w.core.shutdown && w.core.idle()) {
+	for !(w.core.shutdown && w.core.idle() && w.hooksIdle()) {
 		var timerC <-chan time.Time
 		if w.timer != nil && !w.wake.IsZero() {
 			timerC = w.timer.C()
@@ -152,6 +156,7 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 // results (started, start failed) back in, then re-arms the timer,
 // publishes a status snapshot and then the step's events.
 func (w *worker) handle(in input) {
+	w.noteInput(in)
 	queue := []input{in}
 	var wake time.Time
 	for len(queue) > 0 {
@@ -175,6 +180,7 @@ func (w *worker) handle(in input) {
 		}
 	}
 	w.arm(wake)
+	w.syncLifecycle()
 	st := w.core.snapshot()
 	w.status.Store(&st)
 	for _, e := range w.events {
@@ -239,6 +245,8 @@ func (w *worker) exec(a action) input {
 		}
 	case preStopAction:
 		w.runPreStop(a)
+	case hookAction:
+		w.runHook(a)
 	case emitAction:
 		w.events = append(w.events, a.event)
 	case criticalAction:
@@ -248,25 +256,7 @@ func (w *worker) exec(a action) input {
 }
 
 func (w *worker) runPreStop(a preStopAction) {
-	id := a.instance
-	if w.hooks == nil {
-		w.mb.put(preStopDoneInput{instance: id, err: errNoHookRunner})
-		return
-	}
-	req := HookRequest{Group: w.name, InstanceID: id, Point: spec.PreStop, Budget: a.budget}
-	if p, ok := w.core.byName[a.process]; ok {
-		req.Process = p.spec
-		if p.spec.PreStop != nil {
-			req.Hook = *p.spec.PreStop
-		}
-	}
-	if inst := w.insts[id]; inst != nil {
-		req.Pid = inst.Pid()
-	}
-	go func() {
-		err := w.hooks.Run(w.ctx, req)
-		w.mb.put(preStopDoneInput{instance: id, err: err})
-	}()
+	w.startHook(a.process, a.instance, spec.PreStop, a.budget, w.instanceContext(a.instance))
 }
 
 // barrier waits until the worker has handled everything posted so far.

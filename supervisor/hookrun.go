@@ -1,0 +1,229 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/hooks"
+	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/spec"
+)
+
+// This file is the worker's side of hooks and of the per-group exec seam:
+// it runs the hooks the core asks for in goroutines of their own, ties
+// each to a context that ends when its instance does, counts the ones in
+// flight (a group is not done while a post_stop still runs), and posts
+// each end back into the mailbox as a value.
+
+// SandboxSpawner is implemented by a Runtime whose groups live in
+// sandboxes: exec probes and exec hooks of a group are spawned through it
+// so they run inside the group's namespaces and cgroup (X6). Without it
+// they run in podsup's own, through sandbox.Start.
+type SandboxSpawner interface {
+	// Spawner returns how to start a command inside group's sandbox, or
+	// nil for podsup's own namespaces. The function is called for every
+	// exec probe or hook, so it may look the sandbox up late (it need not
+	// exist when Spawner is called).
+	Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error)
+}
+
+// DefaultHookRunner runs hooks with package hooks: exec hooks with the
+// process's environment, directory and user through the request's Spawn
+// (the group's sandbox), http_get and sleep hooks in podsup, each within
+// hooks.Timeout (X5; pre_stop capped by its budget, the grace, K3). It is
+// what Options.Hooks nil means.
+type DefaultHookRunner struct {
+	// Clock times sleep hooks; nil is the real clock.
+	Clock clock.Clock
+}
+
+var _ HookRunner = DefaultHookRunner{}
+
+// HookError is a hook that failed: why, and what it printed.
+type HookError struct {
+	Point spec.HookPoint
+	// Err wraps hooks.ErrTimeout, *hooks.ExitError, *hooks.StatusError or
+	// why the hook could not run.
+	Err error
+	// Output is an exec hook's combined output or an http_get hook's
+	// body, capped at hooks.MaxOutput.
+	Output []byte
+}
+
+func (e *HookError) Error() string { return e.Err.Error() }
+func (e *HookError) Unwrap() error { return e.Err }
+
+func (r DefaultHookRunner) Run(ctx context.Context, req HookRequest) error {
+	pr := req.Process
+	runner := hooks.Runner{
+		Exec: execrun.SandboxRunner{Spawn: req.Spawn},
+		Env:  environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+		Clock: r.Clock,
+	}
+	out := runner.Run(ctx, req.Hook, req.Point, req.Budget)
+	if out.Err != nil {
+		return &HookError{Point: req.Point, Err: out.Err, Output: out.Output}
+	}
+	return nil
+}
+
+// lifecycle is the worker's executor state for hooks and probes. Only the
+// worker goroutine touches it.
+type lifecycle struct {
+	// inflight counts hook goroutines whose end the worker has not yet
+	// handled.
+	inflight int
+	// instances holds a context per instance with hooks running; it ends
+	// when the instance does (so a post_start or pre_stop never outlives
+	// the process it is about).
+	instances map[string]context.CancelFunc
+	instCtx   map[string]context.Context
+	// groupCtx bounds hooks that outlive their instance (post_stop); a
+	// second shutdown request ends it.
+	groupCtx    context.Context
+	groupCancel context.CancelFunc
+
+	probes []*probeWorker
+	// probeClock, when set, replaces the supervisor's clock for the probe
+	// workers (tests watch their timers with it).
+	probeClock clock.Clock
+}
+
+// spawner is the group's exec seam (X6): nil means sandbox.Start.
+func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
+	if s, ok := w.rt.(SandboxSpawner); ok {
+		return s.Spawner(w.name)
+	}
+	return nil
+}
+
+// runHook carries out a hookAction: the hook runs in a goroutine of its
+// own and its end is posted as the point's done input.
+func (w *worker) runHook(a hookAction) {
+	switch a.point {
+	case spec.PreStart, spec.PostStart:
+		w.startHook(a.process, a.instance, a.point, 0, w.instanceContext(a.instance))
+	case spec.PostStop:
+		w.startHook(a.process, a.instance, a.point, 0, w.groupHookContext())
+	}
+}
+
+// startHook runs process's hook at point for instance within budget.
+func (w *worker) startHook(process, instance string, point spec.HookPoint, budget time.Duration, ctx context.Context) {
+	done := func(err error) input {
+		switch point {
+		case spec.PreStart:
+			return preStartDoneInput{instance: instance, err: err}
+		case spec.PostStart:
+			return postStartDoneInput{instance: instance, err: err}
+		case spec.PreStop:
+			return preStopDoneInput{instance: instance, err: err}
+		default:
+			return postStopDoneInput{process: process, instance: instance, err: err}
+		}
+	}
+	w.lc.inflight++
+	if w.hooks == nil {
+		w.mb.put(done(errNoHookRunner))
+		return
+	}
+	req := HookRequest{Group: w.name, InstanceID: instance, Point: point, Budget: budget, Spawn: w.spawner()}
+	if p, ok := w.core.byName[process]; ok {
+		req.Process = p.spec
+		if h := hookAt(p.spec, point); h != nil {
+			req.Hook = *h
+		}
+	}
+	if inst := w.insts[instance]; inst != nil {
+		req.Pid = inst.Pid()
+	}
+	finish := func(err error) {
+		var he *HookError
+		if errors.As(err, &he) && len(he.Output) > 0 {
+			w.log.Debug().Str("process", process).Str("instance", instance).Str("hook", string(point)).
+				Bytes("output", he.Output).Msg("hook output")
+		}
+		w.mb.put(done(err))
+	}
+	if s, ok := w.hooks.(hookStarter); ok {
+		s.startHook(ctx, req, finish)
+		return
+	}
+	go func() { finish(w.hooks.Run(ctx, req)) }()
+}
+
+// hookStarter is a HookRunner that starts a hook without a goroutine of
+// the worker's and calls finish exactly once when it ends. Tests use it to
+// run hooks on a fake clock: whatever the hook arms is armed before the
+// worker is quiet.
+type hookStarter interface {
+	startHook(ctx context.Context, req HookRequest, finish func(error))
+}
+
+func hookAt(p spec.Process, point spec.HookPoint) *spec.Hook {
+	switch point {
+	case spec.PreStart:
+		return p.PreStart
+	case spec.PostStart:
+		return p.PostStart
+	case spec.PreStop:
+		return p.PreStop
+	case spec.PostStop:
+		return p.PostStop
+	}
+	return nil
+}
+
+// instanceContext is the context of instance's hooks, created on first use.
+func (w *worker) instanceContext(instance string) context.Context {
+	if ctx, ok := w.lc.instCtx[instance]; ok {
+		return ctx
+	}
+	if w.lc.instCtx == nil {
+		w.lc.instCtx = map[string]context.Context{}
+		w.lc.instances = map[string]context.CancelFunc{}
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.lc.instCtx[instance], w.lc.instances[instance] = ctx, cancel
+	return ctx
+}
+
+func (w *worker) groupHookContext() context.Context {
+	if w.lc.groupCtx == nil {
+		w.lc.groupCtx, w.lc.groupCancel = context.WithCancel(w.ctx)
+	}
+	return w.lc.groupCtx
+}
+
+// noteInput is the executor's bookkeeping for an input about to be
+// handled: a hook's end leaves the in-flight count, and a second shutdown
+// request cuts post_stop hooks short (X9: the second request is "now").
+func (w *worker) noteInput(in input) {
+	switch in := in.(type) {
+	case preStartDoneInput, postStartDoneInput, preStopDoneInput, postStopDoneInput:
+		w.lc.inflight--
+	case commandInput:
+		if in.kind == cmdShutdown && w.core.shutdown && w.lc.groupCancel != nil {
+			w.lc.groupCancel()
+		}
+	}
+}
+
+// hooksIdle reports that no hook goroutine is left.
+func (w *worker) hooksIdle() bool { return w.lc.inflight == 0 }
+
+// syncLifecycle runs after each handled input: the hooks of instances that
+// are gone are cancelled, and the probe workers see the new state.
+func (w *worker) syncLifecycle() {
+	for id, cancel := range w.lc.instances {
+		if w.core.procByInstance(id) == nil {
+			cancel()
+			delete(w.lc.instances, id)
+			delete(w.lc.instCtx, id)
+		}
+	}
+	w.observeProbes()
+}

@@ -1,0 +1,327 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/spec"
+)
+
+// Test doubles for hooks and probes on the fake clock, and the harness
+// that runs a Supervisor with them.
+
+// fakeHooks runs hooks on the fake clock without goroutines (hookStarter):
+// each call takes its scripted time and returns its scripted error; a
+// negative time hangs until the hook's context ends.
+type fakeHooks struct {
+	clock  *clock.Fake
+	script func(point spec.HookPoint, process string, n int) fakeHook
+
+	mu    sync.Mutex
+	calls []*fakeHookCall
+}
+
+type fakeHook struct {
+	takes time.Duration
+	err   error
+}
+
+type fakeHookCall struct {
+	point    spec.HookPoint
+	process  string
+	instance string
+	budget   time.Duration
+	at       time.Duration
+	// ended is when it ended (-1 while running); cancelled says its
+	// context ended first.
+	ended     time.Duration
+	cancelled bool
+}
+
+var _ hookStarter = (*fakeHooks)(nil)
+
+func (h *fakeHooks) Run(context.Context, HookRequest) error {
+	panic("fakeHooks runs through startHook")
+}
+
+func (h *fakeHooks) startHook(ctx context.Context, req HookRequest, finish func(error)) {
+	h.mu.Lock()
+	n := 0
+	for _, c := range h.calls {
+		if c.point == req.Point && c.process == req.Process.Name {
+			n++
+		}
+	}
+	call := &fakeHookCall{point: req.Point, process: req.Process.Name, instance: req.InstanceID, budget: req.Budget,
+		at: h.clock.Now().Sub(clock.Epoch), ended: -1}
+	h.calls = append(h.calls, call)
+	h.mu.Unlock()
+	run := h.script(req.Point, req.Process.Name, n)
+	var once sync.Once
+	end := func(err error, cancelled bool) {
+		once.Do(func() {
+			h.mu.Lock()
+			call.ended, call.cancelled = h.clock.Now().Sub(clock.Epoch), cancelled
+			h.mu.Unlock()
+			finish(err)
+		})
+	}
+	var t clock.Timer
+	if run.takes >= 0 {
+		t = h.clock.AfterFunc(run.takes, func() { end(run.err, false) })
+	}
+	context.AfterFunc(ctx, func() {
+		if t != nil {
+			t.Stop()
+		}
+		end(ctx.Err(), true)
+	})
+}
+
+func (h *fakeHooks) callsAt(point spec.HookPoint) []fakeHookCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []fakeHookCall
+	for _, c := range h.calls {
+		if c.point == point {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+func hookTimes(calls []fakeHookCall) []time.Duration {
+	var out []time.Duration
+	for _, c := range calls {
+		out = append(out, c.at)
+	}
+	return out
+}
+
+// quietClock is the fake clock as the probe workers see it: it knows when
+// every probe worker has armed its timer and handled every tick that
+// fired, so a test can move the clock only when the probes are quiet, as
+// real time would let them be.
+type quietClock struct {
+	*clock.Fake
+
+	mu     sync.Mutex
+	timers int // created
+	fired  int // fired and not yet re-armed or stopped
+}
+
+func (q *quietClock) NewTimer(d time.Duration) clock.Timer {
+	qt := &quietTimer{q: q, c: make(chan time.Time, 1)}
+	qt.t = q.Fake.AfterFunc(d, qt.fire)
+	q.mu.Lock()
+	q.timers++
+	q.mu.Unlock()
+	return qt
+}
+
+type quietTimer struct {
+	q *quietClock
+	t clock.Timer
+	c chan time.Time
+
+	mu    sync.Mutex
+	fired bool
+}
+
+func (t *quietTimer) fire() {
+	t.mu.Lock()
+	t.fired = true
+	t.mu.Unlock()
+	t.q.mu.Lock()
+	t.q.fired++
+	t.q.mu.Unlock()
+	select {
+	case t.c <- t.q.Now():
+	default:
+	}
+}
+
+func (t *quietTimer) C() <-chan time.Time { return t.c }
+
+func (t *quietTimer) Reset(d time.Duration) bool {
+	t.handled()
+	return t.t.Reset(d)
+}
+
+func (t *quietTimer) Stop() bool {
+	t.handled()
+	return t.t.Stop()
+}
+
+func (t *quietTimer) handled() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fired {
+		t.fired = false
+		t.q.mu.Lock()
+		t.q.fired--
+		t.q.mu.Unlock()
+	}
+}
+
+// wait returns once at least timers probe timers exist and none has a
+// fire that its worker has not handled.
+func (q *quietClock) wait(tb testing.TB, timers int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		q.mu.Lock()
+		ok := q.timers >= timers && q.fired == 0
+		q.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("probe workers did not go quiet (%d timers, want %d; %d fired)", q.timers, timers, q.fired)
+		}
+		runtime.Gosched()
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// lcRun is a fakeRun with fake hooks and, optionally, probe workers on a
+// quietClock.
+type lcRun struct {
+	*fakeRun
+	hooks  *fakeHooks
+	qc     *quietClock
+	probes int // probe workers to expect
+}
+
+func startLifecycle(t *testing.T, cfg spec.Config, script simScript, hooks func(point spec.HookPoint, process string, n int) fakeHook) *lcRun {
+	t.Helper()
+	fc := clock.NewFake(clock.Epoch)
+	rt := newFakeRuntime(fc, script)
+	if hooks == nil {
+		hooks = func(spec.HookPoint, string, int) fakeHook { return fakeHook{} }
+	}
+	fh := &fakeHooks{clock: fc, script: hooks}
+	sup, err := New(cfg, Options{Clock: fc, Runtime: rt, Hooks: fh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &lcRun{
+		fakeRun: &fakeRun{t: t, clock: fc, rt: rt, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)},
+		hooks:   fh, qc: &quietClock{Fake: fc},
+	}
+	for _, g := range cfg.Groups {
+		for _, p := range g.Processes {
+			for _, pr := range []*spec.Probe{p.StartupProbe, p.LivenessProbe, p.ReadinessProbe} {
+				if pr != nil {
+					r.probes++
+				}
+			}
+		}
+	}
+	for _, w := range sup.workers {
+		w.lc.probeClock = r.qc
+	}
+	t.Cleanup(r.sub.Close)
+	go func() {
+		res, err := sup.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		r.res <- res
+	}()
+	return r
+}
+
+// quiet waits until the probe workers and the group workers have handled
+// everything that happened so far.
+func (r *lcRun) quiet() {
+	for i := 0; i < 3; i++ { // a probe's publish wakes the worker, whose Observe needs no answer
+		r.qc.wait(r.t, r.probes)
+		r.settle()
+	}
+	r.qc.wait(r.t, r.probes)
+}
+
+// advanceTo moves the fake clock from deadline to deadline up to end,
+// letting probe workers and group workers react at each one.
+func (r *lcRun) advanceTo(end time.Duration) {
+	for i := 0; i < 100000; i++ {
+		r.quiet()
+		d, ok := r.clock.NextDeadline()
+		if !ok || d.Sub(clock.Epoch) > end {
+			r.clock.Set(clock.Epoch.Add(end))
+			r.quiet()
+			return
+		}
+		r.clock.Set(d)
+	}
+	r.t.Fatal("fake clock did not settle")
+}
+
+// events drains the subscription.
+func (r *lcRun) events() []Event {
+	var out []Event
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		e, err := r.sub.Next(ctx)
+		cancel()
+		if err != nil {
+			return out
+		}
+		out = append(out, e)
+	}
+}
+
+func (r *lcRun) status(process string) ProcessStatus {
+	r.t.Helper()
+	for _, g := range r.sup.Status().Groups {
+		if p, ok := g.Process(process); ok {
+			return p
+		}
+	}
+	r.t.Fatalf("no process %q", process)
+	return ProcessStatus{}
+}
+
+func (r *lcRun) stop() {
+	r.sup.Shutdown(nil)
+	for i := 0; ; i++ {
+		select {
+		case <-r.res:
+			return
+		default:
+		}
+		if i > 1000 {
+			r.t.Fatal("supervisor did not stop")
+		}
+		r.advanceTo(r.clock.Now().Sub(clock.Epoch) + time.Second)
+	}
+}
+
+func reasonsOf(es []Event) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+func withReason(es []Event, reason string) []Event {
+	var out []Event
+	for _, e := range es {
+		if e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+var errHook = errors.New("hook command exited with code 3")
+
+func hookOf(d time.Duration) *spec.Hook {
+	return &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: max(d, time.Second)}}}
+}

@@ -1,0 +1,184 @@
+package supervisor
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/probes"
+	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/spec"
+)
+
+// This file is the worker's side of probes: one probes.Worker per process
+// and probe kind (P1), created when the group's worker starts and stopped
+// when it ends (the group stopped for good or replaced), across every
+// instance of the process.
+//
+// Results reach the core the way everything does: as values in the
+// group's mailbox. A probe worker's Publish and Report only put into the
+// mailbox, which never blocks, and the group's worker never waits for a
+// probe worker while it handles inputs (only Observe and Trigger, which
+// do not block, and Stop at the very end), so neither can stall the other.
+//
+//	probe worker ──Report (each failed probe)──► probeReportInput ─► Unhealthy event
+//	             ──Publish (threshold change)──► probeInput ────────► ready / started / kill (R4)
+//	group worker ──Observe (after each input)──► the instance the probes see
+
+// probeWorker is one probe kind of one process.
+type probeWorker struct {
+	process string
+	kind    spec.ProbeKind
+	w       *probes.Worker
+	// seen is what it was last told (Observe).
+	seen probes.Instance
+}
+
+// eventOutputLimit caps the probe output quoted in an Unhealthy event.
+const eventOutputLimit = 1024
+
+// startProbes creates and starts the group's probe workers.
+func (w *worker) startProbes() {
+	clk := w.clock
+	if w.lc.probeClock != nil {
+		clk = w.lc.probeClock
+	}
+	spawn := w.spawner()
+	for _, pr := range w.spec.Processes {
+		kinds := []struct {
+			kind  spec.ProbeKind
+			probe *spec.Probe
+		}{{spec.Startup, pr.StartupProbe}, {spec.Liveness, pr.LivenessProbe}, {spec.Readiness, pr.ReadinessProbe}}
+		for _, k := range kinds {
+			if k.probe == nil {
+				continue
+			}
+			pw, err := w.newProbeWorker(pr, k.kind, *k.probe, spawn, clk)
+			if err != nil {
+				// Validation makes this unreachable for exec, http_get and
+				// tcp_socket; say so loudly if it is not.
+				w.log.Error().Err(err).Str("process", pr.Name).Str("probe", string(k.kind)).Msg("probe not started")
+				continue
+			}
+			w.lc.probes = append(w.lc.probes, pw)
+			go pw.w.Run(w.ctx)
+		}
+	}
+	w.observeProbes()
+}
+
+func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*sandbox.Cmd) (*sandbox.Process, error), clk clock.Clock) (*probeWorker, error) {
+	h, err := probes.NewHandler(probe, probes.ExecContext{
+		Runner: execrun.SandboxRunner{Spawn: spawn},
+		Env:    environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+	})
+	if err != nil {
+		return nil, err
+	}
+	withOutput := probe.Exec != nil // kubelet quotes an exec probe's output
+	mb := w.mb
+	pw := &probeWorker{process: pr.Name, kind: kind}
+	pw.w, err = probes.NewWorker(probes.WorkerConfig{
+		Kind: kind, Probe: probe, Handler: h, Clock: clk,
+		Logger: w.log.With().Str("process", pr.Name).Logger(),
+		Publish: func(u probes.Update) {
+			if u.Initial {
+				return // P4's initial values are the core's own (S3, S4)
+			}
+			mb.put(probeInput{
+				instance: u.InstanceID, probe: u.Kind, success: u.Result == probes.Success,
+				message: probeMessage(u, withOutput), reported: true,
+			})
+		},
+		Report: func(u probes.Update) {
+			if u.Result == probes.Failure {
+				mb.put(probeReportInput{instance: u.InstanceID, probe: u.Kind, message: probeMessage(u, withOutput)})
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pw, nil
+}
+
+// stopProbes stops every probe worker and waits for them, so that no probe
+// command outlives the group's worker.
+func (w *worker) stopProbes() {
+	for _, pw := range w.lc.probes {
+		pw.w.Stop()
+	}
+	for _, pw := range w.lc.probes {
+		<-pw.w.Done()
+	}
+}
+
+// observeProbes tells each probe worker what its process looks like now.
+// A readiness worker probes at once when its instance becomes started
+// (as the kubelet does when a startup probe succeeds), so that a process
+// is not left unready for a whole period after it could be ready.
+func (w *worker) observeProbes() {
+	for _, pw := range w.lc.probes {
+		p := w.core.byName[pw.process]
+		if p == nil {
+			continue
+		}
+		view := w.probeView(p)
+		if view == pw.seen {
+			continue
+		}
+		becameStarted := view.Running && view.Started && !(pw.seen.ID == view.ID && pw.seen.Running && pw.seen.Started)
+		pw.seen = view
+		pw.w.Observe(view)
+		if becameStarted && pw.kind == spec.Readiness {
+			pw.w.Trigger()
+		}
+	}
+}
+
+// probeView is the instance the probes see. An instance in its pre_start
+// or post_start hook is invisible to them (H1: probes begin once post_start
+// returned); a finished one is not running (P8: its probes fail, and the
+// core ignores results of instances that are not current). When podsup
+// is shutting down, liveness and startup go quiet (P9).
+func (w *worker) probeView(p *proc) probes.Instance {
+	switch inst := p.inst; {
+	case inst != nil && inst.running:
+		return probes.Instance{
+			ID: inst.id, Running: true, StartedAt: inst.startedAt, Started: inst.started,
+			GroupStopping: w.core.shutdown,
+		}
+	case inst != nil:
+		return probes.Instance{}
+	case p.last != nil:
+		return probes.Instance{ID: p.last.InstanceID, GroupStopping: w.core.shutdown}
+	default:
+		return probes.Instance{}
+	}
+}
+
+// probeMessage is the text of an Unhealthy event: the probe's message and,
+// for exec probes, its output (as kubelet quotes it), capped.
+func probeMessage(u probes.Update, withOutput bool) string {
+	msg := u.Message
+	if withOutput {
+		if out := strings.TrimSpace(string(u.Output)); out != "" {
+			if len(out) > eventOutputLimit {
+				cut := eventOutputLimit
+				for cut > 0 && !utf8.RuneStart(out[cut]) {
+					cut--
+				}
+				out = out[:cut] + "…"
+			}
+			if msg != "" {
+				msg += ": "
+			}
+			msg += out
+		}
+	}
+	if msg == "" {
+		msg = u.Result.String()
+	}
+	return msg
+}
