@@ -8,6 +8,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/probes"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 )
@@ -90,6 +91,9 @@ type lifecycle struct {
 	// probeClock, when set, replaces the supervisor's clock for the probe
 	// workers (tests watch their timers with it).
 	probeClock clock.Clock
+	// probeHandler, when set, replaces the handlers built from the spec
+	// (tests script probe outcomes with it).
+	probeHandler func(process string, kind spec.ProbeKind) probes.Handler
 }
 
 // spawner is the group's exec seam (X6): nil means sandbox.Start.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/probes"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -148,14 +149,18 @@ func (t *quietTimer) fire() {
 
 func (t *quietTimer) C() <-chan time.Time { return t.c }
 
+// Reset and Stop re-arm (or disarm) first and only then count the fire as
+// handled: a test that saw the count drop must also see the new deadline.
 func (t *quietTimer) Reset(d time.Duration) bool {
+	was := t.t.Reset(d)
 	t.handled()
-	return t.t.Reset(d)
+	return was
 }
 
 func (t *quietTimer) Stop() bool {
+	was := t.t.Stop()
 	t.handled()
-	return t.t.Stop()
+	return was
 }
 
 func (t *quietTimer) handled() {
@@ -199,6 +204,14 @@ type lcRun struct {
 
 func startLifecycle(t *testing.T, cfg spec.Config, script simScript, hooks func(point spec.HookPoint, process string, n int) fakeHook) *lcRun {
 	t.Helper()
+	return startLifecycleWith(t, cfg, script, hooks, nil)
+}
+
+// startLifecycleWith also scripts the probes: handler answers for every
+// probe worker instead of the handlers the spec describes.
+func startLifecycleWith(t *testing.T, cfg spec.Config, script simScript, hooks func(point spec.HookPoint, process string, n int) fakeHook,
+	handler func(process string, kind spec.ProbeKind) probes.Handler) *lcRun {
+	t.Helper()
 	fc := clock.NewFake(clock.Epoch)
 	rt := newFakeRuntime(fc, script)
 	if hooks == nil {
@@ -224,6 +237,7 @@ func startLifecycle(t *testing.T, cfg spec.Config, script simScript, hooks func(
 	}
 	for _, w := range sup.workers {
 		w.lc.probeClock = r.qc
+		w.lc.probeHandler = handler
 	}
 	t.Cleanup(r.sub.Close)
 	go func() {

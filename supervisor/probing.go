@@ -33,12 +33,17 @@ type probeWorker struct {
 	w       *probes.Worker
 	// seen is what it was last told (Observe).
 	seen probes.Instance
+	// running: its Run goroutine has been started.
+	running bool
 }
 
 // eventOutputLimit caps the probe output quoted in an Unhealthy event.
 const eventOutputLimit = 1024
 
-// startProbes creates and starts the group's probe workers.
+// startProbes creates the group's probe workers. Their goroutines start
+// at the first observation (observeProbes), so a worker's first probe,
+// which it runs at once (as the kubelet's does), sees the group's first
+// instance rather than nothing.
 func (w *worker) startProbes() {
 	clk := w.clock
 	if w.lc.probeClock != nil {
@@ -62,10 +67,8 @@ func (w *worker) startProbes() {
 				continue
 			}
 			w.lc.probes = append(w.lc.probes, pw)
-			go pw.w.Run(w.ctx)
 		}
 	}
-	w.observeProbes()
 }
 
 func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*sandbox.Cmd) (*sandbox.Process, error), clk clock.Clock) (*probeWorker, error) {
@@ -75,6 +78,9 @@ func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec
 	})
 	if err != nil {
 		return nil, err
+	}
+	if w.lc.probeHandler != nil {
+		h = w.lc.probeHandler(pr.Name, kind)
 	}
 	withOutput := probe.Exec != nil // kubelet quotes an exec probe's output
 	mb := w.mb
@@ -125,13 +131,17 @@ func (w *worker) observeProbes() {
 			continue
 		}
 		view := w.probeView(p)
-		if view == pw.seen {
+		if pw.running && view == pw.seen {
 			continue
 		}
 		becameStarted := view.Running && view.Started && !(pw.seen.ID == view.ID && pw.seen.Running && pw.seen.Started)
 		pw.seen = view
 		pw.w.Observe(view)
-		if becameStarted && pw.kind == spec.Readiness {
+		switch {
+		case !pw.running:
+			pw.running = true
+			go pw.w.Run(w.ctx) // probes at once: no Trigger needed
+		case becameStarted && pw.kind == spec.Readiness:
 			pw.w.Trigger()
 		}
 	}

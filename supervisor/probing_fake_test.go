@@ -1,0 +1,203 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/probes"
+	"github.com/podsup/podsup/spec"
+)
+
+// Probes through the group worker with real probes.Workers on the fake
+// clock and scripted handlers.
+
+func execProbe(delay, period time.Duration, threshold int) *spec.Probe {
+	return &spec.Probe{
+		Handler:      spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/check"}}},
+		InitialDelay: delay, Period: period, FailureThreshold: threshold,
+	}
+}
+
+// alwaysFailing is an exec probe that fails and says so.
+func alwaysFailing(calls *atomic.Int64) func(string, spec.ProbeKind) probes.Handler {
+	return func(string, spec.ProbeKind) probes.Handler {
+		return detailHandler(func() probes.Detail {
+			calls.Add(1)
+			return probes.Detail{Result: probes.Failure, Message: "command exited with code 1", Output: []byte("db unreachable\n")}
+		})
+	}
+}
+
+type detailHandler func() probes.Detail
+
+func (h detailHandler) Probe(ctx context.Context) (probes.Result, string, error) {
+	d := h()
+	return d.Result, d.Message, nil
+}
+
+func (h detailHandler) ProbeDetail(context.Context) (probes.Detail, error) { return h(), nil }
+
+func TestWorkerTimelineT6ScaledLivenessWithProbeWorkers(t *testing.T) {
+	// T6 scaled-liveness, exactly, through the group worker, the fake
+	// runtime and a real probe worker (P1, P3, P6, P7, R4, B8, X4): an
+	// always-failing exec liveness probe (initial delay 0.1 s, period
+	// 0.1 s, threshold 3) gives its verdict 0.3 s after each start; the
+	// process exits 0.2 s after SIGTERM.
+	g := oneProcess(spec.RestartAlways)
+	g.Processes[0].LivenessProbe = execProbe(100*time.Millisecond, 100*time.Millisecond, 3)
+	cfg := configOf(g)
+	cfg.Backoff = scaled
+	var calls atomic.Int64
+	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1, termExit: 200 * time.Millisecond}), nil, alwaysFailing(&calls))
+	r.advanceTo(9200 * time.Millisecond)
+	assertTimes(t, "T6 scaled-liveness starts", r.rt.startsOf("app"), secs(0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.8, 5.9, 6.4, 8.5, 9.0))
+	evs := r.events()
+	if t.Failed() {
+		for _, e := range evs {
+			t.Logf("%s %s %s %s", e.Time.Sub(clock.Epoch), e.Reason, e.InstanceID, e.Message)
+		}
+	}
+	b := withReason(evs, EventBackOff)
+	if len(b) == 0 || b[0].Time.Sub(clock.Epoch) != 3*time.Second || b[0].RestartCount != 5 {
+		t.Errorf("T6: first BackOff should be at 3.0s after 5 restarts, got %+v", b)
+	}
+	// P7: no probe runs between the verdict and the next instance: 3 per
+	// instance that reached its verdict.
+	// The last instance (started at 9.0) was probed at 9.1 and 9.2.
+	killed := len(withReason(evs, EventKilling))
+	if n := calls.Load(); n != int64(3*killed+2) {
+		t.Errorf("P7: %d probes for %d killed instances and a young one, want %d", n, killed, 3*killed+2)
+	}
+	r.stop()
+}
+
+func TestLivenessEventsReadLikeKubectlDescribe(t *testing.T) {
+	// The acceptance sequence: Started, Unhealthy ×3 with the probe's
+	// output, Killing ("failed liveness probe, will be restarted"), the
+	// exit, Started; later BackOff (K7, P6, R4).
+	g := oneProcess(spec.RestartAlways)
+	g.Processes[0].LivenessProbe = execProbe(100*time.Millisecond, 100*time.Millisecond, 3)
+	cfg := configOf(g)
+	cfg.Backoff = scaled
+	var calls atomic.Int64
+	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1, termExit: 200 * time.Millisecond}), nil, alwaysFailing(&calls))
+	r.advanceTo(550 * time.Millisecond)
+	evs := r.events()
+	want := []string{EventStarted, EventUnhealthy, EventUnhealthy, EventUnhealthy, EventKilling, EventExited, EventStarted}
+	if got := reasonsOf(evs); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	for i, e := range withReason(evs, EventUnhealthy) {
+		if e.Message != "Liveness probe failed: command exited with code 1: db unreachable" || e.Type != EventWarning {
+			t.Errorf("Unhealthy %d: %q", i, e.Message)
+		}
+		if at := e.Time.Sub(clock.Epoch); at != time.Duration(i+1)*100*time.Millisecond {
+			t.Errorf("Unhealthy %d at %s, want %s (P3: first probe at the initial delay)", i, at, time.Duration(i+1)*100*time.Millisecond)
+		}
+	}
+	if k := withReason(evs, EventKilling)[0]; !strings.Contains(k.Message, "failed liveness probe, will be restarted") {
+		t.Errorf("K7: Killing message %q", k.Message)
+	}
+	r.stop()
+}
+
+func TestReadinessOnlySetsReady(t *testing.T) {
+	// P12, S3: readiness failures never restart; they flip ready (and the
+	// group's readiness) both ways. P4: a new instance starts unready.
+	var healthy atomic.Bool
+	var mu sync.Mutex
+	probed := map[spec.ProbeKind]int{}
+	handler := func(_ string, kind spec.ProbeKind) probes.Handler {
+		return detailHandler(func() probes.Detail {
+			mu.Lock()
+			probed[kind]++
+			mu.Unlock()
+			if healthy.Load() {
+				return probes.Detail{Result: probes.Success}
+			}
+			return probes.Detail{Result: probes.Failure, Message: "HTTP probe failed with statuscode: 503"}
+		})
+	}
+	g := oneProcess(spec.RestartAlways)
+	g.Processes = append(g.Processes, spec.Process{Name: "side", Command: []string{"x"}})
+	g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080}}, Period: time.Second}
+	r := startLifecycleWith(t, configOf(g), constant(simRun{runFor: -1}), nil, handler)
+	r.advanceTo(5 * time.Second)
+	gs, _ := r.sup.Status().Group("g")
+	if ps, _ := gs.Process("app"); ps.Ready || gs.Ready {
+		t.Errorf("P12: ready while the readiness probe fails: %+v, group ready %v", ps, gs.Ready)
+	}
+	if ps, _ := gs.Process("side"); !ps.Ready {
+		t.Errorf("S3: a process without readiness probe is ready once running: %+v", ps)
+	}
+	healthy.Store(true)
+	r.advanceTo(6 * time.Second)
+	gs, _ = r.sup.Status().Group("g")
+	if ps, _ := gs.Process("app"); !ps.Ready || !gs.Ready {
+		t.Errorf("P12: not ready after the probe succeeded: %+v, group ready %v", ps, gs.Ready)
+	}
+	healthy.Store(false)
+	r.advanceTo(9 * time.Second)
+	gs, _ = r.sup.Status().Group("g")
+	if ps, _ := gs.Process("app"); ps.Ready || gs.Ready || ps.RestartCount != 0 || len(r.rt.startsOf("app")) != 1 {
+		t.Errorf("P12: %+v group ready %v; readiness must only unready, never restart", ps, gs.Ready)
+	}
+	evs := r.events()
+	if u := withReason(evs, EventUnhealthy); len(u) == 0 || u[0].Message != "Readiness probe failed: HTTP probe failed with statuscode: 503" {
+		t.Errorf("Unhealthy events %+v", u)
+	}
+	if n := len(withReason(evs, EventKilling)); n != 0 {
+		t.Errorf("P12: %d Killing events from readiness", n)
+	}
+	mu.Lock()
+	// The first probe comes at once when the instance starts (readiness is
+	// triggered on start), then every second: 0..9 is 10 probes.
+	if probed[spec.Readiness] != 10 {
+		t.Errorf("readiness probed %d times in 9s with period 1s, want 10 (one prompt probe at the start)", probed[spec.Readiness])
+	}
+	mu.Unlock()
+	r.stop()
+}
+
+func TestStartupGatesLivenessAndKillsWithItsGrace(t *testing.T) {
+	// P5: liveness waits for the startup probe; P11, K1.2: a failing
+	// startup probe kills with the probe's own grace and restarts (R4).
+	g := oneProcess(spec.RestartAlways)
+	g.TerminationGracePeriod = spec.Durp(30 * time.Second)
+	g.Processes[0].StartupProbe = execProbe(0, time.Second, 3)
+	g.Processes[0].StartupProbe.TerminationGracePeriod = spec.Durp(4 * time.Second)
+	g.Processes[0].LivenessProbe = execProbe(0, time.Second, 1)
+	var mu sync.Mutex
+	probed := map[spec.ProbeKind]int{}
+	handler := func(_ string, kind spec.ProbeKind) probes.Handler {
+		return detailHandler(func() probes.Detail {
+			mu.Lock()
+			probed[kind]++
+			mu.Unlock()
+			return probes.Detail{Result: probes.Failure, Message: "not yet"}
+		})
+	}
+	cfg := configOf(g)
+	cfg.Supervisor.MinimumGrace = spec.Durp(time.Second)
+	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1, ignoreTerm: true}), nil, handler)
+	// Startup probes at 0 (a worker probes at once when it begins, as the
+	// kubelet's does), 1 and 2: the verdict at 2, SIGKILL at 2 + 4.
+	r.advanceTo(6500 * time.Millisecond)
+	assertTimes(t, "P11 starts", r.rt.startsOf("app"), secs(0, 6))
+	mu.Lock()
+	if probed[spec.Liveness] != 0 {
+		t.Errorf("P5: liveness probed %d times before the process started", probed[spec.Liveness])
+	}
+	mu.Unlock()
+	k := withReason(r.events(), EventKilling)
+	if len(k) == 0 || !strings.Contains(k[0].Message, "failed startup probe, will be restarted (grace 4s)") {
+		t.Errorf("P11: Killing %+v", k)
+	}
+	r.stop()
+}
