@@ -1,0 +1,362 @@
+package supervisor
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// Probes and hooks with real processes, real commands and real time.
+// Bounds are generous (two noisy cores); lower bounds are exact, because
+// nothing may happen early.
+
+func init() {
+	// slow-term: on SIGTERM, takes 0.2 s to shut down, then exits 0 (the
+	// application of seeds/002, scaled).
+	helpers["slow-term"] = func([]string) int {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		<-c
+		time.Sleep(200 * time.Millisecond)
+		return 0
+	}
+}
+
+// fastHelper is helperProcess without the race detector's one-second
+// pause at exit (atexit_sleep_ms), so exits under -race are as quick as
+// without it.
+func fastHelper(t testing.TB, name, helper string, args ...string) spec.Process {
+	p := helperProcess(t, name, helper, args...)
+	p.Env["GORACE"] = "atexit_sleep_ms=0"
+	return p
+}
+
+func shell(script string) []string { return []string{"/bin/sh", "-c", script} }
+
+func execHook(script string) *spec.Hook {
+	return &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: shell(script)}}}
+}
+
+func TestRealSeed002LivenessInMiniature(t *testing.T) {
+	// seeds/002 scaled (T3, T6, B8, X4, R4, K7): an always-failing exec
+	// liveness probe (initial delay 0.1 s, period 0.1 s, threshold 3) on a
+	// process that takes 0.2 s to exit after SIGTERM, back-off 100 ms /
+	// 1.6 s. Each instance lives at least 0.3 + 0.2 s, longer than the
+	// back-offs 0.1, 0.2 and 0.4 measured from the previous finish, so the
+	// first five restarts come without waiting and CrashLoopBackOff shows
+	// only after them.
+	p := fastHelper(t, "app", "slow-term")
+	p.LivenessProbe = &spec.Probe{
+		Handler:      spec.Handler{Exec: &spec.ExecAction{Command: shell("echo db unreachable; exit 1")}},
+		InitialDelay: 100 * time.Millisecond, Period: 100 * time.Millisecond, FailureThreshold: 3,
+	}
+	r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("live", spec.RestartAlways, p)}})
+
+	var evs []Event
+	for {
+		e := r.next(EventStarted, EventUnhealthy, EventKilling, EventCompleted, EventBackOff)
+		evs = append(evs, e)
+		if e.Reason == EventBackOff {
+			break
+		}
+	}
+	backoff := evs[len(evs)-1]
+	if testing.Verbose() {
+		for _, e := range evs {
+			t.Logf("%s %s %s", e.Time.Sub(evs[0].Time).Round(time.Millisecond), e.Reason, e.Message)
+		}
+	}
+	if backoff.RestartCount < 5 {
+		t.Errorf("X4, B8: CrashLoopBackOff after %d restarts, want at least 5", backoff.RestartCount)
+	}
+	// Per instance, as kubectl describe shows it: Started, Unhealthy ×3
+	// with the probe's output, Killing, then the exit (0: the application
+	// shuts down cleanly on SIGTERM); the next Started follows the exit
+	// without a BackOff in between.
+	var instance []string
+	for _, e := range evs[:len(evs)-1] {
+		instance = append(instance, e.Reason)
+		switch e.Reason {
+		case EventUnhealthy:
+			if !strings.Contains(e.Message, "Liveness probe failed") || !strings.Contains(e.Message, "db unreachable") {
+				t.Errorf("Unhealthy message %q lacks the probe's output", e.Message)
+			}
+		case EventKilling:
+			if !strings.Contains(e.Message, "failed liveness probe, will be restarted") {
+				t.Errorf("K7: Killing message %q", e.Message)
+			}
+		case EventCompleted:
+			want := []string{EventStarted, EventUnhealthy, EventUnhealthy, EventUnhealthy, EventKilling, EventCompleted}
+			if strings.Join(instance, " ") != strings.Join(want, " ") {
+				t.Errorf("instance events %v, want %v", instance, want)
+			}
+			instance = nil
+		}
+	}
+	// After the BackOff the process starts again, not before its back-off.
+	next := r.next(EventStarted)
+	if d := next.Time.Sub(backoff.Time); d <= 0 || d > 5*time.Second {
+		t.Errorf("the restart after CrashLoopBackOff came %s after it", d)
+	}
+	if st, _ := r.sup.Status().Group("live"); st.Processes[0].RestartCount < 6 {
+		t.Errorf("R5: restart count %d after the wait", st.Processes[0].RestartCount)
+	}
+}
+
+func TestRealReadinessFlipsWithHTTPAndTCPServers(t *testing.T) {
+	// P12, S3: an HTTP and a TCP readiness probe against servers on
+	// 127.0.0.1 flip each process's ready and the group's, both ways, and
+	// never restart anything.
+	var healthy atomic.Bool
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "warming up", http.StatusServiceUnavailable)
+		}
+	})}
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(hl) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+
+	web := fastHelper(t, "web", "sleep")
+	web.ReadinessProbe = &spec.Probe{
+		Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: hl.Addr().(*net.TCPAddr).Port, Path: "/ready"}},
+		Period:  100 * time.Millisecond,
+	}
+	db := fastHelper(t, "db", "sleep")
+	db.ReadinessProbe = &spec.Probe{
+		Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: tl.Addr().(*net.TCPAddr).Port}},
+		Period:  100 * time.Millisecond,
+	}
+	r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("pod", spec.RestartAlways, web, db)}})
+
+	ready := func(want map[string]bool, group bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			g, _ := r.sup.Status().Group("pod")
+			ok := g.Ready == group
+			for name, w := range want {
+				p, _ := g.Process(name)
+				ok = ok && p.State == StateRunning && p.Ready == w
+			}
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("want ready %v (group %v), have %+v", want, group, g)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	ready(map[string]bool{"web": false, "db": true}, false)
+	healthy.Store(true)
+	ready(map[string]bool{"web": true, "db": true}, true)
+	_ = tl.Close() // connection refused from now on
+	ready(map[string]bool{"web": true, "db": false}, false)
+	healthy.Store(false)
+	ready(map[string]bool{"web": false, "db": false}, false)
+	g, _ := r.sup.Status().Group("pod")
+	for _, p := range g.Processes {
+		if p.RestartCount != 0 {
+			t.Errorf("P12: readiness restarted %s", p.Name)
+		}
+	}
+	u := r.next(EventUnhealthy)
+	if !strings.HasPrefix(u.Message, "Readiness probe failed:") {
+		t.Errorf("Unhealthy message %q", u.Message)
+	}
+}
+
+func TestRealHooksSucceedInOrder(t *testing.T) {
+	// X5, H1, H4: pre_start before the process, post_start beside it
+	// (running only once it returned), pre_stop on the kill, post_stop
+	// after the exit; each exec hook sees the process's environment.
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	p := spec.Process{
+		Name:    "app",
+		Command: shell(`echo main >> "$LOG"; exec sleep 60`),
+		Env:     map[string]string{"LOG": log},
+	}
+	p.PreStart = execHook(`echo pre_start >> "$LOG"`)
+	p.PostStart = execHook(`sleep 0.5; echo post_start >> "$LOG"`)
+	p.PreStop = execHook(`echo pre_stop >> "$LOG"`)
+	p.PostStop = execHook(`echo post_stop >> "$LOG"`)
+	r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("hooks", spec.RestartAlways, p)}})
+	r.next(EventStarted)
+	if ps, _ := r.sup.Status().Groups[0].Process("app"); ps.State != StateWaiting || ps.Reason != ReasonContainerCreating {
+		t.Errorf("H1: right after the start, during post_start: %s/%s", ps.State, ps.Reason)
+	}
+	waitStatus(t, r, "app", func(ps ProcessStatus) bool { return ps.State == StateRunning })
+	if err := r.sup.Stop("hooks", "app", RequestOptions{Requester: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	r.next(EventExited)
+	deadline := time.Now().Add(10 * time.Second)
+	want := "pre_start main post_start pre_stop post_stop"
+	for {
+		b, _ := os.ReadFile(log)
+		got := strings.Join(strings.Fields(string(b)), " ")
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hook order %q, want %q", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRealHookFailures(t *testing.T) {
+	fail := execHook("echo broken >&2; exit 3")
+	t.Run("pre_start fails the start", func(t *testing.T) {
+		// X5: PreStartHookError, and the program never runs.
+		marker := filepath.Join(t.TempDir(), "ran")
+		p := spec.Process{Name: "app", Command: shell("touch " + marker)}
+		p.PreStart = fail
+		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartNever, p)}})
+		e := r.next(EventFailedPreStartHook)
+		if !strings.Contains(e.Message, "code 3") {
+			t.Errorf("FailedPreStartHook message %q", e.Message)
+		}
+		ps := waitStatus(t, r, "app", func(ps ProcessStatus) bool { return ps.State == StateTerminated })
+		if ps.Reason != ReasonPreStartHookError {
+			t.Errorf("X5: reason %q, want PreStartHookError", ps.Reason)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("X5: the process ran although pre_start failed")
+		}
+	})
+	t.Run("post_start failure kills the process", func(t *testing.T) {
+		// H2: FailedPostStartHook, Killing through the stop path, exit by
+		// SIGTERM; under never it stays terminated.
+		p := fastHelper(t, "app", "sleep")
+		p.PostStart = fail
+		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartNever, p)}})
+		r.next(EventFailedPostStartHook)
+		if k := r.next(EventKilling); !strings.Contains(k.Message, "post_start") {
+			t.Errorf("H2: Killing message %q", k.Message)
+		}
+		r.next(EventExited)
+		ps := waitStatus(t, r, "app", func(ps ProcessStatus) bool { return ps.State == StateTerminated })
+		if ps.Terminated.Signal != syscall.SIGTERM {
+			t.Errorf("H2: %+v, want killed by SIGTERM", ps.Terminated)
+		}
+	})
+	t.Run("pre_stop failure is a warning", func(t *testing.T) {
+		// H4: FailedPreStopHook, and termination goes on at once.
+		p := fastHelper(t, "app", "sleep")
+		p.PreStop = fail
+		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}})
+		r.next(EventStarted)
+		if err := r.sup.Stop("g", "app", RequestOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w := r.next(EventFailedPreStopHook)
+		if w.Type != EventWarning || !strings.Contains(w.Message, "code 3") {
+			t.Errorf("H4: %+v", w)
+		}
+		r.next(EventExited)
+	})
+	t.Run("post_stop failure is a warning only", func(t *testing.T) {
+		// X5: FailedPostStopHook after each exit; the restart does not wait.
+		p := fastHelper(t, "app", "exit", "1")
+		p.PostStop = execHook("sleep 1; exit 3")
+		r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}})
+		first := r.next(EventExited)
+		second := r.next(EventStarted)
+		if d := second.Time.Sub(first.Time); d > 500*time.Millisecond {
+			t.Errorf("X5: the restart waited %s for post_stop", d)
+		}
+		if w := r.next(EventFailedPostStopHook); w.Type != EventWarning || w.InstanceID != first.InstanceID {
+			t.Errorf("X5: %+v should name the instance %s", w, first.InstanceID)
+		}
+	})
+}
+
+func TestRealPreStopChargedAgainstGrace(t *testing.T) {
+	// K3, K8 with real time: grace 2 s, pre_stop takes 1.5 s (charged as
+	// 1 s), the process ignores SIGTERM: SIGKILL 1.5 + 1 = 2.5 s after the
+	// stop began. Uncharged it would be 3.5 s; charged untruncated, 2 s.
+	dir := t.TempDir()
+	p := fastHelper(t, "app", "ignore-term", filepath.Join(dir, "pid"))
+	p.PreStop = execHook("sleep 1.5")
+	g := realGroup("g", spec.RestartAlways, p)
+	g.TerminationGracePeriod = spec.Durp(2 * time.Second)
+	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(0)}, Groups: []spec.Group{g}})
+	r.next(EventStarted)
+	waitPidFile(t, filepath.Join(dir, "pid"))
+	if err := r.sup.Stop("g", "app", RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	killing := r.next(EventKilling)
+	exited := r.next(EventExited)
+	if d := exited.Time.Sub(killing.Time); d < 2500*time.Millisecond || d > 3400*time.Millisecond {
+		t.Errorf("K3: SIGKILL %s after the stop began, want 2.5 s (pre_stop's 1.5 s charged as 1 s)", d)
+	}
+}
+
+func TestRealHangingPreStopDoesNotDelaySIGKILL(t *testing.T) {
+	// K3, K8, X12: a pre_stop that hangs is cut at the grace (1 s), SIGTERM
+	// goes out then and SIGKILL the minimum grace (0.3 s) later; the hook's
+	// process is killed at its timeout and leaves nothing behind.
+	dir := t.TempDir()
+	hookPid := filepath.Join(dir, "hook.pid")
+	p := fastHelper(t, "app", "ignore-term", filepath.Join(dir, "pid"))
+	p.PreStop = execHook(`printf %s $$ > ` + hookPid + `.tmp; mv ` + hookPid + `.tmp ` + hookPid + `; exec sleep 60`)
+	g := realGroup("g", spec.RestartAlways, p)
+	g.TerminationGracePeriod = spec.Durp(time.Second)
+	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(300 * time.Millisecond)}, Groups: []spec.Group{g}})
+	r.next(EventStarted)
+	waitPidFile(t, filepath.Join(dir, "pid"))
+	if err := r.sup.Stop("g", "app", RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	killing := r.next(EventKilling)
+	pid := waitPidFile(t, hookPid)
+	exited := r.next(EventExited)
+	if d := exited.Time.Sub(killing.Time); d < 1300*time.Millisecond || d > 2300*time.Millisecond {
+		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 0.3 s", d)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !processGone(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // leave nothing behind
+			t.Fatalf("the hanging pre_stop's process %d outlived its timeout", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitStatus polls until cond holds for process name of the first group.
+func waitStatus(t *testing.T, r *realRun, name string, cond func(ProcessStatus) bool) ProcessStatus {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ps, _ := r.sup.Status().Groups[0].Process(name)
+		if cond(ps) {
+			return ps
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status of %s: %+v", name, ps)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
