@@ -1,0 +1,116 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// BenchmarkIdleGroupProbeCPU measures what an idle group of 100 processes,
+// each with an exec liveness probe every second, costs podsup itself: the
+// CPU time of this process (every goroutine: probe workers, spawning,
+// the reaper, the group's worker) per second of wall time, in percent of
+// one core. The probe commands' own CPU is their children's rusage and is
+// not counted. Each iteration is one second of wall time; run it with
+// -benchtime 10x for a 10 s window. "no-probes" is the same group without
+// probes, the floor.
+func BenchmarkIdleGroupProbeCPU(b *testing.B) {
+	for _, withProbes := range []bool{true, false} {
+		name := "exec-liveness-1s"
+		if !withProbes {
+			name = "no-probes"
+		}
+		b.Run(name, func(b *testing.B) { idleGroupCPU(b, 100, withProbes) })
+	}
+}
+
+func idleGroupCPU(b *testing.B, n int, withProbes bool) {
+	sleep := ""
+	for _, p := range []string{"/bin/sleep", "/usr/bin/sleep"} {
+		if _, err := os.Stat(p); err == nil {
+			sleep = p
+		}
+	}
+	if sleep == "" {
+		b.Skip("no sleep(1) on this machine: the benchmark needs an idle program")
+	}
+	probeCmd := trueCommand(b)
+	g := spec.Group{Name: "idle"}
+	for i := 0; i < n; i++ {
+		p := spec.Process{Name: fmt.Sprintf("p%03d", i), Command: []string{sleep, "3600"}}
+		if withProbes {
+			p.LivenessProbe = &spec.Probe{
+				Handler: spec.Handler{Exec: &spec.ExecAction{Command: probeCmd}},
+				Period:  time.Second,
+			}
+		}
+		g.Processes = append(g.Processes, p)
+	}
+	sup, err := New(spec.Config{Groups: []spec.Group{g}}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sub := sup.Subscribe()
+	defer sub.Close()
+	done := make(chan struct{})
+	go func() {
+		_, _ = sup.Run(context.Background())
+		close(done)
+	}()
+	defer func() {
+		sup.Shutdown(nil)
+		sup.Shutdown(nil)
+		<-done
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, _ := sup.Status().Group("idle")
+		running := 0
+		for _, p := range st.Processes {
+			if p.State == StateRunning {
+				running++
+			}
+		}
+		if running == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d processes running after 30 s", running, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // every probe worker has probed at least once
+
+	var before, after unix.Rusage
+	b.ResetTimer()
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &before)
+	t0 := time.Now()
+	time.Sleep(time.Duration(b.N) * time.Second)
+	wall := time.Since(t0)
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &after)
+	b.StopTimer()
+
+	cpu := time.Duration(unix.TimevalToNsec(after.Utime)-unix.TimevalToNsec(before.Utime)) +
+		time.Duration(unix.TimevalToNsec(after.Stime)-unix.TimevalToNsec(before.Stime))
+	b.ReportMetric(100*float64(cpu)/float64(wall), "%core")
+	b.ReportMetric(0, "ns/op")
+
+	// The probes passed: nothing was unhealthy or restarted.
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		e, err := sub.Next(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		if e.Reason == EventUnhealthy || e.Reason == EventKilling {
+			b.Fatalf("an idle group's probe failed: %s %s", e.Reason, e.Message)
+		}
+	}
+}
