@@ -1,8 +1,9 @@
 // Package supervisor is podsup's declarative half (DESIGN.md): it owns what
 // should run and reacts to what did. Per group it owns the init order
 // (I1–I4), restart policies (R1–R5), the CrashLoopBackOff throttle (B1–B12
-// with X2–X4), graceful termination (K1–K6, X9, X10, X12), critical
-// processes (X11) and explicit start/stop/restart requests (X7); it
+// with X2–X4), graceful termination (K1–K6, X9, X10, X12), probe
+// reactions and lifecycle hooks (P, H, X5, X6), critical processes (X11)
+// and explicit start/stop/restart requests (X7); it
 // publishes kubelet-style events and status snapshots. It reaches the
 // kernel only through a Runtime (SandboxRuntime by default).
 //
@@ -28,11 +29,21 @@
 // on that clock (X3), and since every wake-up re-evaluates the back-off
 // with the time it is given, nothing can start early.
 //
-// # Extension points
+// # Probes and hooks
 //
-// Probes deliver results with ProbeResult (ready, started, and kills with
-// the probe's grace and B8's pre-kill back-off check are implemented in the
-// core). Hooks plug in through Options.Hooks; pre_stop is wired and charged
-// to the grace (K3); the seams for the others are described on HookRunner.
-// Apply reloads at group granularity.
+// Each process's probes run in probe workers of package probes, one per
+// process and probe kind for the group's life (P1, probing.go); their
+// results reach the core through the mailbox like everything else:
+// readiness sets ready and the group is ready when all its processes are
+// (P12), startup success sets started (P5), and a liveness or startup
+// failure kills the instance with the probe's grace (K1.2) and restarts it
+// unless the policy is never, with B8's pre-kill back-off check (R4, X4).
+// Each failed probe is an Unhealthy event with the probe's output. Hooks
+// (X5, H1–H4, hookcore.go) run through Options.Hooks (package hooks by
+// default) in goroutines of their own: pre_start vetoes a start, post_start
+// holds running/started and kills on failure, pre_stop is charged to the
+// grace (K3), post_stop follows every exit. Exec probes and hooks run in the
+// group's sandbox when the Runtime is a SandboxSpawner (X6). ProbeResult
+// lets a library user deliver results of their own. Apply reloads at group
+// granularity.
 package supervisor

@@ -1,17 +1,20 @@
 package supervisor
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -358,5 +361,54 @@ func waitStatus(t *testing.T, r *realRun, name string, cond func(ProcessStatus) 
 			t.Fatalf("status of %s: %+v", name, ps)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// spawnerRuntime is SandboxRuntime that also spawns exec probes and hooks,
+// counting them per group: the seam a sandboxed runtime plugs into (X6).
+type spawnerRuntime struct {
+	SandboxRuntime
+	spawned sync.Map // group → *atomic.Int64
+}
+
+func (r *spawnerRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+	n, _ := r.spawned.LoadOrStore(group, new(atomic.Int64))
+	return func(c *sandbox.Cmd) (*sandbox.Process, error) {
+		n.(*atomic.Int64).Add(1)
+		return sandbox.Start(c)
+	}
+}
+
+func TestRealExecProbesAndHooksGoThroughTheGroupsSpawner(t *testing.T) {
+	// X6: exec probes and exec hooks are spawned through the Runtime's
+	// SandboxSpawner for their group (inside its sandbox, once sandboxes
+	// exist); http/tcp probes and the processes themselves are not.
+	rt := &spawnerRuntime{}
+	p := fastHelper(t, "app", "sleep")
+	p.PreStart = execHook("true")
+	p.LivenessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: trueCommand(t)}}, Period: 50 * time.Millisecond}
+	sup, err := New(spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}}, Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_, _ = sup.Run(context.Background())
+		close(done)
+	}()
+	defer func() {
+		sup.Shutdown(nil)
+		sup.Shutdown(nil)
+		<-done
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n, ok := rt.spawned.Load("g"); ok && n.(*atomic.Int64).Load() >= 4 { // pre_start + 3 probes
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("X6: exec hooks and probes did not go through the group's spawner")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

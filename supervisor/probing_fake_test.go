@@ -201,3 +201,53 @@ func TestStartupGatesLivenessAndKillsWithItsGrace(t *testing.T) {
 	}
 	r.stop()
 }
+
+func TestProbesBeginAfterPostStart(t *testing.T) {
+	// H1: no probe runs while post_start does; once it returned, the
+	// liveness probe (period 0.1 s, threshold 3) fails at 1.1, 1.2 and 1.3
+	// and kills then.
+	g := oneProcess(spec.RestartAlways)
+	g.Processes[0].LivenessProbe = execProbe(0, 100*time.Millisecond, 3)
+	g.Processes[0].PostStart = hookOf(0)
+	var calls atomic.Int64
+	r := startLifecycleWith(t, configOf(g), constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+		return fakeHook{takes: 1050 * time.Millisecond}
+	}, alwaysFailing(&calls))
+	r.advanceTo(time.Second)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("H1: %d probes ran during post_start", n)
+	}
+	r.advanceTo(1500 * time.Millisecond)
+	k := withReason(r.events(), EventKilling)
+	if len(k) != 1 || k[0].Time.Sub(clock.Epoch) != 1300*time.Millisecond {
+		t.Errorf("H1, P6: Killing %+v, want one at 1.3s", k)
+	}
+	r.stop()
+}
+
+func TestReadinessProbesANewInstanceAtOnce(t *testing.T) {
+	// S3, P4: a restarted instance starts unready; its readiness probe runs
+	// as soon as it is started (as the kubelet triggers it), not a whole
+	// period (10 s here) later.
+	g := oneProcess(spec.RestartAlways)
+	g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: 1}}, Period: 10 * time.Second}
+	handler := func(string, spec.ProbeKind) probes.Handler {
+		return detailHandler(func() probes.Detail { return probes.Detail{Result: probes.Success} })
+	}
+	r := startLifecycleWith(t, configOf(g), func(_ string, n int) simRun {
+		if n == 0 {
+			return simRun{runFor: time.Second, code: 1}
+		}
+		return simRun{runFor: -1}
+	}, nil, handler)
+	r.advanceTo(500 * time.Millisecond)
+	if ps := r.status("app"); !ps.Ready {
+		t.Fatalf("the first instance should be ready after its prompt probe: %+v", ps)
+	}
+	r.advanceTo(2 * time.Second)
+	waitFor(t, "the restarted instance is ready at 2s, before its probe's next period", func() bool {
+		ps := r.status("app")
+		return ps.RestartCount == 1 && ps.Ready
+	})
+	r.stop()
+}
