@@ -11,8 +11,8 @@ import (
 func newValidateCmd() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "validate [-f FILE]",
-		Short: "Check a configuration file and print every problem with its file:line:col",
+		Use:     "validate [-f FILE]",
+		Short:   "Check a configuration file and print every problem with its file:line:col",
 		Example: `  podsup validate -f examples/web.hcl`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
