@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,7 +175,14 @@ func describeChanges(ch config.Changes) string {
 	add("added groups", ch.AddedGroups)
 	add("removed groups", ch.RemovedGroups)
 	add("restarted groups", ch.ChangedGroups)
-	for _, g := range ch.UnchangedGroups {
+	names := make([]string, 0, len(ch.Groups))
+	for g := range ch.Groups {
+		if !slices.Contains(ch.ChangedGroups, g) {
+			names = append(names, g)
+		}
+	}
+	slices.Sort(names)
+	for _, g := range names {
 		gc := ch.Groups[g]
 		add("in "+g+": added", gc.Added)
 		add("in "+g+": removed", gc.Removed)
