@@ -153,4 +153,3 @@ func loopbackUp() error {
 	}
 	return nil
 }
-

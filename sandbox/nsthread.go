@@ -127,4 +127,3 @@ func (f sandboxForker) Resolve(fn func() error) error {
 	}
 	return fn()
 }
-
