@@ -51,7 +51,33 @@ func startNSThread(pidfd int, nsFlags int) (*nsThread, error) {
 }
 
 func (t *nsThread) run(pidfd int, nsFlags int, ready chan<- error) {
-	runtime.LockOSThread() // never unlocked: see nsThread
+	runtime.LockOSThread() // never unlocked, except on the main thread: see below
+	if unix.Gettid() == unix.Getpid() {
+		// This is the main thread. It must never be tainted: the runtime
+		// cannot end it (it parks it forever, keeping the namespaces, and
+		// their mounts, alive), and /proc/<pid>/ns/* shows its namespaces
+		// as podsup's. Keep it occupied while a new goroutine, which
+		// therefore starts on another thread, takes over.
+		locked := make(chan struct{})
+		go t.runLocked(pidfd, nsFlags, ready, locked)
+		<-locked
+		runtime.UnlockOSThread()
+		return
+	}
+	t.runLocked(pidfd, nsFlags, ready, nil)
+}
+
+// runLocked enters the namespaces on a thread other than the main thread
+// and serves jobs until Close.
+func (t *nsThread) runLocked(pidfd int, nsFlags int, ready chan<- error, locked chan<- struct{}) {
+	if locked != nil {
+		runtime.LockOSThread() // never unlocked: see nsThread
+		close(locked)
+	}
+	if unix.Gettid() == unix.Getpid() {
+		ready <- fmt.Errorf("entering the sandbox's namespaces: refusing to taint the main thread")
+		return
+	}
 	if nsFlags&unix.CLONE_NEWNS != 0 {
 		if err := unix.Unshare(unix.CLONE_FS); err != nil {
 			ready <- fmt.Errorf("unsharing fs attributes of the namespace thread: %w", err)
