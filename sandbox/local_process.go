@@ -170,6 +170,7 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	if pr.cg != nil {
 		cmd.Tree = pr.cg
 	}
+	startAt := time.Now() // before the fork: an exit may be reaped before Start returns
 	p, err := Start(cmd)
 	release()
 	now := time.Now()
@@ -191,7 +192,7 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	}
 	pr.state, _ = transition(id, pr.state, EventStart)
 	pr.proc = p
-	pr.startAt = now
+	pr.startAt = startAt
 	rt.mu.Unlock()
 	close(pr.started)
 	rt.log.Debug().Str("process", id).Str("sandbox", pr.sb.id).Int("pid", p.Pid()).Msg("started")
@@ -202,7 +203,9 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 // verdict and final usage read from the cgroup.
 func (rt *LocalRuntime) processExited(pr *procRec, e Exit) {
 	<-pr.started
-	usage := Usage{CPU: rusageCPU(e.Rusage), MemoryPeak: uint64(e.Rusage.Maxrss) * 1024}
+	// Not ru_maxrss: the kernel carries it over execve, so it counts
+	// podsup's own memory at the fork.
+	usage := Usage{CPU: rusageCPU(e.Rusage)}
 	oom := false
 	if pr.cg != nil {
 		// Each process has a fresh cgroup, so any OOM kill counted there

@@ -164,8 +164,8 @@ type ProcessStatus struct {
 }
 
 // Usage is a process's resource use: from its cgroup (the whole tree), or
-// without cgroups from wait4's rusage once it exited (the process and the
-// children it waited for).
+// without cgroups only the CPU time from wait4's rusage once it exited (the
+// process and the children it waited for).
 type Usage struct {
 	CPU time.Duration
 	// MemoryCurrent and MemoryPeak are bytes; MemoryCurrent is 0 once
