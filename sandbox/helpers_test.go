@@ -101,7 +101,7 @@ func alive(pid int) bool {
 	return ok && st != "Z"
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates PID and mount namespaces (CI runs as root)")
