@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/spec"
+	"github.com/rs/zerolog"
 )
 
 // Every (state, event) pair, against the lifecycle of seeds/001: the legal
@@ -351,5 +354,34 @@ func TestStatusReportsUsage(t *testing.T) {
 	}
 	if st, _ = rt.ProcessStatus("spin"); st.Usage.CPU < 50*time.Millisecond {
 		t.Errorf("final usage: %+v", st.Usage)
+	}
+}
+
+// Where cgroups cannot be used the runtime says so once and falls back to
+// process groups; limits are then refused rather than silently dropped.
+func TestCgroupsUnavailableFallsBackToProcessGroups(t *testing.T) {
+	var logged strings.Builder
+	rt, err := NewRuntime(Options{
+		Instance: "fallback",
+		Logger:   zerolog.New(&logged),
+		Cgroups:  &cgroups.Options{Layout: &cgroups.Layout{}}, // nothing mounted
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if rt.CgroupsEnabled() || strings.Count(logged.String(), "\"level\":\"warn\"") != 1 {
+		t.Errorf("enabled %v, log %q; want disabled and one warning", rt.CgroupsEnabled(), logged.String())
+	}
+	mustCreateSandbox(t, rt, "g", spec.Sandbox{})
+	if st, _ := rt.SandboxStatus("g"); st.Cgroup != "" {
+		t.Errorf("cgroup %q without cgroups", st.Cgroup)
+	}
+	if err := rt.CreateSandbox(testCtx(t), "l", spec.Sandbox{Resources: spec.Resources{Memory: 1 << 20}}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("limits without cgroups: %v", err)
+	}
+	res, err := rt.Exec(testCtx(t), "g", ExecRequest{Command: []string{"/bin/sh", "-c", "echo ok"}})
+	if err != nil || string(res.Output) != "ok\n" {
+		t.Errorf("exec without cgroups: %+v %v", res, err)
 	}
 }
