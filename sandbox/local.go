@@ -147,6 +147,10 @@ type sandboxRec struct {
 	group   *cgroups.Group // nil without cgroups
 	holder  *holder        // nil: the host's namespaces
 	deleted chan struct{}  // closed when DeleteSandbox finished
+	// cgMu: exec cgroup cleanups hold it shared; DeleteSandbox holds it
+	// while it kills and removes the whole group, so the two never walk
+	// and remove the same directories at once.
+	cgMu sync.RWMutex
 
 	state   SandboxState        // guarded by rt.mu
 	message string              // guarded by rt.mu

@@ -35,7 +35,7 @@ func (rt *LocalRuntime) Spawn(sandboxID string, c *Cmd) (*Process, error) {
 	}
 	forker, fd, release, err := rt.forker(sb, cg)
 	if err != nil {
-		rt.dropExecCgroup(cg)
+		rt.dropExecCgroup(sb, cg)
 		return nil, fmt.Errorf("spawning in sandbox %q: %w", sandboxID, err)
 	}
 	cc := *c
@@ -49,23 +49,25 @@ func (rt *LocalRuntime) Spawn(sandboxID string, c *Cmd) (*Process, error) {
 			userOnExit(e)
 		}
 		if cg != nil {
-			go rt.dropExecCgroup(cg) // the reaper must not wait for a kill
+			go rt.dropExecCgroup(sb, cg) // the reaper must not wait for a kill
 		}
 	}
 	p, err := Start(&cc)
 	release()
 	if err != nil {
-		rt.dropExecCgroup(cg)
+		rt.dropExecCgroup(sb, cg)
 		return nil, err
 	}
 	return p, nil
 }
 
 // dropExecCgroup kills what is left in an exec's cgroup and removes it.
-func (rt *LocalRuntime) dropExecCgroup(cg *cgroups.Process) {
+func (rt *LocalRuntime) dropExecCgroup(sb *sandboxRec, cg *cgroups.Process) {
 	if cg == nil {
 		return
 	}
+	sb.cgMu.RLock()
+	defer sb.cgMu.RUnlock()
 	if err := errors.Join(cg.Kill(), cg.Delete()); err != nil {
 		rt.log.Warn().Err(err).Str("cgroup", cg.Path()).Msg("cannot remove an exec's cgroup")
 	}

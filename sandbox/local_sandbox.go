@@ -179,6 +179,8 @@ func (rt *LocalRuntime) DeleteSandbox(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
+	sb.cgMu.Lock()
+	defer sb.cgMu.Unlock()
 	if sb.group != nil {
 		// Exec'd commands and anything that escaped a process's tree.
 		if err := sb.group.Kill(); err != nil {
