@@ -146,6 +146,7 @@ type sandboxRec struct {
 	created time.Time
 	group   *cgroups.Group // nil without cgroups
 	holder  *holder        // nil: the host's namespaces
+	settled chan struct{}  // closed when CreateSandbox returned
 	deleted chan struct{}  // closed when DeleteSandbox finished
 	// cgMu: exec cgroup cleanups hold it shared; DeleteSandbox holds it
 	// while it kills and removes the whole group, so the two never walk

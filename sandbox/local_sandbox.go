@@ -58,7 +58,7 @@ func (rt *LocalRuntime) CreateSandbox(ctx context.Context, id string, cfg spec.S
 		return fmt.Errorf("creating sandbox %q: %w", id, err)
 	}
 	sb := &sandboxRec{id: id, cfg: cfg, created: time.Now(), state: SandboxCreating,
-		procs: map[string]*procRec{}, deleted: make(chan struct{})}
+		procs: map[string]*procRec{}, settled: make(chan struct{}), deleted: make(chan struct{})}
 	rt.mu.Lock()
 	switch {
 	case rt.closed:
@@ -71,6 +71,7 @@ func (rt *LocalRuntime) CreateSandbox(ctx context.Context, id string, cfg spec.S
 	rt.sandboxes[id] = sb // reserves the id while we work unlocked
 	rt.mu.Unlock()
 	defer func() {
+		defer close(sb.settled)
 		if err != nil {
 			rt.mu.Lock()
 			delete(rt.sandboxes, id)
@@ -157,7 +158,16 @@ func (rt *LocalRuntime) DeleteSandbox(ctx context.Context, id string) error {
 		rt.mu.Unlock()
 		return err
 	}
-	if sb.state == SandboxDeleting || sb.state == SandboxCreating {
+	switch sb.state {
+	case SandboxCreating:
+		rt.mu.Unlock()
+		select { // let the creation finish, then delete what it made
+		case <-sb.settled:
+			return rt.DeleteSandbox(ctx, id)
+		case <-ctx.Done():
+			return fmt.Errorf("deleting sandbox %q: %w", id, ctx.Err())
+		}
+	case SandboxDeleting:
 		rt.mu.Unlock()
 		select { // someone else is at it: wait for them
 		case <-sb.deleted:

@@ -385,3 +385,29 @@ func TestCgroupsUnavailableFallsBackToProcessGroups(t *testing.T) {
 		t.Errorf("exec without cgroups: %+v %v", res, err)
 	}
 }
+
+// DeleteSandbox during CreateSandbox waits for the creation and deletes
+// what it made: nothing is left, nothing hangs.
+func TestDeleteDuringCreate(t *testing.T) {
+	needRoot(t)
+	rt := newTestRuntime(t)
+	created := make(chan error, 1)
+	go func() {
+		created <- rt.CreateSandbox(testCtx(t), "x", spec.Sandbox{Namespaces: []string{"pid", "mount", "net"}})
+	}()
+	var err error
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
+		if err = rt.DeleteSandbox(testCtx(t), "x"); !errors.Is(err, ErrNotFound) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if err := <-created; err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if _, err := rt.SandboxStatus("x"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("sandbox still there: %v", err)
+	}
+}
