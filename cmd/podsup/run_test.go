@@ -234,3 +234,42 @@ func zombieChildren(ppid int) []int {
 	}
 	return out
 }
+
+// TestRunInATerminal runs podsup on a pseudo-terminal (util-linux's
+// script(1) makes one): the child must be the terminal's foreground process
+// group, so a ^C typed there reaches it and job control works.
+func TestRunInATerminal(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/script"); err != nil {
+		t.Skip("needs script(1) from util-linux to make a pty (.ci/run installs it)")
+	}
+	podsup := "env " + asPodsupEnv + "=1 " + testExe(t) + " run -- "
+	// Field 5 of /proc/PID/stat is the process group, field 8 the
+	// terminal's foreground process group.
+	code, out := runScript(t, nil, podsup+`sh -c 'cut -d" " -f5,8 /proc/$$/stat'`)
+	f := strings.Fields(out)
+	if code != 0 || len(f) != 2 || f[0] != f[1] {
+		t.Fatalf("pgrp and foreground pgrp %q (exit %d): the child is not in the foreground", out, code)
+	}
+
+	r, w, _ := os.Pipe()
+	go func() {
+		defer w.Close()
+		time.Sleep(500 * time.Millisecond) // let the child start; ^C before it would hit nobody
+		_, _ = w.Write([]byte{3})
+	}()
+	code, out = runScript(t, r, podsup+`sh -c 'echo ready; sleep 30'`)
+	if code != 128+2 {
+		t.Fatalf("after ^C: exit %d (output %q), want 130", code, out)
+	}
+}
+
+func runScript(t *testing.T, stdin *os.File, command string) (int, string) {
+	t.Helper()
+	c := &sandbox.Cmd{Path: "/usr/bin/script", Args: []string{"script", "-qec", command, "/dev/null"}, Env: cleanEnv(), Stdin: stdin}
+	s := start(t, c)
+	if stdin != nil {
+		stdin.Close()
+	}
+	out := s.rest(t)
+	return s.wait(t).Code(), out
+}

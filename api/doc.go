@@ -1,0 +1,10 @@
+// Package api owns podsup's control protocol: HTTP/JSON over a unix socket,
+// versioned under /v1, the server that exposes a running supervisor, and the
+// Go client the CLI is built on. It holds no state of its own: every request
+// is answered by a Backend.
+//
+// Trust is decided per connection from the kernel's SO_PEERCRED: root,
+// podsup's own uid, and (when configured) members of one group may talk to
+// it; everybody else gets 403 and a log line. The socket is created 0600
+// (0660 and chgrp'd to that group when one is configured) as a second wall.
+package api

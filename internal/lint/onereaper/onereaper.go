@@ -1,0 +1,67 @@
+// Package onereaper is a vet analyzer that enforces podsup's one-reaper
+// rule (../shared/DESIGN.md, "One reaper"): only package sandbox (and the
+// packages under it) may wait for processes. With sandbox's wait4(-1) loop
+// running, any other waiter — os/exec's Cmd.Wait/Run/Output/CombinedOutput,
+// os.Process.Wait, a stray wait4 — races it, and one of them loses the exit
+// status ("waitid: no child processes").
+package onereaper
+
+import (
+	"go/ast"
+	"go/types"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+)
+
+// Analyzer reports calls that wait for a process outside package sandbox.
+var Analyzer = &analysis.Analyzer{
+	Name: "onereaper",
+	Doc:  "reports process waits outside package sandbox (podsup has one reaper)",
+	Run:  run,
+}
+
+// owner is the package tree that owns waiting.
+const owner = "github.com/podsup/podsup/sandbox"
+
+// forbidden are the functions and methods that wait for a child.
+var forbidden = map[string]bool{
+	"(*os/exec.Cmd).Wait":           true,
+	"(*os/exec.Cmd).Run":            true,
+	"(*os/exec.Cmd).Output":         true,
+	"(*os/exec.Cmd).CombinedOutput": true,
+	"(*os.Process).Wait":            true,
+	"syscall.Wait4":                 true,
+	"golang.org/x/sys/unix.Wait4":   true,
+	"golang.org/x/sys/unix.Waitid":  true,
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	path := strings.TrimSuffix(pass.Pkg.Path(), "_test")
+	if path == owner || strings.HasPrefix(path, owner+"/") {
+		return nil, nil
+	}
+	for _, f := range pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			var id *ast.Ident
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				id = fn.Sel
+			case *ast.Ident:
+				id = fn
+			default:
+				return true
+			}
+			obj, ok := pass.TypesInfo.Uses[id].(*types.Func)
+			if ok && forbidden[obj.FullName()] {
+				pass.Reportf(call.Pos(), "%s waits for a process outside package sandbox: podsup has one reaper (sandbox); start processes with sandbox.Start and wait with Process.Wait/Done", obj.FullName())
+			}
+			return true
+		})
+	}
+	return nil, nil
+}

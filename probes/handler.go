@@ -1,0 +1,68 @@
+package probes
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/spec"
+)
+
+// MaxOutput caps the output a probe keeps: exec output and HTTP bodies
+// (P10: 10 KiB, as kubelet).
+const MaxOutput = execrun.MaxOutput
+
+// ExecContext is where an exec probe runs: the probed process's environment,
+// directory and user, and the Runner that spawns into its sandbox (X6). A nil
+// Runner is execrun.SandboxRunner{}: podsup's own namespaces.
+type ExecContext struct {
+	Runner      execrun.Runner
+	Env         []string
+	Dir         string
+	User, Group string
+}
+
+// ErrNoAction is returned for a spec.Handler without a probe action.
+var ErrNoAction = errors.New("probe has no exec, http_get or tcp_socket action")
+
+// NewHandler builds the Handler for p's action. p's Timeout (D1 default
+// applied here when zero) bounds every probe; exec probes run through ec.
+func NewHandler(p spec.Probe, ec ExecContext) (Handler, error) {
+	timeout := p.WithDefaults().Timeout
+	switch {
+	case p.Exec != nil:
+		runner := ec.Runner
+		if runner == nil {
+			runner = execrun.SandboxRunner{}
+		}
+		return &ExecHandler{
+			Runner: runner,
+			Request: execrun.Request{
+				Argv: p.Exec.Command, Env: ec.Env, Dir: ec.Dir,
+				User: ec.User, Group: ec.Group, Timeout: timeout,
+			},
+		}, nil
+	case p.HTTPGet != nil:
+		return NewHTTPGetHandler(*p.HTTPGet, timeout)
+	case p.TCPSocket != nil:
+		return NewTCPSocketHandler(*p.TCPSocket, timeout), nil
+	default:
+		return nil, ErrNoAction
+	}
+}
+
+// defaultHost is where http_get and tcp_socket probes go without a host:
+// podsup's processes share its network namespace, or a sandbox's where
+// loopback is theirs.
+const defaultHost = "127.0.0.1"
+
+func hostOr(h string) string {
+	if h == "" {
+		return defaultHost
+	}
+	return h
+}
+
+// timeoutText renders a timeout for messages ("1s", "250ms").
+func timeoutText(d time.Duration) string { return fmt.Sprint(d) }

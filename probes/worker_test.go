@@ -1,0 +1,203 @@
+package probes
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/spec"
+)
+
+// loopRig runs a real Worker on a fake clock; the handler reports each call
+// and answers from the test.
+type loopRig struct {
+	t     *testing.T
+	clk   *clock.Fake
+	w     *Worker
+	calls chan chan outcome
+	pubs  chan Update
+}
+
+func newLoopRig(t *testing.T, kind spec.ProbeKind, p spec.Probe) *loopRig {
+	r := &loopRig{t: t, clk: clock.NewFake(clock.Epoch), calls: make(chan chan outcome), pubs: make(chan Update, 16)}
+	h := HandlerFunc(func(ctx context.Context) (Result, string, error) {
+		reply := make(chan outcome)
+		select {
+		case r.calls <- reply:
+		case <-ctx.Done():
+			return Unknown, "", ctx.Err()
+		}
+		select {
+		case o := <-reply:
+			return o.r, o.msg, o.err
+		case <-ctx.Done():
+			return Unknown, "", ctx.Err()
+		}
+	})
+	w, err := NewWorker(WorkerConfig{Kind: kind, Probe: p, Handler: h, Clock: r.clk, Publish: func(u Update) { r.pubs <- u }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.w = w
+	return r
+}
+
+// answer waits for the next handler call and answers o.
+func (r *loopRig) answer(o outcome) {
+	r.t.Helper()
+	select {
+	case reply := <-r.calls:
+		reply <- o
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("handler was not called")
+	}
+}
+
+func (r *loopRig) noCall() {
+	r.t.Helper()
+	select {
+	case <-r.calls:
+		r.t.Fatal("handler called unexpectedly")
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func (r *loopRig) update() Update {
+	r.t.Helper()
+	select {
+	case u := <-r.pubs:
+		return u
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("no update published")
+		return Update{}
+	}
+}
+
+// armedAt waits until the worker has armed its timer for t.
+func (r *loopRig) armedAt(t time.Time) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if d, ok := r.clk.NextDeadline(); ok && d.Equal(t) {
+			return
+		}
+		if time.Now().After(deadline) {
+			d, _ := r.clk.NextDeadline()
+			r.t.Fatalf("timer armed for %v, want %v", d, t)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestWorkerLoopTicksOnPeriod(t *testing.T) {
+	// P1: the loop probes at once, then every period on the worker's
+	// clock; results are published from the step (P4, P6).
+	period := 500 * time.Millisecond // D7: sub-second periods
+	r := newLoopRig(t, spec.Readiness, spec.Probe{Period: period, FailureThreshold: 1})
+	r.w.Observe(Instance{ID: "a", Running: true, StartedAt: clock.Epoch, Started: true})
+	go r.w.Run(context.Background())
+	defer func() { r.w.Stop(); <-r.w.Done() }()
+
+	r.answer(ok)
+	if u := r.update(); !u.Initial || u.Result != Failure {
+		t.Fatalf("first update %+v, want initial failure", u)
+	}
+	if u := r.update(); u.Result != Success {
+		t.Fatalf("second update %+v, want success", u)
+	}
+	r.armedAt(clock.Epoch.Add(period))
+	r.noCall() // idle between ticks: no probe without a tick
+	r.clk.Advance(period)
+	r.answer(ok) // same result: nothing published
+	r.armedAt(clock.Epoch.Add(2 * period))
+	r.clk.Advance(period)
+	r.answer(bad)
+	if u := r.update(); u.Result != Failure || u.Message != "nope" || !u.Time.Equal(clock.Epoch.Add(2*period)) {
+		t.Fatalf("update %+v, want failure at the tick's time", u)
+	}
+	if got := r.w.Interval(); got != period {
+		t.Fatalf("Interval %v", got)
+	}
+}
+
+func TestWorkerLoopKeepsPhaseAndSkipsMissedTicks(t *testing.T) {
+	// P1: a ticker's phase; ticks missed during a long probe are dropped.
+	period := time.Second
+	r := newLoopRig(t, spec.Liveness, spec.Probe{Period: period})
+	r.w.Observe(Instance{ID: "a", Running: true, StartedAt: clock.Epoch, Started: true})
+	go r.w.Run(context.Background())
+	defer func() { r.w.Stop(); <-r.w.Done() }()
+
+	r.answer(ok)
+	r.update() // initial Success
+	r.armedAt(clock.Epoch.Add(period))
+	r.clk.Advance(period) // tick at 1s; the probe "takes" 2.5s
+	reply := <-r.calls
+	r.clk.Advance(2500 * time.Millisecond) // now 3.5s
+	reply <- ok
+	r.armedAt(clock.Epoch.Add(4 * period)) // 2s and 3s dropped; phase kept
+}
+
+func TestWorkerTriggerAndStop(t *testing.T) {
+	r := newLoopRig(t, spec.Readiness, spec.Probe{Period: time.Hour, FailureThreshold: 1})
+	r.w.Observe(Instance{ID: "a", Running: true, StartedAt: clock.Epoch, Started: true})
+	go r.w.Run(context.Background())
+	r.answer(ok)
+	r.update()
+	r.update()
+	r.armedAt(clock.Epoch.Add(time.Hour))
+	r.w.Trigger()
+	r.answer(bad) // a probe without a tick
+	r.update()
+	r.armedAt(clock.Epoch.Add(time.Hour)) // the phase did not move
+
+	// Stop cuts a running probe short and ends Run.
+	r.w.Trigger()
+	<-r.calls // the handler is now blocked in its probe
+	r.w.Stop()
+	select {
+	case <-r.w.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Stop")
+	}
+	r.w.Stop() // safe twice
+	if n := r.clk.Pending(); n != 0 {
+		t.Fatalf("%d timers left armed after Stop", n)
+	}
+}
+
+func TestWorkerEndsOnFinalInstance(t *testing.T) {
+	// P8: the worker ends by itself when the instance exited for good.
+	r := newLoopRig(t, spec.Readiness, spec.Probe{})
+	r.w.Observe(Instance{ID: "a", Final: true})
+	go r.w.Run(context.Background())
+	r.update() // initial Failure; not running: nothing more to publish
+	select {
+	case <-r.w.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end on a final instance")
+	}
+}
+
+func TestWorkerStopBeforeRun(t *testing.T) {
+	r := newLoopRig(t, spec.Readiness, spec.Probe{})
+	r.w.Stop()
+	r.w.Run(context.Background()) // returns at once
+	<-r.w.Done()
+}
+
+func TestNewWorkerRejectsBadConfig(t *testing.T) {
+	h := HandlerFunc(func(context.Context) (Result, string, error) { return Success, "", nil })
+	pub := func(Update) {}
+	for name, cfg := range map[string]WorkerConfig{
+		"kind":       {Kind: "deep", Handler: h, Publish: pub},
+		"no handler": {Kind: spec.Liveness, Publish: pub},
+		"no publish": {Kind: spec.Liveness, Handler: h},
+		"negative":   {Kind: spec.Liveness, Handler: h, Publish: pub, Probe: spec.Probe{Period: -time.Second}},
+	} {
+		if _, err := NewWorker(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

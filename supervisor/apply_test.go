@@ -1,0 +1,58 @@
+package supervisor
+
+import (
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+func TestApplyReplacesOnlyChangedGroups(t *testing.T) {
+	named := func(name string, cmd ...string) spec.Group {
+		g := oneProcess(spec.RestartAlways)
+		g.Name = name
+		g.Processes[0].Command = cmd
+		return g
+	}
+	keep, change, drop := named("keep", "a"), named("change", "a"), named("drop", "a")
+	f := startFake(t, configOf(keep, change, drop), constant(simRun{runFor: -1, termExit: time.Second}))
+	f.advanceTo(time.Second)
+	before := f.sup.Status()
+
+	if err := f.sup.Apply(configOf(keep, named("change", "b"), named("add", "a"))); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(5 * time.Second)
+	after := f.sup.Status()
+
+	var names []string
+	for _, g := range after.Groups {
+		names = append(names, g.Name)
+	}
+	if len(names) != 3 || names[0] != "keep" || names[1] != "change" || names[2] != "add" {
+		t.Fatalf("groups after Apply: %v", names)
+	}
+	k0, _ := before.Groups[0].Process("app")
+	k1, _ := after.Groups[0].Process("app")
+	if k0.InstanceID != k1.InstanceID || k1.State != StateRunning {
+		t.Errorf("unchanged group was touched: %s → %s (%s)", k0.InstanceID, k1.InstanceID, k1.State)
+	}
+	c0, _ := before.Groups[1].Process("app")
+	c1, _ := after.Groups[1].Process("app")
+	if c0.InstanceID == c1.InstanceID || c1.State != StateRunning {
+		t.Errorf("changed group not replaced: %s → %s (%s)", c0.InstanceID, c1.InstanceID, c1.State)
+	}
+	if a, _ := after.Groups[2].Process("app"); a.State != StateRunning {
+		t.Errorf("added group not running: %+v", a)
+	}
+	// 3 starts at 0 (keep, change, drop), the replacement after the old
+	// "change" exited (1 s after SIGTERM), and "add" at once.
+	assertTimes(t, "starts", f.rt.startsOf("app"), secs(0, 0, 0, 1, 2))
+	if n := len(f.rt.startsOf("app")); n != 5 {
+		t.Errorf("%d starts, want 5: %v", n, f.rt.startsOf("app"))
+	}
+	if err := f.sup.Stop("drop", "", RequestOptions{}); err == nil {
+		t.Error("removed group still accepts requests")
+	}
+	f.shutdown()
+}

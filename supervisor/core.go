@@ -1,0 +1,857 @@
+package supervisor
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// This file is the group's state machine: the declarative core. It is
+// deterministic and does no I/O. The worker feeds it inputs (values) with
+// the current time; it returns a plan: the actions to carry out, in order,
+// and the next time it wants to be woken (the kubelet's computePodActions
+// and SyncPod, folded into one step: observe the input, then reconcile
+// desired against observed state).
+//
+//	            command / exit / timer / probe result / hook done
+//	                               │
+//	                               ▼
+//	        ┌──────────── groupCore.step(now, input) ────────────┐
+//	        │ observe: record the exit, the request, the result  │
+//	        │ reconcile: stop deadlines (K3, K5, K6), init order │
+//	        │   (I1–I3), restart policy (R1–R5), back-off (B6)   │
+//	        └──────────────────────┬──────────────────────────────┘
+//	                               ▼
+//	          plan{actions: start / signal / kill tree / pre_stop /
+//	                        emit event / critical exit, wake: time}
+//
+// A process's life inside the core:
+//
+//	            start                     exit
+//	waiting ───────────► running ───────────────────► terminated
+//	  ▲                    │ stop request, probe kill     │
+//	  │                    ▼                              │ policy says restart
+//	  │              stopping: pre_stop → signalled →     │
+//	  │                        killed ──── exit ──────────┤
+//	  └───── CrashLoopBackOff (timer at F + back-off) ◄───┘
+
+// input is everything that can happen to a group.
+type input interface{ isInput() }
+
+type commandKind int
+
+const (
+	cmdStart commandKind = iota + 1
+	cmdStop
+	cmdRestart
+	cmdShutdown
+)
+
+func (k commandKind) String() string {
+	switch k {
+	case cmdStart:
+		return "start"
+	case cmdStop:
+		return "stop"
+	case cmdRestart:
+		return "restart"
+	case cmdShutdown:
+		return "shutdown"
+	}
+	return "unknown"
+}
+
+// commandInput is a request from a user (X7) or from podsup itself (X9).
+type commandInput struct {
+	kind commandKind
+	// process is "" for the whole group.
+	process string
+	// grace overrides K1 (K2).
+	grace *time.Duration
+	// by says who asked, for events (X7).
+	by string
+}
+
+type startedInput struct {
+	instance string
+	pid      int
+}
+
+type startFailedInput struct {
+	instance string
+	err      error
+}
+
+type exitedInput struct {
+	instance string
+	status   ExitStatus
+	// at is the instance's FinishedAt, read from the supervisor's clock.
+	at time.Time
+}
+
+// timerInput is the wake-up the last plan asked for. It carries nothing:
+// the core re-evaluates every deadline against now, so an early or stale
+// timer never makes anything happen early.
+type timerInput struct{}
+
+// preStopDoneInput reports that an instance's pre_stop hook returned.
+type preStopDoneInput struct {
+	instance string
+	err      error
+}
+
+// probeInput is a probe result that changed (P6: results publish only on
+// change). The probes issue sends these.
+type probeInput struct {
+	instance string
+	probe    spec.ProbeKind
+	success  bool
+	message  string
+}
+
+func (commandInput) isInput()     {}
+func (startedInput) isInput()     {}
+func (startFailedInput) isInput() {}
+func (exitedInput) isInput()      {}
+func (timerInput) isInput()       {}
+func (preStopDoneInput) isInput() {}
+func (probeInput) isInput()       {}
+
+// action is one thing the executor must do.
+type action interface{ isAction() }
+
+type startAction struct {
+	process  string
+	instance string
+	spec     spec.Process
+}
+
+// signalAction sends the stop signal to the main process (K6).
+type signalAction struct {
+	process, instance string
+	sig               syscall.Signal
+}
+
+// killTreeAction SIGKILLs everything the instance has (X10): after the
+// grace, on escalation, and after every exit to remove leftovers.
+type killTreeAction struct {
+	process, instance string
+}
+
+// preStopAction runs the pre_stop hook with a time budget (K3).
+type preStopAction struct {
+	process, instance string
+	budget            time.Duration
+}
+
+type emitAction struct{ event Event }
+
+// criticalAction: a critical process ended for good (X11).
+type criticalAction struct {
+	process string
+	code    int
+}
+
+func (startAction) isAction()    {}
+func (signalAction) isAction()   {}
+func (killTreeAction) isAction() {}
+func (preStopAction) isAction()  {}
+func (emitAction) isAction()     {}
+func (criticalAction) isAction() {}
+
+// plan is what one step decided.
+type plan struct {
+	actions []action
+	// wake is when the core must be stepped again; zero means never.
+	wake time.Time
+}
+
+// coreConfig is what a groupCore is built from.
+type coreConfig struct {
+	group        spec.Group
+	backoff      spec.Backoff
+	minimumGrace time.Duration
+	// idPrefix makes instance ids unique across cores of the same group
+	// (a group replaced by a reload starts a new core).
+	idPrefix string
+}
+
+// groupCore is one group's whole state. Only its worker touches it.
+type groupCore struct {
+	name     string
+	spec     spec.Group
+	grace    time.Duration
+	minGrace time.Duration
+	idPrefix string
+	backoff  *Backoff
+	inits    []*proc
+	mains    []*proc
+	byName   map[string]*proc
+
+	// initNext is the index of the next init process to complete (I1).
+	initNext int
+	// mainsRan is I3: once a main process started, inits never run again.
+	mainsRan bool
+	// initFailed is I2 under Never: the group failed.
+	initFailed bool
+	// shutdown is X9: podsup is stopping; nothing starts again.
+	shutdown bool
+
+	// now and out are the step in progress.
+	now time.Time
+	out *plan
+}
+
+// proc is one process (or init) of the group across its instances.
+type proc struct {
+	spec   spec.Process
+	init   bool
+	policy spec.RestartPolicy
+	// want says the process should be running (mains only; inits follow
+	// the group).
+	want bool
+	// done: ended for good; the policy does not restart it.
+	done bool
+	// inst is the live instance, nil between instances.
+	inst *instance
+	// last and prev are the newest and the previous finished instances.
+	last, prev *Termination
+	// starts counts instances (R5: restart count = starts − 1).
+	starts int
+	// nextStart is set while waiting in CrashLoopBackOff (X3).
+	nextStart time.Time
+	// startNow makes the next start skip the back-off check and Next:
+	// an explicit start or restart (X7).
+	startNow bool
+	startBy  string
+	// b8 is set after a probe kill that restarts: the start's back-off
+	// check uses the status from before the kill (B8).
+	b8 *b8Check
+}
+
+type b8Check struct {
+	// ref is the newest finished instance before the kill; nil when there
+	// was none (then the start is immediate and skips Next, B6.1).
+	ref *Termination
+}
+
+// instance is one started process.
+type instance struct {
+	id           string
+	restartCount int
+	startBy      string
+	pid          int
+	startedAt    time.Time
+	running      bool
+	ready        bool
+	started      bool
+	stop         *stopState
+}
+
+type stopPhase int
+
+const (
+	stopPreStop stopPhase = iota + 1
+	stopSignalled
+	stopKilled
+)
+
+// stopState is a termination in progress (K1–K6).
+type stopState struct {
+	reason KillReason
+	by     string
+	// grace is K1/K2's choice, before K3's charge.
+	grace time.Duration
+	phase stopPhase
+	begun time.Time
+	// deadline ends the current phase: pre_stop's budget, or SIGKILL.
+	deadline time.Time
+	// restart starts a new instance after the exit.
+	restart bool
+	// preKill is the newest finished instance when a probe kill began (B8).
+	preKill *Termination
+}
+
+func newGroupCore(c coreConfig) *groupCore {
+	g := &groupCore{
+		name:     c.group.Name,
+		spec:     c.group,
+		grace:    c.group.Grace(),
+		minGrace: c.minimumGrace,
+		idPrefix: c.idPrefix,
+		backoff:  NewBackoff(c.group.EffectiveBackoff(c.backoff)),
+		byName:   map[string]*proc{},
+	}
+	for _, s := range c.group.Init {
+		p := &proc{spec: s, init: true, policy: c.group.EffectiveRestartPolicy(&s)}
+		g.inits = append(g.inits, p)
+		g.byName[s.Name] = p
+	}
+	for _, s := range c.group.Processes {
+		p := &proc{spec: s, policy: c.group.EffectiveRestartPolicy(&s), want: true}
+		g.mains = append(g.mains, p)
+		g.byName[s.Name] = p
+	}
+	return g
+}
+
+// step feeds one input to the core at now and returns what to do.
+func (g *groupCore) step(now time.Time, in input) plan {
+	g.now = now
+	g.out = &plan{}
+	switch in := in.(type) {
+	case commandInput:
+		g.command(in)
+	case startedInput:
+		g.started(in)
+	case startFailedInput:
+		g.startFailed(in)
+	case exitedInput:
+		g.exited(in)
+	case preStopDoneInput:
+		g.preStopDone(in)
+	case probeInput:
+		g.probeResult(in)
+	case timerInput:
+	}
+	g.reconcile()
+	out := *g.out
+	out.wake = g.nextWake()
+	g.out = nil
+	return out
+}
+
+func (g *groupCore) do(a action) { g.out.actions = append(g.out.actions, a) }
+
+func (g *groupCore) emit(p *proc, typ EventType, reason, format string, args ...any) {
+	e := Event{Time: g.now, Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
+	if p != nil {
+		e.Process = p.spec.Name
+		e.RestartCount = max(p.starts-1, 0)
+		if p.inst != nil {
+			e.InstanceID = p.inst.id
+			e.Pid = p.inst.pid
+			e.RestartCount = p.inst.restartCount
+		} else if p.last != nil {
+			e.InstanceID = p.last.InstanceID
+		}
+	}
+	g.do(emitAction{e})
+}
+
+func (g *groupCore) all() []*proc {
+	return append(append([]*proc(nil), g.inits...), g.mains...)
+}
+
+func (g *groupCore) procByInstance(id string) *proc {
+	for _, p := range g.all() {
+		if p.inst != nil && p.inst.id == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// idle reports that no instance is alive.
+func (g *groupCore) idle() bool {
+	for _, p := range g.all() {
+		if p.inst != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *groupCore) anyMainWanted() bool {
+	for _, p := range g.mains {
+		if p.want && !p.done {
+			return true
+		}
+	}
+	return false
+}
+
+// initCompleted reports that an init has exited 0 (I1) or can no longer
+// run because main processes have (I3).
+func (g *groupCore) initCompleted(p *proc) bool {
+	return g.mainsRan || (p.done && p.last != nil && p.last.ExitCode == 0)
+}
+
+// ---- commands (X7, X9) ----
+
+func (g *groupCore) command(c commandInput) {
+	var targets []*proc
+	if c.process == "" {
+		targets = g.all()
+	} else if p, ok := g.byName[c.process]; ok {
+		targets = []*proc{p}
+	} else {
+		g.emit(nil, EventWarning, EventFailed, "%s request for unknown process %q ignored", c.kind, c.process)
+		return
+	}
+	if g.shutdown && c.kind != cmdShutdown && c.kind != cmdStop {
+		g.emit(nil, EventWarning, EventFailed, "%s request by %s ignored: podsup is shutting down", c.kind, c.by)
+		return
+	}
+	if c.kind == cmdShutdown {
+		g.shutdown = true
+	}
+	for _, p := range targets {
+		if p.init && c.kind != cmdStop && c.kind != cmdShutdown && g.initCompleted(p) {
+			if c.process != "" {
+				g.emit(p, EventWarning, EventFailed, "%s request by %s ignored: init %s has completed and never runs again (I3)", c.kind, c.by, p.spec.Name)
+			}
+			continue
+		}
+		switch c.kind {
+		case cmdStop:
+			g.stopProc(p, KillStop, c.grace, c.by)
+		case cmdShutdown:
+			g.stopProc(p, KillShutdown, c.grace, c.by)
+		case cmdStart:
+			g.startProc(p, c.by)
+		case cmdRestart:
+			g.restartProc(p, c.grace, c.by)
+		}
+	}
+}
+
+func (g *groupCore) stopProc(p *proc, reason KillReason, grace *time.Duration, by string) {
+	p.want = false
+	p.startNow, p.b8 = false, nil
+	p.nextStart = time.Time{}
+	if p.inst == nil {
+		return
+	}
+	if st := p.inst.stop; st != nil {
+		st.restart = false
+		if st.reason == KillStop || st.reason == KillShutdown {
+			g.escalate(p, by) // X9: a second stop request skips to SIGKILL
+			return
+		}
+		// A restart or probe kill in progress becomes this stop request,
+		// so that the next one escalates.
+		st.reason, st.by = reason, by
+		return
+	}
+	g.beginStop(p, reason, grace, nil, by, false)
+}
+
+func (g *groupCore) startProc(p *proc, by string) {
+	p.want, p.done = true, false
+	if p.init {
+		g.initFailed = false
+	}
+	if p.inst == nil {
+		p.startNow, p.startBy, p.b8 = true, by, nil
+		return
+	}
+	if st := p.inst.stop; st != nil && !st.restart {
+		st.restart, st.by = true, by
+		st.reason = KillRestart
+	}
+}
+
+func (g *groupCore) restartProc(p *proc, grace *time.Duration, by string) {
+	p.want, p.done = true, false
+	if p.init {
+		g.initFailed = false
+	}
+	if p.inst == nil {
+		if p.init && g.initNext != g.indexOfInit(p) {
+			return // not its turn yet (I1)
+		}
+		p.startNow, p.startBy, p.b8 = true, by, nil
+		return
+	}
+	if st := p.inst.stop; st != nil {
+		st.restart, st.by = true, by
+		if !st.reason.probeKill() {
+			st.reason = KillRestart
+		}
+		return
+	}
+	g.beginStop(p, KillRestart, grace, nil, by, true)
+}
+
+func (g *groupCore) indexOfInit(p *proc) int {
+	for i, q := range g.inits {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// ---- termination (K1–K6, X9, X10, X12) ----
+
+func (g *groupCore) beginStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+	grace := SelectGrace(reason, g.grace, probeGrace, override)
+	st := &stopState{reason: reason, by: by, grace: grace, begun: g.now, restart: restart}
+	p.inst.stop = st
+	switch reason {
+	case KillLiveness, KillStartup:
+		st.preKill = p.last
+		probe := "liveness"
+		if reason == KillStartup {
+			probe = "startup"
+		}
+		if restart {
+			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, will be restarted (grace %s)", p.spec.Name, probe, grace)
+		} else {
+			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, stopping (grace %s)", p.spec.Name, probe, grace)
+		}
+	default:
+		g.emit(p, EventNormal, EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(reason), who(by), grace)
+	}
+	// K3: a pre_stop hook runs first when there is grace to spend.
+	if p.spec.PreStop != nil && grace > 0 {
+		st.phase = stopPreStop
+		st.deadline = g.now.Add(grace)
+		g.do(preStopAction{process: p.spec.Name, instance: p.inst.id, budget: grace})
+		return
+	}
+	g.sendStopSignal(p, grace)
+}
+
+// sendStopSignal is K5 then K6: the stop signal now, SIGKILL after grace
+// lifted to the minimum.
+func (g *groupCore) sendStopSignal(p *proc, grace time.Duration) {
+	st := p.inst.stop
+	grace = MinimumGrace(grace, g.minGrace)
+	st.phase = stopSignalled
+	st.deadline = g.now.Add(grace)
+	g.do(signalAction{process: p.spec.Name, instance: p.inst.id, sig: p.spec.EffectiveStopSignal()})
+}
+
+func (g *groupCore) endPreStop(p *proc) {
+	st := p.inst.stop
+	g.sendStopSignal(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
+}
+
+func (g *groupCore) escalate(p *proc, by string) {
+	st := p.inst.stop
+	if st.phase == stopKilled {
+		return
+	}
+	st.phase = stopKilled
+	g.emit(p, EventNormal, EventKilling, "Killing process %s now: second stop request by %s", p.spec.Name, who(by))
+	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+}
+
+func (g *groupCore) runStopDeadlines() {
+	for _, p := range g.all() {
+		if p.inst == nil || p.inst.stop == nil {
+			continue
+		}
+		st := p.inst.stop
+		if st.phase == stopPreStop && !g.now.Before(st.deadline) {
+			g.endPreStop(p) // K3: the hook outlived the grace; stop waiting
+		}
+		if st.phase == stopSignalled && !g.now.Before(st.deadline) {
+			st.phase = stopKilled
+			g.emit(p, EventNormal, EventKilling, "Killing process %s: grace period expired, sending SIGKILL to its process tree", p.spec.Name)
+			g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+		}
+	}
+}
+
+func (g *groupCore) preStopDone(in preStopDoneInput) {
+	p := g.procByInstance(in.instance)
+	if p == nil || p.inst.stop == nil || p.inst.stop.phase != stopPreStop {
+		return
+	}
+	if in.err != nil {
+		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, in.err)
+	}
+	g.endPreStop(p)
+}
+
+// ---- observations ----
+
+func (g *groupCore) started(in startedInput) {
+	p := g.procByInstance(in.instance)
+	if p == nil {
+		return
+	}
+	inst := p.inst
+	inst.running = true
+	inst.pid = in.pid
+	inst.startedAt = g.now
+	// S3, S4, P4, P5: without a probe the flag is true from the start.
+	inst.ready = p.spec.ReadinessProbe == nil
+	inst.started = p.spec.StartupProbe == nil
+	if inst.startBy != "" {
+		g.emit(p, EventNormal, EventStarted, "Started process %s (requested by %s)", p.spec.Name, inst.startBy)
+	} else {
+		g.emit(p, EventNormal, EventStarted, "Started process %s", p.spec.Name)
+	}
+}
+
+func (g *groupCore) startFailed(in startFailedInput) {
+	p := g.procByInstance(in.instance)
+	if p == nil {
+		return
+	}
+	g.emit(p, EventWarning, EventFailed, "Error: %v", in.err)
+	term := &Termination{
+		InstanceID: p.inst.id, ExitCode: startFailureCode(in.err), Reason: ReasonStartError,
+		Message: in.err.Error(), FinishedAt: g.now,
+	}
+	g.finish(p, term)
+}
+
+func (g *groupCore) exited(in exitedInput) {
+	p := g.procByInstance(in.instance)
+	if p == nil {
+		return
+	}
+	term := &Termination{
+		InstanceID: p.inst.id, ExitCode: in.status.Code, Signal: in.status.Signal,
+		Reason: exitReason(in.status), StartedAt: p.inst.startedAt, FinishedAt: in.at,
+	}
+	// X10: whatever the instance left behind dies with it.
+	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+	if term.ExitCode == 0 {
+		g.emit(p, EventNormal, EventCompleted, "Process %s completed (exit code 0)", p.spec.Name)
+	} else if term.Signal != 0 {
+		term.Message = fmt.Sprintf("killed by %s", spec.SignalName(term.Signal))
+		g.emit(p, EventWarning, EventExited, "Process %s exited with code %d (%s)", p.spec.Name, term.ExitCode, term.Message)
+	} else {
+		g.emit(p, EventWarning, EventExited, "Process %s exited with code %d", p.spec.Name, term.ExitCode)
+	}
+	g.finish(p, term)
+}
+
+func exitReason(s ExitStatus) string {
+	switch {
+	case s.OOMKilled:
+		return ReasonOOMKilled
+	case s.Code == 0:
+		return ReasonCompleted
+	default:
+		return ReasonError
+	}
+}
+
+// finish records an instance's end and decides what follows it.
+func (g *groupCore) finish(p *proc, term *Termination) {
+	st := p.inst.stop
+	p.inst = nil
+	p.prev, p.last = p.last, term
+	switch {
+	case p.init && term.ExitCode == 0:
+		g.initSucceeded(p)
+	case st != nil && st.restart && st.reason.probeKill():
+		p.b8 = &b8Check{ref: st.preKill} // R4: decided before the kill
+	case st != nil && st.restart:
+		p.startNow, p.startBy = true, st.by // X7: not a crash
+	case st != nil && st.reason.probeKill():
+		g.endForGood(p, term) // R4 under Never
+	case st != nil:
+		// Stopped on request: not wanted, not ended for good.
+	default:
+		g.naturalEnd(p, term)
+	}
+}
+
+func (g *groupCore) initSucceeded(p *proc) {
+	p.done = true
+	if i := g.indexOfInit(p); i == g.initNext {
+		g.initNext++
+	}
+}
+
+// naturalEnd is R1/R2 for an instance that ended on its own.
+func (g *groupCore) naturalEnd(p *proc, term *Termination) {
+	if g.shutdown {
+		return
+	}
+	if p.init {
+		if p.policy == spec.RestartNever { // I2
+			g.initFailed = true
+			g.endForGood(p, term)
+		}
+		return // I2: otherwise retried with back-off, in reconcile
+	}
+	if !p.want {
+		return
+	}
+	if shouldRestart(p.policy, term.ExitCode) {
+		return // reconcile starts it, subject to back-off
+	}
+	g.endForGood(p, term)
+}
+
+// shouldRestart is R1/R2: the exit code alone decides.
+func shouldRestart(policy spec.RestartPolicy, exitCode int) bool {
+	switch policy {
+	case spec.RestartNever:
+		return false
+	case spec.RestartOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+func (g *groupCore) endForGood(p *proc, term *Termination) {
+	p.done = true
+	if p.spec.Critical {
+		g.emit(p, EventWarning, EventCriticalExit, "Critical process %s ended for good with exit code %d: stopping everything", p.spec.Name, term.ExitCode)
+		g.do(criticalAction{process: p.spec.Name, code: term.ExitCode})
+	}
+}
+
+// probeResult reacts to a probe result change (R4, P5, P11, P12, S3).
+func (g *groupCore) probeResult(in probeInput) {
+	p := g.procByInstance(in.instance)
+	if p == nil || !p.inst.running || p.inst.stop != nil {
+		return
+	}
+	var probe *spec.Probe
+	reason := KillLiveness
+	switch in.probe {
+	case spec.Readiness:
+		p.inst.ready = in.success
+		return
+	case spec.Startup:
+		if in.success {
+			p.inst.started = true
+			return
+		}
+		probe, reason = p.spec.StartupProbe, KillStartup
+	case spec.Liveness:
+		if in.success {
+			return
+		}
+		probe = p.spec.LivenessProbe
+	}
+	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", in.probe, in.message)
+	var probeGrace *time.Duration
+	if probe != nil {
+		probeGrace = probe.TerminationGracePeriod
+	}
+	// R4: the restart is decided before the kill, by policy != never.
+	g.beginStop(p, reason, nil, probeGrace, "", p.policy != spec.RestartNever)
+}
+
+// ---- reconcile: decide starts ----
+
+func (g *groupCore) reconcile() {
+	g.runStopDeadlines()
+	if g.shutdown {
+		return
+	}
+	if !g.mainsRan && g.anyMainWanted() {
+		if g.initFailed {
+			return
+		}
+		if g.initNext < len(g.inits) { // I1: one at a time, in order
+			if p := g.inits[g.initNext]; p.inst == nil {
+				g.tryStart(p)
+			}
+			return
+		}
+	}
+	for _, p := range g.mains {
+		if p.want && !p.done && p.inst == nil {
+			g.tryStart(p)
+		}
+	}
+}
+
+// tryStart is kubelet's doBackOff (B6) with X7's bypass and B8's pre-kill
+// check, followed by the start.
+func (g *groupCore) tryStart(p *proc) {
+	key := p.spec.Name
+	if p.startNow {
+		p.startNow = false
+		g.start(p)
+		return
+	}
+	if b8 := p.b8; b8 != nil {
+		p.b8 = nil
+		if b8.ref == nil {
+			g.start(p) // B6.1: no finished instance before the kill
+			return
+		}
+		if !g.backoff.IsInBackOffSince(key, b8.ref.FinishedAt, g.now) {
+			g.backoff.Next(key, b8.ref.FinishedAt, g.now)
+			g.start(p)
+			return
+		}
+		// The kill-sync's start fails; the fresh check below measures from
+		// the killed instance's own FinishedAt (B8).
+	}
+	ref := p.last
+	if ref == nil {
+		g.start(p) // B6.1, B7: the first start never touches the back-off
+		return
+	}
+	if g.backoff.IsInBackOffSince(key, ref.FinishedAt, g.now) {
+		d := g.backoff.Get(key)
+		next := ref.FinishedAt.Add(d) // X3: exactly F + back-off
+		if !p.nextStart.Equal(next) {
+			p.nextStart = next
+			g.emit(p, EventWarning, EventBackOff, "Back-off %s restarting failed process %s", d, p.spec.Name)
+		}
+		return
+	}
+	g.backoff.Next(key, ref.FinishedAt, g.now)
+	g.start(p)
+}
+
+func (g *groupCore) start(p *proc) {
+	p.nextStart = time.Time{}
+	p.inst = &instance{
+		id:           fmt.Sprintf("%s%s-%d", g.idPrefix, p.spec.Name, p.starts),
+		restartCount: p.starts, // R5
+		startBy:      p.startBy,
+		startedAt:    g.now,
+	}
+	p.starts++
+	p.startBy = ""
+	if !p.init {
+		g.mainsRan = true // I3
+	}
+	g.do(startAction{process: p.spec.Name, instance: p.inst.id, spec: p.spec})
+}
+
+func (g *groupCore) nextWake() time.Time {
+	var wake time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
+			wake = t
+		}
+	}
+	for _, p := range g.all() {
+		if p.inst != nil && p.inst.stop != nil && p.inst.stop.phase != stopKilled {
+			consider(p.inst.stop.deadline)
+		}
+		if p.inst == nil {
+			consider(p.nextStart)
+		}
+	}
+	return wake
+}
+
+func verb(r KillReason) string {
+	switch r {
+	case KillRestart:
+		return "restart"
+	case KillShutdown:
+		return "shutdown"
+	default:
+		return "stop"
+	}
+}
+
+func who(by string) string {
+	if by == "" {
+		return "an unnamed caller"
+	}
+	return by
+}

@@ -1,0 +1,65 @@
+package supervisor_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor"
+)
+
+// A library user runs a group of real processes, reads its status and
+// stops it, without HCL.
+func Example() {
+	cfg := spec.Config{Groups: []spec.Group{{
+		Name:          "web",
+		RestartPolicy: spec.RestartAlways,
+		Processes: []spec.Process{
+			{Name: "server", Command: []string{"sleep", "60"}},
+		},
+	}}}
+	// Zero options: the real clock, real processes, no logging.
+	sup, err := supervisor.New(cfg, supervisor.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	events := sup.Subscribe()
+	defer events.Close()
+	done := make(chan supervisor.Result, 1)
+	go func() {
+		res, _ := sup.Run(context.Background())
+		done <- res
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waitFor := func(reason string) supervisor.Event {
+		for {
+			e, err := events.Next(ctx)
+			if err != nil || e.Reason == reason {
+				return e
+			}
+		}
+	}
+
+	waitFor(supervisor.EventStarted)
+	web, _ := sup.Status().Group("web")
+	server, _ := web.Process("server")
+	fmt.Println(web.Phase, server.Name, server.State, "restarts:", server.RestartCount, "has pid:", server.Pid > 0)
+
+	_ = sup.Stop("web", "server", supervisor.RequestOptions{Requester: "example"})
+	fmt.Println(waitFor(supervisor.EventExited).Message)
+	web, _ = sup.Status().Group("web")
+	server, _ = web.Process("server")
+	fmt.Println(web.Phase, server.Name, server.State, server.Reason, "exit code:", server.Terminated.ExitCode)
+
+	sup.Shutdown(nil)
+	fmt.Println("supervisor exit code:", (<-done).ExitCode)
+	// Output:
+	// Running server running restarts: 0 has pid: true
+	// Process server exited with code 143 (killed by SIGTERM)
+	// Stopped server terminated Error exit code: 143
+	// supervisor exit code: 0
+}

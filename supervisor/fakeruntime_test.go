@@ -1,0 +1,202 @@
+package supervisor
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/spec"
+)
+
+// fakeRuntime plays scripted instances on a fake clock: an instance exits
+// runFor after its start (a fake-clock AfterFunc), on the stop signal
+// after termExit unless it ignores it, and at once on SIGKILL.
+type fakeRuntime struct {
+	clock  *clock.Fake
+	script simScript
+
+	mu     sync.Mutex
+	starts map[string][]time.Duration
+	pid    int
+}
+
+func newFakeRuntime(c *clock.Fake, script simScript) *fakeRuntime {
+	return &fakeRuntime{clock: c, script: script, starts: map[string][]time.Duration{}}
+}
+
+func (r *fakeRuntime) Start(_ context.Context, req StartRequest) (Instance, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := req.Process.Name
+	run := r.script(name, len(r.starts[name]))
+	r.starts[name] = append(r.starts[name], r.clock.Now().Sub(clock.Epoch))
+	r.pid++
+	inst := &fakeInstance{rt: r, pid: 1000 + r.pid, run: run, onExit: req.OnExit}
+	if run.runFor >= 0 {
+		inst.timer = r.clock.AfterFunc(run.runFor, func() { inst.exit(ExitStatus{Code: run.code}) })
+	}
+	return inst, nil
+}
+
+func (r *fakeRuntime) startsOf(name string) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.starts[name]...)
+}
+
+type fakeInstance struct {
+	rt     *fakeRuntime
+	pid    int
+	run    simRun
+	onExit func(ExitStatus)
+
+	mu    sync.Mutex
+	timer clock.Timer
+	done  bool
+}
+
+func (i *fakeInstance) Pid() int { return i.pid }
+
+func (i *fakeInstance) exit(st ExitStatus) {
+	i.mu.Lock()
+	if i.done {
+		i.mu.Unlock()
+		return
+	}
+	i.done = true
+	if i.timer != nil {
+		i.timer.Stop()
+	}
+	i.mu.Unlock()
+	i.onExit(st)
+}
+
+func (i *fakeInstance) Signal(sig syscall.Signal) error {
+	if i.run.ignoreTerm {
+		return nil
+	}
+	st := ExitStatus{Code: 128 + int(sig), Signal: sig}
+	if i.run.termExit == 0 {
+		i.exit(st)
+		return nil
+	}
+	i.mu.Lock()
+	if i.timer != nil {
+		i.timer.Stop()
+	}
+	i.timer = i.rt.clock.AfterFunc(i.run.termExit, func() { i.exit(st) })
+	i.mu.Unlock()
+	return nil
+}
+
+func (i *fakeInstance) KillTree(sig syscall.Signal) error {
+	i.exit(ExitStatus{Code: 128 + int(sig), Signal: sig})
+	return nil
+}
+
+// fakeRun is a Supervisor on a fake clock and fake runtime, running.
+type fakeRun struct {
+	t     *testing.T
+	clock *clock.Fake
+	rt    *fakeRuntime
+	sup   *Supervisor
+	// sub sees every event from before Run.
+	sub *Subscription
+	res chan Result
+}
+
+func startFake(t *testing.T, cfg spec.Config, script simScript) *fakeRun {
+	t.Helper()
+	fc := clock.NewFake(clock.Epoch)
+	rt := newFakeRuntime(fc, script)
+	sup, err := New(cfg, Options{Clock: fc, Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{t: t, clock: fc, rt: rt, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	t.Cleanup(f.sub.Close)
+	go func() {
+		res, err := sup.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		f.res <- res
+	}()
+	return f
+}
+
+// settle waits until every worker has handled everything posted so far.
+// A group replaced by Apply hands over to its successor when it is idle:
+// settle waits for that hand-over too, so the fake clock never runs ahead
+// of a successor that is about to start.
+func (f *fakeRun) settle() {
+	f.sup.mu.Lock()
+	var ws, retiring []*worker
+	for _, w := range f.sup.workers {
+		ws = append(ws, w)
+	}
+	for w := range f.sup.retiring {
+		retiring = append(retiring, w)
+	}
+	f.sup.mu.Unlock()
+	for _, w := range retiring {
+		w.barrier()
+		if w.status.Load().Phase != PhaseStopping { // shut down and idle: about to end
+			select {
+			case <-w.done:
+			case <-time.After(5 * time.Second):
+				f.t.Fatalf("retired group %s did not end", w.name)
+			}
+		}
+	}
+	for _, w := range ws {
+		if w.waiting.Load() {
+			select {
+			case <-w.after:
+				for w.waiting.Load() {
+					runtime.Gosched()
+				}
+			default:
+				continue // its predecessor is still stopping
+			}
+		}
+		w.barrier()
+	}
+}
+
+// advanceTo steps the fake clock from deadline to deadline up to end,
+// letting the workers react at each one, as a real clock would.
+func (f *fakeRun) advanceTo(end time.Duration) {
+	for i := 0; i < 100000; i++ {
+		f.settle()
+		d, ok := f.clock.NextDeadline()
+		if !ok || d.Sub(clock.Epoch) > end {
+			f.clock.Set(clock.Epoch.Add(end))
+			f.settle()
+			return
+		}
+		f.clock.Set(d)
+	}
+	f.t.Fatal("fake clock did not settle")
+}
+
+// shutdown stops the supervisor and returns its result.
+func (f *fakeRun) shutdown() Result {
+	f.sup.Shutdown(nil)
+	for {
+		select {
+		case r := <-f.res:
+			return r
+		default:
+		}
+		f.advanceTo(f.clock.Now().Sub(clock.Epoch) + time.Second)
+	}
+}
+
+func zerologNop() zerolog.Logger { return zerolog.Nop() }

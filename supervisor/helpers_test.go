@@ -1,0 +1,129 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// The test binary is its own child (the os/exec suite's pattern): with
+// PODSUP_TEST_HELPER set, TestMain runs that workload instead of the tests.
+var helpers = map[string]func(args []string) int{
+	// exit N
+	"exit": func(args []string) int {
+		n, _ := strconv.Atoi(args[0])
+		return n
+	},
+	// sleep: dies on SIGTERM (Go's default disposition)
+	"sleep": func([]string) int {
+		time.Sleep(time.Hour)
+		return 0
+	},
+	// ignore-term FILE: ignores SIGTERM, then writes its pid to FILE
+	"ignore-term": func(args []string) int {
+		signal.Ignore(syscall.SIGTERM)
+		writePid(args[0], os.Getpid())
+		time.Sleep(time.Hour)
+		return 0
+	},
+	// fork-child FILE: starts a TERM-ignoring child in its own process
+	// group and writes the child's pid to FILE; then dies on SIGTERM.
+	"fork-child": func(args []string) int {
+		exe, _ := os.Executable()
+		var env []string
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "PODSUP_TEST_HELPER=") {
+				env = append(env, kv)
+			}
+		}
+		env = append(env, "PODSUP_TEST_HELPER=ignore-term")
+		pid, err := syscall.ForkExec(exe, []string{exe, args[0] + ".child"}, &syscall.ProcAttr{
+			Env: env, Files: []uintptr{0, 1, 2},
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		// Wait until the child ignores TERM before announcing it.
+		for i := 0; i < 500; i++ {
+			if _, err := os.Stat(args[0] + ".child"); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		writePid(args[0], pid)
+		time.Sleep(time.Hour)
+		return 0
+	},
+}
+
+func writePid(path string, pid int) {
+	tmp := path + ".tmp"
+	_ = os.WriteFile(tmp, []byte(strconv.Itoa(pid)), 0o600)
+	_ = os.Rename(tmp, path)
+}
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv("PODSUP_TEST_HELPER"); name != "" {
+		f, ok := helpers[name]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
+			os.Exit(2)
+		}
+		os.Exit(f(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// helperProcess is a process spec running helper name with args.
+func helperProcess(t testing.TB, name, helper string, args ...string) spec.Process {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec.Process{
+		Name:    name,
+		Command: append([]string{exe}, args...),
+		Env:     map[string]string{"PODSUP_TEST_HELPER": helper},
+	}
+}
+
+// waitPidFile waits for a helper to write its pid file.
+func waitPidFile(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(string(b)); err == nil && pid > 0 {
+				return pid
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("helper did not write %s", path)
+	return 0
+}
+
+// processGone reports whether pid no longer exists (or is a zombie about
+// to be reaped).
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the ")" that closes the command name.
+	for i := len(b) - 1; i > 0; i-- {
+		if b[i] == ')' && i+2 < len(b) {
+			return b[i+2] == 'Z'
+		}
+	}
+	return false
+}

@@ -1,0 +1,42 @@
+package supervisor
+
+import "sync"
+
+// mailbox is a worker's inbox: an unbounded FIFO of inputs. put never
+// blocks, so the reaper's exit callback, hook goroutines and API callers
+// can all post without waiting for the worker; the worker drains it in
+// order. Unbounded is safe here: every input is caused by a process, a
+// request or a timer, all of which are finite per unit of time.
+type mailbox struct {
+	ready chan struct{} // holds a token while items may be non-empty
+
+	mu    sync.Mutex
+	items []input
+}
+
+func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
+
+func (m *mailbox) put(in input) {
+	m.mu.Lock()
+	m.items = append(m.items, in)
+	m.mu.Unlock()
+	select {
+	case m.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox) drain() []input {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	items := m.items
+	m.items = nil
+	return items
+}
+
+// barrierInput is answered by closing done once every input posted before
+// it has been handled and the timer re-armed. Tests use it to know the
+// worker is quiet; it changes no state.
+type barrierInput struct{ done chan struct{} }
+
+func (barrierInput) isInput() {}

@@ -1,0 +1,80 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// Runtime is the imperative half of the CRI split (DESIGN.md): it starts
+// processes and signals them, and knows nothing of policies. The supervisor
+// reaches the kernel only through it. The real one is SandboxRuntime; tests
+// use a fake.
+//
+// Start is called from a group's worker goroutine and must return quickly:
+// fork/exec, not waiting for anything the process does. OnExit is called
+// exactly once per successfully started instance, from any goroutine, and
+// must not block (the supervisor's side only appends to a mailbox).
+type Runtime interface {
+	Start(ctx context.Context, req StartRequest) (Instance, error)
+}
+
+// StartRequest is everything a Runtime needs to start one instance.
+type StartRequest struct {
+	Group string
+	// InstanceID is the supervisor's name for this instance, unique per
+	// supervisor; the runtime may use it in logs or cgroup names.
+	InstanceID string
+	Process    spec.Process
+	// Sandbox is the group's sandbox, nil for the host's namespaces.
+	Sandbox *spec.Sandbox
+	// Stdout and Stderr receive the process's output; nil means podsup's
+	// own (passthrough). Log capture is another issue's work.
+	Stdout, Stderr *os.File
+	// OnExit reports the instance's end. It must not block.
+	OnExit func(ExitStatus)
+}
+
+// Instance is one started process as the runtime sees it.
+type Instance interface {
+	Pid() int
+	// Signal sends sig to the main process only (K6's stop signal).
+	Signal(sig syscall.Signal) error
+	// KillTree sends sig to every process the instance left behind (X10):
+	// its cgroup, or its process group without cgroups. It is called again
+	// after the main process exited, to clean up what it left behind.
+	KillTree(sig syscall.Signal) error
+}
+
+// ExitStatus is how an instance ended.
+type ExitStatus struct {
+	// Code is the exit code, or 128+N when signal N killed it.
+	Code int
+	// Signal is the signal that killed it, 0 when it exited.
+	Signal syscall.Signal
+	// OOMKilled is set when the kernel's OOM killer ended it.
+	OOMKilled bool
+}
+
+// StartError is a start that failed before the program ran. Code is the
+// exit code the failure is reported as (127 command not found, 126 not
+// executable, 128 otherwise, as shells and runc do).
+type StartError struct {
+	Code int
+	Err  error
+}
+
+func (e *StartError) Error() string { return "unable to start process: " + e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// startFailureCode is the exit code a failed start is reported with.
+func startFailureCode(err error) int {
+	var se *StartError
+	if errors.As(err, &se) && se.Code != 0 {
+		return se.Code
+	}
+	return 128
+}

@@ -1,0 +1,89 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sort"
+
+	"github.com/podsup/podsup/sandbox"
+)
+
+// SandboxRuntime is the Runtime that starts real processes with package
+// sandbox: each instance in a process group of its own, signalled through
+// its pidfd, its exit delivered by the one reaper. It is the default
+// Runtime.
+//
+// Group sandboxes (namespaces, mounts, cgroups) are the sandbox issue's
+// work; until then a group with a Sandbox fails to start rather than run
+// unisolated.
+type SandboxRuntime struct{}
+
+var _ Runtime = SandboxRuntime{}
+
+// errSandboxUnsupported is the start error of a group with a Sandbox.
+var errSandboxUnsupported = errors.New("group sandboxes (namespaces, cgroups) are not implemented yet")
+
+// Start starts req.Process. Its environment is podsup's own with the
+// process's Env on top; Stdout and Stderr default to podsup's own.
+func (SandboxRuntime) Start(_ context.Context, req StartRequest) (Instance, error) {
+	if req.Sandbox != nil {
+		return nil, &StartError{Code: 128, Err: errSandboxUnsupported}
+	}
+	pr := req.Process
+	stdout, stderr := req.Stdout, req.Stderr
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	onExit := req.OnExit
+	cmd := &sandbox.Cmd{
+		Path: pr.Command[0], Args: pr.Command, Env: environ(pr.Env),
+		Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+		Stdout: stdout, Stderr: stderr,
+		OnExit: func(e sandbox.Exit) {
+			onExit(ExitStatus{Code: e.Code(), Signal: e.Signal()})
+		},
+	}
+	p, err := sandbox.Start(cmd)
+	if err != nil {
+		code := 128
+		if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrNotExecutable) {
+			code = sandbox.ExitCodeForStartError(err)
+		}
+		return nil, &StartError{Code: code, Err: err}
+	}
+	return p, nil
+}
+
+// environ is podsup's environment with extra on top, in a stable order.
+func environ(extra map[string]string) []string {
+	if len(extra) == 0 {
+		return nil // sandbox: nil means podsup's own
+	}
+	env := os.Environ()
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(env)+len(keys))
+	for _, kv := range env {
+		name := kv
+		for i := range kv {
+			if kv[i] == '=' {
+				name = kv[:i]
+				break
+			}
+		}
+		if _, override := extra[name]; !override {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}

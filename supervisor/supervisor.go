@@ -1,0 +1,297 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/spec"
+)
+
+// Options are a Supervisor's dependencies. The zero value of each is
+// usable: the real clock, no logging, no hooks.
+type Options struct {
+	Clock clock.Clock
+	// Logger receives one structured line per event, and debug lines for
+	// tolerated errors. The zero Logger logs nothing.
+	Logger zerolog.Logger
+	// Runtime starts and signals processes; nil means SandboxRuntime.
+	Runtime Runtime
+	// Hooks runs lifecycle hooks; nil reports every pre_stop as failed
+	// (FailedPreStopHook) and goes on with the stop.
+	Hooks HookRunner
+	// EventBuffer is how many events a subscriber may fall behind before
+	// the oldest are dropped (DefaultEventBuffer when 0).
+	EventBuffer int
+}
+
+// Errors returned by the request methods.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrShuttingDown = errors.New("podsup is shutting down")
+	ErrRunning      = errors.New("supervisor is already running")
+)
+
+// RequestOptions qualify a start, stop or restart request.
+type RequestOptions struct {
+	// Grace replaces the grace period of K1 for the stop this request
+	// causes (K2); nil keeps K1's choice. K5's minimum still applies.
+	Grace *time.Duration
+	// Requester names who asked (e.g. "api uid=1000"), for events (X7).
+	Requester string
+}
+
+// Result is how a Run ended.
+type Result struct {
+	// ExitCode is podsup's exit code: 0 after a shutdown (X9), the
+	// critical process's code after a critical exit (X11).
+	ExitCode int
+	// Critical is set when a critical process ended podsup.
+	Critical *CriticalExit
+}
+
+// CriticalExit names the critical process that ended podsup (X11).
+type CriticalExit struct {
+	Group    string
+	Process  string
+	ExitCode int
+}
+
+// Supervisor runs groups of processes declaratively: one worker goroutine
+// per group owns that group's state; requests, exits and timers reach it
+// as values.
+type Supervisor struct {
+	clock      clock.Clock
+	log        zerolog.Logger
+	rt         Runtime
+	hooks      HookRunner
+	bus        *eventBus
+	minGrace   time.Duration
+	defBackoff spec.Backoff
+
+	mu        sync.Mutex // guards everything below
+	workers   map[string]*worker
+	order     []string
+	retiring  map[*worker]struct{} // replaced or removed by Apply, still stopping
+	running   bool
+	shutdowns int
+	critical  *CriticalExit
+	stopping  chan struct{} // closed by the first shutdown request
+	wg        sync.WaitGroup
+}
+
+var instanceGeneration atomic.Uint64
+
+// New validates cfg and prepares a supervisor for it. Nothing starts
+// before Run.
+//
+// A cfg.Backoff that is entirely zero means "not set" and takes kubelet's
+// defaults (X2: 10s / 5m / 10m); a group's own Backoff is taken literally.
+func New(cfg spec.Config, opts Options) (*Supervisor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("unable to use the configuration: %w", err)
+	}
+	if opts.Runtime == nil {
+		opts.Runtime = SandboxRuntime{}
+	}
+	s := &Supervisor{
+		clock:      clock.Or(opts.Clock),
+		log:        opts.Logger,
+		rt:         opts.Runtime,
+		hooks:      opts.Hooks,
+		bus:        newEventBus(opts.Logger, opts.EventBuffer),
+		minGrace:   cfg.Supervisor.EffectiveMinimumGrace(),
+		defBackoff: cfg.Backoff,
+		workers:    map[string]*worker{},
+		retiring:   map[*worker]struct{}{},
+		stopping:   make(chan struct{}),
+	}
+	if s.defBackoff == (spec.Backoff{}) {
+		s.defBackoff = spec.DefaultBackoff()
+	}
+	for _, g := range cfg.Groups {
+		s.workers[g.Name] = newWorker(s.coreConfig(g), s)
+		s.order = append(s.order, g.Name)
+	}
+	return s, nil
+}
+
+func (s *Supervisor) coreConfig(g spec.Group) coreConfig {
+	gen := instanceGeneration.Add(1)
+	return coreConfig{
+		group: g, backoff: s.defBackoff, minimumGrace: s.minGrace,
+		idPrefix: g.Name + "." + strconv.FormatUint(gen, 36) + ".",
+	}
+}
+
+// Run starts every group and supervises them until Shutdown is called,
+// ctx ends, or a critical process ends for good (X11). In each case every
+// group is stopped in parallel (X9) and Run returns once no process is
+// left. Cancelling ctx again cannot speed that up: call Shutdown a second
+// time to escalate to SIGKILL.
+func (s *Supervisor) Run(ctx context.Context) (Result, error) {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return Result{}, ErrRunning
+	}
+	s.running = true
+	for _, name := range s.order {
+		s.spawn(s.workers[name])
+	}
+	s.mu.Unlock()
+
+	select {
+	case <-ctx.Done():
+		s.Shutdown(nil)
+	case <-s.stopping:
+	}
+	s.wg.Wait()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := Result{}
+	if s.critical != nil {
+		c := *s.critical
+		res.Critical, res.ExitCode = &c, c.ExitCode
+	}
+	return res, nil
+}
+
+// spawn starts w's goroutine; s.mu is held.
+func (s *Supervisor) spawn(w *worker) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		w.run()
+	}()
+}
+
+// Shutdown stops every group in parallel, each process through K1–K6 with
+// grace as the override (nil: each group's own). A second call escalates
+// every process still stopping to SIGKILL at once (X9). It does not wait:
+// Run returns when everything has stopped.
+func (s *Supervisor) Shutdown(grace *time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shutdownLocked(grace, "shutdown")
+}
+
+func (s *Supervisor) shutdownLocked(grace *time.Duration, by string) {
+	s.shutdowns++
+	if s.shutdowns == 1 {
+		close(s.stopping)
+	}
+	for _, w := range s.workers {
+		w.mb.put(commandInput{kind: cmdShutdown, grace: grace, by: by})
+	}
+	for w := range s.retiring {
+		w.mb.put(commandInput{kind: cmdShutdown, grace: grace, by: by})
+	}
+}
+
+// criticalExit is X11; called from a worker, it must not block.
+func (s *Supervisor) criticalExit(group, process string, code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.critical != nil || s.shutdowns > 0 {
+		return
+	}
+	s.critical = &CriticalExit{Group: group, Process: process, ExitCode: code}
+	s.shutdownLocked(nil, "critical process "+group+"/"+process)
+}
+
+// Start starts a stopped group (process "") or process at once, without
+// waiting for its back-off (X7). The request is queued; events report
+// what happened.
+func (s *Supervisor) Start(group, process string, opts RequestOptions) error {
+	return s.request(cmdStart, group, process, opts)
+}
+
+// Stop stops a group (process "": all its processes, in parallel) or one
+// process through K1–K6; it stays stopped until started. A second stop of
+// a process still stopping SIGKILLs it at once.
+func (s *Supervisor) Stop(group, process string, opts RequestOptions) error {
+	return s.request(cmdStop, group, process, opts)
+}
+
+// Restart stops a group's processes (or one process) through K1–K6 and
+// starts them again at once: a requested restart is not a crash, so it
+// neither waits for nor advances the back-off (X7); the restart count
+// still increases (R5).
+func (s *Supervisor) Restart(group, process string, opts RequestOptions) error {
+	return s.request(cmdRestart, group, process, opts)
+}
+
+func (s *Supervisor) request(kind commandKind, group, process string, opts RequestOptions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.workers[group]
+	if !ok {
+		return fmt.Errorf("unable to %s group %q: %w", kind, group, ErrNotFound)
+	}
+	if process != "" && !w.hasProcess(process) {
+		return fmt.Errorf("unable to %s process %q of group %q: %w", kind, process, group, ErrNotFound)
+	}
+	if s.shutdowns > 0 && kind != cmdStop {
+		return fmt.Errorf("unable to %s %s: %w", kind, group, ErrShuttingDown)
+	}
+	by := opts.Requester
+	if by == "" {
+		by = "library caller"
+	}
+	w.mb.put(commandInput{kind: kind, process: process, grace: opts.Grace, by: by})
+	return nil
+}
+
+func (w *worker) hasProcess(name string) bool {
+	for _, list := range [][]spec.Process{w.spec.Init, w.spec.Processes} {
+		for _, p := range list {
+			if p.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Status returns a snapshot of every group, in configuration order.
+func (s *Supervisor) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Groups: make([]GroupStatus, 0, len(s.order))}
+	for _, name := range s.order {
+		st.Groups = append(st.Groups, s.workers[name].status.Load().clone())
+	}
+	return st
+}
+
+// Subscribe returns a subscription to every event from now on, in order.
+// A subscriber that falls DefaultEventBuffer (Options.EventBuffer) events
+// behind loses the oldest ones; Dropped counts them. Close it when done.
+func (s *Supervisor) Subscribe() *Subscription { return s.bus.subscribe() }
+
+// ProbeResult delivers a changed probe result for one instance of a
+// group's process (P6: probe workers publish changes only). It is the
+// entry point for the probes issue: readiness sets ready (P12), startup
+// success sets started (P5), and a liveness or startup failure kills the
+// instance with the probe's grace (K1.2) and restarts it unless the policy
+// is never, with B8's pre-kill back-off check (R4, X4). Results for an
+// instance that is no longer current are ignored.
+func (s *Supervisor) ProbeResult(group, instanceID string, kind spec.ProbeKind, success bool, message string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.workers[group]
+	if !ok {
+		return fmt.Errorf("unable to deliver a %s probe result to group %q: %w", kind, group, ErrNotFound)
+	}
+	w.mb.put(probeInput{instance: instanceID, probe: kind, success: success, message: message})
+	return nil
+}
