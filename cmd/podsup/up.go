@@ -21,6 +21,7 @@ import (
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
@@ -79,7 +80,9 @@ func runUp(file string) (int, error) {
 	if err != nil {
 		return 1, nil
 	}
-	log := newLogger(cfg.Supervisor, os.Stderr)
+	logOut := logging.NewAsync(os.Stderr, 0)
+	defer logOut.Close() // flush before exit
+	log := newLogger(cfg.Supervisor, logOut)
 
 	// Catch before anything starts, so no signal is lost.
 	sigs := make(chan os.Signal, 16)
@@ -235,9 +238,10 @@ func loadConfig(path string, w io.Writer) (*spec.Config, error) {
 	return cfg, nil
 }
 
-// newLogger is podsup's own log, as the supervisor block asks.
+// newLogger is podsup's own log, as the supervisor block asks. w should
+// not block (an Async): groups' workers log their events through it.
 func newLogger(s spec.Supervisor, w io.Writer) zerolog.Logger {
-	// Millisecond timestamps; set here, in the binary, never in a library.
+	// Sub-second timestamps; set here, in the binary, never in a library.
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	level, err := zerolog.ParseLevel(s.LogLevel)
 	if err != nil || s.LogLevel == "" {
@@ -245,18 +249,9 @@ func newLogger(s spec.Supervisor, w io.Writer) zerolog.Logger {
 	}
 	out := w
 	if s.LogFormat != "json" {
-		out = zerolog.ConsoleWriter{Out: w, NoColor: !isTerminal(w), TimeFormat: "15:04:05.000"}
+		out = &logging.Console{Out: w}
 	}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unixIoctlTermios(int(f.Fd()))
-	return err == nil
 }
 
 func lookupGID(name string) (int, error) {
