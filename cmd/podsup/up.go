@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"os/signal"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/config"
-	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
@@ -63,9 +63,10 @@ Without -f, podsup looks for ./podsup.hcl, then /etc/podsup/podsup.hcl.`,
 
 // daemon is a running `podsup up`.
 type daemon struct {
-	path string
-	log  zerolog.Logger
-	sup  *supervisor.Supervisor
+	path    string
+	log     zerolog.Logger
+	sup     *supervisor.Supervisor
+	runtime *supervisor.LocalRuntime
 
 	mu  sync.Mutex // serialises reloads; guards cfg
 	cfg *spec.Config
@@ -90,15 +91,23 @@ func runUp(file string) (int, error) {
 	defer signal.Stop(sigs)
 	sandbox.StartReaper()
 
-	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log})
+	socket := cfg.Supervisor.EffectiveSocket()
+	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: instanceName(socket), Logger: log})
 	if err != nil {
 		return 0, err
 	}
-	d := &daemon{path: path, log: log, sup: sup, cfg: cfg}
+	defer rt.Close() // deletes every sandbox and cgroup left
+	// Groups with a sandbox block get namespaces and cgroups; the others run
+	// on the host path, which restarts ~5x cheaper (docs/benchmarks.md).
+	runtime := supervisor.NewLocalRuntime(rt, false)
+	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: runtime})
+	if err != nil {
+		return 0, err
+	}
+	d := &daemon{path: path, log: log, sup: sup, cfg: cfg, runtime: runtime}
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
 
-	socket := cfg.Supervisor.EffectiveSocket()
 	gid := -1
 	if g := cfg.Supervisor.SocketGroup; g != "" {
 		if gid, err = lookupGID(g); err != nil {
@@ -200,8 +209,9 @@ func describeChanges(ch config.Changes) string {
 	return strings.Join(parts, "; ")
 }
 
-// exec runs a command next to a group's processes (in its sandbox once
-// sandboxes exist), for `podsup exec`.
+// exec runs a command in a group's sandbox (on the host for a group
+// without one), streaming its output, for `podsup exec`. It ends with ctx:
+// a client that goes away takes the command's tree with it.
 func (d *daemon) exec(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
 	d.mu.Lock()
 	var g *spec.Group
@@ -214,13 +224,60 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 	if g == nil {
 		return -1, fmt.Errorf("no group %q", group)
 	}
-	var runner execrun.SandboxRunner
-	res, err := runner.Run(ctx, execrun.Request{Argv: argv, OutputLimit: 1 << 20})
+	if process != "" {
+		if _, ok := d.sup.Status().Group(group); ok {
+			found := false
+			for _, p := range g.Processes {
+				found = found || p.Name == process
+			}
+			if !found {
+				return -1, fmt.Errorf("group %q has no process %q", group, process)
+			}
+		}
+	}
+	outR, outW, err := os.Pipe()
 	if err != nil {
 		return -1, err
 	}
-	_, _ = stdout.Write(res.Output)
-	return res.ExitCode, nil
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return -1, err
+	}
+	p, err := d.runtime.Spawner(group)(&sandbox.Cmd{Path: argv[0], Args: argv, Stdout: outW, Stderr: errW})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		fmt.Fprintf(stderr, "podsup: %v\n", err)
+		return sandbox.ExitCodeForStartError(err), nil
+	}
+	var copied sync.WaitGroup
+	for _, c := range []struct {
+		r *os.File
+		w io.Writer
+	}{{outR, stdout}, {errR, stderr}} {
+		copied.Add(1)
+		go func() {
+			defer copied.Done()
+			defer c.r.Close()
+			_, _ = io.Copy(c.w, c.r)
+		}()
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		_ = p.KillTree(syscall.SIGKILL)
+		<-p.Done()
+	}
+	// A background child may hold the pipes open: give the output a
+	// moment to drain, then stop reading.
+	drain := time.AfterFunc(time.Second, func() { outR.Close(); errR.Close() })
+	copied.Wait()
+	drain.Stop()
+	return p.Exit().Code(), nil
 }
 
 // loadConfig loads path, printing diagnostics to w on error.
@@ -263,4 +320,13 @@ func lookupGID(name string) (int, error) {
 		return -1, err
 	}
 	return strconv.Atoi(g.Gid)
+}
+
+// instanceName names this podsup's cgroups after its control socket: two
+// podsups cannot share a socket, and a podsup restarted with the same
+// configuration finds (and sweeps) what a crashed predecessor left.
+func instanceName(socket string) string {
+	h := fnv.New32a()
+	h.Write([]byte(socket))
+	return fmt.Sprintf("%08x", h.Sum32())
 }
