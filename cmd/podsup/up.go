@@ -41,13 +41,20 @@ the running configuration stays and the error is logged.
 
 As PID 1 (in a container) podsup also reaps every orphan.
 
-Without -f, podsup looks for ./podsup.hcl, then /etc/podsup/podsup.hcl.`,
+Without -f, podsup looks for ./podsup.hcl, then /etc/podsup/podsup.hcl.
+The control socket is supervisor.socket from the file, or --socket /
+PODSUP_SOCKET, or by default /run/podsup/podsup.sock for root and
+$XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
 		Example: `  podsup up -f examples/web.hcl
   podsup status            # in another terminal
   podsup logs -f web/api`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := runUp(file)
+			socket := ""
+			if cmd.Flags().Changed("socket") || os.Getenv("PODSUP_SOCKET") != "" {
+				socket, _ = cmd.Flags().GetString("socket")
+			}
+			code, err := runUp(file, socket)
 			if err != nil {
 				return err
 			}
@@ -72,7 +79,7 @@ type daemon struct {
 	cfg *spec.Config
 }
 
-func runUp(file string) (int, error) {
+func runUp(file, socketOverride string) (int, error) {
 	path, err := config.Find(file)
 	if err != nil {
 		return 0, err
@@ -80,6 +87,9 @@ func runUp(file string) (int, error) {
 	cfg, err := loadConfig(path, os.Stderr)
 	if err != nil {
 		return 1, nil
+	}
+	if socketOverride != "" {
+		cfg.Supervisor.Socket = socketOverride
 	}
 	logOut := logging.NewAsync(os.Stderr, 0)
 	defer logOut.Close() // flush before exit
@@ -164,6 +174,7 @@ func (d *daemon) reload() (string, error) {
 	if err != nil {
 		return "", errors.New(strings.TrimSpace(diag.String()))
 	}
+	cfg.Supervisor.Socket = d.cfg.Supervisor.Socket // the socket is podsup's, not the file's, once running
 	ch := config.Diff(d.cfg, cfg)
 	if err := d.sup.Apply(*cfg); err != nil {
 		return "", err
