@@ -123,4 +123,6 @@ func openFDs(t testing.TB) int {
 	return len(ents)
 }
 
-func equalStrings(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b) }
+func equalStrings(a, b []string) bool {
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
+}

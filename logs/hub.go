@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
-	"os"
 
 	"github.com/podsup/podsup/clock"
 	"github.com/rs/zerolog"
