@@ -173,7 +173,7 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 				b.out = appendConsole(b.out, p.name, width, b.text(r))
 			}
 		}
-		h.sink.add(b.out, len(b.refs))
+		h.sink.add(b.out)
 	}
 	if p.file != nil {
 		h.writeFile(s, now, b)

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bytes"
 	"io"
 	"sync"
 
@@ -42,15 +43,21 @@ func newOutSink(out io.Writer, format string, limit int, c clock.Clock, log zero
 	return s
 }
 
-// add queues already formatted lines; lines is whole lines, and each one
-// beyond the bound is dropped whole. It never blocks on Out.
-func (s *outSink) add(lines []byte, count int) {
+// add queues already formatted lines (each ends in its only raw '\n'):
+// as many whole lines as fit in the bound; the rest are dropped and
+// counted. It never blocks on Out.
+func (s *outSink) add(lines []byte) {
 	s.mu.Lock()
-	if len(s.pending)+len(lines) <= s.limit {
-		s.pending = append(s.pending, lines...)
-	} else {
-		s.dropped += count
+	room := s.limit - len(s.pending)
+	if len(lines) > room {
+		keep := 0
+		if room > 0 {
+			keep = bytes.LastIndexByte(lines[:room], '\n') + 1
+		}
+		s.dropped += bytes.Count(lines[keep:], []byte{'\n'})
+		lines = lines[:keep]
 	}
+	s.pending = append(s.pending, lines...)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
