@@ -116,7 +116,6 @@ func TestBlockedOutDoesNotStallCaptureAndCountsDrops(t *testing.T) {
 	t.Logf("%d of 50000 lines dropped while Out was blocked", dropped)
 }
 
-
 func TestFilesRotateKeepingMaxFilesAndBoundedSizes(t *testing.T) {
 	dir := t.TempDir()
 	h := newTestHub(t, HubOptions{Dir: dir})
