@@ -3,6 +3,7 @@ package logs
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // follower feeds one Follow channel. The epoll loop pushes into a bounded
@@ -26,13 +27,20 @@ func newFollower(group, process string, limit int, backlog []Line) *follower {
 	return f
 }
 
-// push enqueues l or counts it as skipped. It never blocks.
-func (f *follower) push(l Line) {
+// pushBatch enqueues one read's lines, or counts those that find the
+// queue full as skipped. It never blocks, and it copies a line's text only
+// when the line is kept.
+func (f *follower) pushBatch(b *batch, now time.Time, in *instance, kind Stream) {
 	f.mu.Lock()
-	if len(f.queue) < f.limit {
-		f.queue = append(f.queue, l)
-	} else {
-		f.skipped++
+	for _, r := range b.refs {
+		if len(f.queue) >= f.limit {
+			f.skipped++
+			continue
+		}
+		f.queue = append(f.queue, Line{
+			Time: now, Group: f.group, Process: f.process, Instance: in.instance,
+			Stream: kind, Text: string(b.text(r)), Partial: r.partial,
+		})
 	}
 	f.mu.Unlock()
 	f.notify()

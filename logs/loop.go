@@ -150,16 +150,8 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 		}
 		in.tail.add(unixNano, f, b.text(r), h.opts.TailLines, h.opts.TailBytes)
 	}
-	if len(p.followers) > 0 {
-		for _, r := range b.refs {
-			l := Line{
-				Time: now, Group: p.group, Process: p.process, Instance: in.instance,
-				Stream: s.kind, Text: string(b.text(r)), Partial: r.partial,
-			}
-			for _, f := range p.followers {
-				f.push(l)
-			}
-		}
+	for _, f := range p.followers {
+		f.pushBatch(b, now, in, s.kind)
 	}
 	p.mu.Unlock()
 
