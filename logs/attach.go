@@ -14,7 +14,10 @@ import (
 type Attachment struct {
 	hub  *Hub
 	proc *procLog
-	inst *instance
+	// inst and streams live inside the Attachment: one allocation per
+	// instance instead of four (memory per process matters, S2).
+	inst    instance
+	streams [2]stream
 
 	// stdout and stderr are the write ends until CloseWriters.
 	mu             sync.Mutex
@@ -24,7 +27,11 @@ type Attachment struct {
 	limits fileLimits // rotation of the process's file, from its spec
 
 	open int // streams not yet at EOF; loop-owned (Close's once the loop is gone)
-	done chan struct{}
+	// done is made on the first Done call (most instances are never
+	// waited on) or closed on the end of output, whichever comes first;
+	// mu guards it and ended.
+	done  chan struct{}
+	ended bool
 }
 
 // stream is the read end of one capture pipe. Only the loop uses it.
@@ -82,18 +89,18 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 	a := &Attachment{
 		hub:    h,
 		proc:   p,
-		inst:   &instance{proc: p, instance: instanceID},
+		inst:   instance{proc: p, instance: instanceID},
 		stdout: os.NewFile(uintptr(out[1]), key+" stdout"),
 		stderr: os.NewFile(uintptr(errp[1]), key+" stderr"),
 		open:   2,
 		limits: fileLimitsOf(l),
-		done:   make(chan struct{}),
 	}
-	streams := []*stream{
+	a.streams = [2]stream{
 		{fd: int32(out[0]), kind: Stdout, att: a},
 		{fd: int32(errp[0]), kind: Stderr, att: a},
 	}
-	for i, s := range streams {
+	for i := range a.streams {
+		s := &a.streams[i]
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: s.fd}
 		if err := unix.EpollCtl(h.epfd, unix.EPOLL_CTL_ADD, int(s.fd), &ev); err != nil {
 			if i == 1 {
@@ -104,14 +111,14 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 			return nil, fmt.Errorf("watching capture pipe: %w", err)
 		}
 	}
-	for _, s := range streams {
-		h.streams[s.fd] = s
+	for i := range a.streams {
+		h.streams[a.streams[i].fd] = &a.streams[i]
 	}
 	p.mu.Lock()
 	if p.cur != nil {
 		p.prev = p.cur
 	}
-	p.cur = a.inst
+	p.cur = &a.inst
 	p.mu.Unlock()
 	for w := h.width.Load(); int(w) < len(key) && !h.width.CompareAndSwap(w, int32(len(key))); w = h.width.Load() {
 	}
@@ -128,9 +135,8 @@ func (h *Hub) attachPassthrough(group, process string) (*Attachment, error) {
 	if p := h.procs[key]; p == nil || !p.passthrough {
 		h.procs[key] = &procLog{group: group, process: process, name: key, passthrough: true}
 	}
-	a := &Attachment{hub: h, passthrough: true, stdout: h.opts.Stdout, stderr: h.opts.Stderr, done: make(chan struct{})}
-	close(a.done) // nothing to drain
-	return a, nil
+	// Nothing to drain: done at once.
+	return &Attachment{hub: h, passthrough: true, stdout: h.opts.Stdout, stderr: h.opts.Stderr, ended: true}, nil
 }
 
 // Stdout is the file to give the process as its stdout (sandbox.Cmd.Stdout);
@@ -178,13 +184,29 @@ func (a *Attachment) CloseWriters() error {
 // Done is closed when both streams reached EOF (every writer, including the
 // process's children, closed them), or when the hub closed. Passthrough
 // attachments are done at once.
-func (a *Attachment) Done() <-chan struct{} { return a.done }
+func (a *Attachment) Done() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done == nil {
+		a.done = make(chan struct{})
+		if a.ended {
+			close(a.done)
+		}
+	}
+	return a.done
+}
 
 // streamClosed counts one stream's end; the loop (or Close, after the loop
 // stopped) calls it.
 func (a *Attachment) streamClosed() {
 	a.open--
-	if a.open == 0 {
+	if a.open > 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ended = true
+	if a.done != nil {
 		close(a.done)
 	}
 }

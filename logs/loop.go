@@ -135,7 +135,7 @@ func (h *Hub) split(s *stream, data []byte, b *batch) {
 // dispatch hands one read's lines to every consumer; none of them waits for
 // a reader.
 func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
-	in, p := s.att.inst, s.att.proc
+	in, p := &s.att.inst, s.att.proc
 	flags := byte(0)
 	if s.kind == Stderr {
 		flags |= flagStderr

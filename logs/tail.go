@@ -20,8 +20,10 @@ type tail struct {
 }
 
 const (
-	recordHeader  = 11
-	minTailBuffer = 256
+	recordHeader = 11
+	// tailGrain is the smallest allocation and growth step: a process that
+	// wrote one short line pays 64 bytes.
+	tailGrain = 64
 
 	flagStderr  = 1 << 0
 	flagPartial = 1 << 1
@@ -35,7 +37,8 @@ func (t *tail) add(when int64, flags byte, text []byte, maxLines, maxBytes int) 
 		t.evict()
 	}
 	if t.used+rec > len(t.buf) && len(t.buf) < maxBytes {
-		t.grow(min(max(2*len(t.buf), t.used+rec, minTailBuffer), maxBytes))
+		need := (t.used + rec + tailGrain - 1) / tailGrain * tailGrain
+		t.grow(min(max(2*len(t.buf), need), maxBytes))
 	}
 	for t.used+rec > len(t.buf) {
 		t.evict()

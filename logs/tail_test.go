@@ -56,8 +56,8 @@ func TestTailGrowsLazily(t *testing.T) {
 		t.Fatal("an empty tail allocated")
 	}
 	tl.add(1, flagStderr|flagPartial, []byte("hello"), DefaultTailLines, DefaultTailBytes)
-	if len(tl.buf) != minTailBuffer {
-		t.Fatalf("one short line allocated %d bytes, want %d", len(tl.buf), minTailBuffer)
+	if len(tl.buf) != tailGrain {
+		t.Fatalf("one short line allocated %d bytes, want %d", len(tl.buf), tailGrain)
 	}
 	in := &instance{proc: &procLog{group: "web", process: "api"}, instance: "7"}
 	got := tl.lines(0, in)
