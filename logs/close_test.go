@@ -15,8 +15,9 @@ func TestCloseLeavesNoGoroutineAndNoFD(t *testing.T) {
 	// Warm up what lives for the whole test binary (the reaper, /dev/null)
 	// so it is not counted as a leak.
 	warm := newTestHub(t, HubOptions{})
-	_, a := startSh(t, warm, "warm", "up", "1", spec.Log{}, `true`)
+	wp, a := startSh(t, warm, "warm", "up", "1", spec.Log{}, `true`)
 	waitDone(t, a)
+	<-wp.Done() // the reaper closes the pidfd then
 	if err := warm.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -30,14 +31,13 @@ func TestCloseLeavesNoGoroutineAndNoFD(t *testing.T) {
 	}
 	// Finished processes, one still running (its pipes stay open), two
 	// followers (one never read), a passthrough one.
-	var running []*sandbox.Process
+	var procs []*sandbox.Process
 	for i, script := range []string{`echo a`, `echo b >&2`, `echo c; exec sleep 100`} {
 		p, a := startSh(t, h, "g", "p"+string(rune('0'+i)), "1", spec.Log{}, script)
 		if i < 2 {
 			waitDone(t, a)
-		} else {
-			running = append(running, p)
 		}
+		procs = append(procs, p)
 	}
 	if _, err := h.Attach("g", "pass", "1", spec.Log{Mode: "passthrough"}); err != nil {
 		t.Fatal(err)
@@ -60,9 +60,9 @@ func TestCloseLeavesNoGoroutineAndNoFD(t *testing.T) {
 	if _, err := h.Attach("g", "late", "1", spec.Log{}); err == nil {
 		t.Fatal("Attach after Close succeeded")
 	}
-	for _, p := range running {
-		_ = p.KillTree(syscall.SIGKILL) // ours
-		<-p.Done()
+	for _, p := range procs {
+		_ = p.Signal(syscall.SIGKILL) // ours, through its pidfd; most have exited already
+		<-p.Done()                    // and their pidfds are closed
 	}
 	// Close joined every goroutine it started; the slack is for the
 	// runtime's own (e.g. a finalizer run).

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/podsup/podsup/sandbox"
@@ -85,7 +86,7 @@ func TestMemoryPerCapturedProcess(t *testing.T) {
 		}
 		heap, pss = heapInUse()-heap0, selfKB(t, "Pss")-pss0
 		for _, p := range procs {
-			_ = p.KillTree(9) // ours
+			_ = p.Signal(syscall.SIGKILL) // ours, through its pidfd (sh exec-ed sleep)
 			<-p.Done()
 		}
 		runtime.KeepAlive(atts)

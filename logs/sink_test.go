@@ -17,9 +17,9 @@ import (
 func TestConsoleOutPrefixesLinesLikeCompose(t *testing.T) {
 	var out syncBuffer
 	h := newTestHub(t, HubOptions{Out: &out})
-	// Attach both first so the width is the widest name's for both.
-	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `echo hello`)
+	// The wider name first: padding follows the widest name attached so far.
 	_, b := startSh(t, h, "db", "postgres", "1", spec.Log{}, `echo ready >&2`)
+	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `echo hello`)
 	waitDone(t, a)
 	waitDone(t, b)
 	if err := h.Close(); err != nil { // flushes Out
