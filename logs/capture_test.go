@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 )
@@ -223,5 +224,17 @@ func TestPassthroughGivesTheProcessPodsupsOwnFiles(t *testing.T) {
 	}
 	if _, err := h.Tail("g", "p", 0, false); !errors.Is(err, ErrNotCaptured) {
 		t.Fatalf("tail of a passthrough process: %v", err)
+	}
+}
+
+func TestLinesAreStampedByTheInjectedClock(t *testing.T) {
+	fake := clock.NewFake(clock.Epoch)
+	fake.Advance(90 * time.Minute)
+	h := newTestHub(t, HubOptions{Clock: fake})
+	_, a := startSh(t, h, "g", "p", "1", spec.Log{}, `echo stamped`)
+	waitDone(t, a)
+	lines := mustTail(t, h, "g", "p", 0, false)
+	if len(lines) != 1 || !lines[0].Time.Equal(fake.Now()) {
+		t.Fatalf("lines %+v; want the fake clock's %v", lines, fake.Now())
 	}
 }

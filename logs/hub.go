@@ -216,6 +216,9 @@ func (h *Hub) Close() error {
 	for fd, s := range h.streams {
 		_ = unix.Close(int(fd)) // a read end; nothing to flush
 		s.att.streamClosed()
+		if f := s.att.proc.file; f != nil {
+			f.close() // the process may have been forgotten: not in procs
+		}
 	}
 	clear(h.streams)
 	for _, p := range h.procs {

@@ -98,3 +98,23 @@ func TestCRIFileLine(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestDroppedNoticeFormats(t *testing.T) {
+	when := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	if got := string(appendDroppedNotice(nil, FormatConsole, when, 42)); got != "podsup: dropped 42 lines\n" {
+		t.Fatalf("console notice %q", got)
+	}
+	b := appendDroppedNotice(nil, FormatJSON, when, 42)
+	var got struct {
+		Time    time.Time
+		Stream  string
+		Dropped int
+		Line    string
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if !got.Time.Equal(when) || got.Stream != "podsup" || got.Dropped != 42 || got.Line != "podsup: dropped 42 lines" {
+		t.Fatalf("decoded %+v from %s", got, b)
+	}
+}
