@@ -99,6 +99,8 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 		{fd: int32(out[0]), kind: Stdout, att: a},
 		{fd: int32(errp[0]), kind: Stderr, att: a},
 	}
+	// The loop looks fds up under h.mu, which is held until both are in
+	// h.streams: an event that arrives before that waits for it.
 	for i := range a.streams {
 		s := &a.streams[i]
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: s.fd}
@@ -120,9 +122,18 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 	}
 	p.cur = &a.inst
 	p.mu.Unlock()
-	for w := h.width.Load(); int(w) < len(key) && !h.width.CompareAndSwap(w, int32(len(key))); w = h.width.Load() {
-	}
+	h.widen(len(key))
 	return a, nil
+}
+
+// widen raises the console padding to n if it is narrower.
+func (h *Hub) widen(n int) {
+	for {
+		w := h.width.Load()
+		if int(w) >= n || h.width.CompareAndSwap(w, int32(n)) {
+			return
+		}
+	}
 }
 
 func (h *Hub) attachPassthrough(group, process string) (*Attachment, error) {
