@@ -3,6 +3,7 @@ package logs
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -105,5 +106,25 @@ func TestOutputEndsOnlyWhenTheLastWriterCloses(t *testing.T) {
 	waitDone(t, a)
 	if got := texts(mustTail(t, h, "g", "p", 0, false)); !equalStrings(got, []string{"from-parent", "from-grandchild"}) {
 		t.Fatalf("got %q", got)
+	}
+}
+
+func TestIdleHubDoesNotWake(t *testing.T) {
+	h := newTestHub(t, HubOptions{Out: discardWriter{}})
+	for i := range 20 {
+		startSh(t, h, "g", "p"+strconv.Itoa(i), "1", spec.Log{}, `echo up; exec sleep 100`)
+	}
+	eventually(t, "every process's line", func() bool {
+		for i := range 20 {
+			if l, _ := h.Tail("g", "p"+strconv.Itoa(i), 0, false); len(l) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	before := h.wakeups.Load()
+	time.Sleep(300 * time.Millisecond) // a quiet window: nothing may wake the loop
+	if n := h.wakeups.Load() - before; n != 0 {
+		t.Fatalf("the loop woke %d times while 20 processes were silent", n)
 	}
 }

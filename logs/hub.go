@@ -83,7 +83,8 @@ type Hub struct {
 	quit     chan struct{} // closed by Close: followers stop
 	follows  sync.WaitGroup
 
-	width atomic.Int32 // widest "group/process", for console padding
+	width   atomic.Int32  // widest "group/process", for console padding
+	wakeups atomic.Uint64 // epoll_wait returns; tests check an idle hub sleeps
 
 	// mu guards the maps and closed. Lock order: Hub.mu, then procLog.mu,
 	// then follower.mu.

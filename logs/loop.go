@@ -51,6 +51,7 @@ func (h *Hub) loop() {
 	var b batch
 	for {
 		n, err := unix.EpollWait(h.epfd, events, -1)
+		h.wakeups.Add(1)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
