@@ -22,6 +22,7 @@ import (
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/internal/logging"
+	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
@@ -110,7 +111,12 @@ func runUp(file, socketOverride string) (int, error) {
 	// Groups with a sandbox block get namespaces and cgroups; the others run
 	// on the host path, which restarts ~5x cheaper (docs/benchmarks.md).
 	runtime := supervisor.NewLocalRuntime(rt, false)
-	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: runtime})
+	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: os.Stdout, Dir: cfg.Supervisor.LogDir, Logger: log})
+	if err != nil {
+		return 0, err
+	}
+	defer hub.Close() // after the supervisor: the last output drains first
+	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: capturingRuntime{runtime, hub}})
 	if err != nil {
 		return 0, err
 	}
@@ -133,6 +139,7 @@ func runUp(file, socketOverride string) (int, error) {
 		Supervisor: sup, History: history, Version: version,
 		Reload: d.reload,
 		Exec:   d.exec,
+		Logs:   hubLogs{hub},
 	}, api.Policy{OwnerUID: os.Getuid(), GroupID: gid}, log)
 	go func() {
 		if err := srv.Serve(l); err != nil {

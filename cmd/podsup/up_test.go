@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -263,4 +264,50 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("validate good: %d %s", code, out)
 	}
 	_ = time.Second
+}
+
+func TestUpCapturesOutputForLogs(t *testing.T) {
+	f := startUp(t, `
+supervisor {
+  socket = "%s"
+}
+backoff {
+  initial = "200ms"
+}
+group "g" {
+  process "talker" {
+    command = ["sh", "-c", "echo one; echo two >&2; echo three; sleep 0.3; exit 1"]
+  }
+}
+`)
+	// Each instance prints three lines and exits; kubectl's semantics:
+	// logs shows the current instance, --previous the one before.
+	if !eventually(func() bool {
+		_, out := f.ctl(t, "status", "g/talker", "-o", "json")
+		var st api.StatusResponse
+		return json.Unmarshal([]byte(out), &st) == nil && len(st.Groups) == 1 && st.Groups[0].Processes[0].RestartCount >= 1
+	}) {
+		t.Fatal("talker never restarted")
+	}
+	// stdout and stderr are two pipes: their relative order is not kept.
+	code, out := f.ctl(t, "logs", "g/talker", "--previous")
+	lines := strings.Fields(out)
+	slices.Sort(lines)
+	if code != 0 || strings.Join(lines, " ") != "one three two" || !strings.HasPrefix(out, "one\n") {
+		t.Fatalf("logs --previous: %d %q", code, out)
+	}
+	code, out = f.ctl(t, "logs", "g/talker", "--previous", "--tail", "1", "-o", "json")
+	var l api.LogLine
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || l.Line != "three" || l.Stream != "stdout" {
+		t.Fatalf("logs --tail 1 -o json: %d %q", code, out)
+	}
+	if code, out = f.ctl(t, "logs", "g/nosuch"); code == 0 || !strings.Contains(out, "no such process") {
+		t.Fatalf("logs of an unknown process: %d %q", code, out)
+	}
+	// The output also reaches podsup's own stdout, prefixed.
+	_ = f.up.p.Signal(syscall.SIGTERM)
+	f.up.wait(t)
+	if all := f.up.rest(t); !strings.Contains(all, "g/talker") || !strings.Contains(all, "| one") {
+		t.Fatalf("podsup's own output lacks the prefixed lines:\n%s", all)
+	}
 }
