@@ -42,6 +42,9 @@ type worker struct {
 	timer  clock.Timer
 	wake   time.Time
 	status atomic.Pointer[GroupStatus]
+	// recreates is the group's recreate requests, published with status.
+	recreates atomic.Pointer[[]RecreateStatus]
+	registry  *recreateRegistry
 	// after, when set, holds the worker back until the group it replaces
 	// has stopped (Apply); waiting is true meanwhile.
 	after   <-chan struct{}
@@ -67,6 +70,7 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 		onCritical: s.criticalExit,
 		insts:      map[string]Instance{},
 		done:       make(chan struct{}),
+		registry:   &s.rc,
 	}
 	st := w.core.snapshot()
 	w.status.Store(&st)
@@ -177,6 +181,8 @@ func (w *worker) handle(in input) {
 	w.arm(wake)
 	st := w.core.snapshot()
 	w.status.Store(&st)
+	rs := w.core.recreateSnapshot()
+	w.recreates.Store(&rs)
 	for _, e := range w.events {
 		w.bus.publish(e)
 	}
@@ -243,6 +249,8 @@ func (w *worker) exec(a action) input {
 		w.events = append(w.events, a.event)
 	case criticalAction:
 		w.onCritical(w.name, a.process, a.code)
+	case recreateReplyAction, recreateDoneAction, recreateGoneAction:
+		w.execRecreate(a)
 	}
 	return nil
 }
