@@ -204,6 +204,10 @@ type groupCore struct {
 	// wall, when set, stamps display times (events, recreate status)
 	// instead of now; tests use it to skew the wall clock (C9).
 	wall func() time.Time
+	// leaving holds processes a reload removed until their instance is
+	// gone; reloads counts process-level reloads (reload.go).
+	leaving []*proc
+	reloads int
 
 	// now and out are the step in progress.
 	now time.Time
@@ -238,6 +242,11 @@ type proc struct {
 	// recreateReq is the recreate request replacing this process, whose
 	// id tags its events meanwhile.
 	recreateReq string
+	// nextSpec is a reload's new spec, taken once the old instance is
+	// gone; idPrefix keeps instance ids unique for processes added by a
+	// reload (reload.go).
+	nextSpec *spec.Process
+	idPrefix string
 }
 
 type b8Check struct {
@@ -328,8 +337,11 @@ func (g *groupCore) step(now time.Time, in input) plan {
 		g.probeResult(in)
 	case recreateInput:
 		g.addRecreate(in)
+	case reloadInput:
+		g.reload(in.group)
 	case timerInput:
 	}
+	g.stepReload()
 	g.stepRecreates()
 	g.reconcile()
 	out := *g.out
@@ -358,7 +370,7 @@ func (g *groupCore) emit(p *proc, typ EventType, reason, format string, args ...
 }
 
 func (g *groupCore) all() []*proc {
-	return append(append([]*proc(nil), g.inits...), g.mains...)
+	return append(append(append([]*proc(nil), g.inits...), g.mains...), g.leaving...)
 }
 
 func (g *groupCore) procByInstance(id string) *proc {
@@ -825,7 +837,7 @@ func (g *groupCore) tryStart(p *proc) {
 func (g *groupCore) start(p *proc) {
 	p.nextStart = time.Time{}
 	p.inst = &instance{
-		id:           fmt.Sprintf("%s%s-%d", g.idPrefix, p.spec.Name, p.starts),
+		id:           fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts),
 		restartCount: p.starts, // R5
 		startBy:      p.startBy,
 		startedAt:    g.now,
@@ -865,6 +877,8 @@ func verb(r KillReason) string {
 		return "shutdown"
 	case KillRecreate:
 		return "recreate"
+	case KillReload:
+		return "reload"
 	default:
 		return "stop"
 	}

@@ -220,7 +220,7 @@ func (w *worker) exec(a action) input {
 	case startAction:
 		id := a.instance
 		inst, err := w.rt.Start(w.ctx, StartRequest{
-			Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.spec.Sandbox,
+			Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.core.spec.Sandbox,
 			OnExit: func(st ExitStatus) {
 				w.mb.put(exitedInput{instance: id, status: st, at: w.clock.Now()})
 			},
@@ -262,7 +262,7 @@ func (w *worker) runPreStop(a preStopAction) {
 		return
 	}
 	req := HookRequest{Group: w.name, InstanceID: id, Point: spec.PreStop, Budget: a.budget}
-	if p, ok := w.core.byName[a.process]; ok {
+	if p := w.core.procByInstance(id); p != nil {
 		req.Process = p.spec
 		if p.spec.PreStop != nil {
 			req.Hook = *p.spec.PreStop
