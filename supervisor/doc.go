@@ -2,8 +2,9 @@
 // should run and reacts to what did. Per group it owns the init order
 // (I1–I4), restart policies (R1–R5), the CrashLoopBackOff throttle (B1–B12
 // with X2–X4), graceful termination (K1–K6, X9, X10, X12), critical
-// processes (X11) and explicit start/stop/restart requests (X7); it
-// publishes kubelet-style events and status snapshots. It reaches the
+// processes (X11), explicit start/stop/restart requests (X7) and recreate
+// requests (part C with X8: Recreate, WaitRecreate); it publishes
+// kubelet-style events and status snapshots. It reaches the
 // kernel only through a Runtime (SandboxRuntime by default).
 //
 // # Shape
@@ -34,5 +35,6 @@
 // the probe's grace and B8's pre-kill back-off check are implemented in the
 // core). Hooks plug in through Options.Hooks; pre_stop is wired and charged
 // to the grace (K3); the seams for the others are described on HookRunner.
-// Apply reloads at group granularity.
+// Apply reloads live: only the added, removed or changed processes when a
+// group's main processes alone changed, the whole group otherwise.
 package supervisor

@@ -60,6 +60,11 @@ type GroupStatus struct {
 	Phase     GroupPhase
 	Init      []ProcessStatus
 	Processes []ProcessStatus
+	// Ready: every wanted main process is running and ready, and no
+	// recreate request holds the group unready (C3).
+	Ready bool
+	// ReadinessHeldBy is the recreate request holding readiness false.
+	ReadinessHeldBy string
 }
 
 // Process returns the named process's (or init's) status.

@@ -42,6 +42,9 @@ type worker struct {
 	timer  clock.Timer
 	wake   time.Time
 	status atomic.Pointer[GroupStatus]
+	// recreates is the group's recreate requests, published with status.
+	recreates atomic.Pointer[[]RecreateStatus]
+	registry  *recreateRegistry
 	// after, when set, holds the worker back until the group it replaces
 	// has stopped (Apply); waiting is true meanwhile.
 	after   <-chan struct{}
@@ -67,6 +70,7 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 		onCritical: s.criticalExit,
 		insts:      map[string]Instance{},
 		done:       make(chan struct{}),
+		registry:   &s.rc,
 	}
 	st := w.core.snapshot()
 	w.status.Store(&st)
@@ -184,6 +188,8 @@ func (w *worker) handle(in input) {
 	w.arm(wake)
 	st := w.core.snapshot()
 	w.status.Store(&st)
+	rs := w.core.recreateSnapshot()
+	w.recreates.Store(&rs)
 	for _, e := range w.events {
 		w.bus.publish(e)
 	}
@@ -221,7 +227,7 @@ func (w *worker) exec(a action) input {
 	case startAction:
 		id := a.instance
 		inst, err := w.rt.Start(w.ctx, StartRequest{
-			Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.spec.Sandbox,
+			Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.core.spec.Sandbox,
 			OnExit: func(st ExitStatus) {
 				w.mb.put(exitedInput{instance: id, status: st, at: w.clock.Now()})
 			},
@@ -250,6 +256,8 @@ func (w *worker) exec(a action) input {
 		w.events = append(w.events, a.event)
 	case criticalAction:
 		w.onCritical(w.name, a.process, a.code)
+	case recreateReplyAction, recreateDoneAction, recreateGoneAction:
+		w.execRecreate(a)
 	}
 	return nil
 }
@@ -261,7 +269,7 @@ func (w *worker) runPreStop(a preStopAction) {
 		return
 	}
 	req := HookRequest{Group: w.name, InstanceID: id, Point: spec.PreStop, Budget: a.budget}
-	if p, ok := w.core.byName[a.process]; ok {
+	if p := w.core.procByInstance(id); p != nil {
 		req.Process = p.spec
 		if p.spec.PreStop != nil {
 			req.Hook = *p.spec.PreStop
