@@ -298,7 +298,8 @@ group "g" {
 	}
 	code, out = f.ctl(t, "logs", "g/talker", "--previous", "--tail", "1", "-o", "json")
 	var l api.LogLine
-	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || l.Line != "three" || l.Stream != "stdout" {
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || strings.Count(out, "\n") != 1 ||
+		!(l.Line == "three" && l.Stream == "stdout" || l.Line == "two" && l.Stream == "stderr") {
 		t.Fatalf("logs --tail 1 -o json: %d %q", code, out)
 	}
 	if code, out = f.ctl(t, "logs", "g/nosuch"); code == 0 || !strings.Contains(out, "no such process") {
