@@ -203,3 +203,21 @@ func streamBody[T any](c *Client, ctx context.Context, method, path string, body
 	}
 	return nil
 }
+
+// Recreate asks for a recreate request and returns its status.
+func (c *Client) Recreate(ctx context.Context, req RecreateRequest) (Recreate, error) {
+	var out Recreate
+	return out, c.do(ctx, http.MethodPost, "/v1/recreates", req, &out)
+}
+
+// Recreates lists the requests podsup keeps.
+func (c *Client) Recreates(ctx context.Context) (RecreateList, error) {
+	var out RecreateList
+	return out, c.do(ctx, http.MethodGet, "/v1/recreates", nil, &out)
+}
+
+// RecreateStatus returns a request's status; with wait, once it completed.
+func (c *Client) RecreateStatus(ctx context.Context, id string, wait bool) (Recreate, error) {
+	var out Recreate
+	return out, c.do(ctx, http.MethodGet, "/v1/recreates/"+url.PathEscape(id)+"?wait="+strconv.FormatBool(wait), nil, &out)
+}

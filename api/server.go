@@ -62,6 +62,9 @@ func NewServer(b Backend, pol Policy, log zerolog.Logger) *Server {
 	mux.HandleFunc("POST /v1/reload", s.reload)
 	mux.HandleFunc("POST /v1/shutdown", s.shutdown)
 	mux.HandleFunc("GET /v1/logs/{group}/{process}", s.logs)
+	mux.HandleFunc("POST /v1/recreates", s.createRecreate)
+	mux.HandleFunc("GET /v1/recreates", s.listRecreates)
+	mux.HandleFunc("GET /v1/recreates/{id}", s.getRecreate)
 	mux.HandleFunc("POST /v1/exec/{group}", s.exec)
 	mux.HandleFunc("POST /v1/exec/{group}/{process}", s.exec)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -18,11 +18,13 @@ type StatusResponse struct {
 
 // GroupStatus is one group.
 type GroupStatus struct {
-	Name      string          `json:"name"`
-	Phase     string          `json:"phase"`
-	Ready     bool            `json:"ready"`
-	Init      []ProcessStatus `json:"init,omitempty"`
-	Processes []ProcessStatus `json:"processes"`
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	Ready bool   `json:"ready"`
+	// ReadinessHeldBy names the recreate request holding readiness false.
+	ReadinessHeldBy string          `json:"readiness_held_by,omitempty"`
+	Init            []ProcessStatus `json:"init,omitempty"`
+	Processes       []ProcessStatus `json:"processes"`
 }
 
 // ProcessStatus is one process, shaped like a container status.
@@ -128,13 +130,12 @@ func toStatus(s supervisor.Status) StatusResponse {
 }
 
 func toGroup(g supervisor.GroupStatus) GroupStatus {
-	gs := GroupStatus{Name: g.Name, Phase: string(g.Phase), Ready: len(g.Processes) > 0, Processes: []ProcessStatus{}}
+	gs := GroupStatus{Name: g.Name, Phase: string(g.Phase), Ready: g.Ready, ReadinessHeldBy: g.ReadinessHeldBy, Processes: []ProcessStatus{}}
 	for _, p := range g.Init {
 		gs.Init = append(gs.Init, toProcess(p))
 	}
 	for _, p := range g.Processes {
 		gs.Processes = append(gs.Processes, toProcess(p))
-		gs.Ready = gs.Ready && p.Ready
 	}
 	return gs
 }
@@ -172,4 +173,81 @@ func timep(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// RecreateRequest is the body of POST /v1/recreates: OpenKruise's
+// ContainerRecreateRequest for one group. Durations are Go durations.
+type RecreateRequest struct {
+	Group         string   `json:"group"`
+	Processes     []string `json:"processes"`
+	Ordered       bool     `json:"ordered,omitempty"`
+	FailurePolicy string   `json:"failure_policy,omitempty"` // fail (default) | ignore
+	Grace         string   `json:"grace,omitempty"`
+	UnreadyGrace  string   `json:"unready_grace,omitempty"`
+	MinStarted    string   `json:"min_started,omitempty"`
+	Deadline      string   `json:"deadline,omitempty"`
+	TTL           string   `json:"ttl,omitempty"`
+}
+
+// Recreate is a request's status.
+type Recreate struct {
+	ID             string            `json:"id"`
+	Group          string            `json:"group"`
+	Phase          string            `json:"phase"`
+	Failed         bool              `json:"failed"`
+	Message        string            `json:"message,omitempty"`
+	Ordered        bool              `json:"ordered,omitempty"`
+	FailurePolicy  string            `json:"failure_policy"`
+	HoldsReadiness bool              `json:"holds_readiness,omitempty"`
+	Processes      []RecreateProcess `json:"processes"`
+	CreationTime   *time.Time        `json:"creation_time,omitempty"`
+	StartTime      *time.Time        `json:"start_time,omitempty"`
+	CompletionTime *time.Time        `json:"completion_time,omitempty"`
+	Requester      string            `json:"requester,omitempty"`
+	Spec           RecreateRequest   `json:"spec"`
+}
+
+// RecreateProcess is one process of a recreate request.
+type RecreateProcess struct {
+	Name               string `json:"name"`
+	Phase              string `json:"phase"`
+	Message            string `json:"message,omitempty"`
+	PreviousInstanceID string `json:"previous_instance_id,omitempty"`
+	InstanceID         string `json:"instance_id,omitempty"`
+}
+
+// RecreateList is GET /v1/recreates.
+type RecreateList struct {
+	Recreates []Recreate `json:"recreates"`
+}
+
+func toRecreate(s supervisor.RecreateStatus) Recreate {
+	r := Recreate{ID: s.ID, Group: s.Spec.Group, Phase: string(s.Phase), Failed: s.Phase == supervisor.RecreateCompleted && s.Failed(),
+		Message: s.Message, Ordered: s.Spec.Ordered, FailurePolicy: string(s.Spec.FailurePolicy), HoldsReadiness: s.HoldsReadiness,
+		CreationTime: timep(s.CreationTime), StartTime: timep(s.StartTime), CompletionTime: timep(s.CompletionTime),
+		Requester: s.Spec.Requester, Processes: []RecreateProcess{}}
+	if r.FailurePolicy == "" {
+		r.FailurePolicy = string(supervisor.FailurePolicyFail)
+	}
+	for _, p := range s.Processes {
+		r.Processes = append(r.Processes, RecreateProcess{Name: p.Name, Phase: string(p.Phase), Message: p.Message,
+			PreviousInstanceID: p.PreviousInstanceID, InstanceID: p.InstanceID})
+	}
+	sp := s.Spec
+	r.Spec = RecreateRequest{Group: sp.Group, Processes: sp.Processes, Ordered: sp.Ordered, FailurePolicy: r.FailurePolicy,
+		Grace: durp(sp.TerminationGracePeriod), UnreadyGrace: durp(sp.UnreadyGracePeriod), TTL: durp(sp.TTLAfterFinished)}
+	if sp.MinStarted > 0 {
+		r.Spec.MinStarted = sp.MinStarted.String()
+	}
+	if sp.ActiveDeadline > 0 {
+		r.Spec.Deadline = sp.ActiveDeadline.String()
+	}
+	return r
+}
+
+func durp(d *time.Duration) string {
+	if d == nil {
+		return ""
+	}
+	return d.String()
 }

@@ -66,7 +66,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func addCtlCommands(root *cobra.Command, f *ctlFlags) {
-	root.AddCommand(newStatusCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f))
+	root.AddCommand(newStatusCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f), newRecreateCmd(f))
 	for _, action := range []string{"start", "stop", "restart"} {
 		root.AddCommand(newActionCmd(f, action))
 	}

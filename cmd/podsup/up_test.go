@@ -312,3 +312,40 @@ group "g" {
 		t.Fatalf("podsup's own output lacks the prefixed lines:\n%s", all)
 	}
 }
+
+func TestUpRecreateLeavesTheSidecarAlone(t *testing.T) {
+	f := startUp(t, upConfig)
+	app := f.waitRunning(t, "web", "api")
+	sidecar := f.waitRunning(t, "web", "sidecar")
+	code, out := f.ctl(t, "recreate", "web", "api", "--ordered", "--wait", "--grace", "1s")
+	if code != 0 || !strings.Contains(out, "Succeeded") {
+		t.Fatalf("recreate --wait: %d\n%s", code, out)
+	}
+	st, err := f.c.Status(context.Background(), "web", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Groups[0].Processes {
+		switch p.Name {
+		case "api":
+			if p.Pid == app || p.RestartCount != 1 {
+				t.Errorf("api after recreate: pid %d (was %d), restarts %d (want 1)", p.Pid, app, p.RestartCount)
+			}
+		case "sidecar":
+			if p.Pid != sidecar || p.RestartCount != 0 {
+				t.Errorf("sidecar touched by recreate: pid %d (was %d), restarts %d", p.Pid, sidecar, p.RestartCount)
+			}
+		}
+	}
+	code, out = f.ctl(t, "recreate", "list", "-o", "json")
+	var l api.RecreateList
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || len(l.Recreates) != 1 || l.Recreates[0].Phase != "Completed" {
+		t.Fatalf("recreate list: %d %s", code, out)
+	}
+	if code, out = f.ctl(t, "recreate", "web", "nosuch"); code == 0 || !strings.Contains(out, `no process "nosuch"`) {
+		t.Fatalf("recreate of an unknown process: %d %s", code, out)
+	}
+	if code, out = f.ctl(t, "recreate", "status", "rc-999"); code == 0 {
+		t.Fatalf("status of an unknown request: %d %s", code, out)
+	}
+}
