@@ -110,4 +110,3 @@ func TestListenRefusesALiveSocketAndReplacesAStaleOne(t *testing.T) {
 		t.Fatalf("client error %v does not name the socket", err)
 	}
 }
-
