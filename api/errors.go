@@ -66,3 +66,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
 }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -7,17 +7,17 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-// Apply moves a supervisor to a new configuration (live reload) at group
-// granularity: a new group starts, a removed group stops (K1–K6, as in
-// X9), a group whose effective spec changed is stopped and then started
-// afresh (a new core: new instance ids, fresh back-off as B12 implies for
-// a spec change, inits run again), and an unchanged group is not touched.
+// Apply moves a supervisor to a new configuration (live reload): a new
+// group starts, a removed group stops (K1–K6, as in X9), a group whose
+// group-level settings changed (restart policy, grace, back-off, sandbox,
+// inits) is stopped and then started afresh (a new core: new instance ids,
+// fresh back-off as B12 implies for a spec change, inits run again), a
+// group whose main processes alone changed keeps running and only the
+// added, removed or changed processes are started, stopped or restarted
+// (reload.go), and an unchanged group is not touched.
 // Before Run it only replaces the plan. The supervisor-wide settings that
 // reach groups (default back-off, minimum grace) count as part of each
 // group's spec.
-//
-// Finer reloads (restarting only the processes that changed inside a
-// group) would be a new input to the group's core; this is the seam.
 func (s *Supervisor) Apply(cfg spec.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("unable to apply the configuration: %w", err)
@@ -40,6 +40,14 @@ func (s *Supervisor) Apply(cfg spec.Config) error {
 		next := s.coreConfig(g)
 		old, ok := s.workers[g.Name]
 		if ok && sameCore(old.cfg, next) {
+			continue
+		}
+		if ok && s.running && sameGroupLevel(old.cfg, next) {
+			// Only main processes changed: the group keeps its core and
+			// only those processes are touched (reload.go).
+			next.idPrefix = old.cfg.idPrefix
+			old.cfg, old.spec = next, g
+			old.mb.put(reloadInput{group: g})
 			continue
 		}
 		w := newWorker(next, s)

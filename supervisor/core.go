@@ -202,6 +202,16 @@ type groupCore struct {
 	// shutdown is X9: podsup is stopping; nothing starts again.
 	shutdown bool
 
+	// rc is the group's recreate requests (recreate_core.go).
+	rc recreateQueue
+	// wall, when set, stamps display times (events, recreate status)
+	// instead of now; tests use it to skew the wall clock (C9).
+	wall func() time.Time
+	// leaving holds processes a reload removed until their instance is
+	// gone; reloads counts process-level reloads (reload.go).
+	leaving []*proc
+	reloads int
+
 	// now and out are the step in progress.
 	now time.Time
 	out *plan
@@ -232,6 +242,14 @@ type proc struct {
 	// b8 is set after a probe kill that restarts: the start's back-off
 	// check uses the status from before the kill (B8).
 	b8 *b8Check
+	// recreateReq is the recreate request replacing this process, whose
+	// id tags its events meanwhile.
+	recreateReq string
+	// nextSpec is a reload's new spec, taken once the old instance is
+	// gone; idPrefix keeps instance ids unique for processes added by a
+	// reload (reload.go).
+	nextSpec *spec.Process
+	idPrefix string
 }
 
 type b8Check struct {
@@ -252,6 +270,9 @@ type instance struct {
 	started      bool
 	stop         *stopState
 	hooks        instHooks
+
+	// startedWall is startedAt on the wall clock, for display (C9).
+	startedWall time.Time
 }
 
 type stopPhase int
@@ -326,8 +347,14 @@ func (g *groupCore) step(now time.Time, in input) plan {
 		g.postStartDone(in)
 	case postStopDoneInput:
 		g.postStopDone(in)
+	case recreateInput:
+		g.addRecreate(in)
+	case reloadInput:
+		g.reload(in.group)
 	case timerInput:
 	}
+	g.stepReload()
+	g.stepRecreates()
 	g.reconcile()
 	out := *g.out
 	out.wake = g.nextWake()
@@ -338,9 +365,10 @@ func (g *groupCore) step(now time.Time, in input) plan {
 func (g *groupCore) do(a action) { g.out.actions = append(g.out.actions, a) }
 
 func (g *groupCore) emit(p *proc, typ EventType, reason, format string, args ...any) {
-	e := Event{Time: g.now, Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
+	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
 	if p != nil {
 		e.Process = p.spec.Name
+		e.Request = p.recreateReq
 		e.RestartCount = max(p.starts-1, 0)
 		if p.inst != nil {
 			e.InstanceID = p.inst.id
@@ -354,7 +382,7 @@ func (g *groupCore) emit(p *proc, typ EventType, reason, format string, args ...
 }
 
 func (g *groupCore) all() []*proc {
-	return append(append([]*proc(nil), g.inits...), g.mains...)
+	return append(append(append([]*proc(nil), g.inits...), g.mains...), g.leaving...)
 }
 
 func (g *groupCore) procByInstance(id string) *proc {
@@ -597,11 +625,13 @@ func (g *groupCore) started(in startedInput) {
 	inst := p.inst
 	inst.running = true
 	inst.pid = in.pid
-	inst.startedAt = g.now
+	inst.startedAt, inst.startedWall = g.now, g.wallNow()
 	// S3, S4, P4, P5: without a probe the flag is true from the start.
 	inst.ready = p.spec.ReadinessProbe == nil
 	inst.started = p.spec.StartupProbe == nil
-	if inst.startBy != "" {
+	if inst.startBy != "" && p.recreateReq != "" {
+		g.emit(p, EventNormal, EventStarted, "Started process %s (recreate %s requested by %s)", p.spec.Name, p.recreateReq, inst.startBy)
+	} else if inst.startBy != "" {
 		g.emit(p, EventNormal, EventStarted, "Started process %s (requested by %s)", p.spec.Name, inst.startBy)
 	} else {
 		g.emit(p, EventNormal, EventStarted, "Started process %s", p.spec.Name)
@@ -831,7 +861,7 @@ func (g *groupCore) tryStart(p *proc) {
 func (g *groupCore) start(p *proc) {
 	p.nextStart = time.Time{}
 	p.inst = &instance{
-		id:           fmt.Sprintf("%s%s-%d", g.idPrefix, p.spec.Name, p.starts),
+		id:           fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts),
 		restartCount: p.starts, // R5
 		startBy:      p.startBy,
 		startedAt:    g.now,
@@ -859,6 +889,7 @@ func (g *groupCore) nextWake() time.Time {
 			consider(p.nextStart)
 		}
 	}
+	consider(g.rc.wake)
 	return wake
 }
 
@@ -868,6 +899,10 @@ func verb(r KillReason) string {
 		return "restart"
 	case KillShutdown:
 		return "shutdown"
+	case KillRecreate:
+		return "recreate"
+	case KillReload:
+		return "reload"
 	default:
 		return "stop"
 	}

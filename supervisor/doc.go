@@ -2,9 +2,10 @@
 // should run and reacts to what did. Per group it owns the init order
 // (I1–I4), restart policies (R1–R5), the CrashLoopBackOff throttle (B1–B12
 // with X2–X4), graceful termination (K1–K6, X9, X10, X12), probe
-// reactions and lifecycle hooks (P, H, X5, X6), critical processes (X11)
-// and explicit start/stop/restart requests (X7); it
-// publishes kubelet-style events and status snapshots. It reaches the
+// reactions and lifecycle hooks (P, H, X5, X6), critical processes (X11),
+// explicit start/stop/restart requests (X7) and recreate requests (part C
+// with X8: Recreate, WaitRecreate); it publishes kubelet-style events and
+// status snapshots. It reaches the
 // kernel only through a Runtime (SandboxRuntime by default).
 //
 // # Shape
@@ -44,6 +45,10 @@
 // holds running/started and kills on failure, pre_stop is charged to the
 // grace (K3), post_stop follows every exit. Exec probes and hooks run in the
 // group's sandbox when the Runtime is a SandboxSpawner (X6). ProbeResult
-// lets a library user deliver results of their own. Apply reloads at group
-// granularity.
+// lets a library user deliver results of their own.
+//
+// # Reload
+//
+// Apply reloads live: only the added, removed or changed processes when a
+// group's main processes alone changed, the whole group otherwise.
 package supervisor

@@ -46,6 +46,8 @@ type Event struct {
 	RestartCount int
 	Pid          int
 	Message      string
+	// Request is the recreate request this event belongs to, if any.
+	Request string
 }
 
 // DefaultEventBuffer is how many events a subscriber may fall behind
@@ -94,6 +96,9 @@ func (b *eventBus) logEvent(e Event) {
 	}
 	if e.Pid > 0 {
 		ev = ev.Int("pid", e.Pid)
+	}
+	if e.Request != "" {
+		ev = ev.Str("request", e.Request)
 	}
 	ev.Uint64("seq", e.Seq).Time("event_time", e.Time).Msg(e.Message)
 }

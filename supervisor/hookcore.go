@@ -91,6 +91,9 @@ func (probeReportInput) isInput()   {}
 type hookAction struct {
 	process, instance string
 	point             spec.HookPoint
+	// spec is the process as it was when the core asked: a reload may
+	// change or remove it before the hook runs.
+	spec spec.Process
 }
 
 func (hookAction) isAction() {}
@@ -100,7 +103,7 @@ func (hookAction) isAction() {}
 func (g *groupCore) launch(p *proc) {
 	if p.spec.PreStart != nil {
 		p.inst.hooks.preStarting = true
-		g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PreStart})
+		g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PreStart, spec: p.spec})
 		return
 	}
 	g.do(startAction{process: p.spec.Name, instance: p.inst.id, spec: p.spec})
@@ -147,7 +150,7 @@ func (g *groupCore) beginPostStart(p *proc) {
 	}
 	p.inst.running = false
 	p.inst.hooks.postStarting = true
-	g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PostStart})
+	g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PostStart, spec: p.spec})
 }
 
 // postStartDone releases the instance into running (H1), or kills it
@@ -173,14 +176,24 @@ func (g *groupCore) postStartDone(in postStartDoneInput) {
 // instance, whatever ended it (X5). p.inst is the instance that exited.
 func (g *groupCore) requestPostStop(p *proc) {
 	if p.spec.PostStop != nil {
-		g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PostStop})
+		g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PostStop, spec: p.spec})
 	}
 }
 
 // postStopDone: a failure is a warning event and changes nothing (X5).
 func (g *groupCore) postStopDone(in postStopDoneInput) {
+	if in.err == nil {
+		return
+	}
 	p, ok := g.byName[in.process]
-	if !ok || in.err == nil {
+	if !ok {
+		for _, q := range g.leaving { // removed by a reload, still stopping
+			if q.spec.Name == in.process {
+				p, ok = q, true
+			}
+		}
+	}
+	if !ok {
 		return
 	}
 	// The event names the instance that exited, not the one now running.
@@ -200,20 +213,6 @@ func (g *groupCore) probeReport(in probeReportInput) {
 		return
 	}
 	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.probe), in.message)
-}
-
-// groupReady: a group is ready when every one of its processes is
-// running and ready (P12, the pod's Ready condition).
-func (g *groupCore) groupReady() bool {
-	if len(g.mains) == 0 {
-		return false
-	}
-	for _, p := range g.mains {
-		if p.inst == nil || !p.inst.running || !p.inst.ready {
-			return false
-		}
-	}
-	return true
 }
 
 // probeTitle is the probe kind as kubelet's events spell it ("Liveness").

@@ -24,10 +24,13 @@ import (
 // so they run inside the group's namespaces and cgroup (X6). Without it
 // they run in podsup's own, through sandbox.Start.
 type SandboxSpawner interface {
-	// Spawner returns how to start a command inside group's sandbox, or
-	// nil for podsup's own namespaces. The function is called for every
-	// exec probe or hook, so it may look the sandbox up late (it need not
-	// exist when Spawner is called).
+	// Spawner returns how to start a command inside group's sandbox as
+	// things stand now (sandbox.Start while the group has none). The
+	// supervisor asks again for every exec probe or hook, so a sandbox
+	// created by the group's first start is used from then on.
+	//
+	// A Runtime that wraps another must forward Spawner, or the group's
+	// exec probes and hooks run outside its sandbox.
 	Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error)
 }
 
@@ -41,7 +44,10 @@ type DefaultHookRunner struct {
 	Clock clock.Clock
 }
 
-var _ HookRunner = DefaultHookRunner{}
+var (
+	_ HookRunner     = DefaultHookRunner{}
+	_ SandboxSpawner = (*LocalRuntime)(nil)
+)
 
 // HookError is a hook that failed: why, and what it printed.
 type HookError struct {
@@ -88,6 +94,15 @@ type lifecycle struct {
 	groupCancel context.CancelFunc
 
 	probes []*probeWorker
+	// retiredProbes were stopped by a reload; stopProbes waits for them.
+	retiredProbes []*probeWorker
+	// probesBuilt, probesReload and probesPending say when the probe
+	// workers must be matched against the core's processes again: at the
+	// start, after a reload, and while a changed spec waits for its old
+	// instance to end.
+	probesBuilt   bool
+	probesReload  int
+	probesPending bool
 	// probeClock, when set, replaces the supervisor's clock for the probe
 	// workers (tests watch their timers with it).
 	probeClock clock.Clock
@@ -96,12 +111,22 @@ type lifecycle struct {
 	probeHandler func(process string, kind spec.ProbeKind) probes.Handler
 }
 
-// spawner is the group's exec seam (X6): nil means sandbox.Start.
+// spawner is the group's exec seam (X6): nil means sandbox.Start. The
+// runtime is asked at each spawn, not once, because the sandbox of a group
+// appears with its first start, after its probe workers were built.
 func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
-	if s, ok := w.rt.(SandboxSpawner); ok {
-		return s.Spawner(w.name)
+	s, ok := w.rt.(SandboxSpawner)
+	if !ok {
+		return nil
 	}
-	return nil
+	group := w.name
+	return func(c *sandbox.Cmd) (*sandbox.Process, error) {
+		spawn := s.Spawner(group)
+		if spawn == nil {
+			spawn = sandbox.Start
+		}
+		return spawn(c)
+	}
 }
 
 // runHook carries out a hookAction: the hook runs in a goroutine of its
@@ -109,14 +134,15 @@ func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
 func (w *worker) runHook(a hookAction) {
 	switch a.point {
 	case spec.PreStart, spec.PostStart:
-		w.startHook(a.process, a.instance, a.point, 0, w.instanceContext(a.instance))
+		w.startHook(a.spec, a.instance, a.point, 0, w.instanceContext(a.instance))
 	case spec.PostStop:
-		w.startHook(a.process, a.instance, a.point, 0, w.groupHookContext())
+		w.startHook(a.spec, a.instance, a.point, 0, w.groupHookContext())
 	}
 }
 
-// startHook runs process's hook at point for instance within budget.
-func (w *worker) startHook(process, instance string, point spec.HookPoint, budget time.Duration, ctx context.Context) {
+// startHook runs pr's hook at point for instance within budget.
+func (w *worker) startHook(pr spec.Process, instance string, point spec.HookPoint, budget time.Duration, ctx context.Context) {
+	process := pr.Name
 	done := func(err error) input {
 		switch point {
 		case spec.PreStart:
@@ -134,12 +160,9 @@ func (w *worker) startHook(process, instance string, point spec.HookPoint, budge
 		w.mb.put(done(errNoHookRunner))
 		return
 	}
-	req := HookRequest{Group: w.name, InstanceID: instance, Point: point, Budget: budget, Spawn: w.spawner()}
-	if p, ok := w.core.byName[process]; ok {
-		req.Process = p.spec
-		if h := hookAt(p.spec, point); h != nil {
-			req.Hook = *h
-		}
+	req := HookRequest{Group: w.name, InstanceID: instance, Process: pr, Point: point, Budget: budget, Spawn: w.spawner()}
+	if h := hookAt(pr, point); h != nil {
+		req.Hook = *h
 	}
 	if inst := w.insts[instance]; inst != nil {
 		req.Pid = inst.Pid()

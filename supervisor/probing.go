@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -30,7 +31,9 @@ import (
 type probeWorker struct {
 	process string
 	kind    spec.ProbeKind
-	w       *probes.Worker
+	// spec is the process spec it was built from.
+	spec spec.Process
+	w    *probes.Worker
 	// seen is what it was last told (Observe).
 	seen probes.Instance
 	// running: its Run goroutine has been started.
@@ -44,13 +47,45 @@ const eventOutputLimit = 1024
 // at the first observation (observeProbes), so a worker's first probe,
 // which it runs at once (as the kubelet's does), sees the group's first
 // instance rather than nothing.
-func (w *worker) startProbes() {
+func (w *worker) startProbes() { w.reconcileProbes() }
+
+// reconcileProbes keeps one probe worker per main process and probe kind
+// of the core's current specs: a process-level reload may add, remove or
+// change processes (the new spec takes over once the old instance ended).
+func (w *worker) reconcileProbes() {
+	if w.lc.probesBuilt && w.lc.probesReload == w.core.reloads && !w.lc.probesPending {
+		return
+	}
+	w.lc.probesBuilt, w.lc.probesReload, w.lc.probesPending = true, w.core.reloads, false
+	current := map[string]spec.Process{}
+	for _, p := range w.core.mains {
+		current[p.spec.Name] = p.spec
+		if p.nextSpec != nil {
+			w.lc.probesPending = true
+		}
+	}
+	kept := map[string]bool{}
+	var probesKept []*probeWorker
+	for _, pw := range w.lc.probes {
+		if s, ok := current[pw.process]; ok && reflect.DeepEqual(s, pw.spec) {
+			probesKept = append(probesKept, pw)
+			kept[pw.process] = true
+			continue
+		}
+		pw.w.Stop()
+		w.lc.retiredProbes = append(w.lc.retiredProbes, pw)
+	}
+	w.lc.probes = probesKept
 	clk := w.clock
 	if w.lc.probeClock != nil {
 		clk = w.lc.probeClock
 	}
 	spawn := w.spawner()
-	for _, pr := range w.spec.Processes {
+	for _, p := range w.core.mains {
+		pr := p.spec
+		if kept[pr.Name] {
+			continue
+		}
 		kinds := []struct {
 			kind  spec.ProbeKind
 			probe *spec.Probe
@@ -84,7 +119,7 @@ func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec
 	}
 	withOutput := probe.Exec != nil // kubelet quotes an exec probe's output
 	mb := w.mb
-	pw := &probeWorker{process: pr.Name, kind: kind}
+	pw := &probeWorker{process: pr.Name, kind: kind, spec: pr}
 	pw.w, err = probes.NewWorker(probes.WorkerConfig{
 		Kind: kind, Probe: probe, Handler: h, Clock: clk,
 		Logger: w.log.With().Str("process", pr.Name).Logger(),
@@ -115,8 +150,10 @@ func (w *worker) stopProbes() {
 	for _, pw := range w.lc.probes {
 		pw.w.Stop()
 	}
-	for _, pw := range w.lc.probes {
-		<-pw.w.Done()
+	for _, pw := range append(w.lc.probes, w.lc.retiredProbes...) {
+		if pw.running {
+			<-pw.w.Done()
+		}
 	}
 }
 
@@ -125,6 +162,7 @@ func (w *worker) stopProbes() {
 // (as the kubelet does when a startup probe succeeds), so that a process
 // is not left unready for a whole period after it could be ready.
 func (w *worker) observeProbes() {
+	w.reconcileProbes()
 	for _, pw := range w.lc.probes {
 		p := w.core.byName[pw.process]
 		if p == nil {

@@ -251,3 +251,33 @@ func TestReadinessProbesANewInstanceAtOnce(t *testing.T) {
 	})
 	r.stop()
 }
+
+func TestReloadGivesAChangedProcessItsNewProbes(t *testing.T) {
+	// A process-level reload that adds a readiness probe restarts the
+	// process with it, and a probe worker for the new spec takes over (P1
+	// per process and kind, whatever the reload did).
+	cfg := configOf(oneProcess(spec.RestartAlways))
+	handler := func(string, spec.ProbeKind) probes.Handler {
+		return detailHandler(func() probes.Detail { return probes.Detail{Result: probes.Failure, Message: "not ready"} })
+	}
+	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1}), nil, handler)
+	r.advanceTo(time.Second)
+	if ps := r.status("app"); !ps.Ready {
+		t.Fatalf("without a readiness probe the process is ready: %+v", ps)
+	}
+	next := configOf(oneProcess(spec.RestartAlways))
+	next.Groups[0].Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: 1}}, Period: time.Second}
+	if err := r.sup.Apply(next); err != nil {
+		t.Fatal(err)
+	}
+	r.probes = 1
+	r.advanceTo(5 * time.Second)
+	ps := r.status("app")
+	if ps.RestartCount != 1 || ps.Ready || ps.State != StateRunning {
+		t.Errorf("after the reload: %+v, want the restarted instance running and unready", ps)
+	}
+	if u := withReason(r.events(), EventUnhealthy); len(u) == 0 || !strings.HasPrefix(u[0].Message, "Readiness probe failed") {
+		t.Errorf("the new readiness probe did not run: %+v", u)
+	}
+	r.stop()
+}

@@ -6,7 +6,7 @@ import "fmt"
 // shares nothing with the core.
 func (g *groupCore) snapshot() GroupStatus {
 	gs := GroupStatus{Name: g.name, Phase: g.phase()}
-	gs.Ready = g.groupReady()
+	gs.Ready, gs.ReadinessHeldBy = g.readiness()
 	for _, p := range g.inits {
 		gs.Init = append(gs.Init, g.procStatus(p))
 	}

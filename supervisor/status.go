@@ -56,13 +56,15 @@ func (s Status) Group(name string) (GroupStatus, bool) {
 
 // GroupStatus is one group's snapshot.
 type GroupStatus struct {
-	Name  string
-	Phase GroupPhase
-	// Ready is set when every process of the group is running and ready
-	// (P12: readiness probes drive it, never restarts).
-	Ready     bool
+	Name      string
+	Phase     GroupPhase
 	Init      []ProcessStatus
 	Processes []ProcessStatus
+	// Ready: every wanted main process is running and ready, and no
+	// recreate request holds the group unready (C3).
+	Ready bool
+	// ReadinessHeldBy is the recreate request holding readiness false.
+	ReadinessHeldBy string
 }
 
 // Process returns the named process's (or init's) status.

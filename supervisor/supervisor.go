@@ -75,6 +75,7 @@ type Supervisor struct {
 	bus        *eventBus
 	minGrace   time.Duration
 	defBackoff spec.Backoff
+	rc         recreateRegistry
 
 	mu        sync.Mutex // guards everything below
 	workers   map[string]*worker

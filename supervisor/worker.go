@@ -42,6 +42,9 @@ type worker struct {
 	timer  clock.Timer
 	wake   time.Time
 	status atomic.Pointer[GroupStatus]
+	// recreates is the group's recreate requests, published with status.
+	recreates atomic.Pointer[[]RecreateStatus]
+	registry  *recreateRegistry
 	// after, when set, holds the worker back until the group it replaces
 	// has stopped (Apply); waiting is true meanwhile.
 	after   <-chan struct{}
@@ -69,6 +72,7 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 		onCritical: s.criticalExit,
 		insts:      map[string]Instance{},
 		done:       make(chan struct{}),
+		registry:   &s.rc,
 	}
 	st := w.core.snapshot()
 	w.status.Store(&st)
@@ -79,6 +83,13 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 // instance of the group is alive.
 func (w *worker) run() {
 	defer close(w.done)
+	// Release per-group resources (a sandbox) before done closes, so a
+	// replacement group waiting on done can take the same name.
+	defer func() {
+		if r, ok := w.rt.(GroupReleaser); ok {
+			r.ReleaseGroup(w.name)
+		}
+	}()
 	defer w.cancel()
 	if w.after != nil {
 		<-w.after
@@ -183,6 +194,8 @@ func (w *worker) handle(in input) {
 	w.syncLifecycle()
 	st := w.core.snapshot()
 	w.status.Store(&st)
+	rs := w.core.recreateSnapshot()
+	w.recreates.Store(&rs)
 	for _, e := range w.events {
 		w.bus.publish(e)
 	}
@@ -220,7 +233,7 @@ func (w *worker) exec(a action) input {
 	case startAction:
 		id := a.instance
 		inst, err := w.rt.Start(w.ctx, StartRequest{
-			Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.spec.Sandbox,
+			Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.core.spec.Sandbox,
 			OnExit: func(st ExitStatus) {
 				w.mb.put(exitedInput{instance: id, status: st, at: w.clock.Now()})
 			},
@@ -251,12 +264,18 @@ func (w *worker) exec(a action) input {
 		w.events = append(w.events, a.event)
 	case criticalAction:
 		w.onCritical(w.name, a.process, a.code)
+	case recreateReplyAction, recreateDoneAction, recreateGoneAction:
+		w.execRecreate(a)
 	}
 	return nil
 }
 
 func (w *worker) runPreStop(a preStopAction) {
-	w.startHook(a.process, a.instance, spec.PreStop, a.budget, w.instanceContext(a.instance))
+	var pr spec.Process
+	if p := w.core.procByInstance(a.instance); p != nil {
+		pr = p.spec
+	}
+	w.startHook(pr, a.instance, spec.PreStop, a.budget, w.instanceContext(a.instance))
 }
 
 // barrier waits until the worker has handled everything posted so far.

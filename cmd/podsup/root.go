@@ -23,13 +23,18 @@ func newRootCmd() *cobra.Command {
 restart policies, CrashLoopBackOff, probes, lifecycle hooks and graceful stop,
 for plain Linux processes, in one static binary.
 
-  podsup run -- CMD [ARGS...]     run one command as PID 1 (a tini/dumb-init drop-in)`,
+  podsup run -- CMD [ARGS...]     run one command as PID 1 (a tini/dumb-init drop-in)
+  podsup up -f podsup.hcl         run the groups of a configuration file
+  podsup status | events | logs   look at a running podsup (over its control socket)`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("podsup {{.Version}}\n")
-	root.AddCommand(newRunCmd())
+	var ctl ctlFlags
+	ctl.register(root)
+	root.AddCommand(newRunCmd(), newUpCmd(), newValidateCmd())
+	addCtlCommands(root, &ctl)
 	return root
 }
 

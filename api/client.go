@@ -1,0 +1,223 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+)
+
+// Client talks to a podsup over its control socket.
+type Client struct {
+	Socket string
+	hc     *http.Client
+}
+
+// NewClient returns a client for the socket at path.
+func NewClient(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableCompression: true,
+	}
+	return &Client{Socket: path, hc: &http.Client{Transport: tr}}
+}
+
+// Version asks which podsup answers.
+func (c *Client) Version(ctx context.Context) (VersionResponse, error) {
+	var v VersionResponse
+	return v, c.do(ctx, http.MethodGet, "/v1/version", nil, &v)
+}
+
+// Status returns every group, one group, or one process (group/process).
+func (c *Client) Status(ctx context.Context, group, process string) (StatusResponse, error) {
+	p := "/v1/status"
+	if group != "" {
+		p += "/" + url.PathEscape(group)
+		if process != "" {
+			p += "/" + url.PathEscape(process)
+		}
+	}
+	var s StatusResponse
+	return s, c.do(ctx, http.MethodGet, p, nil, &s)
+}
+
+// Events calls fn for each kept event and, with follow, each new one until
+// ctx ends.
+func (c *Client) Events(ctx context.Context, follow bool, fn func(Event) error) error {
+	return streamGet(c, ctx, "/v1/events?follow="+strconv.FormatBool(follow), fn)
+}
+
+// Logs calls fn for each line of a process's output.
+func (c *Client) Logs(ctx context.Context, group, process string, tail int, follow, previous bool, fn func(LogLine) error) error {
+	q := url.Values{"tail": {strconv.Itoa(tail)}, "follow": {strconv.FormatBool(follow)}, "previous": {strconv.FormatBool(previous)}}
+	return streamGet(c, ctx, "/v1/logs/"+url.PathEscape(group)+"/"+url.PathEscape(process)+"?"+q.Encode(), fn)
+}
+
+// Action asks for start, stop or restart of a group, or of one process
+// when process is not empty. grace may be "" (the configured one).
+func (c *Client) Action(ctx context.Context, action, group, process, grace string) (ActionResponse, error) {
+	p := "/v1/groups/" + url.PathEscape(group)
+	if process != "" {
+		p += "/processes/" + url.PathEscape(process)
+	}
+	var out ActionResponse
+	return out, c.do(ctx, http.MethodPost, p+"/"+action, ActionRequest{Grace: grace}, &out)
+}
+
+// Reload asks podsup to re-read its configuration.
+func (c *Client) Reload(ctx context.Context) (ReloadResponse, error) {
+	var out ReloadResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/reload", nil, &out)
+}
+
+// Shutdown asks podsup to stop everything and exit.
+func (c *Client) Shutdown(ctx context.Context, grace string) error {
+	return c.do(ctx, http.MethodPost, "/v1/shutdown", ActionRequest{Grace: grace}, nil)
+}
+
+// Exec runs argv in a group's sandbox, copying its output, and returns its
+// exit code.
+func (c *Client) Exec(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
+	p := "/v1/exec/" + url.PathEscape(group)
+	if process != "" {
+		p += "/" + url.PathEscape(process)
+	}
+	code := -1
+	var execErr error
+	err := streamBody(c, ctx, http.MethodPost, p, ExecRequest{Command: argv}, func(f ExecFrame) error {
+		switch {
+		case f.ExitCode != nil:
+			code = *f.ExitCode
+			if f.Error != "" {
+				execErr = errors.New(f.Error)
+			}
+		case f.Stream == "stderr":
+			_, _ = stderr.Write(f.Data)
+		default:
+			_, _ = stdout.Write(f.Data)
+		}
+		return nil
+	})
+	if err != nil {
+		return -1, err
+	}
+	if code < 0 {
+		return -1, errors.New("exec: the connection closed before the command's exit code arrived")
+	}
+	return code, execErr
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("unable to read podsup's answer: %w", err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://podsup"+path, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.dialError(err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var e Error
+		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Message == "" {
+			e = Error{Status: resp.StatusCode, Message: resp.Status}
+		}
+		e.Status = resp.StatusCode
+		return nil, &e
+	}
+	return resp, nil
+}
+
+// dialError explains the usual reasons a socket cannot be reached.
+func (c *Client) dialError(err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("cannot reach podsup at %s: is `podsup up` running? (set --socket or PODSUP_SOCKET): %w", c.Socket, err)
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("cannot open %s: permission denied (the socket is for root, podsup's user and its socket_group): %w", c.Socket, err)
+	}
+	return err
+}
+
+func streamGet[T any](c *Client, ctx context.Context, path string, fn func(T) error) error {
+	return streamBody(c, ctx, http.MethodGet, path, nil, fn)
+}
+
+func streamBody[T any](c *Client, ctx context.Context, method, path string, body any, fn func(T) error) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return fmt.Errorf("unable to read podsup's answer: %w", err)
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// Recreate asks for a recreate request and returns its status.
+func (c *Client) Recreate(ctx context.Context, req RecreateRequest) (Recreate, error) {
+	var out Recreate
+	return out, c.do(ctx, http.MethodPost, "/v1/recreates", req, &out)
+}
+
+// Recreates lists the requests podsup keeps.
+func (c *Client) Recreates(ctx context.Context) (RecreateList, error) {
+	var out RecreateList
+	return out, c.do(ctx, http.MethodGet, "/v1/recreates", nil, &out)
+}
+
+// RecreateStatus returns a request's status; with wait, once it completed.
+func (c *Client) RecreateStatus(ctx context.Context, id string, wait bool) (Recreate, error) {
+	var out Recreate
+	return out, c.do(ctx, http.MethodGet, "/v1/recreates/"+url.PathEscape(id)+"?wait="+strconv.FormatBool(wait), nil, &out)
+}

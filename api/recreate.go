@@ -1,0 +1,102 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/podsup/podsup/supervisor"
+)
+
+func (s *Server) createRecreate(w http.ResponseWriter, r *http.Request) {
+	var req RecreateRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	spec := supervisor.RecreateSpec{Group: req.Group, Processes: req.Processes, Ordered: req.Ordered,
+		FailurePolicy: supervisor.FailurePolicy(req.FailurePolicy), Requester: "api (" + peerName(r) + ")"}
+	for _, d := range []struct {
+		name string
+		in   string
+		out  **time.Duration
+	}{{"grace", req.Grace, &spec.TerminationGracePeriod}, {"unready_grace", req.UnreadyGrace, &spec.UnreadyGracePeriod}, {"ttl", req.TTL, &spec.TTLAfterFinished}} {
+		if d.in == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.in)
+		if err != nil {
+			writeError(w, badRequest("%s %q is not a duration such as \"10s\"", d.name, d.in))
+			return
+		}
+		*d.out = &v
+	}
+	for _, d := range []struct {
+		name string
+		in   string
+		out  *time.Duration
+	}{{"min_started", req.MinStarted, &spec.MinStarted}, {"deadline", req.Deadline, &spec.ActiveDeadline}} {
+		if d.in == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.in)
+		if err != nil {
+			writeError(w, badRequest("%s %q is not a duration such as \"10s\"", d.name, d.in))
+			return
+		}
+		*d.out = v
+	}
+	id, err := s.b.Supervisor.Recreate(spec)
+	if err != nil {
+		writeError(w, classifyRecreate(err))
+		return
+	}
+	st, err := s.b.Supervisor.RecreateStatus(id)
+	if err != nil {
+		// Already completed and forgotten (ttl 0): report the id alone.
+		writeJSON(w, http.StatusCreated, Recreate{ID: id, Group: req.Group})
+		return
+	}
+	writeJSON(w, http.StatusCreated, toRecreate(st))
+}
+
+func (s *Server) listRecreates(w http.ResponseWriter, r *http.Request) {
+	out := RecreateList{Recreates: []Recreate{}}
+	for _, st := range s.b.Supervisor.Recreates() {
+		out.Recreates = append(out.Recreates, toRecreate(st))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getRecreate answers a request's status; with wait=true, once it has
+// completed (or the client gave up).
+func (s *Server) getRecreate(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var st supervisor.RecreateStatus
+	var err error
+	if r.URL.Query().Get("wait") == "true" {
+		st, err = s.b.Supervisor.WaitRecreate(r.Context(), id)
+		if r.Context().Err() != nil {
+			return // the client left
+		}
+	} else {
+		st, err = s.b.Supervisor.RecreateStatus(id)
+	}
+	if err != nil {
+		writeError(w, classifyRecreate(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, toRecreate(st))
+}
+
+func classifyRecreate(err error) error {
+	switch {
+	case errors.Is(err, supervisor.ErrInvalidRecreate):
+		return &wrapped{err.Error(), ErrBadRequest}
+	case errors.Is(err, supervisor.ErrGroupInactive):
+		return &wrapped{err.Error(), ErrConflict}
+	case errors.Is(err, supervisor.ErrNotRunning):
+		return &wrapped{err.Error(), ErrUnavailable}
+	}
+	return classify(err)
+}

@@ -1,0 +1,411 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/podsup/podsup/supervisor"
+)
+
+// Backend answers the API's requests. Supervisor and History are required;
+// the function fields may be nil, which answers 503.
+type Backend struct {
+	Supervisor *supervisor.Supervisor
+	History    *supervisor.History
+	Version    string
+	// Reload re-reads and applies the configuration. On error the running
+	// configuration stays; the error text (with file:line:col) goes back to
+	// the caller.
+	Reload func() (string, error)
+	// Logs serves process output.
+	Logs LogSource
+	// Exec runs argv in the sandbox of group (and process, when given),
+	// writing its output, and returns its exit code.
+	Exec func(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error)
+}
+
+// LogSource is where process output is kept.
+type LogSource interface {
+	Tail(group, process string, n int, previous bool) ([]LogLine, error)
+	// Follow sends the last tail lines, then new ones, until ctx ends.
+	Follow(ctx context.Context, group, process string, tail int) (<-chan LogLine, error)
+}
+
+// Server serves the API on a unix socket.
+type Server struct {
+	b      Backend
+	policy Policy
+	log    zerolog.Logger
+	srv    *http.Server
+}
+
+// NewServer returns a server for b that admits the peers pol allows.
+func NewServer(b Backend, pol Policy, log zerolog.Logger) *Server {
+	s := &Server{b: b, policy: pol, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/version", s.version)
+	mux.HandleFunc("GET /v1/status", s.status)
+	mux.HandleFunc("GET /v1/status/{group}", s.status)
+	mux.HandleFunc("GET /v1/status/{group}/{process}", s.status)
+	mux.HandleFunc("GET /v1/events", s.events)
+	mux.HandleFunc("POST /v1/groups/{group}/{action}", s.action)
+	mux.HandleFunc("POST /v1/groups/{group}/processes/{process}/{action}", s.action)
+	mux.HandleFunc("POST /v1/reload", s.reload)
+	mux.HandleFunc("POST /v1/shutdown", s.shutdown)
+	mux.HandleFunc("GET /v1/logs/{group}/{process}", s.logs)
+	mux.HandleFunc("POST /v1/recreates", s.createRecreate)
+	mux.HandleFunc("GET /v1/recreates", s.listRecreates)
+	mux.HandleFunc("GET /v1/recreates/{id}", s.getRecreate)
+	mux.HandleFunc("POST /v1/exec/{group}", s.exec)
+	mux.HandleFunc("POST /v1/exec/{group}/{process}", s.exec)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &pathError{r.Method + " " + r.URL.Path})
+	})
+	s.srv = &http.Server{
+		Handler:           s.authorize(mux),
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			p, err := peerOf(c)
+			if err != nil {
+				return ctx // no peer: authorize refuses
+			}
+			return context.WithValue(ctx, peerKey{}, p)
+		},
+		ErrorLog: nil,
+	}
+	return s
+}
+
+type pathError struct{ what string }
+
+func (e *pathError) Error() string { return "no such endpoint: " + e.what + " (see `podsup --help`)" }
+func (e *pathError) Unwrap() error { return ErrNotFound }
+
+// Serve answers requests on l until Shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	err := s.srv.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting and ends open streams.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Close() }
+
+// authorize admits only peers the policy allows (SO_PEERCRED).
+func (s *Server) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := PeerFrom(r.Context())
+		if !ok || !s.policy.Allows(p) {
+			s.log.Warn().Str("peer", p.String()).Str("request", r.Method+" "+r.URL.Path).Msg("refused an API caller that is neither root, podsup's user nor in the socket group")
+			writeError(w, errForbiddenFor(p))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func errForbiddenFor(p Peer) error {
+	return &forbiddenError{p}
+}
+
+type forbiddenError struct{ p Peer }
+
+func (e *forbiddenError) Error() string {
+	return "permission denied: uid " + strconv.Itoa(e.p.UID) + " may not use podsup's control socket (root, podsup's own user and the configured socket_group may)"
+}
+func (e *forbiddenError) Unwrap() error { return errForbidden }
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, VersionResponse{Version: s.b.Version, Pid: os.Getpid()})
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st := toStatus(s.b.Supervisor.Status())
+	group, process := r.PathValue("group"), r.PathValue("process")
+	if group == "" {
+		writeJSON(w, http.StatusOK, st)
+		return
+	}
+	for _, g := range st.Groups {
+		if g.Name != group {
+			continue
+		}
+		if process != "" {
+			var keep []ProcessStatus
+			for _, p := range append(append([]ProcessStatus{}, g.Init...), g.Processes...) {
+				if p.Name == process {
+					keep = append(keep, p)
+				}
+			}
+			if len(keep) == 0 {
+				writeError(w, notFound("group %q has no process %q", group, process))
+				return
+			}
+			g.Init, g.Processes = nil, keep
+		}
+		writeJSON(w, http.StatusOK, StatusResponse{Groups: []GroupStatus{g}})
+		return
+	}
+	writeError(w, notFound("no group %q", group))
+}
+
+func notFound(format string, args ...any) error {
+	return &wrapped{msg: sprintf(format, args...), err: ErrNotFound}
+}
+
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
+
+// events streams kept events (and, with follow=true, new ones) as JSON lines.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	follow := r.URL.Query().Get("follow") == "true"
+	var since uint64
+	if v := r.URL.Query().Get("since"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, badRequest("since must be an event sequence number, got %q", v))
+			return
+		}
+		since = n
+	}
+	st := newStream(w)
+	if !follow {
+		evs, _ := s.b.History.Since(since)
+		for _, e := range evs {
+			st.send(toEvent(e))
+		}
+		return
+	}
+	s.b.History.Follow(r.Context(), since, func(e supervisor.Event) bool {
+		return st.send(toEvent(e)) == nil
+	})
+}
+
+func (s *Server) action(w http.ResponseWriter, r *http.Request) {
+	group, process, action := r.PathValue("group"), r.PathValue("process"), r.PathValue("action")
+	var req ActionRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	opts := supervisor.RequestOptions{Requester: "api (" + peerName(r) + ")"}
+	if req.Grace != "" {
+		d, err := time.ParseDuration(req.Grace)
+		if err != nil || d < 0 {
+			writeError(w, badRequest("grace %q is not a duration such as \"10s\"", req.Grace))
+			return
+		}
+		opts.Grace = &d
+	}
+	var err error
+	switch action {
+	case "start":
+		err = s.b.Supervisor.Start(group, process, opts)
+	case "stop":
+		err = s.b.Supervisor.Stop(group, process, opts)
+	case "restart":
+		err = s.b.Supervisor.Restart(group, process, opts)
+	default:
+		writeError(w, badRequest("unknown action %q: use start, stop or restart", action))
+		return
+	}
+	if err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	target := group
+	if process != "" {
+		target += "/" + process
+	}
+	writeJSON(w, http.StatusAccepted, ActionResponse{Message: action + " of " + target + " requested"})
+}
+
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
+	if s.b.Reload == nil {
+		writeError(w, &wrapped{"this podsup has no configuration file to reload", ErrUnavailable})
+		return
+	}
+	msg, err := s.b.Reload()
+	if err != nil {
+		writeError(w, &wrapped{"reload failed, the running configuration stays:\n" + err.Error(), ErrBadRequest})
+		return
+	}
+	writeJSON(w, http.StatusOK, ReloadResponse{Message: msg})
+}
+
+func (s *Server) shutdown(w http.ResponseWriter, r *http.Request) {
+	var req ActionRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	var grace *time.Duration
+	if req.Grace != "" {
+		d, err := time.ParseDuration(req.Grace)
+		if err != nil || d < 0 {
+			writeError(w, badRequest("grace %q is not a duration such as \"10s\"", req.Grace))
+			return
+		}
+		grace = &d
+	}
+	s.log.Info().Str("peer", peerName(r)).Msg("shutdown requested through the API")
+	writeJSON(w, http.StatusAccepted, ActionResponse{Message: "shutdown requested"})
+	s.b.Supervisor.Shutdown(grace)
+}
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	if s.b.Logs == nil {
+		writeError(w, &wrapped{"process output is not captured by this podsup", ErrUnavailable})
+		return
+	}
+	group, process := r.PathValue("group"), r.PathValue("process")
+	q := r.URL.Query()
+	tail := -1
+	if v := q.Get("tail"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -1 {
+			writeError(w, badRequest("tail must be a number of lines, got %q", v))
+			return
+		}
+		tail = n
+	}
+	if q.Get("follow") == "true" {
+		ch, err := s.b.Logs.Follow(r.Context(), group, process, tail)
+		if err != nil {
+			writeError(w, classify(err))
+			return
+		}
+		st := newStream(w)
+		for l := range ch {
+			if st.send(l) != nil {
+				return
+			}
+		}
+		return
+	}
+	lines, err := s.b.Logs.Tail(group, process, tail, q.Get("previous") == "true")
+	if err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	st := newStream(w)
+	for _, l := range lines {
+		st.send(l)
+	}
+}
+
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
+	if s.b.Exec == nil {
+		writeError(w, &wrapped{"exec is not available", ErrUnavailable})
+		return
+	}
+	var req ExecRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(req.Command) == 0 || req.Command[0] == "" {
+		writeError(w, badRequest("exec needs a command: podsup exec GROUP -- CMD [ARGS...]"))
+		return
+	}
+	group, process := r.PathValue("group"), r.PathValue("process")
+	if _, ok := s.b.Supervisor.Status().Group(group); !ok {
+		writeError(w, notFound("no group %q", group))
+		return
+	}
+	st := newStream(w)
+	code, err := s.b.Exec(r.Context(), group, process, req.Command,
+		frameWriter{st, "stdout"}, frameWriter{st, "stderr"})
+	final := ExecFrame{ExitCode: &code}
+	if err != nil {
+		final.Error = err.Error()
+	}
+	st.send(final)
+}
+
+// stream writes JSON lines, flushing each so followers see it at once.
+type stream struct {
+	w   http.ResponseWriter
+	enc *json.Encoder
+	f   http.Flusher
+	mu  chan struct{}
+}
+
+func newStream(w http.ResponseWriter) *stream {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	s := &stream{w: w, enc: json.NewEncoder(w), f: f, mu: make(chan struct{}, 1)}
+	if f != nil {
+		f.Flush()
+	}
+	return s
+}
+
+func (s *stream) send(v any) error {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	if err := s.enc.Encode(v); err != nil {
+		return err
+	}
+	if s.f != nil {
+		s.f.Flush()
+	}
+	return nil
+}
+
+type frameWriter struct {
+	s    *stream
+	name string
+}
+
+func (f frameWriter) Write(p []byte) (int, error) {
+	if err := f.s.send(ExecFrame{Stream: f.name, Data: append([]byte(nil), p...)}); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func decodeBody(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && err != io.EOF {
+		return badRequest("the request body is not valid JSON for this endpoint: %v", err)
+	}
+	return nil
+}
+
+// classify maps the supervisor's error classes onto the API's.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, supervisor.ErrNotFound):
+		return &wrapped{err.Error(), ErrNotFound}
+	case errors.Is(err, supervisor.ErrShuttingDown):
+		return &wrapped{err.Error(), ErrUnavailable}
+	}
+	return err
+}
+
+func peerName(r *http.Request) string {
+	p, _ := PeerFrom(r.Context())
+	return "uid " + strconv.Itoa(p.UID) + ", pid " + strconv.Itoa(p.PID)
+}

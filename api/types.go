@@ -1,0 +1,253 @@
+package api
+
+import (
+	"time"
+
+	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor"
+)
+
+// The v1 wire objects. They mirror the supervisor's snapshots with stable
+// snake_case names, so the protocol does not change when the supervisor's
+// Go types do. `podsup ... -o json` prints exactly these.
+
+// StatusResponse is GET /v1/status.
+type StatusResponse struct {
+	Groups []GroupStatus `json:"groups"`
+}
+
+// GroupStatus is one group.
+type GroupStatus struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	Ready bool   `json:"ready"`
+	// ReadinessHeldBy names the recreate request holding readiness false.
+	ReadinessHeldBy string          `json:"readiness_held_by,omitempty"`
+	Init            []ProcessStatus `json:"init,omitempty"`
+	Processes       []ProcessStatus `json:"processes"`
+}
+
+// ProcessStatus is one process, shaped like a container status.
+type ProcessStatus struct {
+	Name            string       `json:"name"`
+	Init            bool         `json:"init,omitempty"`
+	State           string       `json:"state"`
+	Reason          string       `json:"reason,omitempty"`
+	Message         string       `json:"message,omitempty"`
+	Ready           bool         `json:"ready"`
+	Started         bool         `json:"started"`
+	RestartCount    int          `json:"restart_count"`
+	InstanceID      string       `json:"instance_id,omitempty"`
+	Pid             int          `json:"pid,omitempty"`
+	StartedAt       *time.Time   `json:"started_at,omitempty"`
+	FinishedAt      *time.Time   `json:"finished_at,omitempty"`
+	Terminated      *Termination `json:"terminated,omitempty"`
+	LastTermination *Termination `json:"last_termination,omitempty"`
+	NextStartAt     *time.Time   `json:"next_start_at,omitempty"`
+	// Backoff is the current back-off wait while in CrashLoopBackOff.
+	Backoff string `json:"backoff,omitempty"`
+}
+
+// Termination is how an instance ended.
+type Termination struct {
+	InstanceID string     `json:"instance_id,omitempty"`
+	ExitCode   int        `json:"exit_code"`
+	Signal     string     `json:"signal,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+	Message    string     `json:"message,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// Event is one kubelet-style event.
+type Event struct {
+	Seq          uint64    `json:"seq"`
+	Time         time.Time `json:"time"`
+	Type         string    `json:"type"`
+	Reason       string    `json:"reason"`
+	Group        string    `json:"group"`
+	Process      string    `json:"process,omitempty"`
+	InstanceID   string    `json:"instance_id,omitempty"`
+	RestartCount int       `json:"restart_count"`
+	Pid          int       `json:"pid,omitempty"`
+	Message      string    `json:"message,omitempty"`
+}
+
+// ActionRequest is the body of start/stop/restart/shutdown.
+type ActionRequest struct {
+	// Grace overrides the grace period (K2), a Go duration like "10s".
+	Grace string `json:"grace,omitempty"`
+}
+
+// ActionResponse acknowledges a queued request.
+type ActionResponse struct {
+	Message string `json:"message"`
+}
+
+// ReloadResponse says what a reload changed.
+type ReloadResponse struct {
+	Message string `json:"message"`
+}
+
+// ExecRequest is the body of POST /v1/exec/{group}/{process}.
+type ExecRequest struct {
+	Command []string `json:"command"`
+}
+
+// ExecFrame is one line of an exec's streamed response: output, then a
+// final frame with the exit code.
+type ExecFrame struct {
+	Stream   string `json:"stream,omitempty"` // "stdout" or "stderr"
+	Data     []byte `json:"data,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// LogLine is one line of process output.
+type LogLine struct {
+	Time     time.Time `json:"time"`
+	Group    string    `json:"group"`
+	Process  string    `json:"process"`
+	Instance string    `json:"instance,omitempty"`
+	Stream   string    `json:"stream"`
+	Line     string    `json:"line"`
+	// Skipped, when > 0, says a slow reader missed that many lines here.
+	Skipped int `json:"skipped,omitempty"`
+}
+
+// VersionResponse is GET /v1/version.
+type VersionResponse struct {
+	Version string `json:"version"`
+	Pid     int    `json:"pid"`
+}
+
+func toStatus(s supervisor.Status) StatusResponse {
+	out := StatusResponse{Groups: make([]GroupStatus, 0, len(s.Groups))}
+	for _, g := range s.Groups {
+		out.Groups = append(out.Groups, toGroup(g))
+	}
+	return out
+}
+
+func toGroup(g supervisor.GroupStatus) GroupStatus {
+	gs := GroupStatus{Name: g.Name, Phase: string(g.Phase), Ready: g.Ready, ReadinessHeldBy: g.ReadinessHeldBy, Processes: []ProcessStatus{}}
+	for _, p := range g.Init {
+		gs.Init = append(gs.Init, toProcess(p))
+	}
+	for _, p := range g.Processes {
+		gs.Processes = append(gs.Processes, toProcess(p))
+	}
+	return gs
+}
+
+func toProcess(p supervisor.ProcessStatus) ProcessStatus {
+	return ProcessStatus{
+		Name: p.Name, Init: p.Init, State: string(p.State), Reason: p.Reason, Message: p.Message,
+		Ready: p.Ready, Started: p.Started, RestartCount: p.RestartCount,
+		InstanceID: p.InstanceID, Pid: p.Pid,
+		StartedAt: timep(p.StartedAt), FinishedAt: timep(p.FinishedAt),
+		Terminated: toTermination(p.Terminated), LastTermination: toTermination(p.LastTermination),
+		NextStartAt: timep(p.NextStartAt),
+	}
+}
+
+func toTermination(t *supervisor.Termination) *Termination {
+	if t == nil {
+		return nil
+	}
+	out := &Termination{InstanceID: t.InstanceID, ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message,
+		StartedAt: timep(t.StartedAt), FinishedAt: timep(t.FinishedAt)}
+	if t.Signal != 0 {
+		out.Signal = spec.SignalName(t.Signal)
+	}
+	return out
+}
+
+func toEvent(e supervisor.Event) Event {
+	return Event{Seq: e.Seq, Time: e.Time, Type: string(e.Type), Reason: e.Reason, Group: e.Group,
+		Process: e.Process, InstanceID: e.InstanceID, RestartCount: e.RestartCount, Pid: e.Pid, Message: e.Message}
+}
+
+func timep(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// RecreateRequest is the body of POST /v1/recreates: OpenKruise's
+// ContainerRecreateRequest for one group. Durations are Go durations.
+type RecreateRequest struct {
+	Group         string   `json:"group"`
+	Processes     []string `json:"processes"`
+	Ordered       bool     `json:"ordered,omitempty"`
+	FailurePolicy string   `json:"failure_policy,omitempty"` // fail (default) | ignore
+	Grace         string   `json:"grace,omitempty"`
+	UnreadyGrace  string   `json:"unready_grace,omitempty"`
+	MinStarted    string   `json:"min_started,omitempty"`
+	Deadline      string   `json:"deadline,omitempty"`
+	TTL           string   `json:"ttl,omitempty"`
+}
+
+// Recreate is a request's status.
+type Recreate struct {
+	ID             string            `json:"id"`
+	Group          string            `json:"group"`
+	Phase          string            `json:"phase"`
+	Failed         bool              `json:"failed"`
+	Message        string            `json:"message,omitempty"`
+	Ordered        bool              `json:"ordered,omitempty"`
+	FailurePolicy  string            `json:"failure_policy"`
+	HoldsReadiness bool              `json:"holds_readiness,omitempty"`
+	Processes      []RecreateProcess `json:"processes"`
+	CreationTime   *time.Time        `json:"creation_time,omitempty"`
+	StartTime      *time.Time        `json:"start_time,omitempty"`
+	CompletionTime *time.Time        `json:"completion_time,omitempty"`
+	Requester      string            `json:"requester,omitempty"`
+	Spec           RecreateRequest   `json:"spec"`
+}
+
+// RecreateProcess is one process of a recreate request.
+type RecreateProcess struct {
+	Name               string `json:"name"`
+	Phase              string `json:"phase"`
+	Message            string `json:"message,omitempty"`
+	PreviousInstanceID string `json:"previous_instance_id,omitempty"`
+	InstanceID         string `json:"instance_id,omitempty"`
+}
+
+// RecreateList is GET /v1/recreates.
+type RecreateList struct {
+	Recreates []Recreate `json:"recreates"`
+}
+
+func toRecreate(s supervisor.RecreateStatus) Recreate {
+	r := Recreate{ID: s.ID, Group: s.Spec.Group, Phase: string(s.Phase), Failed: s.Phase == supervisor.RecreateCompleted && s.Failed(),
+		Message: s.Message, Ordered: s.Spec.Ordered, FailurePolicy: string(s.Spec.FailurePolicy), HoldsReadiness: s.HoldsReadiness,
+		CreationTime: timep(s.CreationTime), StartTime: timep(s.StartTime), CompletionTime: timep(s.CompletionTime),
+		Requester: s.Spec.Requester, Processes: []RecreateProcess{}}
+	if r.FailurePolicy == "" {
+		r.FailurePolicy = string(supervisor.FailurePolicyFail)
+	}
+	for _, p := range s.Processes {
+		r.Processes = append(r.Processes, RecreateProcess{Name: p.Name, Phase: string(p.Phase), Message: p.Message,
+			PreviousInstanceID: p.PreviousInstanceID, InstanceID: p.InstanceID})
+	}
+	sp := s.Spec
+	r.Spec = RecreateRequest{Group: sp.Group, Processes: sp.Processes, Ordered: sp.Ordered, FailurePolicy: r.FailurePolicy,
+		Grace: durp(sp.TerminationGracePeriod), UnreadyGrace: durp(sp.UnreadyGracePeriod), TTL: durp(sp.TTLAfterFinished)}
+	if sp.MinStarted > 0 {
+		r.Spec.MinStarted = sp.MinStarted.String()
+	}
+	if sp.ActiveDeadline > 0 {
+		r.Spec.Deadline = sp.ActiveDeadline.String()
+	}
+	return r
+}
+
+func durp(d *time.Duration) string {
+	if d == nil {
+		return ""
+	}
+	return d.String()
+}

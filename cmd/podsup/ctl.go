@@ -1,0 +1,393 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/spec"
+)
+
+// ctlFlags are the flags every client command shares.
+type ctlFlags struct {
+	socket string
+	output string
+}
+
+func (f *ctlFlags) register(cmd *cobra.Command) {
+	def := os.Getenv("PODSUP_SOCKET")
+	if def == "" {
+		def = spec.DefaultSocketPath()
+	}
+	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "podsup's control socket (env PODSUP_SOCKET; for up, overrides the file's supervisor.socket)")
+	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table or json (the API's objects)")
+}
+
+func (f *ctlFlags) client() *api.Client { return api.NewClient(f.socket) }
+
+func (f *ctlFlags) json() (bool, error) {
+	switch f.output {
+	case "table", "":
+		return false, nil
+	case "json":
+		return true, nil
+	}
+	return false, fmt.Errorf("unknown output format %q: use table or json", f.output)
+}
+
+// signalContext ends when the user presses ^C.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// splitTarget parses GROUP or GROUP/PROCESS.
+func splitTarget(s string) (group, process string, err error) {
+	group, process, _ = strings.Cut(s, "/")
+	if group == "" || strings.Contains(process, "/") {
+		return "", "", fmt.Errorf("%q is not GROUP or GROUP/PROCESS", s)
+	}
+	return group, process, nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func addCtlCommands(root *cobra.Command, f *ctlFlags) {
+	root.AddCommand(newStatusCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f), newRecreateCmd(f))
+	for _, action := range []string{"start", "stop", "restart"} {
+		root.AddCommand(newActionCmd(f, action))
+	}
+}
+
+// completeTargets offers GROUP and GROUP/PROCESS names from a running podsup.
+func completeTargets(f *ctlFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := f.client().Status(ctx, "", "")
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []string
+		for _, g := range st.Groups {
+			out = append(out, g.Name)
+			for _, p := range g.Processes {
+				out = append(out, g.Name+"/"+p.Name)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func newStatusCmd(f *ctlFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status [GROUP[/PROCESS]]",
+		Short: "Show groups and processes, like kubectl get pods",
+		Long: `Show every process of every group (or of one group, or one process): its
+state with the reason (e.g. "waiting: CrashLoopBackOff (back-off 40s, next
+start in 12s)"), readiness, restart count, age and pid.`,
+		Example: `  podsup status
+  podsup status web
+  podsup status web/api -o json`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeTargets(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := f.json()
+			if err != nil {
+				return err
+			}
+			var group, process string
+			if len(args) == 1 {
+				if group, process, err = splitTarget(args[0]); err != nil {
+					return err
+				}
+			}
+			st, err := f.client().Status(cmd.Context(), group, process)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			printStatus(cmd.OutOrStdout(), st, time.Now())
+			return nil
+		},
+	}
+}
+
+func printStatus(w io.Writer, st api.StatusResponse, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tPROCESS\tSTATE\tREADY\tRESTARTS\tAGE\tPID")
+	for _, g := range st.Groups {
+		for _, p := range append(append([]api.ProcessStatus{}, g.Init...), g.Processes...) {
+			name := p.Name
+			if p.Init {
+				name += " (init)"
+			}
+			ready := "no"
+			if p.Ready {
+				ready = "yes"
+			}
+			pid := "-"
+			if p.Pid > 0 && p.State == "running" {
+				pid = fmt.Sprint(p.Pid)
+			}
+			age := "-"
+			if p.StartedAt != nil && p.State == "running" {
+				age = humanDuration(now.Sub(*p.StartedAt))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", g.Name, name, describeState(p, now), ready, p.RestartCount, age, pid)
+		}
+	}
+	tw.Flush()
+}
+
+// describeState reads like kubectl's STATUS column, with the back-off
+// spelled out while a process waits in CrashLoopBackOff.
+func describeState(p api.ProcessStatus, now time.Time) string {
+	s := p.State
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	if p.Reason == "CrashLoopBackOff" && p.NextStartAt != nil {
+		in := p.NextStartAt.Sub(now)
+		if in < 0 {
+			in = 0
+		}
+		var last *api.Termination
+		if last = p.Terminated; last == nil {
+			last = p.LastTermination
+		}
+		if last != nil && last.FinishedAt != nil {
+			s += fmt.Sprintf(" (back-off %s, next start in %s)", humanDuration(p.NextStartAt.Sub(*last.FinishedAt)), humanDuration(in))
+		} else {
+			s += fmt.Sprintf(" (next start in %s)", humanDuration(in))
+		}
+	}
+	if p.State == "terminated" && p.Terminated != nil {
+		s += fmt.Sprintf(" (exit %d)", p.Terminated.ExitCode)
+	}
+	return s
+}
+
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < 10*time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func newEventsCmd(f *ctlFlags) *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "events [-f]",
+		Short: "Show kubelet-style events (Started, Killing, BackOff, Unhealthy, ...)",
+		Example: `  podsup events
+  podsup events -f -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := f.json()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			out := cmd.OutOrStdout()
+			if !asJSON {
+				fmt.Fprintf(out, "%-12s  %-7s  %-20s  %-20s  %s\n", "TIME", "TYPE", "REASON", "OBJECT", "MESSAGE")
+			}
+			err = f.client().Events(ctx, follow, func(e api.Event) error {
+				if asJSON {
+					b, _ := json.Marshal(e)
+					_, err := fmt.Fprintln(out, string(b))
+					return err
+				}
+				obj := e.Group
+				if e.Process != "" {
+					obj += "/" + e.Process
+				}
+				_, err := fmt.Fprintf(out, "%-12s  %-7s  %-20s  %-20s  %s\n", e.Time.Local().Format("15:04:05.000"), e.Type, e.Reason, obj, e.Message)
+				return err
+			})
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	return cmd
+}
+
+func newLogsCmd(f *ctlFlags) *cobra.Command {
+	var (
+		follow, previous bool
+		tail             int
+	)
+	cmd := &cobra.Command{
+		Use:   "logs GROUP/PROCESS [-f] [--tail N] [--previous]",
+		Short: "Show a process's output",
+		Example: `  podsup logs web/api --tail 20
+  podsup logs -f web/api
+  podsup logs --previous web/api     # the instance before the current one`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTargets(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := f.json()
+			if err != nil {
+				return err
+			}
+			group, process, err := splitTarget(args[0])
+			if err != nil || process == "" {
+				return fmt.Errorf("logs needs GROUP/PROCESS, got %q", args[0])
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			out := cmd.OutOrStdout()
+			err = f.client().Logs(ctx, group, process, tail, follow, previous, func(l api.LogLine) error {
+				if asJSON {
+					b, _ := json.Marshal(l)
+					_, err := fmt.Fprintln(out, string(b))
+					return err
+				}
+				if l.Skipped > 0 {
+					_, err := fmt.Fprintf(cmd.ErrOrStderr(), "podsup: %d lines skipped (this reader fell behind)\n", l.Skipped)
+					return err
+				}
+				_, err := fmt.Fprintln(out, l.Line)
+				return err
+			})
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output")
+	cmd.Flags().BoolVarP(&previous, "previous", "p", false, "the previous instance's output")
+	cmd.Flags().IntVar(&tail, "tail", -1, "lines to show from the end (-1: all that is kept)")
+	return cmd
+}
+
+func newActionCmd(f *ctlFlags, action string) *cobra.Command {
+	var grace string
+	short := map[string]string{
+		"start":   "Start a stopped group or process",
+		"stop":    "Stop a group or process: stop signal, grace period, then SIGKILL of its tree",
+		"restart": "Restart a group or process now (not a crash: no back-off wait)",
+	}[action]
+	cmd := &cobra.Command{
+		Use:               action + " GROUP[/PROCESS] [--grace D]",
+		Short:             short,
+		Example:           "  podsup " + action + " web\n  podsup " + action + " web/api --grace 5s",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTargets(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			group, process, err := splitTarget(args[0])
+			if err != nil {
+				return err
+			}
+			res, err := f.client().Action(cmd.Context(), action, group, process, grace)
+			if err != nil {
+				return err
+			}
+			if asJSON, _ := f.json(); asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res.Message)
+			return nil
+		},
+	}
+	if action != "start" {
+		cmd.Flags().StringVar(&grace, "grace", "", "grace period instead of the configured one, e.g. 5s (at least minimum_grace)")
+	}
+	return cmd
+}
+
+func newExecCmd(f *ctlFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "exec GROUP[/PROCESS] -- CMD [ARGS...]",
+		Short: "Run a command in a group's sandbox and return its exit code",
+		Example: `  podsup exec web -- cat /etc/hostname
+  podsup exec edge/app -- sh -c 'ls /proc'`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			group, process, err := splitTarget(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			code, err := f.client().Exec(ctx, group, process, args[1:], cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitError{code}
+			}
+			return nil
+		},
+	}
+}
+
+func newReloadCmd(f *ctlFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reload",
+		Short: "Re-read the configuration; restart only what changed",
+		Long: `Ask podsup to re-read its configuration file (like SIGHUP). A file with errors
+changes nothing: the errors are printed with file:line:col and everything
+keeps running. Otherwise only the groups and processes whose spec changed
+are restarted; new ones start, removed ones stop, the rest keep their pids.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := f.client().Reload(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON, _ := f.json(); asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "reloaded:", res.Message)
+			return nil
+		},
+	}
+}
+
+func newShutdownCmd(f *ctlFlags) *cobra.Command {
+	var grace string
+	cmd := &cobra.Command{
+		Use:   "shutdown [--grace D]",
+		Short: "Stop every group and make podsup exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.client().Shutdown(cmd.Context(), grace); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "shutdown requested")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&grace, "grace", "", "grace period for every process instead of the configured ones")
+	return cmd
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/logs"
+	"github.com/podsup/podsup/supervisor"
+)
+
+// capturingRuntime gives every instance's stdout and stderr to the logs hub
+// (or, with log { mode = "passthrough" }, podsup's own) before the inner
+// runtime starts it.
+type capturingRuntime struct {
+	supervisor.Runtime
+	hub *logs.Hub
+}
+
+func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+	att, err := c.hub.Attach(req.Group, req.Process.Name, req.InstanceID, req.Process.Log)
+	if err != nil {
+		return nil, &supervisor.StartError{Code: 128, Err: err}
+	}
+	req.Stdout, req.Stderr = att.Stdout(), att.Stderr()
+	inst, err := c.Runtime.Start(ctx, req)
+	_ = att.CloseWriters() // the child has its copies (or failed); ours must go for EOF to come
+	return inst, err
+}
+
+// ReleaseGroup passes the inner runtime's group release on.
+func (c capturingRuntime) ReleaseGroup(group string) {
+	if r, ok := c.Runtime.(supervisor.GroupReleaser); ok {
+		r.ReleaseGroup(group)
+	}
+}
+
+// hubLogs serves the API's logs endpoints from the hub.
+type hubLogs struct{ hub *logs.Hub }
+
+func (h hubLogs) Tail(group, process string, n int, previous bool) ([]api.LogLine, error) {
+	lines, err := h.hub.Tail(group, process, n, previous)
+	if err != nil {
+		return nil, classifyLogErr(err)
+	}
+	out := make([]api.LogLine, len(lines))
+	for i, l := range lines {
+		out[i] = toAPILine(l)
+	}
+	return out, nil
+}
+
+func (h hubLogs) Follow(ctx context.Context, group, process string, tail int) (<-chan api.LogLine, error) {
+	ch, err := h.hub.Follow(ctx, group, process, tail)
+	if err != nil {
+		return nil, classifyLogErr(err)
+	}
+	out := make(chan api.LogLine)
+	go func() {
+		defer close(out)
+		for l := range ch {
+			select {
+			case out <- toAPILine(l):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+func toAPILine(l logs.Line) api.LogLine {
+	return api.LogLine{Time: l.Time, Group: l.Group, Process: l.Process, Instance: l.Instance,
+		Stream: l.Stream.String(), Line: l.Text, Skipped: l.Skipped}
+}
+
+func classifyLogErr(err error) error {
+	if errors.Is(err, logs.ErrUnknownProcess) || errors.Is(err, logs.ErrNoPrevious) || errors.Is(err, logs.ErrNotCaptured) {
+		return &notFoundErr{err}
+	}
+	return err
+}
+
+type notFoundErr struct{ err error }
+
+func (e *notFoundErr) Error() string { return e.err.Error() }
+func (e *notFoundErr) Unwrap() error { return api.ErrNotFound }

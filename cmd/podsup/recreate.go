@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podsup/podsup/api"
+)
+
+func newRecreateCmd(f *ctlFlags) *cobra.Command {
+	var (
+		req  api.RecreateRequest
+		wait bool
+	)
+	cmd := &cobra.Command{
+		Use:   "recreate GROUP PROCESS... [flags]",
+		Short: "Restart chosen processes of a group, leaving the others untouched",
+		Long: `Recreate some processes of a group while the rest keep running, like
+OpenKruise's ContainerRecreateRequest: each chosen process is stopped through
+its normal path (pre_stop, grace period, SIGKILL of its tree) and started again
+at once, without waiting for or advancing its crash back-off. The request
+succeeds for a process when its new instance has been running and ready for
+longer than --min-started.
+
+One request per group is active at a time; later ones wait as Pending. The
+command prints the request's id; with --wait it follows the request and exits
+0 when every process succeeded, 1 otherwise.
+
+  podsup recreate list            the requests podsup keeps
+  podsup recreate status ID       one request`,
+		Example: `  podsup recreate web app --ordered --wait
+  podsup recreate web app sidecar --unready-grace 5s --min-started 10s --deadline 2m`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := f.json()
+			if err != nil {
+				return err
+			}
+			req.Group, req.Processes = args[0], args[1:]
+			rc, err := f.client().Recreate(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if !wait {
+				if asJSON {
+					return printJSON(out, rc)
+				}
+				fmt.Fprintln(out, rc.ID)
+				return nil
+			}
+			if !asJSON {
+				fmt.Fprintf(out, "%s: recreating %s in group %s\n", rc.ID, strings.Join(req.Processes, ", "), req.Group)
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			done, err := f.client().RecreateStatus(ctx, rc.ID, true)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := printJSON(out, done); err != nil {
+					return err
+				}
+			} else {
+				printRecreate(out, done)
+			}
+			if done.Failed {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&req.Ordered, "ordered", false, "one process at a time, in the order given; the next only after the previous succeeded")
+	fl.StringVar(&req.FailurePolicy, "failure-policy", "fail", "fail: complete the request at the first failure; ignore: carry on with the others")
+	fl.StringVar(&req.Grace, "grace", "", "grace period for the kills instead of the group's (at least minimum_grace)")
+	fl.StringVar(&req.UnreadyGrace, "unready-grace", "", "hold the group's readiness false this long before the first kill")
+	fl.StringVar(&req.MinStarted, "min-started", "", "a new instance counts once it has been running and ready for longer than this")
+	fl.StringVar(&req.Deadline, "deadline", "", "complete the request after this long, failing unfinished processes (at least 3s)")
+	fl.StringVar(&req.TTL, "ttl", "", "how long the completed request stays visible (default 1h)")
+	fl.BoolVar(&wait, "wait", false, "follow the request; exit 0 on success, 1 on failure")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List recreate requests",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := f.json()
+			if err != nil {
+				return err
+			}
+			l, err := f.client().Recreates(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), l)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tGROUP\tPHASE\tPROCESSES\tAGE")
+			for _, r := range l.Recreates {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Group, phaseOf(r), processPhases(r), age(r.CreationTime))
+			}
+			return tw.Flush()
+		},
+	}, &cobra.Command{
+		Use:   "status ID",
+		Short: "Show one recreate request",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := f.json()
+			if err != nil {
+				return err
+			}
+			r, err := f.client().RecreateStatus(cmd.Context(), args[0], false)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			printRecreate(cmd.OutOrStdout(), r)
+			return nil
+		},
+	})
+	return cmd
+}
+
+func phaseOf(r api.Recreate) string {
+	if r.Phase == "Completed" && r.Failed {
+		return "Completed (failed)"
+	}
+	return r.Phase
+}
+
+func processPhases(r api.Recreate) string {
+	var parts []string
+	for _, p := range r.Processes {
+		parts = append(parts, p.Name+"="+p.Phase)
+	}
+	return strings.Join(parts, ",")
+}
+
+func age(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return humanDuration(time.Since(*t))
+}
+
+func printRecreate(w io.Writer, r api.Recreate) {
+	fmt.Fprintf(w, "%s  group %s  %s", r.ID, r.Group, phaseOf(r))
+	if r.Message != "" {
+		fmt.Fprintf(w, ": %s", r.Message)
+	}
+	fmt.Fprintln(w)
+	for _, p := range r.Processes {
+		fmt.Fprintf(w, "  %-16s %-10s", p.Name, p.Phase)
+		if p.Message != "" {
+			fmt.Fprintf(w, " %s", p.Message)
+		}
+		fmt.Fprintln(w)
+	}
+}

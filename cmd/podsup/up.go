@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"os/signal"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/config"
+	"github.com/podsup/podsup/internal/logging"
+	"github.com/podsup/podsup/logs"
+	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor"
+)
+
+func newUpCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "up [-f FILE]",
+		Short: "Run the groups of a configuration file in the foreground",
+		Long: `Run every group of an HCL configuration in the foreground until SIGTERM or
+SIGINT (or "podsup shutdown"), then stop them all in parallel, each process
+through its pre_stop hook and grace period, and exit 0. A second SIGTERM or
+SIGINT skips to SIGKILL. SIGHUP (or "podsup reload") re-reads the file: if it
+is valid, only groups and processes whose spec changed are restarted; if not,
+the running configuration stays and the error is logged.
+
+As PID 1 (in a container) podsup also reaps every orphan.
+
+Without -f, podsup looks for ./podsup.hcl, then /etc/podsup/podsup.hcl.
+The control socket is supervisor.socket from the file, or --socket /
+PODSUP_SOCKET, or by default /run/podsup/podsup.sock for root and
+$XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
+		Example: `  podsup up -f examples/web.hcl
+  podsup status            # in another terminal
+  podsup logs -f web/api`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			socket := ""
+			if cmd.Flags().Changed("socket") || os.Getenv("PODSUP_SOCKET") != "" {
+				socket, _ = cmd.Flags().GetString("socket")
+			}
+			code, err := runUp(file, socket)
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitError{code}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "configuration file (default ./podsup.hcl, then /etc/podsup/podsup.hcl)")
+	return cmd
+}
+
+// daemon is a running `podsup up`.
+type daemon struct {
+	path    string
+	log     zerolog.Logger
+	sup     *supervisor.Supervisor
+	runtime *supervisor.LocalRuntime
+
+	mu  sync.Mutex // serialises reloads; guards cfg
+	cfg *spec.Config
+}
+
+func runUp(file, socketOverride string) (int, error) {
+	path, err := config.Find(file)
+	if err != nil {
+		return 0, err
+	}
+	cfg, err := loadConfig(path, os.Stderr)
+	if err != nil {
+		return 1, nil
+	}
+	if socketOverride != "" {
+		cfg.Supervisor.Socket = socketOverride
+	}
+	logOut := logging.NewAsync(os.Stderr, 0)
+	defer logOut.Close() // flush before exit
+	log := newLogger(cfg.Supervisor, logOut)
+
+	// Catch before anything starts, so no signal is lost.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	sandbox.StartReaper()
+
+	socket := cfg.Supervisor.EffectiveSocket()
+	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: instanceName(socket), Logger: log})
+	if err != nil {
+		return 0, err
+	}
+	defer rt.Close() // deletes every sandbox and cgroup left
+	// Groups with a sandbox block get namespaces and cgroups; the others run
+	// on the host path, which restarts ~5x cheaper (docs/benchmarks.md).
+	runtime := supervisor.NewLocalRuntime(rt, false)
+	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: os.Stdout, Dir: cfg.Supervisor.LogDir, Logger: log})
+	if err != nil {
+		return 0, err
+	}
+	defer hub.Close() // after the supervisor: the last output drains first
+	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: capturingRuntime{runtime, hub}})
+	if err != nil {
+		return 0, err
+	}
+	d := &daemon{path: path, log: log, sup: sup, cfg: cfg, runtime: runtime}
+	history := supervisor.NewHistory(sup, 0)
+	defer history.Close()
+
+	gid := -1
+	if g := cfg.Supervisor.SocketGroup; g != "" {
+		if gid, err = lookupGID(g); err != nil {
+			return 0, fmt.Errorf("supervisor.socket_group: %w", err)
+		}
+	}
+	l, err := api.Listen(socket, gid)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(socket)
+	srv := api.NewServer(api.Backend{
+		Supervisor: sup, History: history, Version: version,
+		Reload: d.reload,
+		Exec:   d.exec,
+		Logs:   hubLogs{hub},
+	}, api.Policy{OwnerUID: os.Getuid(), GroupID: gid}, log)
+	go func() {
+		if err := srv.Serve(l); err != nil {
+			log.Error().Err(err).Msg("control socket stopped")
+		}
+	}()
+	defer srv.Shutdown(context.Background())
+	log.Info().Str("config", path).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
+
+	go func() {
+		for s := range sigs {
+			switch s {
+			case syscall.SIGHUP:
+				if _, err := d.reload(); err != nil {
+					log.Error().Msg("reload failed, the running configuration stays:\n" + err.Error())
+				}
+			default:
+				log.Info().Str("signal", s.String()).Msg("stopping every group")
+				sup.Shutdown(nil) // a second call escalates to SIGKILL (X9)
+			}
+		}
+	}()
+	res, err := sup.Run(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	if res.Critical != nil {
+		log.Warn().Int("exit_code", res.ExitCode).Msg("a critical process ended: podsup exits with its code")
+	}
+	return res.ExitCode, nil
+}
+
+// reload re-reads the file; on any error the running configuration stays.
+func (d *daemon) reload() (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var diag strings.Builder
+	cfg, err := loadConfig(d.path, &diag)
+	if err != nil {
+		return "", errors.New(strings.TrimSpace(diag.String()))
+	}
+	cfg.Supervisor.Socket = d.cfg.Supervisor.Socket // the socket is podsup's, not the file's, once running
+	ch := config.Diff(d.cfg, cfg)
+	if err := d.sup.Apply(*cfg); err != nil {
+		return "", err
+	}
+	d.cfg = cfg
+	msg := describeChanges(ch)
+	d.log.Info().Str("config", d.path).Msg("reloaded: " + msg)
+	return msg, nil
+}
+
+func describeChanges(ch config.Changes) string {
+	if ch.Empty() {
+		return "no change"
+	}
+	var parts []string
+	add := func(what string, names []string) {
+		if len(names) > 0 {
+			parts = append(parts, what+" "+strings.Join(names, ", "))
+		}
+	}
+	add("added groups", ch.AddedGroups)
+	add("removed groups", ch.RemovedGroups)
+	add("restarted groups", ch.ChangedGroups)
+	names := make([]string, 0, len(ch.Groups))
+	for g := range ch.Groups {
+		if !slices.Contains(ch.ChangedGroups, g) {
+			names = append(names, g)
+		}
+	}
+	slices.Sort(names)
+	for _, g := range names {
+		gc := ch.Groups[g]
+		add("in "+g+": added", gc.Added)
+		add("in "+g+": removed", gc.Removed)
+		add("in "+g+": restarted", gc.Changed)
+	}
+	if ch.SupervisorChanged {
+		parts = append(parts, "supervisor block changed (takes effect when podsup restarts)")
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// exec runs a command in a group's sandbox (on the host for a group
+// without one), streaming its output, for `podsup exec`. It ends with ctx:
+// a client that goes away takes the command's tree with it.
+func (d *daemon) exec(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
+	d.mu.Lock()
+	var g *spec.Group
+	for i := range d.cfg.Groups {
+		if d.cfg.Groups[i].Name == group {
+			g = &d.cfg.Groups[i]
+		}
+	}
+	d.mu.Unlock()
+	if g == nil {
+		return -1, fmt.Errorf("no group %q", group)
+	}
+	if process != "" {
+		if _, ok := d.sup.Status().Group(group); ok {
+			found := false
+			for _, p := range g.Processes {
+				found = found || p.Name == process
+			}
+			if !found {
+				return -1, fmt.Errorf("group %q has no process %q", group, process)
+			}
+		}
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return -1, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return -1, err
+	}
+	p, err := d.runtime.Spawner(group)(&sandbox.Cmd{Path: argv[0], Args: argv, Stdout: outW, Stderr: errW})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		fmt.Fprintf(stderr, "podsup: %v\n", err)
+		return sandbox.ExitCodeForStartError(err), nil
+	}
+	var copied sync.WaitGroup
+	for _, c := range []struct {
+		r *os.File
+		w io.Writer
+	}{{outR, stdout}, {errR, stderr}} {
+		copied.Add(1)
+		go func() {
+			defer copied.Done()
+			defer c.r.Close()
+			_, _ = io.Copy(c.w, c.r)
+		}()
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		_ = p.KillTree(syscall.SIGKILL)
+		<-p.Done()
+	}
+	// A background child may hold the pipes open: give the output a
+	// moment to drain, then stop reading.
+	drain := time.AfterFunc(time.Second, func() { outR.Close(); errR.Close() })
+	copied.Wait()
+	drain.Stop()
+	return p.Exit().Code(), nil
+}
+
+// loadConfig loads path, printing diagnostics to w on error.
+func loadConfig(path string, w io.Writer) (*spec.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			_ = ce.Print(w)
+		} else {
+			fmt.Fprintln(w, "podsup:", err)
+		}
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// newLogger is podsup's own log, as the supervisor block asks. w should
+// not block (an Async): groups' workers log their events through it.
+func newLogger(s spec.Supervisor, w io.Writer) zerolog.Logger {
+	// Sub-second timestamps; set here, in the binary, never in a library.
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	level, err := zerolog.ParseLevel(s.LogLevel)
+	if err != nil || s.LogLevel == "" {
+		level = zerolog.InfoLevel
+	}
+	out := w
+	if s.LogFormat != "json" {
+		out = &logging.Console{Out: w}
+	}
+	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
+
+func lookupGID(name string) (int, error) {
+	if n, err := strconv.Atoi(name); err == nil {
+		return n, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return -1, err
+	}
+	return strconv.Atoi(g.Gid)
+}
+
+// instanceName names this podsup's cgroups after its control socket: two
+// podsups cannot share a socket, and a podsup restarted with the same
+// configuration finds (and sweeps) what a crashed predecessor left.
+func instanceName(socket string) string {
+	h := fnv.New32a()
+	h.Write([]byte(socket))
+	return fmt.Sprintf("%08x", h.Sum32())
+}

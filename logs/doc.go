@@ -1,0 +1,70 @@
+// Package logs owns what supervised processes write: capturing their stdout
+// and stderr without ever blocking the writer, a bounded in-memory tail per
+// process for `podsup logs`, and the sinks (podsup's own output, prefixed like
+// docker compose or as JSON lines, and rotating per-process files).
+//
+// # Shape
+//
+// One Hub per podsup owns one goroutine running an epoll loop over the read
+// ends of every capture pipe, plus one goroutine that writes podsup's own
+// output. Nothing else runs per process: an idle process costs two pipe fds
+// and a few hundred bytes of bookkeeping, and wakes nobody.
+//
+//	process ──pipe──►┐
+//	process ──pipe──►├─ epoll loop ──┬─► tail ring per instance (bounded; grown lazily)
+//	process ──pipe──►┘ (1 goroutine) ├─► followers (bounded queue each; skip markers)
+//	                                 ├─► Out sink (bounded buffer ─► writer goroutine; counted drops)
+//	                                 └─► rotating file per process (log_dir)
+//
+// # Never blocking the writer
+//
+// The loop only ever blocks in epoll_wait. Every consumer downstream of it
+// is either bounded memory it owns (the tail), or a bounded queue whose
+// overflow is counted and reported instead of waited on: a follower that
+// falls behind receives a Line with Skipped > 0; podsup's stdout, when
+// blocked, loses lines and later prints "podsup: dropped N lines". Files are
+// written synchronously from the loop (local disk writes are short); a
+// stalled disk would stall capture, which is the one known exception.
+//
+// # Bounds and what happens at them
+//
+//   - Tail: per instance, TailLines lines and TailBytes bytes (11 bytes of
+//     overhead per line); the oldest lines go. The ring starts at 64 bytes
+//     and doubles, so memory follows what a process actually wrote. The
+//     tail of the instance before the current one is kept for --previous.
+//   - Lines: longer than MaxLineBytes are cut into pieces marked Partial; an
+//     unterminated last line is delivered at EOF.
+//   - Followers: FollowBuffer lines each; beyond that lines are skipped and
+//     the follower gets Line{Skipped: n} where they were lost.
+//   - Out: OutBufferBytes pending; beyond that whole lines are dropped and
+//     "podsup: dropped N lines" (a JSON object in JSON format) is written
+//     where they were lost. Every line is either written or counted.
+//   - Files: Dir/GROUP/PROCESS.log in the kubelet's CRI format
+//     ("TIME STREAM F|P TEXT"), rotated at line boundaries before exceeding
+//     spec.Log.MaxSize (default 10 MiB), keeping MaxFiles files in all
+//     (default 5): PROCESS.log, PROCESS.log.1, ... Opened on the first line,
+//     closed when the instance's output ends.
+//
+// # Cost
+//
+// Fixed: two goroutines, a 64 KiB read buffer, an epoll fd and an eventfd.
+// Per captured instance: two pipe read ends and about 600 bytes of heap
+// once it has written a line (TestMemoryPerCapturedProcess). Throughput: a
+// process writing 100 MB of 100-byte lines is read in about 0.15 s.
+//
+// # Use
+//
+//	a, err := hub.Attach("web", "api", "3", proc.Log)
+//	cmd.Stdout, cmd.Stderr = a.Stdout(), a.Stderr()
+//	p, err := sandbox.Start(cmd)
+//	a.CloseWriters() // whether or not Start succeeded
+//	...
+//	<-a.Done()       // optional: both streams reached EOF
+//
+//	lines, err := hub.Tail("web", "api", 100, false) // podsup logs --tail 100 [--previous]
+//	ch, err := hub.Follow(ctx, "web", "api", 10)     // podsup logs -f
+//	hub.Forget("web", "api")                         // removed by a reload
+//
+// With log mode "passthrough" Attach makes no pipe: Stdout and Stderr are
+// podsup's own os.Stdout and os.Stderr and nothing is captured.
+package logs

@@ -1,0 +1,341 @@
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// HubOptions configure a Hub. Zero values take the defaults below.
+type HubOptions struct {
+	// Format of Out: FormatConsole ("web/api | line", the default) or
+	// FormatJSON (one object per line).
+	Format string
+	// Out is podsup's own output; nil writes captured lines nowhere but the
+	// tails, followers and files.
+	Out io.Writer
+	// OutBufferBytes bounds what waits to be written to Out; beyond it lines
+	// are dropped and counted. Default 1 MiB.
+	OutBufferBytes int
+	// Dir is log_dir: when set, each process also writes Dir/GROUP/PROCESS.log
+	// (CRI log format), rotated by spec.Log.MaxSize and MaxFiles.
+	Dir string
+	// TailLines and TailBytes bound the in-memory tail of each instance.
+	// Defaults 1000 lines and 256 KiB (11 bytes of overhead per line).
+	TailLines int
+	TailBytes int
+	// MaxLineBytes splits longer lines into pieces marked Partial. Default
+	// 16 KiB; at most 65535.
+	MaxLineBytes int
+	// FollowBuffer is how many lines a follower may fall behind before lines
+	// are skipped for it. Default 1024.
+	FollowBuffer int
+	// CloseTimeout bounds how long Close waits for Out to take the last
+	// pending lines. Default 2 s.
+	CloseTimeout time.Duration
+	// Stdout and Stderr are what passthrough processes get; default os.Stdout
+	// and os.Stderr.
+	Stdout, Stderr *os.File
+	Clock          clock.Clock
+	Logger         zerolog.Logger
+}
+
+// Defaults of HubOptions.
+const (
+	DefaultTailLines      = 1000
+	DefaultTailBytes      = 256 << 10
+	DefaultMaxLineBytes   = 16 << 10
+	DefaultOutBufferBytes = 1 << 20
+	DefaultFollowBuffer   = 1024
+	DefaultCloseTimeout   = 2 * time.Second
+)
+
+// Errors of Tail, Follow and Attach; they come wrapped with the process name.
+var (
+	ErrUnknownProcess = errors.New("no such process")
+	ErrNoPrevious     = errors.New("no previous instance")
+	ErrNotCaptured    = errors.New("output is not captured (log mode passthrough)")
+	ErrClosed         = errors.New("log hub closed")
+)
+
+// Hub captures the output of every supervised process: one per podsup.
+// Its methods are safe for concurrent use.
+type Hub struct {
+	opts  HubOptions
+	clock clock.Clock
+	log   zerolog.Logger
+	sink  *outSink // nil without Out
+
+	epfd   int
+	wakefd int // eventfd: Close wakes the loop through it
+
+	loopDone chan struct{}
+	quit     chan struct{} // closed by Close: followers stop
+	follows  sync.WaitGroup
+
+	width   atomic.Int32  // widest "group/process", for console padding
+	wakeups atomic.Uint64 // epoll_wait returns; tests check an idle hub sleeps
+
+	// mu guards the maps and closed. Lock order: Hub.mu, then procLog.mu,
+	// then follower.mu.
+	mu      sync.Mutex
+	closed  bool
+	streams map[int32]*stream
+	procs   map[string]*procLog
+}
+
+// procLog is everything kept about one process across its instances.
+type procLog struct {
+	group, process, name string
+	passthrough          bool
+
+	// mu guards cur, prev, their tails and followers.
+	mu        sync.Mutex
+	cur, prev *instance
+	followers []*follower
+
+	file *rotatingFile // nil without Dir; used by the loop only
+}
+
+// instance is one run of a process: its tail is what --previous shows
+// once the next instance has started.
+type instance struct {
+	proc     *procLog
+	instance string
+	tail     tail
+}
+
+// NewHub starts the capture loop.
+func NewHub(opts HubOptions) (*Hub, error) {
+	opts = withDefaults(opts)
+	switch opts.Format {
+	case FormatConsole, FormatJSON:
+	default:
+		return nil, fmt.Errorf("log format %q is not one of %q, %q", opts.Format, FormatConsole, FormatJSON)
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("creating epoll instance: %w", err)
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		_ = unix.Close(epfd) // nothing registered yet
+		return nil, fmt.Errorf("creating eventfd: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
+		_ = unix.Close(wakefd)
+		_ = unix.Close(epfd)
+		return nil, fmt.Errorf("watching eventfd: %w", err)
+	}
+	h := &Hub{
+		opts:     opts,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		epfd:     epfd,
+		wakefd:   wakefd,
+		loopDone: make(chan struct{}),
+		quit:     make(chan struct{}),
+		streams:  make(map[int32]*stream),
+		procs:    make(map[string]*procLog),
+	}
+	if opts.Out != nil {
+		h.sink = newOutSink(opts.Out, opts.Format, opts.OutBufferBytes, h.clock, h.log)
+	}
+	go h.loop()
+	return h, nil
+}
+
+func withDefaults(o HubOptions) HubOptions {
+	if o.Format == "" {
+		o.Format = FormatConsole
+	}
+	if o.OutBufferBytes <= 0 {
+		o.OutBufferBytes = DefaultOutBufferBytes
+	}
+	if o.TailLines <= 0 {
+		o.TailLines = DefaultTailLines
+	}
+	if o.TailBytes <= 0 {
+		o.TailBytes = DefaultTailBytes
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = DefaultMaxLineBytes
+	}
+	o.MaxLineBytes = min(o.MaxLineBytes, 1<<16-1)
+	// The tail must hold at least one line of the longest kind.
+	o.TailBytes = max(o.TailBytes, recordHeader+o.MaxLineBytes)
+	if o.FollowBuffer <= 0 {
+		o.FollowBuffer = DefaultFollowBuffer
+	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = DefaultCloseTimeout
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	o.Clock = clock.Or(o.Clock)
+	return o
+}
+
+// Close stops capturing: the loop and every follower end, read ends are
+// closed (attachments still open report Done), files are closed, and what
+// is pending for Out is flushed for at most CloseTimeout.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+
+	var one [8]byte
+	one[0] = 1 // eventfd counters are host-endian; 1 in any byte is non-zero
+	if _, err := unix.Write(h.wakefd, one[:]); err != nil {
+		return fmt.Errorf("waking the log loop: %w", err)
+	}
+	<-h.loopDone
+	close(h.quit)
+	h.follows.Wait()
+
+	// The loop has stopped: what it owned is ours now.
+	h.mu.Lock()
+	for fd, s := range h.streams {
+		_ = unix.Close(int(fd)) // a read end; nothing to flush
+		s.att.streamClosed()
+		if f := s.att.proc.file; f != nil {
+			f.close() // the process may have been forgotten: not in procs
+		}
+	}
+	clear(h.streams)
+	for _, p := range h.procs {
+		if p.file != nil {
+			p.file.close()
+		}
+	}
+	h.mu.Unlock()
+
+	if h.sink != nil {
+		t := h.clock.NewTimer(h.opts.CloseTimeout)
+		select {
+		case <-h.sink.close():
+			t.Stop()
+		case <-t.C():
+			h.log.Warn().Msg("podsup's output did not take the last captured lines in time; leaving them")
+		}
+	}
+	_ = unix.Close(h.wakefd) // the loop, its only reader, has returned
+	_ = unix.Close(h.epfd)
+	return nil
+}
+
+// Forget drops everything kept about a process (a reload removed it). Its
+// followers end after the lines already queued for them. Instances still
+// running keep being captured until their output ends, into nowhere but
+// podsup's output and files.
+func (h *Hub) Forget(group, process string) {
+	h.mu.Lock()
+	p := h.procs[group+"/"+process]
+	delete(h.procs, group+"/"+process)
+	h.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	for _, f := range p.followers {
+		f.end()
+	}
+	p.followers = nil
+	p.mu.Unlock()
+}
+
+func (h *Hub) proc(group, process string) (*procLog, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	p := h.procs[group+"/"+process]
+	if p == nil {
+		return nil, fmt.Errorf("%s/%s: %w", group, process, ErrUnknownProcess)
+	}
+	if p.passthrough {
+		return nil, fmt.Errorf("%s/%s: %w", group, process, ErrNotCaptured)
+	}
+	return p, nil
+}
+
+// Tail returns the last n lines (all kept lines when n <= 0) of the current
+// instance of group/process, or of the one before it when previous is set.
+func (h *Hub) Tail(group, process string, n int, previous bool) ([]Line, error) {
+	p, err := h.proc(group, process)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in := p.cur
+	if previous {
+		in = p.prev
+	}
+	if in == nil {
+		return nil, fmt.Errorf("%s/%s: %w", group, process, ErrNoPrevious)
+	}
+	return in.tail.lines(n, in), nil
+}
+
+// Follow streams the lines of group/process, across its instances, until
+// ctx ends, the process is forgotten or the hub closes; then the channel is
+// closed. It starts with the last tail lines of the current instance (none
+// when tail == 0, all kept when tail < 0). The producer never waits for the
+// reader: when the reader falls FollowBuffer lines behind, further lines are
+// skipped for it and a Line with Skipped = their count marks the gap.
+func (h *Hub) Follow(ctx context.Context, group, process string, tail int) (<-chan Line, error) {
+	p, err := h.proc(group, process)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	var backlog []Line
+	if tail != 0 && p.cur != nil {
+		backlog = p.cur.tail.lines(max(tail, 0), p.cur)
+	}
+	f := newFollower(group, process, h.opts.FollowBuffer, backlog)
+	p.followers = append(p.followers, f)
+	p.mu.Unlock()
+
+	out := make(chan Line, 16)
+	h.follows.Add(1)
+	go func() {
+		defer h.follows.Done()
+		f.run(ctx, h.quit, out, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for i, g := range p.followers {
+				if g == f {
+					p.followers = append(p.followers[:i], p.followers[i+1:]...)
+					break
+				}
+			}
+		})
+	}()
+	return out, nil
+}
+
+func (h *Hub) filePath(group, process string) string {
+	return filepath.Join(h.opts.Dir, group, process+".log")
+}

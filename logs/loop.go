@@ -1,0 +1,230 @@
+package logs
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// readBufferBytes is one read's worth: the default pipe capacity, so one
+// read usually empties a pipe.
+const readBufferBytes = 64 << 10
+
+// keptPartialBytes is the largest unterminated-line buffer a stream keeps
+// for reuse once its line is complete; bigger ones are released.
+const keptPartialBytes = 1 << 10
+
+// batch holds the lines of one read, copied out of the read buffer, so each
+// consumer is visited once per read rather than once per line.
+type batch struct {
+	arena []byte
+	refs  []lineRef
+	out   []byte // formatted for Out or a file
+}
+
+type lineRef struct {
+	off, n  int
+	partial bool
+}
+
+func (b *batch) reset() {
+	b.arena, b.refs = b.arena[:0], b.refs[:0]
+}
+
+func (b *batch) add(text []byte, partial bool) {
+	b.refs = append(b.refs, lineRef{off: len(b.arena), n: len(text), partial: partial})
+	b.arena = append(b.arena, text...)
+}
+
+func (b *batch) text(r lineRef) []byte { return b.arena[r.off : r.off+r.n] }
+
+// loop is the one capture goroutine. It sleeps in epoll_wait (no timeout:
+// an idle podsup is not woken) and, level-triggered, does one read per
+// ready pipe per wake-up, so a process writing flat out cannot starve the
+// others: the next epoll_wait reports it again.
+func (h *Hub) loop() {
+	defer close(h.loopDone)
+	events := make([]unix.EpollEvent, 128)
+	buf := make([]byte, readBufferBytes)
+	var b batch
+	for {
+		n, err := unix.EpollWait(h.epfd, events, -1)
+		h.wakeups.Add(1)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			h.log.Error().Err(err).Msg("epoll_wait failed; output capture stopped")
+			return
+		}
+		for _, ev := range events[:n] {
+			if ev.Fd == int32(h.wakefd) {
+				return // only Close writes the eventfd
+			}
+			h.mu.Lock()
+			s := h.streams[ev.Fd]
+			h.mu.Unlock()
+			if s != nil {
+				h.readStream(s, buf, &b)
+			}
+		}
+	}
+}
+
+// readStream does one read and dispatches the complete lines; at EOF it
+// flushes an unterminated last line and retires the stream.
+func (h *Hub) readStream(s *stream, buf []byte, b *batch) {
+	n, err := unix.Read(int(s.fd), buf)
+	if err == unix.EAGAIN || err == unix.EINTR {
+		return // spurious wake-up; level-triggered epoll reports it again
+	}
+	b.reset()
+	if n > 0 {
+		h.split(s, buf[:n], b)
+	} else {
+		if err != nil {
+			h.log.Debug().Err(err).Str("process", s.att.proc.name).Msg("reading captured output failed; treating as end of output")
+		}
+		if len(s.partial) > 0 {
+			b.add(s.partial, false)
+		}
+		s.partial = nil
+	}
+	if len(b.refs) > 0 {
+		h.dispatch(s, h.clock.Now(), b)
+	}
+	if n <= 0 {
+		h.retire(s)
+	}
+}
+
+// split cuts data into lines, joining it to the stream's pending partial
+// line and cutting lines longer than MaxLineBytes into Partial pieces.
+func (h *Hub) split(s *stream, data []byte, b *batch) {
+	limit := h.opts.MaxLineBytes
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			s.partial = append(s.partial, data...)
+			for len(s.partial) > limit {
+				b.add(s.partial[:limit], true)
+				s.partial = s.partial[:copy(s.partial, s.partial[limit:])]
+			}
+			return
+		}
+		line := data[:i]
+		if len(s.partial) > 0 {
+			s.partial = append(s.partial, line...)
+			line = s.partial
+		}
+		for len(line) > limit {
+			b.add(line[:limit], true)
+			line = line[limit:]
+		}
+		b.add(line, false)
+		if cap(s.partial) > keptPartialBytes {
+			s.partial = nil
+		} else {
+			s.partial = s.partial[:0]
+		}
+		data = data[i+1:]
+	}
+}
+
+// dispatch hands one read's lines to every consumer; none of them waits for
+// a reader.
+func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
+	in, p := &s.att.inst, s.att.proc
+	flags := byte(0)
+	if s.kind == Stderr {
+		flags |= flagStderr
+	}
+	unixNano := now.UnixNano()
+
+	p.mu.Lock()
+	for _, r := range b.refs {
+		f := flags
+		if r.partial {
+			f |= flagPartial
+		}
+		in.tail.add(unixNano, f, b.text(r), h.opts.TailLines, h.opts.TailBytes)
+	}
+	for _, f := range p.followers {
+		f.pushBatch(b, now, in, s.kind)
+	}
+	p.mu.Unlock()
+
+	if h.sink != nil {
+		b.out = b.out[:0]
+		width := int(h.width.Load())
+		for _, r := range b.refs {
+			if h.opts.Format == FormatJSON {
+				b.out = appendJSON(b.out, now, in, s.kind, r.partial, b.text(r))
+			} else {
+				b.out = appendConsole(b.out, p.name, width, b.text(r))
+			}
+		}
+		h.sink.add(b.out)
+	}
+	if p.file != nil {
+		h.writeFile(s, now, b)
+	}
+}
+
+// writeFile appends the batch to the process's file, rotating at line
+// boundaries so no file grows past MaxSize (unless one line alone does).
+func (h *Hub) writeFile(s *stream, now time.Time, b *batch) {
+	a := s.att
+	r, lim := a.proc.file, a.limits
+	err := func() error {
+		if r.f == nil {
+			if err := r.open(); err != nil {
+				return err
+			}
+		}
+		b.out = b.out[:0]
+		for _, ref := range b.refs {
+			start := len(b.out)
+			b.out = appendCRI(b.out, now, s.kind, ref.partial, b.text(ref))
+			// Rotate before this line if it would overflow a file that
+			// already holds something; a line bigger than the limit is
+			// written alone.
+			if r.size+int64(len(b.out)) > lim.maxSize && r.size+int64(start) > 0 {
+				if err := r.write(b.out[:start]); err != nil {
+					return err
+				}
+				if err := r.rotate(lim); err != nil {
+					return err
+				}
+				b.out = b.out[:copy(b.out, b.out[start:])]
+			}
+		}
+		return r.write(b.out)
+	}()
+	if err != nil {
+		if r.err == nil {
+			h.log.Error().Err(err).Str("process", a.proc.name).Msg("writing log file failed; lines lost until it works again")
+		}
+		r.err = err
+		r.close()
+		return
+	}
+	r.err = nil
+}
+
+// retire removes a stream at EOF from the loop and closes its read end.
+func (h *Hub) retire(s *stream) {
+	h.mu.Lock()
+	delete(h.streams, s.fd)
+	h.mu.Unlock()
+	// Closing the fd removes it from the epoll set; the explicit delete
+	// keeps that true even if the fd were ever duplicated.
+	_ = unix.EpollCtl(h.epfd, unix.EPOLL_CTL_DEL, int(s.fd), nil)
+	_ = unix.Close(int(s.fd)) // a read end at EOF: nothing to flush
+	s.att.streamClosed()
+	if s.att.open == 0 && s.att.proc.file != nil {
+		s.att.proc.file.close() // reopened by the next write; a silent process holds no fd
+	}
+}

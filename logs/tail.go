@@ -1,0 +1,129 @@
+package logs
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// tail is the bounded in-memory tail of one process instance: a byte ring of
+// records (8 bytes wall time in Unix ns, 1 byte flags, 2 bytes length, text).
+// It starts empty and grows by doubling up to the byte bound, so a process
+// that wrote one line costs one small allocation, not the whole bound. Once
+// either bound is reached, the oldest records are evicted.
+//
+// A tail is not safe for concurrent use; its procLog's mutex guards it.
+type tail struct {
+	buf   []byte // the ring; len(buf) is its capacity
+	head  int    // offset of the oldest record
+	used  int    // bytes in use
+	count int    // records in use
+}
+
+const (
+	recordHeader = 11
+	// tailGrain is the smallest allocation and growth step: a process that
+	// wrote one short line pays 64 bytes.
+	tailGrain = 64
+
+	flagStderr  = 1 << 0
+	flagPartial = 1 << 1
+)
+
+// add appends a line, evicting the oldest lines to stay within maxLines and
+// maxBytes. len(text) must be < 64 KiB and recordHeader+len(text) <= maxBytes.
+func (t *tail) add(when int64, flags byte, text []byte, maxLines, maxBytes int) {
+	rec := recordHeader + len(text)
+	for t.count > 0 && t.count >= maxLines {
+		t.evict()
+	}
+	if t.used+rec > len(t.buf) && len(t.buf) < maxBytes {
+		need := (t.used + rec + tailGrain - 1) / tailGrain * tailGrain
+		t.grow(min(max(2*len(t.buf), need), maxBytes))
+	}
+	for t.used+rec > len(t.buf) {
+		t.evict()
+	}
+	var hdr [recordHeader]byte
+	binary.LittleEndian.PutUint64(hdr[0:8], uint64(when))
+	hdr[8] = flags
+	binary.LittleEndian.PutUint16(hdr[9:11], uint16(len(text)))
+	end := t.head + t.used
+	end = t.put(end, hdr[:])
+	t.put(end, text)
+	t.used += rec
+	t.count++
+}
+
+// put copies p into the ring at offset off (mod capacity) and returns the
+// offset after it.
+func (t *tail) put(off int, p []byte) int {
+	off %= len(t.buf)
+	n := copy(t.buf[off:], p)
+	copy(t.buf, p[n:])
+	return off + len(p)
+}
+
+// get copies len(p) bytes from the ring at offset off into p.
+func (t *tail) get(off int, p []byte) {
+	off %= len(t.buf)
+	n := copy(p, t.buf[off:])
+	copy(p[n:], t.buf)
+}
+
+func (t *tail) evict() {
+	var lb [2]byte
+	t.get(t.head+9, lb[:])
+	rec := recordHeader + int(binary.LittleEndian.Uint16(lb[:]))
+	t.head = (t.head + rec) % len(t.buf)
+	t.used -= rec
+	t.count--
+	if t.count == 0 {
+		t.head = 0
+	}
+}
+
+// grow reallocates the ring with capacity n, oldest record first.
+func (t *tail) grow(n int) {
+	nb := make([]byte, n)
+	if t.used > 0 {
+		t.get(t.head, nb[:t.used])
+	}
+	t.buf, t.head = nb, 0
+}
+
+// lines returns the last n lines (all when n <= 0), oldest first, stamped
+// with the instance's names.
+func (t *tail) lines(n int, in *instance) []Line {
+	if n <= 0 || n > t.count {
+		n = t.count
+	}
+	out := make([]Line, 0, n)
+	off := t.head
+	var hdr [recordHeader]byte
+	for i := 0; i < t.count; i++ {
+		t.get(off, hdr[:])
+		size := int(binary.LittleEndian.Uint16(hdr[9:11]))
+		if i >= t.count-n {
+			text := make([]byte, size)
+			t.get(off+recordHeader, text)
+			out = append(out, Line{
+				Time:     time.Unix(0, int64(binary.LittleEndian.Uint64(hdr[0:8]))),
+				Group:    in.proc.group,
+				Process:  in.proc.process,
+				Instance: in.instance,
+				Stream:   streamOf(hdr[8]),
+				Text:     string(text),
+				Partial:  hdr[8]&flagPartial != 0,
+			})
+		}
+		off += recordHeader + size
+	}
+	return out
+}
+
+func streamOf(flags byte) Stream {
+	if flags&flagStderr != 0 {
+		return Stderr
+	}
+	return Stdout
+}

@@ -1,0 +1,309 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/spec"
+)
+
+// Process-level live reload (reload.go), on the fake runtime and clock,
+// then with real processes.
+
+// commandsRuntime records the command of every start, then plays the
+// fake runtime's script.
+type commandsRuntime struct {
+	*fakeRuntime
+	mu   sync.Mutex
+	cmds map[string][]string
+}
+
+func (r *commandsRuntime) Start(ctx context.Context, req StartRequest) (Instance, error) {
+	r.mu.Lock()
+	r.cmds[req.Process.Name] = append(r.cmds[req.Process.Name], strings.Join(req.Process.Command, " "))
+	r.mu.Unlock()
+	return r.fakeRuntime.Start(ctx, req)
+}
+
+func (r *commandsRuntime) commands(name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.cmds[name]...)
+}
+
+func startFakeWith(t *testing.T, cfg spec.Config, script simScript, hooks HookRunner) (*fakeRun, *commandsRuntime) {
+	t.Helper()
+	fc := clock.NewFake(clock.Epoch)
+	rt := &commandsRuntime{fakeRuntime: newFakeRuntime(fc, script), cmds: map[string][]string{}}
+	sup, err := New(cfg, Options{Clock: fc, Runtime: rt, Hooks: hooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{t: t, clock: fc, rt: rt.fakeRuntime, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	t.Cleanup(f.sub.Close)
+	go func() {
+		res, err := sup.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		f.res <- res
+	}()
+	return f, rt
+}
+
+func procs(names ...string) []spec.Process {
+	var out []spec.Process
+	for _, n := range names {
+		out = append(out, spec.Process{Name: n, Command: []string{n, "v1"}})
+	}
+	return out
+}
+
+func processStatus(t *testing.T, sup *Supervisor, group, name string) ProcessStatus {
+	t.Helper()
+	g, ok := sup.Status().Group(group)
+	if !ok {
+		t.Fatalf("no group %s", group)
+	}
+	p, ok := g.Process(name)
+	if !ok {
+		t.Fatalf("no process %s in %s", name, group)
+	}
+	return p
+}
+
+func TestReloadTouchesOnlyChangedProcesses(t *testing.T) {
+	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(30 * time.Second), Processes: procs("keep", "change", "drop")}
+	f, rt := startFakeWith(t, configOf(g), constant(simRun{runFor: -1, termExit: time.Second}), nil)
+	f.advanceTo(time.Second)
+	keep0 := processStatus(t, f.sup, "g", "keep")
+	change0 := processStatus(t, f.sup, "g", "change")
+
+	next := g
+	next.Processes = procs("add", "keep", "change")
+	next.Processes[2].Command = []string{"change", "v2"}
+	if err := f.sup.Apply(configOf(next)); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(10 * time.Second)
+
+	if keep1 := processStatus(t, f.sup, "g", "keep"); keep1.Pid != keep0.Pid || keep1.InstanceID != keep0.InstanceID || keep1.RestartCount != 0 || keep1.State != StateRunning {
+		t.Errorf("unchanged process touched: %+v → %+v", keep0, keep1)
+	}
+	change1 := processStatus(t, f.sup, "g", "change")
+	if change1.Pid == change0.Pid || change1.RestartCount != 1 || change1.State != StateRunning {
+		t.Errorf("R4: changed process not restarted: %+v", change1)
+	}
+	if got := rt.commands("change"); fmt.Sprint(got) != "[change v1 change v2]" {
+		t.Errorf("changed process commands %v", got)
+	}
+	if add := processStatus(t, f.sup, "g", "add"); add.State != StateRunning || add.RestartCount != 0 {
+		t.Errorf("added process: %+v", add)
+	}
+	gs, _ := f.sup.Status().Group("g")
+	var names []string
+	for _, p := range gs.Processes {
+		names = append(names, p.Name)
+	}
+	if fmt.Sprint(names) != "[add keep change]" {
+		t.Errorf("processes after reload: %v", names)
+	}
+	// Starts: all at 0; add at 1 (at once); change at 2 (old instance
+	// took 1 s to exit after SIGTERM); drop never again.
+	assertTimes(t, "keep", f.rt.startsOf("keep"), secs(0))
+	assertTimes(t, "change", f.rt.startsOf("change"), secs(0, 2))
+	assertTimes(t, "drop", f.rt.startsOf("drop"), secs(0))
+	assertTimes(t, "add", f.rt.startsOf("add"), secs(1))
+	if err := f.sup.Stop("g", "drop", RequestOptions{}); err == nil {
+		t.Error("removed process still accepts requests")
+	}
+	f.shutdown()
+}
+
+func TestReloadGroupLevelChangeReplacesTheGroup(t *testing.T) {
+	g := spec.Group{Name: "g", Processes: procs("a", "b")}
+	f, _ := startFakeWith(t, configOf(g), constant(simRun{runFor: -1}), nil)
+	f.advanceTo(time.Second)
+	a0 := processStatus(t, f.sup, "g", "a")
+	next := g
+	next.TerminationGracePeriod = spec.Durp(5 * time.Second)
+	if err := f.sup.Apply(configOf(next)); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(5 * time.Second)
+	if a1 := processStatus(t, f.sup, "g", "a"); a1.InstanceID == a0.InstanceID || a1.State != StateRunning {
+		t.Errorf("a group-level change must replace every process: %+v → %+v", a0, a1)
+	}
+	f.shutdown()
+}
+
+func TestReloadChangedCrashLoopGetsFreshBackoff(t *testing.T) {
+	// B12: a spec change gives a fresh back-off; R4: it restarts at once.
+	g := spec.Group{Name: "g", Processes: procs("loop", "ok")}
+	f, rt := startFakeWith(t, configOf(g), func(p string, n int) simRun {
+		if p == "loop" && n < 4 {
+			return simRun{code: 1}
+		}
+		return simRun{runFor: -1}
+	}, nil)
+	f.advanceTo(35 * time.Second) // loop: starts 0, 0, 10, 30; waiting until 70
+	if p := processStatus(t, f.sup, "g", "loop"); p.Reason != ReasonCrashLoopBackOff {
+		t.Fatalf("not in back-off: %+v", p)
+	}
+	next := g
+	next.Processes = procs("loop", "ok")
+	next.Processes[0].Command = []string{"loop", "fixed"}
+	if err := f.sup.Apply(configOf(next)); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(40 * time.Second)
+	assertTimes(t, "loop", f.rt.startsOf("loop"), secs(0, 0, 10, 30, 35))
+	if got := rt.commands("loop"); got[len(got)-1] != "loop fixed" {
+		t.Errorf("commands %v", got)
+	}
+	if p := processStatus(t, f.sup, "g", "loop"); p.State != StateRunning || p.RestartCount != 4 {
+		t.Errorf("R5: %+v", p)
+	}
+	f.shutdown()
+}
+
+func TestReloadChangedStoppedProcessStaysStopped(t *testing.T) {
+	g := spec.Group{Name: "g", Processes: procs("a", "b")}
+	f, rt := startFakeWith(t, configOf(g), constant(simRun{runFor: -1}), nil)
+	f.advanceTo(time.Second)
+	if err := f.sup.Stop("g", "b", RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(2 * time.Second)
+	next := g
+	next.Processes = procs("a", "b")
+	next.Processes[1].Command = []string{"b", "v2"}
+	if err := f.sup.Apply(configOf(next)); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(3 * time.Second)
+	if n := len(f.rt.startsOf("b")); n != 1 {
+		t.Errorf("a stopped process was started by a reload: %d starts", n)
+	}
+	if err := f.sup.Start("g", "b", RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(4 * time.Second)
+	if got := rt.commands("b"); fmt.Sprint(got) != "[b v1 b v2]" {
+		t.Errorf("the next start takes the new spec: %v", got)
+	}
+	f.shutdown()
+}
+
+func TestRealReloadProcessLevel(t *testing.T) {
+	a := helperProcess(t, "a", "sleep")
+	b := helperProcess(t, "b", "sleep")
+	c := helperProcess(t, "c", "sleep")
+	cfg := spec.Config{
+		Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(100 * time.Millisecond)},
+		Groups:     []spec.Group{realGroup("web", spec.RestartAlways, a, b, c)},
+	}
+	r := startReal(t, cfg)
+	for i := 0; i < 3; i++ {
+		r.next(EventStarted)
+	}
+	a0 := processStatus(t, r.sup, "web", "a")
+	b0 := processStatus(t, r.sup, "web", "b")
+	c0 := processStatus(t, r.sup, "web", "c")
+
+	b1spec := helperProcess(t, "b", "sleep")
+	b1spec.Env["CHANGED"] = "1"
+	d := helperProcess(t, "d", "sleep")
+	next := spec.Config{Supervisor: cfg.Supervisor, Groups: []spec.Group{realGroup("web", spec.RestartAlways, a, b1spec, d)}}
+	if err := r.sup.Apply(next); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		gs, _ := r.sup.Status().Group("web")
+		bp, _ := gs.Process("b")
+		dp, _ := gs.Process("d")
+		_, cStill := gs.Process("c")
+		if bp.State == StateRunning && bp.Pid != b0.Pid && dp.State == StateRunning && !cStill && processGone(c0.Pid) && processGone(b0.Pid) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reload did not settle: %+v", gs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if a1 := processStatus(t, r.sup, "web", "a"); a1.Pid != a0.Pid || a1.RestartCount != 0 || processGone(a0.Pid) {
+		t.Errorf("unchanged process touched: %+v → %+v", a0, a1)
+	}
+	if b1 := processStatus(t, r.sup, "web", "b"); b1.RestartCount != 1 {
+		t.Errorf("R5: changed process %+v", b1)
+	}
+}
+
+func TestReloadStopsTheOldInstanceWithItsOwnSpec(t *testing.T) {
+	// K3, K6: the changed process's old instance stops with the old
+	// spec's pre_stop and stop signal, even though the new spec has
+	// neither; R4: then the new spec starts at once.
+	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(30 * time.Second), Processes: procs("a", "b")}
+	g.Processes[1].PreStop = &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"old"}}}}
+	g.Processes[1].StopSignal = syscall.SIGINT
+	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+	s.preStop["b"] = 2 * time.Second
+	s.runUntil(time.Second)
+	old := s.status("b")
+	next := g
+	next.Processes = procs("a", "b")
+	next.Processes[1].Command = []string{"b", "v2"}
+	s.feed(reloadInput{group: next})
+	s.runUntil(10 * time.Second)
+	assertTimes(t, "K3 stop signal after the old pre_stop", s.signalsOf("b"), secs(3))
+	if term := s.status("b").LastTermination; term == nil || term.InstanceID != old.InstanceID || term.Signal != syscall.SIGINT {
+		t.Errorf("K6: old instance ended %+v, want by its own stop signal", term)
+	}
+	assertTimes(t, "R4 starts", s.starts["b"], secs(0, 3))
+	if s.core.byName["b"].spec.Command[1] != "v2" || len(s.starts["a"]) != 1 {
+		t.Errorf("spec %v, a starts %v", s.core.byName["b"].spec.Command, s.starts["a"])
+	}
+	var reasons []string
+	for _, e := range s.events {
+		if e.Process == "b" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	if got := strings.Join(reasons, " "); got != "Started Reloaded Killing Exited Started" {
+		t.Errorf("events of b: %s", got)
+	}
+}
+
+func TestReloadRemovedProcessStopsThroughTheKillPath(t *testing.T) {
+	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(5 * time.Second), Processes: procs("a", "b")}
+	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+	s.runUntil(time.Second)
+	next := g
+	next.Processes = procs("a")
+	s.feed(reloadInput{group: next})
+	if _, ok := s.core.snapshot().Process("b"); ok {
+		t.Error("a removed process is still shown")
+	}
+	s.runUntil(time.Minute)
+	// K6: SIGTERM at once (ignored), SIGKILL after the 5 s grace.
+	assertTimes(t, "stop signal", s.signalsOf("b"), secs(1))
+	if len(s.kills) != 1 || s.kills[0].at != 6*time.Second || len(s.starts["b"]) != 1 {
+		t.Errorf("kills %v starts %v", s.kills, s.starts["b"])
+	}
+	if len(s.core.leaving) != 0 || len(s.starts["a"]) != 1 {
+		t.Errorf("leaving %v, a starts %v", s.core.leaving, s.starts["a"])
+	}
+	// Added again later, under the same name: new, unique instance ids.
+	s.feed(reloadInput{group: g})
+	s.runUntil(2 * time.Minute)
+	if b := s.status("b"); b.State != StateRunning || b.RestartCount != 0 || b.InstanceID == "b-0" {
+		t.Errorf("re-added b: %+v", b)
+	}
+}
