@@ -6,6 +6,7 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/logs"
+	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -34,6 +35,20 @@ func (c capturingRuntime) ReleaseGroup(group string) {
 		r.ReleaseGroup(group)
 	}
 }
+
+// Spawner passes the inner runtime's sandbox spawner on, so exec probes
+// and hooks run inside their group's sandbox (X6).
+func (c capturingRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+	if s, ok := c.Runtime.(supervisor.SandboxSpawner); ok {
+		return s.Spawner(group)
+	}
+	return sandbox.Start
+}
+
+var (
+	_ supervisor.SandboxSpawner = capturingRuntime{}
+	_ supervisor.GroupReleaser  = capturingRuntime{}
+)
 
 // hubLogs serves the API's logs endpoints from the hub.
 type hubLogs struct{ hub *logs.Hub }
