@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,7 +70,7 @@ func (f *upFixture) write(t *testing.T, s string) {
 // ctl runs a client command of the podsup binary against this podsup.
 func (f *upFixture) ctl(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	return runPodsup(t, append(args, "--socket", f.socket)...)
+	return runPodsup(t, append([]string{"--socket", f.socket}, args...)...)
 }
 
 func (f *upFixture) pid(t *testing.T, group, process string) int {
@@ -347,5 +348,63 @@ func TestUpRecreateLeavesTheSidecarAlone(t *testing.T) {
 	}
 	if code, out = f.ctl(t, "recreate", "status", "rc-999"); code == 0 {
 		t.Fatalf("status of an unknown request: %d %s", code, out)
+	}
+}
+
+// TestUpSandboxedServerReachableOnlyInside is issue 5's acceptance case
+// end to end: a server in a group with all five namespaces is probed ready
+// by an exec probe that runs inside the sandbox, answers `podsup exec`, and
+// cannot be reached from the host.
+func TestUpSandboxedServerReachableOnlyInside(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates namespaces and cgroups (CI runs as root)")
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs python3 for the HTTP server (.ci/run installs it)")
+	}
+	const port = "18791"
+	f := startUp(t, `
+supervisor {
+  socket = "%s"
+}
+group "isolated" {
+  sandbox {
+    namespaces = ["pid", "mount", "uts", "ipc", "net"]
+    hostname   = "isolated"
+    mount {
+      type   = "proc"
+      target = "/proc"
+    }
+  }
+  process "server" {
+    command = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "`+port+`"]
+    readiness_probe {
+      exec {
+        command = ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:`+port+`/', timeout=2)"]
+      }
+      period  = "300ms"
+      timeout = "3s"
+    }
+  }
+}
+`)
+	if !eventually(func() bool {
+		st, err := f.c.Status(context.Background(), "isolated", "server")
+		return err == nil && st.Groups[0].Processes[0].Ready
+	}) {
+		_, out := f.ctl(t, "events")
+		t.Fatalf("the exec probe inside the sandbox never saw the server ready:\n%s", out)
+	}
+	code, out := f.ctl(t, "exec", "isolated", "--", "sh", "-c", "hostname; python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:"+port+"/').status)\"")
+	if code != 0 || out != "isolated\n200\n" {
+		t.Fatalf("exec inside the sandbox: %d %q", code, out)
+	}
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
+		c.Close()
+		t.Fatal("the host reached a server that listens inside the sandbox's network namespace")
+	}
+	_ = f.up.p.Signal(syscall.SIGTERM)
+	if e := f.up.wait(t); e.Code() != 0 {
+		t.Fatalf("podsup up: %s", e)
 	}
 }
