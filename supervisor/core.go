@@ -247,7 +247,9 @@ type instance struct {
 	running      bool
 	ready        bool
 	started      bool
-	stop         *stopState
+	// statusText is the instance's own status line (sd_notify STATUS=).
+	statusText string
+	stop       *stopState
 }
 
 type stopPhase int
@@ -314,6 +316,8 @@ func (g *groupCore) step(now time.Time, in input) plan {
 		g.preStopDone(in)
 	case probeInput:
 		g.probeResult(in)
+	case statusTextInput:
+		g.statusText(in)
 	case timerInput:
 	}
 	g.reconcile()
@@ -581,8 +585,10 @@ func (g *groupCore) started(in startedInput) {
 	inst.pid = in.pid
 	inst.startedAt = g.now
 	// S3, S4, P4, P5: without a probe the flag is true from the start.
-	inst.ready = p.spec.ReadinessProbe == nil
-	inst.started = p.spec.StartupProbe == nil
+	// A readiness protocol (sd_notify READY=1, a newline on fd N) holds
+	// ready back, and started too unless a startup probe decides it.
+	inst.ready = p.spec.ReadinessProbe == nil && p.spec.Readiness == ""
+	inst.started = p.spec.StartupProbe == nil && p.spec.Readiness == ""
 	if inst.startBy != "" {
 		g.emit(p, EventNormal, EventStarted, "Started process %s (requested by %s)", p.spec.Name, inst.startBy)
 	} else {

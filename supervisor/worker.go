@@ -34,6 +34,8 @@ type worker struct {
 	cancel context.CancelFunc
 	// onCritical is told about X11 exits; it must not block.
 	onCritical func(group, process string, code int)
+	// onStatus is told that a new snapshot was stored; it must not block.
+	onStatus func()
 
 	insts map[string]Instance
 	// events waits for the end of handle: a subscriber who sees an event
@@ -65,6 +67,7 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 		ctx:        ctx,
 		cancel:     cancel,
 		onCritical: s.criticalExit,
+		onStatus:   s.statusChanged,
 		insts:      map[string]Instance{},
 		done:       make(chan struct{}),
 	}
@@ -177,6 +180,7 @@ func (w *worker) handle(in input) {
 	w.arm(wake)
 	st := w.core.snapshot()
 	w.status.Store(&st)
+	w.onStatus()
 	for _, e := range w.events {
 		w.bus.publish(e)
 	}
