@@ -12,7 +12,6 @@
 #   sudo podsup status
 
 supervisor {
-  socket        = "/run/podsup/edge.sock"
   log_format    = "json"
   log_level     = "info"
   minimum_grace = "1s"

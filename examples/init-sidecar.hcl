@@ -14,7 +14,6 @@
 #   podsup status
 
 supervisor {
-  socket        = "/tmp/podsup-init-sidecar.sock"
   minimum_grace = "1s"
 }
 

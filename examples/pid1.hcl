@@ -12,7 +12,6 @@
 #   podsup up -f examples/pid1.hcl
 
 supervisor {
-  socket        = "/tmp/podsup-pid1.sock"
   log_format    = "json"
   minimum_grace = "1s"
 }

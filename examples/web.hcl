@@ -15,7 +15,7 @@
 
 supervisor {
   # env("NAME", "default") reads the environment when the file is loaded.
-  socket        = env("PODSUP_SOCKET", "/tmp/podsup-web.sock")
+  log_level     = env("PODSUP_LOG_LEVEL", "info")
   log_format    = "console"
   minimum_grace = "1s"
 }

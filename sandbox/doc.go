@@ -3,6 +3,44 @@
 // pidfds and kills whole process trees. It knows nothing of restart
 // policies, probes or configuration files (../shared/DESIGN.md).
 //
+// Two layers:
+//
+//   - Start, Cmd, Process: one process, on the host or through a Forker.
+//   - Runtime (LocalRuntime, NewRuntime): seeds/001's imperative interface.
+//     Sandboxes (namespaces + a cgroup) and the processes in them, with the
+//     state machine created → running → exited → removed (state.go), exec,
+//     and error classes (errors.go). A binary using it must dispatch
+//     HolderArg at the top of main (see HolderMain).
+//
+// # Sandbox = holder + namespace thread
+//
+// A sandbox with new namespaces is held by podsup re-executed as a holder
+// ("/proc/self/exe __podsup_init", started with Start and Cloneflags for the
+// namespaces asked for). With a PID namespace it is the sandbox's PID 1: it
+// makes every mount private, mounts proc/tmpfs/bind mounts, pivot_roots
+// into a rootfs, sets the hostname, brings lo up, reaps the sandbox's
+// orphans with a wait4 loop of its own, says ready over its control socket
+// and exits when that socket reaches EOF: when the sandbox is deleted or
+// podsup dies (holder_protocol.go). Its exit ends the PID namespace and
+// with it every process inside; if it dies early the sandbox is failed.
+//
+// Processes are not the holder's children. A goroutine per sandbox locks
+// its OS thread for good, calls unshare(CLONE_FS) and setns(holder's pidfd,
+// flags) (nsthread.go), and every fork into the sandbox (processes, Exec,
+// Spawn) runs on it: the child lands in every namespace yet is podsup's own,
+// so the one reaper, pidfds and cgroup placement apply unchanged. The cgroup
+// placement is opened before the work goes to that thread (its mount
+// namespace cannot see podsup's /sys/fs/cgroup) and composed inside it.
+//
+// # Trees and cgroups
+//
+// Each sandbox has a cgroup with its limits (package cgroups), each process
+// a child cgroup, each Exec a temporary one. A process's cgroup is its Tree:
+// KillTree reaches a double-forked setsid daemon, and the cgroup's OOM
+// counter tells an OOMKilled exit. Where cgroups are unavailable the runtime
+// logs it once and falls back to process groups. NewRuntime sweeps what an
+// earlier run of the same instance left in its cgroups.
+//
 // # One reaper
 //
 // A process may have only one waiter: with a wait4(-1) loop running, any

@@ -20,6 +20,9 @@ func registerHelper(name string, f func(args []string) int) bool {
 }
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == HolderArg {
+		os.Exit(HolderMain()) // the test binary is its own sandbox holder
+	}
 	if name := os.Getenv("PODSUP_TEST_HELPER"); name != "" {
 		f, ok := helpers[name]
 		if !ok {
@@ -28,7 +31,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(f(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	os.Exit(runChecked(m))
 }
 
 // helperCmd is a Cmd that runs helper name with args.
@@ -98,7 +101,7 @@ func alive(pid int) bool {
 	return ok && st != "Z"
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates PID and mount namespaces (CI runs as root)")

@@ -61,6 +61,14 @@ type Forker interface {
 	Fork(fn func() error) error
 }
 
+// Resolver is a Forker that also wants Start's lookups (the program in
+// PATH, User and Group in /etc/passwd and /etc/group) to run on its thread:
+// a sandbox with a mount namespace has its own /usr/bin and /etc. Resolve
+// must call fn on that thread and return its error.
+type Resolver interface {
+	Resolve(fn func() error) error
+}
+
 // Errors Start returns, wrapped in a *StartError.
 var (
 	ErrCommandNotFound = errors.New("command not found")
@@ -112,17 +120,29 @@ func Start(c *Cmd) (*Process, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	path, err := lookPath(c.Path, env)
+	var (
+		path string
+		cred *syscall.Credential
+	)
+	resolve := func() (err error) {
+		if path, err = lookPath(c.Path, env); err != nil {
+			return err
+		}
+		cred, err = credential(c.User, c.Group)
+		return err
+	}
+	var err error
+	if r, ok := c.Forker.(Resolver); ok {
+		err = r.Resolve(resolve)
+	} else {
+		err = resolve()
+	}
 	if err != nil {
 		return nil, &StartError{Path: c.Path, Err: err}
 	}
 	args := c.Args
 	if len(args) == 0 {
 		args = []string{c.Path}
-	}
-	cred, err := credential(c.User, c.Group)
-	if err != nil {
-		return nil, &StartError{Path: c.Path, Err: err}
 	}
 	files, err := stdFiles(c)
 	if err != nil {

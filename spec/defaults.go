@@ -1,6 +1,9 @@
 package spec
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -54,5 +57,20 @@ func (s *Supervisor) EffectiveSocket() string {
 	if s.Socket != "" {
 		return s.Socket
 	}
-	return DefaultSocket
+	return DefaultSocketPath()
+}
+
+// DefaultSocketPath is where podsup listens, and its CLI looks, when no
+// socket is configured: DefaultSocket for root; for other users, like
+// systemd's user instances, $XDG_RUNTIME_DIR/podsup.sock, or
+// /tmp/podsup-UID/podsup.sock without it.
+func DefaultSocketPath() string {
+	uid := os.Geteuid()
+	if uid == 0 {
+		return DefaultSocket
+	}
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
+		return filepath.Join(dir, "podsup.sock")
+	}
+	return filepath.Join(os.TempDir(), "podsup-"+strconv.Itoa(uid), "podsup.sock")
 }

@@ -27,7 +27,7 @@ type Config struct {
 
 // Supervisor holds podsup's own settings (the `supervisor {}` block).
 type Supervisor struct {
-	// Socket is the control socket's path (default DefaultSocket).
+	// Socket is the control socket's path (default DefaultSocketPath()).
 	Socket string
 	// SocketGroup, when set, opens the control socket to that group's members.
 	SocketGroup string

@@ -14,7 +14,8 @@ type History struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every append
-	events  []Event       // ring of at most max, oldest first
+	events  []Event       // ring of at most max; oldest at head once full
+	head    int
 	max     int
 }
 
@@ -42,16 +43,23 @@ func (h *History) record() {
 			h.mu.Unlock()
 			return
 		}
-		h.mu.Lock()
-		if len(h.events) == h.max {
-			copy(h.events, h.events[1:])
-			h.events = h.events[:h.max-1]
-		}
-		h.events = append(h.events, e)
-		close(h.changed)
-		h.changed = make(chan struct{})
-		h.mu.Unlock()
+		h.add(e)
 	}
+}
+
+// add keeps e, forgetting the oldest event once max are kept, and wakes
+// followers.
+func (h *History) add(e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) < h.max {
+		h.events = append(h.events, e)
+	} else {
+		h.events[h.head] = e
+		h.head = (h.head + 1) % h.max
+	}
+	close(h.changed)
+	h.changed = make(chan struct{})
 }
 
 // Since returns the kept events with Seq > seq, and a channel closed when
@@ -60,8 +68,8 @@ func (h *History) Since(seq uint64) ([]Event, <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []Event
-	for _, e := range h.events {
-		if e.Seq > seq {
+	for i := range h.events {
+		if e := h.events[(h.head+i)%len(h.events)]; e.Seq > seq {
 			out = append(out, e)
 		}
 	}

@@ -80,6 +80,13 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 // instance of the group is alive.
 func (w *worker) run() {
 	defer close(w.done)
+	// Release per-group resources (a sandbox) before done closes, so a
+	// replacement group waiting on done can take the same name.
+	defer func() {
+		if r, ok := w.rt.(GroupReleaser); ok {
+			r.ReleaseGroup(w.name)
+		}
+	}()
 	defer w.cancel()
 	if w.after != nil {
 		<-w.after

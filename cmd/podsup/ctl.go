@@ -27,9 +27,9 @@ type ctlFlags struct {
 func (f *ctlFlags) register(cmd *cobra.Command) {
 	def := os.Getenv("PODSUP_SOCKET")
 	if def == "" {
-		def = spec.DefaultSocket
+		def = spec.DefaultSocketPath()
 	}
-	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "podsup's control socket (env PODSUP_SOCKET)")
+	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "podsup's control socket (env PODSUP_SOCKET; for up, overrides the file's supervisor.socket)")
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table or json (the API's objects)")
 }
 

@@ -13,6 +13,7 @@ import (
 var version = "dev"
 
 func main() {
+	runHolderIfAsked() // a sandbox holder is podsup re-executed; see package sandbox
 	resetInheritedSignalState()
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"os/signal"
@@ -20,7 +21,7 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/config"
-	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
@@ -40,13 +41,20 @@ the running configuration stays and the error is logged.
 
 As PID 1 (in a container) podsup also reaps every orphan.
 
-Without -f, podsup looks for ./podsup.hcl, then /etc/podsup/podsup.hcl.`,
+Without -f, podsup looks for ./podsup.hcl, then /etc/podsup/podsup.hcl.
+The control socket is supervisor.socket from the file, or --socket /
+PODSUP_SOCKET, or by default /run/podsup/podsup.sock for root and
+$XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
 		Example: `  podsup up -f examples/web.hcl
   podsup status            # in another terminal
   podsup logs -f web/api`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := runUp(file)
+			socket := ""
+			if cmd.Flags().Changed("socket") || os.Getenv("PODSUP_SOCKET") != "" {
+				socket, _ = cmd.Flags().GetString("socket")
+			}
+			code, err := runUp(file, socket)
 			if err != nil {
 				return err
 			}
@@ -62,15 +70,16 @@ Without -f, podsup looks for ./podsup.hcl, then /etc/podsup/podsup.hcl.`,
 
 // daemon is a running `podsup up`.
 type daemon struct {
-	path string
-	log  zerolog.Logger
-	sup  *supervisor.Supervisor
+	path    string
+	log     zerolog.Logger
+	sup     *supervisor.Supervisor
+	runtime *supervisor.LocalRuntime
 
 	mu  sync.Mutex // serialises reloads; guards cfg
 	cfg *spec.Config
 }
 
-func runUp(file string) (int, error) {
+func runUp(file, socketOverride string) (int, error) {
 	path, err := config.Find(file)
 	if err != nil {
 		return 0, err
@@ -79,7 +88,12 @@ func runUp(file string) (int, error) {
 	if err != nil {
 		return 1, nil
 	}
-	log := newLogger(cfg.Supervisor, os.Stderr)
+	if socketOverride != "" {
+		cfg.Supervisor.Socket = socketOverride
+	}
+	logOut := logging.NewAsync(os.Stderr, 0)
+	defer logOut.Close() // flush before exit
+	log := newLogger(cfg.Supervisor, logOut)
 
 	// Catch before anything starts, so no signal is lost.
 	sigs := make(chan os.Signal, 16)
@@ -87,15 +101,23 @@ func runUp(file string) (int, error) {
 	defer signal.Stop(sigs)
 	sandbox.StartReaper()
 
-	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log})
+	socket := cfg.Supervisor.EffectiveSocket()
+	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: instanceName(socket), Logger: log})
 	if err != nil {
 		return 0, err
 	}
-	d := &daemon{path: path, log: log, sup: sup, cfg: cfg}
+	defer rt.Close() // deletes every sandbox and cgroup left
+	// Groups with a sandbox block get namespaces and cgroups; the others run
+	// on the host path, which restarts ~5x cheaper (docs/benchmarks.md).
+	runtime := supervisor.NewLocalRuntime(rt, false)
+	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: runtime})
+	if err != nil {
+		return 0, err
+	}
+	d := &daemon{path: path, log: log, sup: sup, cfg: cfg, runtime: runtime}
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
 
-	socket := cfg.Supervisor.EffectiveSocket()
 	gid := -1
 	if g := cfg.Supervisor.SocketGroup; g != "" {
 		if gid, err = lookupGID(g); err != nil {
@@ -152,6 +174,7 @@ func (d *daemon) reload() (string, error) {
 	if err != nil {
 		return "", errors.New(strings.TrimSpace(diag.String()))
 	}
+	cfg.Supervisor.Socket = d.cfg.Supervisor.Socket // the socket is podsup's, not the file's, once running
 	ch := config.Diff(d.cfg, cfg)
 	if err := d.sup.Apply(*cfg); err != nil {
 		return "", err
@@ -197,8 +220,9 @@ func describeChanges(ch config.Changes) string {
 	return strings.Join(parts, "; ")
 }
 
-// exec runs a command next to a group's processes (in its sandbox once
-// sandboxes exist), for `podsup exec`.
+// exec runs a command in a group's sandbox (on the host for a group
+// without one), streaming its output, for `podsup exec`. It ends with ctx:
+// a client that goes away takes the command's tree with it.
 func (d *daemon) exec(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
 	d.mu.Lock()
 	var g *spec.Group
@@ -211,13 +235,60 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 	if g == nil {
 		return -1, fmt.Errorf("no group %q", group)
 	}
-	var runner execrun.SandboxRunner
-	res, err := runner.Run(ctx, execrun.Request{Argv: argv, OutputLimit: 1 << 20})
+	if process != "" {
+		if _, ok := d.sup.Status().Group(group); ok {
+			found := false
+			for _, p := range g.Processes {
+				found = found || p.Name == process
+			}
+			if !found {
+				return -1, fmt.Errorf("group %q has no process %q", group, process)
+			}
+		}
+	}
+	outR, outW, err := os.Pipe()
 	if err != nil {
 		return -1, err
 	}
-	_, _ = stdout.Write(res.Output)
-	return res.ExitCode, nil
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return -1, err
+	}
+	p, err := d.runtime.Spawner(group)(&sandbox.Cmd{Path: argv[0], Args: argv, Stdout: outW, Stderr: errW})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		fmt.Fprintf(stderr, "podsup: %v\n", err)
+		return sandbox.ExitCodeForStartError(err), nil
+	}
+	var copied sync.WaitGroup
+	for _, c := range []struct {
+		r *os.File
+		w io.Writer
+	}{{outR, stdout}, {errR, stderr}} {
+		copied.Add(1)
+		go func() {
+			defer copied.Done()
+			defer c.r.Close()
+			_, _ = io.Copy(c.w, c.r)
+		}()
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		_ = p.KillTree(syscall.SIGKILL)
+		<-p.Done()
+	}
+	// A background child may hold the pipes open: give the output a
+	// moment to drain, then stop reading.
+	drain := time.AfterFunc(time.Second, func() { outR.Close(); errR.Close() })
+	copied.Wait()
+	drain.Stop()
+	return p.Exit().Code(), nil
 }
 
 // loadConfig loads path, printing diagnostics to w on error.
@@ -235,9 +306,10 @@ func loadConfig(path string, w io.Writer) (*spec.Config, error) {
 	return cfg, nil
 }
 
-// newLogger is podsup's own log, as the supervisor block asks.
+// newLogger is podsup's own log, as the supervisor block asks. w should
+// not block (an Async): groups' workers log their events through it.
 func newLogger(s spec.Supervisor, w io.Writer) zerolog.Logger {
-	// Millisecond timestamps; set here, in the binary, never in a library.
+	// Sub-second timestamps; set here, in the binary, never in a library.
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	level, err := zerolog.ParseLevel(s.LogLevel)
 	if err != nil || s.LogLevel == "" {
@@ -245,18 +317,9 @@ func newLogger(s spec.Supervisor, w io.Writer) zerolog.Logger {
 	}
 	out := w
 	if s.LogFormat != "json" {
-		out = zerolog.ConsoleWriter{Out: w, NoColor: !isTerminal(w), TimeFormat: "15:04:05.000"}
+		out = &logging.Console{Out: w}
 	}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unixIoctlTermios(int(f.Fd()))
-	return err == nil
 }
 
 func lookupGID(name string) (int, error) {
@@ -268,4 +331,13 @@ func lookupGID(name string) (int, error) {
 		return -1, err
 	}
 	return strconv.Atoi(g.Gid)
+}
+
+// instanceName names this podsup's cgroups after its control socket: two
+// podsups cannot share a socket, and a podsup restarted with the same
+// configuration finds (and sweeps) what a crashed predecessor left.
+func instanceName(socket string) string {
+	h := fnv.New32a()
+	h.Write([]byte(socket))
+	return fmt.Sprintf("%08x", h.Sum32())
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // fsOps are the two directory operations that differ between cgroupfs and
@@ -91,9 +93,13 @@ func readKeyed(file, key string) (uint64, error) {
 	return 0, fmt.Errorf("reading %s: no %q line: %w", file, key, os.ErrNotExist)
 }
 
-// readPids reads cgroup.procs.
+// readPids reads cgroup.procs. A cgroup removed between listing and
+// reading (its open file then answers ENODEV) reads as gone: ErrNotExist.
 func readPids(file string) ([]int, error) {
 	b, err := os.ReadFile(file)
+	if errors.Is(err, unix.ENODEV) {
+		return nil, fmt.Errorf("reading %s: removed meanwhile: %w", file, os.ErrNotExist)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,103 @@
+package logging
+
+import (
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Async writes lines to Out from a goroutine of its own, so a slow terminal,
+// pipe or disk never holds up the goroutine that logs (a group's worker).
+// It keeps at most Max queued lines; beyond that it drops lines, counts
+// them, and writes one notice when it catches up. Idle, it costs a parked
+// goroutine and nothing else.
+type Async struct {
+	out io.Writer
+	max int
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   [][]byte
+	free    [][]byte
+	dropped int
+	closed  bool
+	done    chan struct{}
+}
+
+// NewAsync starts writing to out; max <= 0 means 4096 lines.
+func NewAsync(out io.Writer, max int) *Async {
+	if max <= 0 {
+		max = 4096
+	}
+	a := &Async{out: out, max: max, done: make(chan struct{})}
+	a.cond = sync.NewCond(&a.mu)
+	go a.loop()
+	return a
+}
+
+// Write queues a copy of p and returns at once.
+func (a *Async) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return a.out.Write(p) // after Close, write through
+	}
+	if len(a.queue) >= a.max {
+		a.dropped++
+		return len(p), nil
+	}
+	var b []byte
+	if n := len(a.free); n > 0 {
+		b, a.free = a.free[n-1][:0], a.free[:n-1]
+	}
+	a.queue = append(a.queue, append(b, p...))
+	if len(a.queue) == 1 {
+		a.cond.Signal()
+	}
+	return len(p), nil
+}
+
+func (a *Async) loop() {
+	defer close(a.done)
+	var batch [][]byte
+	for {
+		a.mu.Lock()
+		for len(a.queue) == 0 && !a.closed {
+			a.cond.Wait()
+		}
+		if len(a.queue) == 0 && a.closed {
+			a.mu.Unlock()
+			return
+		}
+		batch, a.queue = a.queue, batch[:0]
+		dropped := a.dropped
+		a.dropped = 0
+		a.mu.Unlock()
+		for _, b := range batch {
+			_, _ = a.out.Write(b) // nowhere better to report a log write error
+		}
+		if dropped > 0 {
+			fmt.Fprintf(a.out, "podsup: dropped %d log lines (the log output could not keep up)\n", dropped)
+		}
+		a.mu.Lock()
+		if len(a.free) < 64 {
+			for _, b := range batch {
+				if cap(b) <= 4096 && len(a.free) < 64 {
+					a.free = append(a.free, b)
+				}
+			}
+		}
+		a.mu.Unlock()
+		batch = batch[:0]
+	}
+}
+
+// Close writes what is queued and stops the goroutine.
+func (a *Async) Close() error {
+	a.mu.Lock()
+	a.closed = true
+	a.cond.Signal()
+	a.mu.Unlock()
+	<-a.done
+	return nil
+}

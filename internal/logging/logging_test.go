@@ -1,0 +1,67 @@
+package logging
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func TestConsoleFormatsZerologLines(t *testing.T) {
+	var out bytes.Buffer
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	log := zerolog.New(&Console{Out: &out, TimeFormat: "15:04"}).With().Timestamp().Logger()
+	log.Warn().Str("group", "web").Str("msg2", `has "quotes" and spaces`).Int("pid", 42).Bool("ok", true).Msg("process exited\twith code 1")
+	got := out.String()
+	for _, want := range []string{" WRN process exited\twith code 1", " group=web", ` msg2="has \"quotes\" and spaces"`, " pid=42", " ok=true"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if !strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != 1 {
+		t.Errorf("not one line: %q", got)
+	}
+	out.Reset()
+	(&Console{Out: &out}).Write([]byte("not json\n"))
+	if out.String() != "not json\n" {
+		t.Errorf("non-JSON line changed: %q", out.String())
+	}
+}
+
+type slowWriter struct {
+	mu      sync.Mutex
+	release chan struct{}
+	buf     bytes.Buffer
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	<-s.release
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func TestAsyncNeverBlocksAndCountsDrops(t *testing.T) {
+	sw := &slowWriter{release: make(chan struct{})}
+	a := NewAsync(sw, 10)
+	start := time.Now()
+	for i := 0; i < 1000; i++ {
+		a.Write([]byte("line\n"))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("writes blocked on a stuck output for %v", d)
+	}
+	close(sw.release)
+	a.Close()
+	got := sw.buf.String()
+	if !strings.Contains(got, "podsup: dropped ") {
+		t.Fatalf("no drop notice in %q", got)
+	}
+	// At most one batch in flight plus a full queue: 2 x 10.
+	if n := strings.Count(got, "line\n"); n < 10 || n > 20 {
+		t.Fatalf("%d lines kept, want between 10 and 20", n)
+	}
+}

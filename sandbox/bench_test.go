@@ -1,0 +1,98 @@
+package sandbox
+
+import (
+	"testing"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// Spawn cost, measured as "start /bin/true until its exit is known":
+//
+//	go test -run '^$' -bench 'Spawn|SandboxCreateDelete|Exec' -benchtime 2000x ./sandbox/
+//
+// BenchmarkSpawnHost is the floor: Start on the host, no cgroup.
+// BenchmarkSpawnSandbox forks through a sandbox's namespace thread into
+// all five namespaces, still without a cgroup: the price of namespaces.
+// BenchmarkSpawnSandboxPlaced adds the placement into an existing cgroup
+// (what StartProcess does). BenchmarkExec is the whole Exec: a fresh
+// cgroup per command, output pipe, cleanup.
+
+func BenchmarkSpawnHost(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		spawnTrue(b, &Cmd{Path: "/bin/true"})
+	}
+}
+
+func benchSandbox(b *testing.B) (*LocalRuntime, *sandboxRec) {
+	needRoot(b)
+	rt := newTestRuntime(b)
+	mustCreateSandbox(b, rt, "bench", spec.Sandbox{Namespaces: []string{"pid", "mount", "uts", "ipc", "net"}})
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt, rt.sandboxes["bench"]
+}
+
+func BenchmarkSpawnSandbox(b *testing.B) {
+	_, sb := benchSandbox(b)
+	f := sandboxForker{ns: sb.holder.ns}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		spawnTrue(b, &Cmd{Path: "/bin/true", Forker: f})
+	}
+}
+
+func BenchmarkSpawnSandboxPlaced(b *testing.B) {
+	rt, sb := benchSandbox(b)
+	if sb.group == nil {
+		b.Skip("needs cgroups")
+	}
+	cg, err := sb.group.NewProcess("placed")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f, fd, release, err := rt.forker(sb, cg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		spawnTrue(b, &Cmd{Path: "/bin/true", Forker: f, UseCgroupFD: fd >= 0, CgroupFD: fd})
+		release()
+	}
+}
+
+func BenchmarkExec(b *testing.B) {
+	rt, _ := benchSandbox(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := rt.Exec(testCtx(b), "bench", ExecRequest{Command: []string{"/bin/true"}})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+func BenchmarkSandboxCreateDelete(b *testing.B) {
+	needRoot(b)
+	rt := newTestRuntime(b)
+	cfg := spec.Sandbox{Namespaces: []string{"pid", "mount", "uts", "ipc", "net"}, Hostname: "bench",
+		Mounts: []spec.Mount{{Type: "proc", Target: "/proc"}}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mustCreateSandbox(b, rt, "cd", cfg)
+		if err := rt.DeleteSandbox(testCtx(b), "cd"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func spawnTrue(b *testing.B, c *Cmd) {
+	p, err := Start(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	<-p.Done()
+	if p.Exit().Code() != 0 {
+		b.Fatal(p.Exit())
+	}
+}

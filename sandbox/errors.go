@@ -1,0 +1,57 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error classes of the Runtime. Each says what the caller should do next
+// (the containerd errdefs idea); errors are returned wrapped, test them with
+// errors.Is or the Is… helpers.
+var (
+	// ErrNotFound: no sandbox or process has that id (never created, or
+	// removed). Do not retry; create it first.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: the id is taken. Pick another or remove the old one.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrFailedPrecondition: the object is in the wrong state for the call
+	// (starting a process twice, creating one in a sandbox being deleted).
+	// Look at its status; retrying the same call will not help.
+	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrInvalidArgument: the request itself is wrong (a bad id, an empty
+	// command, an unknown namespace). Fix the request.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrUnavailable: the host cannot do what was asked (resource limits
+	// without cgroups, namespaces without privileges). Change the request
+	// or the host.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// IsNotFound reports whether err is of class ErrNotFound.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsAlreadyExists reports whether err is of class ErrAlreadyExists.
+func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
+
+// IsFailedPrecondition reports whether err is of class ErrFailedPrecondition.
+func IsFailedPrecondition(err error) bool { return errors.Is(err, ErrFailedPrecondition) }
+
+// IsInvalidArgument reports whether err is of class ErrInvalidArgument.
+func IsInvalidArgument(err error) bool { return errors.Is(err, ErrInvalidArgument) }
+
+// IsUnavailable reports whether err is of class ErrUnavailable.
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// TransitionError is an illegal move of a process's state machine: Event
+// in state From. It is of class ErrFailedPrecondition.
+type TransitionError struct {
+	ID    string
+	From  State
+	Event Event
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("process %q: cannot %s a process that is %s", e.ID, e.Event, e.From)
+}
+
+func (e *TransitionError) Unwrap() error { return ErrFailedPrecondition }

@@ -1,0 +1,158 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+	"golang.org/x/sys/unix"
+)
+
+// cloneFlags maps spec namespace names to clone(2)/setns(2) flags.
+var cloneFlags = map[string]uintptr{
+	"pid":   unix.CLONE_NEWPID,
+	"mount": unix.CLONE_NEWNS,
+	"uts":   unix.CLONE_NEWUTS,
+	"ipc":   unix.CLONE_NEWIPC,
+	"net":   unix.CLONE_NEWNET,
+}
+
+// holder is podsup's side of a sandbox holder: the process, its control
+// socket and the namespace thread that forks into its namespaces.
+type holder struct {
+	proc *Process
+	ctl  net.Conn
+	ns   *nsThread
+}
+
+type holderOptions struct {
+	path         string
+	stderr       *os.File
+	readyTimeout time.Duration
+	onExit       func(Exit)
+}
+
+// startHolder starts a holder for cfg and returns once it is ready and the
+// namespace thread is inside its namespaces. On any failure nothing is left
+// running.
+func startHolder(ctx context.Context, cfg spec.Sandbox, o holderOptions) (*holder, error) {
+	var flags uintptr
+	for _, ns := range cfg.Namespaces {
+		flags |= cloneFlags[ns]
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("creating holder control socket: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "podsup-holder-control")
+	theirs := os.NewFile(uintptr(fds[1]), "podsup-holder-control")
+	ctl, err := net.FileConn(ours)
+	_ = ours.Close() // FileConn holds its own dup
+	if err != nil {
+		_ = theirs.Close()
+		return nil, fmt.Errorf("creating holder control socket: %w", err)
+	}
+	p, err := Start(&Cmd{
+		Path:       o.path,
+		Args:       []string{o.path, HolderArg},
+		Stderr:     o.stderr,
+		ExtraFiles: []*os.File{theirs},
+		Cloneflags: flags,
+		OnExit:     o.onExit,
+	})
+	_ = theirs.Close() // the holder has it now; our copy would hide its EOF
+	if err != nil {
+		_ = ctl.Close()
+		return nil, fmt.Errorf("starting sandbox holder: %w", err)
+	}
+	h := &holder{proc: p, ctl: ctl}
+	if err := h.handshake(ctx, cfg, flags, o.readyTimeout); err != nil {
+		h.close(o.readyTimeout)
+		return nil, err
+	}
+	p.mu.RLock()
+	h.ns, err = startNSThread(p.pidfd, int(flags))
+	p.mu.RUnlock()
+	if err != nil {
+		h.close(o.readyTimeout)
+		return nil, err
+	}
+	return h, nil
+}
+
+// handshake sends the config and waits for the holder's verdict, bounded by
+// ctx and timeout: a holder that hangs or dies never hangs podsup.
+func (h *holder) handshake(ctx context.Context, cfg spec.Sandbox, flags uintptr, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = h.ctl.SetDeadline(deadline) // a socket conn always takes deadlines
+	stop := context.AfterFunc(ctx, func() { _ = h.ctl.SetDeadline(time.Now()) })
+	defer stop()
+	hc := holderConfig{
+		Mount:    flags&unix.CLONE_NEWNS != 0,
+		UTS:      flags&unix.CLONE_NEWUTS != 0,
+		Net:      flags&unix.CLONE_NEWNET != 0,
+		Hostname: cfg.Hostname,
+		Mounts:   cfg.Mounts,
+		Rootfs:   cfg.Rootfs,
+	}
+	b, err := json.Marshal(hc)
+	if err != nil {
+		return fmt.Errorf("encoding holder config: %w", err)
+	}
+	if _, err := h.ctl.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("configuring sandbox holder: %w", err)
+	}
+	line, err := bufio.NewReader(h.ctl).ReadBytes('\n')
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for sandbox holder: %w", ctx.Err())
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("waiting for sandbox holder: not ready after %s", timeout)
+		}
+		return fmt.Errorf("waiting for sandbox holder: it ended before it was ready (%v)", err)
+	}
+	var reply holderReply
+	if err := json.Unmarshal(line, &reply); err != nil {
+		return fmt.Errorf("reading sandbox holder reply %q: %w", line, err)
+	}
+	if reply.Error != "" {
+		return fmt.Errorf("setting up sandbox: %s", reply.Error)
+	}
+	_ = h.ctl.SetDeadline(time.Time{})
+	return nil
+}
+
+// close ends the holder: it sees EOF and exits; as PID 1 its exit ends
+// everything left in its PID namespace. If it has not exited after wait,
+// it is SIGKILLed (through its pidfd) and waited for once more.
+func (h *holder) close(wait time.Duration) error {
+	if h.ns != nil {
+		h.ns.Close()
+	}
+	_ = h.ctl.Close() // EOF is the message
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-h.proc.Done():
+		return nil
+	case <-t.C:
+	}
+	_ = h.proc.Signal(unix.SIGKILL) // ErrProcessDone: it exited meanwhile
+	t.Reset(wait)
+	select {
+	case <-h.proc.Done():
+		return nil
+	case <-t.C:
+		return fmt.Errorf("sandbox holder %d did not exit after SIGKILL within %s: %w", h.proc.Pid(), wait, ErrUnavailable)
+	}
+}

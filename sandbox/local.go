@@ -1,0 +1,231 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/spec"
+	"github.com/rs/zerolog"
+)
+
+// Options configure a LocalRuntime.
+type Options struct {
+	// Instance names this podsup. Its cgroups live under
+	// "podsup-<Instance>"; a new runtime of the same instance kills and
+	// removes whatever an earlier, crashed one left there. Required.
+	Instance string
+	// Logger gets warnings (cgroups unavailable) and debug notes; the zero
+	// value logs nothing.
+	Logger zerolog.Logger
+	// HolderPath is the binary re-executed as a sandbox holder (it must
+	// dispatch HolderArg; see HolderMain). Default "/proc/self/exe".
+	HolderPath string
+	// HolderStderr receives a holder's own complaints; nil: /dev/null.
+	HolderStderr *os.File
+	// ReadyTimeout bounds a holder's setup and its exit; default 10s.
+	ReadyTimeout time.Duration
+	// KillTimeout bounds the wait for an exit after SIGKILL; default 10s.
+	KillTimeout time.Duration
+	// DisableCgroups runs without cgroups (process groups only), as when
+	// cgroups are unavailable.
+	DisableCgroups bool
+	// Cgroups, when set, replaces the cgroup manager's options (Instance
+	// and Logger are filled in); tests use it to pick hierarchies.
+	Cgroups *cgroups.Options
+}
+
+// LocalRuntime is the Runtime for this machine: namespaces held by holder
+// processes, cgroups from package cgroups, processes started with Start.
+type LocalRuntime struct {
+	opts Options
+	log  zerolog.Logger
+	cg   *cgroups.Manager // nil: no cgroups, process groups only
+
+	execSeq atomic.Uint64
+
+	// mu guards the maps and every mutable field of the records in them
+	// (marked "guarded by rt.mu"). It is never held across a fork, a kill
+	// or a wait.
+	mu        sync.Mutex
+	sandboxes map[string]*sandboxRec
+	procs     map[string]*procRec
+	closed    bool
+}
+
+var _ Runtime = (*LocalRuntime)(nil)
+
+// NewRuntime sets up the cgroup root of opts.Instance and sweeps away what
+// an earlier run of the same instance left (processes, cgroups). Where
+// cgroups are unavailable it says so once in the log and uses process
+// groups; sandboxes asking for resource limits then fail with
+// ErrUnavailable.
+func NewRuntime(opts Options) (*LocalRuntime, error) {
+	if opts.Instance == "" {
+		return nil, fmt.Errorf("creating runtime: %w: Options.Instance is required", ErrInvalidArgument)
+	}
+	if opts.HolderPath == "" {
+		opts.HolderPath = "/proc/self/exe"
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 10 * time.Second
+	}
+	if opts.KillTimeout <= 0 {
+		opts.KillTimeout = 10 * time.Second
+	}
+	rt := &LocalRuntime{
+		opts:      opts,
+		log:       opts.Logger,
+		sandboxes: map[string]*sandboxRec{},
+		procs:     map[string]*procRec{},
+	}
+	StartReaper() // orphans of earlier runs and of host sandboxes come back to us
+	if !opts.DisableCgroups {
+		co := cgroups.Options{}
+		if opts.Cgroups != nil {
+			co = *opts.Cgroups
+		}
+		co.Instance, co.Logger = opts.Instance, opts.Logger
+		m, err := cgroups.New(co)
+		switch {
+		case errors.Is(err, cgroups.ErrUnavailable):
+			rt.log.Warn().Err(err).Msg("cgroups unavailable: process trees are killed by process group (a setsid daemon can escape), no resource limits")
+		case err != nil:
+			return nil, fmt.Errorf("creating runtime: %w", err)
+		default:
+			rt.cg = m
+			removed, err := m.Sweep()
+			if len(removed) > 0 {
+				rt.log.Info().Strs("cgroups", removed).Msg("removed what an earlier run of this instance left behind")
+			}
+			if err != nil {
+				_ = m.Close() // the sweep's error is the one to report
+				return nil, fmt.Errorf("creating runtime: sweeping leftovers of instance %q: %w", opts.Instance, err)
+			}
+		}
+	}
+	return rt, nil
+}
+
+// CgroupsEnabled reports whether processes are in cgroups (else process
+// groups).
+func (rt *LocalRuntime) CgroupsEnabled() bool { return rt.cg != nil }
+
+// Close deletes every sandbox and removes the runtime's cgroup root.
+func (rt *LocalRuntime) Close() error {
+	rt.mu.Lock()
+	rt.closed = true
+	ids := make([]string, 0, len(rt.sandboxes))
+	for id := range rt.sandboxes {
+		ids = append(ids, id)
+	}
+	rt.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		if err := rt.DeleteSandbox(context.Background(), id); err != nil && !IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	if rt.cg != nil {
+		errs = append(errs, rt.cg.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// sandboxRec is one sandbox.
+type sandboxRec struct {
+	id      string
+	cfg     spec.Sandbox
+	created time.Time
+	group   *cgroups.Group // nil without cgroups
+	holder  *holder        // nil: the host's namespaces
+	settled chan struct{}  // closed when CreateSandbox returned
+	deleted chan struct{}  // closed when DeleteSandbox finished
+	// cgMu: exec cgroup cleanups hold it shared; DeleteSandbox holds it
+	// while it kills and removes the whole group, so the two never walk
+	// and remove the same directories at once.
+	cgMu sync.RWMutex
+
+	state   SandboxState        // guarded by rt.mu
+	message string              // guarded by rt.mu
+	procs   map[string]*procRec // guarded by rt.mu
+}
+
+func validID(kind, id string) error {
+	if !spec.ValidName(id) {
+		return fmt.Errorf("%w: %s id %q: use 1-63 letters, digits, '-', '_' or '.', starting with a letter or digit", ErrInvalidArgument, kind, id)
+	}
+	return nil
+}
+
+// getSandbox finds a sandbox; the caller holds rt.mu.
+func (rt *LocalRuntime) getSandbox(id string) (*sandboxRec, error) {
+	sb := rt.sandboxes[id]
+	if sb == nil {
+		return nil, fmt.Errorf("sandbox %q: %w", id, ErrNotFound)
+	}
+	return sb, nil
+}
+
+// readySandbox finds a sandbox that can take new processes.
+func (rt *LocalRuntime) readySandbox(id string) (*sandboxRec, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	sb, err := rt.getSandbox(id)
+	if err != nil {
+		return nil, err
+	}
+	if sb.state != SandboxReady {
+		return nil, fmt.Errorf("sandbox %q is %s: %w", id, sb.state, ErrFailedPrecondition)
+	}
+	return sb, nil
+}
+
+// ListSandboxes returns every sandbox's status, sorted by id.
+func (rt *LocalRuntime) ListSandboxes() []SandboxStatus {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	out := make([]SandboxStatus, 0, len(rt.sandboxes))
+	for _, sb := range rt.sandboxes {
+		out = append(out, rt.sandboxStatusLocked(sb))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// SandboxStatus returns one sandbox's status.
+func (rt *LocalRuntime) SandboxStatus(id string) (SandboxStatus, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	sb, err := rt.getSandbox(id)
+	if err != nil {
+		return SandboxStatus{}, err
+	}
+	return rt.sandboxStatusLocked(sb), nil
+}
+
+func (rt *LocalRuntime) sandboxStatusLocked(sb *sandboxRec) SandboxStatus {
+	st := SandboxStatus{
+		ID: sb.id, State: sb.state, Message: sb.message,
+		Namespaces: slices.Clone(sb.cfg.Namespaces), Hostname: sb.cfg.Hostname,
+		CreatedAt: sb.created,
+	}
+	if sb.holder != nil {
+		st.HolderPid = sb.holder.proc.Pid()
+	}
+	if sb.group != nil {
+		st.Cgroup = sb.group.Path()
+	}
+	for id := range sb.procs {
+		st.Processes = append(st.Processes, id)
+	}
+	sort.Strings(st.Processes)
+	return st
+}

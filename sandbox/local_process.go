@@ -1,0 +1,504 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/podsup/podsup/sandbox/cgroups"
+	"golang.org/x/sys/unix"
+)
+
+// procRec is one process of a sandbox.
+type procRec struct {
+	id  string
+	sb  *sandboxRec
+	cfg ProcessConfig
+	cg  *cgroups.Process // nil without cgroups
+
+	// op serializes the lifecycle calls on this process (Start, Stop,
+	// Remove), which block unlocked for forks and waits.
+	op sync.Mutex
+
+	// started is closed when StartProcess settled (running or failed), so
+	// an exit reaped before that waits for it; exited when the state
+	// became exited.
+	started chan struct{}
+	exited  chan struct{}
+
+	state    State     // guarded by rt.mu
+	proc     *Process  // guarded by rt.mu; set when running
+	created  time.Time // guarded by rt.mu
+	startAt  time.Time // guarded by rt.mu
+	finishAt time.Time // guarded by rt.mu
+	code     int       // guarded by rt.mu
+	signal   syscall.Signal
+	reason   string
+	oom      bool
+	message  string
+	usage    Usage // guarded by rt.mu; final once exited
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// getProc finds a process; the caller holds rt.mu.
+func (rt *LocalRuntime) getProc(id string) (*procRec, error) {
+	pr := rt.procs[id]
+	if pr == nil {
+		return nil, fmt.Errorf("process %q: %w", id, ErrNotFound)
+	}
+	return pr, nil
+}
+
+func (rt *LocalRuntime) lookupProc(id string) (*procRec, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.getProc(id)
+}
+
+// CreateProcess records the process and creates its cgroup. See Runtime.
+func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessConfig) error {
+	if err := validID("process", id); err != nil {
+		return err
+	}
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return fmt.Errorf("creating process %q: %w: empty command", id, ErrInvalidArgument)
+	}
+	pr := &procRec{id: id, cfg: cfg, state: StateCreated, created: time.Now(),
+		started: make(chan struct{}), exited: make(chan struct{})}
+	rt.mu.Lock()
+	sb, err := rt.getSandbox(cfg.Sandbox)
+	switch {
+	case err != nil:
+	case sb.state != SandboxReady:
+		err = fmt.Errorf("sandbox %q is %s: %w", sb.id, sb.state, ErrFailedPrecondition)
+	case rt.procs[id] != nil:
+		err = ErrAlreadyExists
+	}
+	if err != nil {
+		rt.mu.Unlock()
+		return fmt.Errorf("creating process %q: %w", id, err)
+	}
+	pr.sb = sb
+	// Registered before its cgroup exists so the id is taken; a Start
+	// before CreateProcess returned would find it created, as it should.
+	pr.op.Lock()
+	defer pr.op.Unlock()
+	rt.procs[id] = pr
+	sb.procs[id] = pr
+	rt.mu.Unlock()
+	if sb.group != nil {
+		cg, err := sb.group.NewProcess(id)
+		if err != nil {
+			rt.mu.Lock()
+			delete(rt.procs, id)
+			delete(sb.procs, id)
+			rt.mu.Unlock()
+			if errors.Is(err, cgroups.ErrExist) {
+				err = fmt.Errorf("%w: %w", ErrAlreadyExists, err)
+			}
+			return fmt.Errorf("creating process %q: %w", id, err)
+		}
+		pr.cg = cg
+	}
+	return nil
+}
+
+// forker prepares a fork into sb placed in cg: the Forker for Cmd, the
+// cgroup fd (-1: none) and a release to call after Start. The placement is
+// opened here, in podsup's own mount namespace, before the work goes to
+// the namespace thread (package cgroups: Placement).
+func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (Forker, int, func(), error) {
+	f := sandboxForker{}
+	if sb.holder != nil {
+		f.ns = sb.holder.ns
+	}
+	release := func() {}
+	fd := -1
+	if cg != nil {
+		pl, err := cg.OpenPlacement()
+		if err != nil {
+			return nil, -1, nil, err
+		}
+		f.pl = pl
+		fd = pl.CgroupFD()
+		release = func() { _ = pl.Close() } // only read-only handles to release
+	}
+	return f, fd, release, nil
+}
+
+// StartProcess runs a created process. See Runtime.
+func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
+	pr, err := rt.lookupProc(id)
+	if err != nil {
+		return err
+	}
+	pr.op.Lock()
+	defer pr.op.Unlock()
+	rt.mu.Lock()
+	state, sbState := pr.state, pr.sb.state
+	rt.mu.Unlock()
+	if _, err := transition(id, state, EventStart); err != nil {
+		return err
+	}
+	if sbState != SandboxReady {
+		return fmt.Errorf("starting process %q: sandbox %q is %s: %w", id, pr.sb.id, sbState, ErrFailedPrecondition)
+	}
+	forker, fd, release, err := rt.forker(pr.sb, pr.cg)
+	if err != nil {
+		return fmt.Errorf("starting process %q: %w", id, err)
+	}
+	c := pr.cfg
+	cmd := &Cmd{
+		Path: c.Command[0], Args: c.Command, Env: c.Env, Dir: c.Dir,
+		User: c.User, Group: c.Group,
+		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
+		Forker: forker, UseCgroupFD: fd >= 0, CgroupFD: fd,
+		OnExit: func(e Exit) { go rt.processExited(pr, e) }, // the reaper must not wait on us
+	}
+	if pr.cg != nil {
+		cmd.Tree = pr.cg
+	}
+	startAt := time.Now() // before the fork: an exit may be reaped before Start returns
+	p, err := Start(cmd)
+	release()
+	now := time.Now()
+	rt.mu.Lock()
+	if err != nil {
+		pr.state, _ = transition(id, pr.state, EventStartFailed)
+		pr.finishAt = now
+		pr.code = ExitCodeForStartError(err)
+		pr.reason = ReasonStartError
+		pr.message = err.Error()
+		st := rt.statusLocked(pr)
+		rt.mu.Unlock()
+		close(pr.started)
+		close(pr.exited)
+		if pr.cfg.OnExit != nil {
+			pr.cfg.OnExit(st)
+		}
+		return fmt.Errorf("starting process %q: %w", id, err)
+	}
+	pr.state, _ = transition(id, pr.state, EventStart)
+	pr.proc = p
+	pr.startAt = startAt
+	rt.mu.Unlock()
+	close(pr.started)
+	rt.log.Debug().Str("process", id).Str("sandbox", pr.sb.id).Int("pid", p.Pid()).Msg("started")
+	return nil
+}
+
+// processExited turns a reaped exit into the exited state, with the OOM
+// verdict and final usage read from the cgroup.
+func (rt *LocalRuntime) processExited(pr *procRec, e Exit) {
+	<-pr.started
+	// Not ru_maxrss: the kernel carries it over execve, so it counts
+	// podsup's own memory at the fork.
+	usage := Usage{CPU: rusageCPU(e.Rusage)}
+	oom := false
+	if pr.cg != nil {
+		// Each process has a fresh cgroup, so any OOM kill counted there
+		// happened to this process or its tree (kubelet says OOMKilled
+		// for either).
+		if n, err := pr.cg.OOMKills(); err == nil && n > 0 {
+			oom = true
+		}
+		if s, err := pr.cg.Stats(); err == nil {
+			usage = Usage{CPU: s.CPU, MemoryPeak: s.MemoryPeak}
+		}
+	}
+	rt.mu.Lock()
+	pr.state, _ = transition(pr.id, pr.state, EventExit) // running → exited, the only way here
+	pr.finishAt = e.Time
+	pr.code = e.Code()
+	pr.signal = e.Signal()
+	pr.oom = oom
+	switch {
+	case oom:
+		pr.reason = ReasonOOMKilled
+	case pr.code == 0:
+		pr.reason = ReasonCompleted
+	default:
+		pr.reason = ReasonError
+	}
+	if pr.sb.state == SandboxFailed && pr.message == "" {
+		pr.message = pr.sb.message
+	}
+	pr.usage = usage
+	st := rt.statusLocked(pr)
+	rt.mu.Unlock()
+	close(pr.exited)
+	if pr.cfg.OnExit != nil {
+		pr.cfg.OnExit(st)
+	}
+}
+
+func rusageCPU(ru unix.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// StopProcess stops a process gracefully, then by force. See Runtime.
+func (rt *LocalRuntime) StopProcess(ctx context.Context, id string, timeout time.Duration) error {
+	pr, err := rt.lookupProc(id)
+	if err != nil {
+		return err
+	}
+	pr.op.Lock()
+	defer pr.op.Unlock()
+	return rt.stopLocked(ctx, pr, timeout)
+}
+
+// stopLocked is StopProcess with pr.op held.
+func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout time.Duration) error {
+	rt.mu.Lock()
+	switch pr.state {
+	case StateCreated:
+		pr.state, _ = transition(pr.id, pr.state, EventStopCreated)
+		pr.finishAt = time.Now()
+		pr.reason = ReasonStopped
+		rt.mu.Unlock()
+		close(pr.started)
+		close(pr.exited)
+		return nil
+	case StateExited:
+		p := pr.proc
+		rt.mu.Unlock()
+		return rt.killLeftovers(pr, p)
+	}
+	p := pr.proc
+	rt.mu.Unlock()
+
+	if timeout > 0 {
+		sig := pr.cfg.StopSignal
+		if sig == 0 {
+			sig = unix.SIGTERM
+		}
+		if err := p.Signal(sig); err != nil && !errors.Is(err, ErrProcessDone) {
+			return fmt.Errorf("stopping process %q: %w", pr.id, err)
+		}
+		t := time.NewTimer(timeout)
+		select {
+		case <-pr.exited:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if !isClosed(pr.exited) {
+		if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, ErrProcessDone) {
+			return fmt.Errorf("killing process %q: %w", pr.id, err)
+		}
+		t := time.NewTimer(rt.opts.KillTimeout)
+		defer t.Stop()
+		select {
+		case <-pr.exited:
+		case <-t.C:
+			return fmt.Errorf("stopping process %q: pid %d not reaped %s after SIGKILL: %w", pr.id, p.Pid(), rt.opts.KillTimeout, ErrUnavailable)
+		}
+	}
+	return rt.killLeftovers(pr, p)
+}
+
+// killLeftovers kills what the tree of an exited process left behind (a
+// double-forked daemon, say): X10, kill means the tree.
+func (rt *LocalRuntime) killLeftovers(pr *procRec, p *Process) error {
+	if p == nil {
+		return nil // never ran
+	}
+	if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, ErrProcessDone) {
+		return fmt.Errorf("killing what process %q left behind: %w", pr.id, err)
+	}
+	return nil
+}
+
+// RemoveProcess forgets an exited or never started process. See Runtime.
+func (rt *LocalRuntime) RemoveProcess(_ context.Context, id string) error {
+	pr, err := rt.lookupProc(id)
+	if err != nil {
+		return err
+	}
+	pr.op.Lock()
+	defer pr.op.Unlock()
+	return rt.removeLocked(pr)
+}
+
+// removeLocked is RemoveProcess with pr.op held.
+func (rt *LocalRuntime) removeLocked(pr *procRec) error {
+	rt.mu.Lock()
+	if rt.procs[pr.id] != pr {
+		rt.mu.Unlock()
+		return fmt.Errorf("process %q: %w", pr.id, ErrNotFound)
+	}
+	if _, err := transition(pr.id, pr.state, EventRemove); err != nil {
+		rt.mu.Unlock()
+		return err
+	}
+	p := pr.proc
+	rt.mu.Unlock()
+	if err := rt.killLeftovers(pr, p); err != nil {
+		return err
+	}
+	if pr.cg != nil {
+		if err := pr.cg.Delete(); err != nil {
+			return fmt.Errorf("removing process %q: %w", pr.id, err)
+		}
+	}
+	rt.mu.Lock()
+	pr.state, _ = transition(pr.id, pr.state, EventRemove)
+	delete(rt.procs, pr.id)
+	delete(pr.sb.procs, pr.id)
+	rt.mu.Unlock()
+	return nil
+}
+
+// forceRemove is DeleteSandbox's way with a process in any state: stop it
+// at once (tree SIGKILL) and remove it.
+func (rt *LocalRuntime) forceRemove(pr *procRec) error {
+	pr.op.Lock()
+	defer pr.op.Unlock()
+	rt.mu.Lock()
+	gone := rt.procs[pr.id] != pr
+	rt.mu.Unlock()
+	if gone {
+		return nil // removed meanwhile
+	}
+	if err := rt.stopLocked(context.Background(), pr, 0); err != nil {
+		return err
+	}
+	return rt.removeLocked(pr)
+}
+
+// ProcessStatus returns a process's status, with live usage while running.
+func (rt *LocalRuntime) ProcessStatus(id string) (ProcessStatus, error) {
+	rt.mu.Lock()
+	pr, err := rt.getProc(id)
+	if err != nil {
+		rt.mu.Unlock()
+		return ProcessStatus{}, err
+	}
+	st := rt.statusLocked(pr)
+	rt.mu.Unlock()
+	rt.liveUsage(pr, &st)
+	return st, nil
+}
+
+// liveUsage fills in the cgroup's figures of a running process; read
+// outside rt.mu (file reads).
+func (rt *LocalRuntime) liveUsage(pr *procRec, st *ProcessStatus) {
+	if st.State != StateRunning || pr.cg == nil {
+		return
+	}
+	if s, err := pr.cg.Stats(); err == nil {
+		st.Usage = Usage{CPU: s.CPU, MemoryCurrent: s.MemoryCurrent, MemoryPeak: s.MemoryPeak}
+	}
+}
+
+func (rt *LocalRuntime) statusLocked(pr *procRec) ProcessStatus {
+	st := ProcessStatus{
+		ID: pr.id, Sandbox: pr.sb.id, State: pr.state,
+		CreatedAt: pr.created, StartedAt: pr.startAt, FinishedAt: pr.finishAt,
+		Message: pr.message,
+	}
+	if pr.proc != nil {
+		st.Pid = pr.proc.Pid()
+	}
+	if pr.state == StateExited || pr.state == StateRemoved {
+		st.ExitCode, st.Signal, st.Reason, st.OOMKilled = pr.code, pr.signal, pr.reason, pr.oom
+		st.Usage = pr.usage
+	}
+	return st
+}
+
+// ListProcesses returns the matching processes' statuses, sorted by id.
+func (rt *LocalRuntime) ListProcesses(filter ProcessFilter) []ProcessStatus {
+	rt.mu.Lock()
+	var out []ProcessStatus
+	var recs []*procRec
+	for _, pr := range rt.procs {
+		if (filter.Sandbox == "" || filter.Sandbox == pr.sb.id) && (filter.State == "" || filter.State == pr.state) {
+			out = append(out, rt.statusLocked(pr))
+			recs = append(recs, pr)
+		}
+	}
+	rt.mu.Unlock()
+	for i := range out {
+		rt.liveUsage(recs[i], &out[i])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// WaitProcess blocks until the process is exited or ctx ends.
+func (rt *LocalRuntime) WaitProcess(ctx context.Context, id string) (ProcessStatus, error) {
+	pr, err := rt.lookupProc(id)
+	if err != nil {
+		return ProcessStatus{}, err
+	}
+	select {
+	case <-pr.exited:
+	case <-ctx.Done():
+		return ProcessStatus{}, fmt.Errorf("waiting for process %q: %w", id, ctx.Err())
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.statusLocked(pr), nil
+}
+
+// SignalProcess sends sig to the main process. Not running:
+// ErrFailedPrecondition.
+func (rt *LocalRuntime) SignalProcess(id string, sig syscall.Signal) error {
+	p, err := rt.runningProc(id)
+	if err != nil {
+		return err
+	}
+	if err := p.Signal(sig); err != nil {
+		return fmt.Errorf("signalling process %q: %w", id, err)
+	}
+	return nil
+}
+
+// KillProcessTree sends sig to every process of the tree. It works after
+// the main process exited too (to reach leftovers).
+func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
+	rt.mu.Lock()
+	pr, err := rt.getProc(id)
+	var p *Process
+	if err == nil {
+		p = pr.proc
+	}
+	rt.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return fmt.Errorf("process %q never started: %w", id, ErrFailedPrecondition)
+	}
+	if err := p.KillTree(sig); err != nil && !errors.Is(err, ErrProcessDone) {
+		return fmt.Errorf("signalling the tree of process %q: %w", id, err)
+	}
+	return nil
+}
+
+func (rt *LocalRuntime) runningProc(id string) (*Process, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	pr, err := rt.getProc(id)
+	if err != nil {
+		return nil, err
+	}
+	if pr.state != StateRunning {
+		return nil, fmt.Errorf("process %q is %s: %w", id, pr.state, ErrFailedPrecondition)
+	}
+	return pr.proc, nil
+}

@@ -1,0 +1,206 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// Runtime is the imperative half of seeds/001's split: it does exactly what
+// it is told to sandboxes and the processes in them, and reports status. It
+// never restarts, retries or reacts on its own; policy (restart, back-off,
+// probes, hooks, grace) belongs to its caller, the supervisor.
+//
+// A pod's life through it:
+//
+//	CreateSandbox ─► CreateProcess ─► StartProcess ─► … ─► StopProcess ─► RemoveProcess ─► DeleteSandbox
+//	                                       │  Exec / Spawn run commands inside, any time  │
+//
+// Every call either fails or blocks until its transition happened: after a
+// successful CreateProcess the status says created. Errors are classes
+// (ErrNotFound, ErrAlreadyExists, ErrFailedPrecondition, ErrInvalidArgument,
+// ErrUnavailable) that say what to do next. All methods are safe for
+// concurrent use. Ids are chosen by the caller: 1–63 letters, digits, '-',
+// '_' and '.', starting with a letter or digit (spec.ValidName); process ids
+// are unique across the runtime.
+type Runtime interface {
+	// CreateSandbox creates namespaces (none listed: the host's), mounts,
+	// hostname, loopback and the cgroup with cfg.Resources, and returns
+	// once the sandbox is ready.
+	CreateSandbox(ctx context.Context, id string, cfg spec.Sandbox) error
+	// DeleteSandbox kills every process still running in it, removes its
+	// processes and cgroups and ends its namespaces. Deleting an id being
+	// deleted waits for that deletion; an unknown id is ErrNotFound.
+	DeleteSandbox(ctx context.Context, id string) error
+	ListSandboxes() []SandboxStatus
+	SandboxStatus(id string) (SandboxStatus, error)
+
+	// CreateProcess records a process (state created) and creates its
+	// cgroup; nothing runs yet.
+	CreateProcess(ctx context.Context, id string, cfg ProcessConfig) error
+	// StartProcess runs a created process (created → running). A program
+	// that cannot be run leaves it exited with reason StartError and
+	// returns the *StartError.
+	StartProcess(ctx context.Context, id string) error
+	// StopProcess sends the stop signal, waits up to timeout for the exit,
+	// then SIGKILLs the whole tree (its cgroup, else its process group),
+	// and once the main process is gone kills whatever of the tree is left.
+	// timeout 0 kills at once. Stopping an exited process only kills its
+	// leftovers; stopping a created one makes it exited without running.
+	StopProcess(ctx context.Context, id string, timeout time.Duration) error
+	// RemoveProcess forgets an exited (or never started) process and
+	// removes its cgroup, killing leftovers of its tree first.
+	RemoveProcess(ctx context.Context, id string) error
+	ListProcesses(filter ProcessFilter) []ProcessStatus
+	ProcessStatus(id string) (ProcessStatus, error)
+	// WaitProcess blocks until the process is exited (or ctx ends) and
+	// returns its status.
+	WaitProcess(ctx context.Context, id string) (ProcessStatus, error)
+	// SignalProcess sends sig to the main process only (a stop signal, a
+	// reload); KillProcessTree sends it to every process of its tree.
+	SignalProcess(id string, sig syscall.Signal) error
+	KillProcessTree(id string, sig syscall.Signal) error
+
+	// Exec runs a command inside the sandbox (every namespace, a cgroup of
+	// its own under the sandbox's) and returns its exit code and output.
+	Exec(ctx context.Context, sandboxID string, req ExecRequest) (ExecResult, error)
+	// Spawn starts c inside the sandbox like Exec but hands back the
+	// Process (streaming output, probes with their own timeouts). c's
+	// Forker, CgroupFD and Tree are replaced; its OnExit is kept.
+	Spawn(sandboxID string, c *Cmd) (*Process, error)
+}
+
+// SandboxState is a sandbox's condition.
+type SandboxState string
+
+const (
+	// SandboxCreating: CreateSandbox has not returned yet.
+	SandboxCreating SandboxState = "creating"
+	// SandboxReady: processes can be created and started in it.
+	SandboxReady SandboxState = "ready"
+	// SandboxFailed: its holder died; its processes are gone (the PID
+	// namespace ended, or podsup killed their trees). Only DeleteSandbox
+	// is left to do.
+	SandboxFailed SandboxState = "failed"
+	// SandboxDeleting: DeleteSandbox is under way.
+	SandboxDeleting SandboxState = "deleting"
+)
+
+// SandboxStatus is a snapshot of a sandbox.
+type SandboxStatus struct {
+	ID    string
+	State SandboxState
+	// Message says why it failed.
+	Message    string
+	Namespaces []string
+	Hostname   string
+	// HolderPid is the holder's pid in podsup's PID namespace; 0 without
+	// new namespaces.
+	HolderPid int
+	// Cgroup is the sandbox's cgroup directory; "" without cgroups.
+	Cgroup    string
+	CreatedAt time.Time
+	// Processes are the ids of its processes, sorted.
+	Processes []string
+}
+
+// ProcessConfig is what CreateProcess needs.
+type ProcessConfig struct {
+	// Sandbox is the id of the sandbox to run in.
+	Sandbox string
+	// Command is argv; Command[0] without a slash is looked up in the PATH
+	// of Env, inside the sandbox.
+	Command []string
+	// Env is the environment; nil means podsup's own.
+	Env []string
+	// Dir is the working directory inside the sandbox; "" is podsup's own
+	// (the sandbox's root with a rootfs).
+	Dir         string
+	User, Group string
+	// Stdin, Stdout, Stderr become fds 0–2 (nil: /dev/null); ExtraFiles
+	// fds 3, 4, ….
+	Stdin, Stdout, Stderr *os.File
+	ExtraFiles            []*os.File
+	// StopSignal is what StopProcess sends first; 0 means SIGTERM.
+	StopSignal syscall.Signal
+	// OnExit, when set, is called once the process is exited, with its
+	// final status (OOMKilled known). It runs on a goroutine of the
+	// runtime and must not block for long.
+	OnExit func(ProcessStatus)
+}
+
+// Reasons a process ended, in kubelet's words.
+const (
+	ReasonCompleted  = "Completed"  // exit code 0
+	ReasonError      = "Error"      // any other exit
+	ReasonOOMKilled  = "OOMKilled"  // the OOM killer ended it (or something of its tree)
+	ReasonStartError = "StartError" // the program could not be run
+	ReasonStopped    = "Stopped"    // stopped before it was started
+)
+
+// ProcessStatus is a snapshot of a process.
+type ProcessStatus struct {
+	ID      string
+	Sandbox string
+	State   State
+	// Pid is the pid in podsup's PID namespace (0 before start).
+	Pid        int
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// ExitCode is the exit status, or 128+N when signal N killed it (and
+	// 127/126 for a program not found / not executable).
+	ExitCode int
+	Signal   syscall.Signal
+	// Reason is one of the Reason… constants once exited.
+	Reason    string
+	OOMKilled bool
+	Message   string
+	// Usage is read live while running; once exited it is the final figure.
+	Usage Usage
+}
+
+// Usage is a process's resource use: from its cgroup (the whole tree), or
+// without cgroups only the CPU time from wait4's rusage once it exited (the
+// process and the children it waited for).
+type Usage struct {
+	CPU time.Duration
+	// MemoryCurrent and MemoryPeak are bytes; MemoryCurrent is 0 once
+	// exited.
+	MemoryCurrent uint64
+	MemoryPeak    uint64
+}
+
+// ProcessFilter narrows ListProcesses; zero fields match everything.
+type ProcessFilter struct {
+	Sandbox string
+	State   State
+}
+
+// ExecRequest is one command to run inside a sandbox.
+type ExecRequest struct {
+	Command     []string
+	Env         []string // nil: podsup's own
+	Dir         string
+	User, Group string
+	// Timeout bounds the run (0: only ctx); on expiry the command's tree is
+	// SIGKILLed and the result says TimedOut.
+	Timeout time.Duration
+	// OutputLimit caps the combined stdout+stderr kept; 0 means 64 KiB.
+	// The rest is read and dropped, so the command never blocks on output.
+	OutputLimit int
+}
+
+// ExecResult is how an Exec ended.
+type ExecResult struct {
+	// ExitCode as in ProcessStatus; -1 when it timed out.
+	ExitCode  int
+	Exit      Exit
+	Output    []byte
+	Truncated bool
+	TimedOut  bool
+	Duration  time.Duration
+}
