@@ -145,3 +145,10 @@ func (r *Runtime) passed() string {
 func startError(err error) error {
 	return &supervisor.StartError{Code: 128, Err: err}
 }
+
+// ReleaseGroup passes the group's release (its sandbox) on to Next.
+func (r *Runtime) ReleaseGroup(group string) {
+	if gr, ok := r.Next.(supervisor.GroupReleaser); ok {
+		gr.ReleaseGroup(group)
+	}
+}

@@ -52,9 +52,16 @@ var _ zerolog.LevelWriter = LogWriter{}
 // Write sends a line that carries no level of its own at info.
 func (w LogWriter) Write(p []byte) (int, error) { return w.WriteLevel(zerolog.NoLevel, p) }
 
-// WriteLevel sends one zerolog line.
+// WriteLevel sends one zerolog line. Without a level (a line that came
+// through an io.Writer such as an asynchronous queue) the line's own
+// "level" field gives the priority.
 func (w LogWriter) WriteLevel(level zerolog.Level, p []byte) (int, error) {
-	msg, fields := logEntry(p)
+	msg, fields, lineLevel := logEntry(p)
+	if level == zerolog.NoLevel {
+		if l, err := zerolog.ParseLevel(lineLevel); err == nil {
+			level = l
+		}
+	}
 	if err := w.Send(msg, levelPriority(level), fields); err != nil {
 		return 0, fmt.Errorf("unable to send a log line to journald: %w", err)
 	}
@@ -63,15 +70,16 @@ func (w LogWriter) WriteLevel(level zerolog.Level, p []byte) (int, error) {
 
 // logEntry turns one JSON log line into MESSAGE and fields. A line that
 // is not JSON is sent as it is.
-func logEntry(p []byte) (string, map[string]string) {
-	fields := map[string]string{"SYSLOG_IDENTIFIER": Identifier}
+func logEntry(p []byte) (msg string, fields map[string]string, level string) {
+	fields = map[string]string{"SYSLOG_IDENTIFIER": Identifier}
 	var obj map[string]any
 	dec := json.NewDecoder(bytes.NewReader(p))
 	dec.UseNumber()
 	if err := dec.Decode(&obj); err != nil {
-		return strings.TrimRight(string(p), "\n"), fields
+		return strings.TrimRight(string(p), "\n"), fields, ""
 	}
-	msg, _ := obj[zerolog.MessageFieldName].(string)
+	msg, _ = obj[zerolog.MessageFieldName].(string)
+	level, _ = obj[zerolog.LevelFieldName].(string)
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		switch k {
@@ -91,7 +99,7 @@ func logEntry(p []byte) (string, map[string]string) {
 		}
 		fmt.Fprintf(&b, " %s=%s", k, v)
 	}
-	return b.String(), fields
+	return b.String(), fields, level
 }
 
 func fieldValue(v any) string {

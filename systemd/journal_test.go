@@ -43,6 +43,11 @@ func TestLogWriterFields(t *testing.T) {
 	if len(r.entries) != 3 {
 		t.Fatalf("%d entries", len(r.entries))
 	}
+	defer func() {
+		if len(r.entries) != 4 {
+			t.Errorf("%d entries", len(r.entries))
+		}
+	}()
 	e := r.entries[0]
 	if e.pri != journal.PriWarning || e.msg != "process exited exit_code=3 group=web process=api" {
 		t.Errorf("entry %+v", e)
@@ -54,6 +59,13 @@ func TestLogWriterFields(t *testing.T) {
 	}
 	if _, ok := e.fields["PODSUP_TIME"]; ok {
 		t.Error("the timestamp is journald's, not a field")
+	}
+	// Through a plain io.Writer (podsup's async queue) the level comes
+	// from the line.
+	queued := zerolog.New(struct{ io.Writer }{LogWriter{Send: r.send}})
+	queued.Error().Msg("via queue")
+	if r.entries[3].pri != journal.PriErr {
+		t.Errorf("level from the line: %d", r.entries[3].pri)
 	}
 	if r.entries[1].pri != journal.PriDebug || r.entries[2].pri != journal.PriErr || r.entries[2].msg != `boom err="two words"` {
 		t.Errorf("entries %+v", r.entries[1:])
