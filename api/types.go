@@ -44,6 +44,8 @@ type ProcessStatus struct {
 	Terminated      *Termination `json:"terminated,omitempty"`
 	LastTermination *Termination `json:"last_termination,omitempty"`
 	NextStartAt     *time.Time   `json:"next_start_at,omitempty"`
+	// StatusText is the process's own status line (sd_notify STATUS=).
+	StatusText string `json:"status_text,omitempty"`
 	// Backoff is the current back-off wait while in CrashLoopBackOff.
 	Backoff string `json:"backoff,omitempty"`
 }
@@ -143,7 +145,7 @@ func toGroup(g supervisor.GroupStatus) GroupStatus {
 func toProcess(p supervisor.ProcessStatus) ProcessStatus {
 	return ProcessStatus{
 		Name: p.Name, Init: p.Init, State: string(p.State), Reason: p.Reason, Message: p.Message,
-		Ready: p.Ready, Started: p.Started, RestartCount: p.RestartCount,
+		Ready: p.Ready, Started: p.Started, RestartCount: p.RestartCount, StatusText: p.StatusText,
 		InstanceID: p.InstanceID, Pid: p.Pid,
 		StartedAt: timep(p.StartedAt), FinishedAt: timep(p.FinishedAt),
 		Terminated: toTermination(p.Terminated), LastTermination: toTermination(p.LastTermination),

@@ -273,6 +273,8 @@ type instance struct {
 
 	// startedWall is startedAt on the wall clock, for display (C9).
 	startedWall time.Time
+	// statusText is the instance's own status line (sd_notify STATUS=).
+	statusText string
 }
 
 type stopPhase int
@@ -351,6 +353,8 @@ func (g *groupCore) step(now time.Time, in input) plan {
 		g.addRecreate(in)
 	case reloadInput:
 		g.reload(in.group)
+	case statusTextInput:
+		g.statusText(in)
 	case timerInput:
 	}
 	g.stepReload()
@@ -627,8 +631,10 @@ func (g *groupCore) started(in startedInput) {
 	inst.pid = in.pid
 	inst.startedAt, inst.startedWall = g.now, g.wallNow()
 	// S3, S4, P4, P5: without a probe the flag is true from the start.
-	inst.ready = p.spec.ReadinessProbe == nil
-	inst.started = p.spec.StartupProbe == nil
+	// A readiness protocol (sd_notify READY=1, a newline on fd N) holds
+	// ready back, and started too unless a startup probe decides it.
+	inst.ready = p.spec.ReadinessProbe == nil && p.spec.Readiness == ""
+	inst.started = p.spec.StartupProbe == nil && p.spec.Readiness == ""
 	if inst.startBy != "" && p.recreateReq != "" {
 		g.emit(p, EventNormal, EventStarted, "Started process %s (recreate %s requested by %s)", p.spec.Name, p.recreateReq, inst.startBy)
 	} else if inst.startBy != "" {

@@ -75,7 +75,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, e
 	onExit := req.OnExit
 	err := l.RT.CreateProcess(ctx, id, sandbox.ProcessConfig{
 		Sandbox: req.Group, Command: pr.Command, Env: environ(pr.Env), Dir: pr.WorkingDir,
-		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr,
+		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
 		StopSignal: pr.EffectiveStopSignal(),
 		OnExit: func(st sandbox.ProcessStatus) {
 			startedMu.Lock()

@@ -34,6 +34,10 @@ type StartRequest struct {
 	// Stdout and Stderr receive the process's output; nil means podsup's
 	// own (passthrough). Log capture is another issue's work.
 	Stdout, Stderr *os.File
+	// ExtraFiles become the process's fds 3, 4, ... (a nil entry leaves
+	// that fd closed): socket-activation fds, a readiness pipe. The
+	// runtime does not close them.
+	ExtraFiles []*os.File
 	// OnExit reports the instance's end. It must not block.
 	OnExit func(ExitStatus)
 }

@@ -42,7 +42,7 @@ func (SandboxRuntime) Start(_ context.Context, req StartRequest) (Instance, erro
 	cmd := &sandbox.Cmd{
 		Path: pr.Command[0], Args: pr.Command, Env: environ(pr.Env),
 		Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
-		Stdout: stdout, Stderr: stderr,
+		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
 		OnExit: func(e sandbox.Exit) {
 			onExit(ExitStatus{Code: e.Code(), Signal: e.Signal()})
 		},

@@ -24,6 +24,7 @@ func (g *groupCore) procStatus(p *proc) ProcessStatus {
 		ps.InstanceID, ps.Pid = p.inst.id, p.inst.pid
 		ps.StartedAt = p.inst.startedAt
 		ps.Ready, ps.Started = p.inst.ready, p.inst.started
+		ps.StatusText = p.inst.statusText
 		ps.LastTermination = p.last.clone()
 	case p.inst != nil:
 		ps.State, ps.Reason = StateWaiting, ReasonContainerCreating

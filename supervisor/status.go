@@ -90,8 +90,11 @@ type ProcessStatus struct {
 	Message string
 	// Ready and Started are false whenever the process is not running
 	// (S3, S4); without probes they become true when it starts.
-	Ready        bool
-	Started      bool
+	Ready   bool
+	Started bool
+	// StatusText is the running instance's own status line (sd_notify
+	// STATUS=), empty when it sent none.
+	StatusText   string
 	RestartCount int
 	// InstanceID and Pid name the current (or last) instance.
 	InstanceID string

@@ -86,6 +86,9 @@ type Supervisor struct {
 	critical  *CriticalExit
 	stopping  chan struct{} // closed by the first shutdown request
 	wg        sync.WaitGroup
+
+	watchMu  sync.Mutex // guards watchers (NotifyStatus)
+	watchers map[chan<- struct{}]struct{}
 }
 
 var instanceGeneration atomic.Uint64

@@ -34,6 +34,8 @@ type worker struct {
 	cancel context.CancelFunc
 	// onCritical is told about X11 exits; it must not block.
 	onCritical func(group, process string, code int)
+	// onStatus is told that a new snapshot was stored; it must not block.
+	onStatus func()
 
 	insts map[string]Instance
 	// events waits for the end of handle: a subscriber who sees an event
@@ -70,6 +72,7 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 		ctx:        ctx,
 		cancel:     cancel,
 		onCritical: s.criticalExit,
+		onStatus:   s.statusChanged,
 		insts:      map[string]Instance{},
 		done:       make(chan struct{}),
 		registry:   &s.rc,
@@ -196,6 +199,7 @@ func (w *worker) handle(in input) {
 	w.status.Store(&st)
 	rs := w.core.recreateSnapshot()
 	w.recreates.Store(&rs)
+	w.onStatus()
 	for _, e := range w.events {
 		w.bus.publish(e)
 	}

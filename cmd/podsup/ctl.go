@@ -133,7 +133,7 @@ start in 12s)"), readiness, restart count, age and pid.`,
 
 func printStatus(w io.Writer, st api.StatusResponse, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tPROCESS\tSTATE\tREADY\tRESTARTS\tAGE\tPID")
+	fmt.Fprintln(tw, "GROUP\tPROCESS\tSTATE\tREADY\tRESTARTS\tAGE\tPID\tSTATUS")
 	for _, g := range st.Groups {
 		for _, p := range append(append([]api.ProcessStatus{}, g.Init...), g.Processes...) {
 			name := p.Name
@@ -152,7 +152,8 @@ func printStatus(w io.Writer, st api.StatusResponse, now time.Time) {
 			if p.StartedAt != nil && p.State == "running" {
 				age = humanDuration(now.Sub(*p.StartedAt))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", g.Name, name, describeState(p, now), ready, p.RestartCount, age, pid)
+			// STATUS is the process's own line (sd_notify STATUS=).
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", g.Name, name, describeState(p, now), ready, p.RestartCount, age, pid, p.StatusText)
 		}
 	}
 	tw.Flush()

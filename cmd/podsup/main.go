@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/podsup/podsup/notify"
 	"os"
 )
 
@@ -14,6 +15,10 @@ var version = "dev"
 
 func main() {
 	runHolderIfAsked() // a sandbox holder is podsup re-executed; see package sandbox
+	if len(os.Args) > 1 && os.Args[1] == notify.ListenPIDCommand {
+		// The socket-activation shim: sets LISTEN_PID, execs the process.
+		os.Exit(notify.ListenPIDMain(os.Args[2:]))
+	}
 	resetInheritedSignalState()
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {

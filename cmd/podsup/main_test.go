@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -43,6 +44,25 @@ var helpers = map[string]func(args []string) int{
 				return 0
 			}
 		}
+	},
+	// accept answers one connection on its socket-activation fd 3 with
+	// its pid, after checking LISTEN_PID is its own, then exits.
+	"accept": func([]string) int {
+		if os.Getenv("LISTEN_PID") != fmt.Sprint(os.Getpid()) || os.Getenv("LISTEN_FDNAMES") != "web" {
+			fmt.Fprintln(os.Stderr, "bad activation environment:", os.Getenv("LISTEN_PID"), os.Getenv("LISTEN_FDNAMES"))
+			return 3
+		}
+		l, err := net.FileListener(os.NewFile(3, "web"))
+		if err != nil {
+			return 4
+		}
+		c, err := l.Accept()
+		if err != nil {
+			return 5
+		}
+		fmt.Fprintf(c, "%d\n", os.Getpid())
+		c.Close()
+		return 0
 	},
 	// blocked-exec blocks a few signals, then execs podsup with the rest of
 	// its arguments: a parent that leaks a signal mask.

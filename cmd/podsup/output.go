@@ -6,8 +6,10 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/logs"
+	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/systemd"
 )
 
 // capturingRuntime gives every instance's stdout and stderr to the logs hub
@@ -19,6 +21,9 @@ type capturingRuntime struct {
 }
 
 func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+	if req.Stdout != nil || req.Stderr != nil {
+		return c.Runtime.Start(ctx, req) // a wrapper above took the output (journal = true)
+	}
 	att, err := c.hub.Attach(req.Group, req.Process.Name, req.InstanceID, req.Process.Log)
 	if err != nil {
 		return nil, &supervisor.StartError{Code: 128, Err: err}
@@ -45,9 +50,15 @@ func (c capturingRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Pro
 	return sandbox.Start
 }
 
+// Every layer around the runtime passes these on; a layer that did not
+// would quietly run exec probes on the host or leak sandboxes.
 var (
 	_ supervisor.SandboxSpawner = capturingRuntime{}
 	_ supervisor.GroupReleaser  = capturingRuntime{}
+	_ supervisor.SandboxSpawner = (*notify.Runtime)(nil)
+	_ supervisor.GroupReleaser  = (*notify.Runtime)(nil)
+	_ supervisor.SandboxSpawner = (*systemd.JournalRuntime)(nil)
+	_ supervisor.GroupReleaser  = (*systemd.JournalRuntime)(nil)
 )
 
 // hubLogs serves the API's logs endpoints from the hub.

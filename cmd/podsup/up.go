@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,9 +24,11 @@ import (
 	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/logs"
+	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/systemd"
 )
 
 func newUpCmd() *cobra.Command {
@@ -75,6 +78,7 @@ type daemon struct {
 	log     zerolog.Logger
 	sup     *supervisor.Supervisor
 	runtime *supervisor.LocalRuntime
+	svc     *systemd.Service // podsup's sd_notify stream (nothing sent outside systemd)
 
 	mu  sync.Mutex // serialises reloads; guards cfg
 	cfg *spec.Config
@@ -92,9 +96,24 @@ func runUp(file, socketOverride string) (int, error) {
 	if socketOverride != "" {
 		cfg.Supervisor.Socket = socketOverride
 	}
-	logOut := logging.NewAsync(os.Stderr, 0)
+	// Under systemd (package systemd): take NOTIFY_SOCKET, WATCHDOG_* and
+	// LISTEN_* out of the environment before anything starts, so no
+	// supervised process inherits them.
+	notifier, watchdog, notifyErr := systemd.NotifierFromEnv()
+	listenFiles := systemd.ActivationFiles()
+	journalOn := systemd.StderrIsJournal()
+	var logSink io.Writer = os.Stderr
+	logSettings := cfg.Supervisor
+	if journalOn { // podsup's own lines go to journald with fields
+		logSink = systemd.LogWriter{Send: systemd.JournalSend}
+		logSettings.LogFormat = "json"
+	}
+	logOut := logging.NewAsync(logSink, 0)
 	defer logOut.Close() // flush before exit
-	log := newLogger(cfg.Supervisor, logOut)
+	log := newLogger(logSettings, logOut)
+	if notifyErr != nil {
+		log.Warn().Err(notifyErr).Msg("systemd's watchdog is not fed")
+	}
 
 	// Catch before anything starts, so no signal is lost.
 	sigs := make(chan os.Signal, 16)
@@ -116,11 +135,41 @@ func runUp(file, socketOverride string) (int, error) {
 		return 0, err
 	}
 	defer hub.Close() // after the supervisor: the last output drains first
-	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: capturingRuntime{runtime, hub}})
+	// Around the runtime, outermost first: readiness protocols and socket
+	// activation (package notify), journal output when stderr is the
+	// journal, output capture (package logs).
+	var started supervisor.Runtime = capturingRuntime{runtime, hub}
+	if journalOn {
+		started = &systemd.JournalRuntime{Next: started, Send: systemd.JournalSend}
+	}
+	bg, stopBackground := context.WithCancel(context.Background())
+	defer stopBackground()
+	notifySrv, err := notify.NewServer(notify.Options{Dir: filepath.Dir(socket), Logger: log})
+	if err != nil {
+		log.Warn().Err(err).Msg("no notify server: processes with readiness = notify or fd:N cannot start")
+		notifySrv = nil
+	}
+	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: &notify.Runtime{Next: started, Server: notifySrv, Sockets: listenFiles}})
 	if err != nil {
 		return 0, err
 	}
-	d := &daemon{path: path, log: log, sup: sup, cfg: cfg, runtime: runtime}
+	notifyDone := make(chan struct{})
+	if notifySrv != nil {
+		notifySrv.SetSink(sup)
+		go func() {
+			defer close(notifyDone)
+			if err := notifySrv.Run(bg); err != nil {
+				log.Error().Err(err).Msg("notify server stopped")
+			}
+		}()
+	} else {
+		close(notifyDone)
+	}
+	defer func() { stopBackground(); <-notifyDone }() // removes the notify sockets
+	svc := systemd.NewService(sup, systemd.Options{Notifier: notifier, ReadyWhen: cfg.Supervisor.NotifyReady, Watchdog: watchdog, Logger: log})
+	defer notifier.Close()
+	go svc.Run(bg)
+	d := &daemon{path: path, log: log, sup: sup, cfg: cfg, runtime: runtime, svc: svc}
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
 
@@ -163,6 +212,7 @@ func runUp(file, socketOverride string) (int, error) {
 		}
 	}()
 	res, err := sup.Run(context.Background())
+	svc.Stop() // STOPPING=1 is out before podsup exits, whoever asked
 	if err != nil {
 		return 0, err
 	}
@@ -173,7 +223,18 @@ func runUp(file, socketOverride string) (int, error) {
 }
 
 // reload re-reads the file; on any error the running configuration stays.
+// Under systemd it is bracketed by RELOADING=1 and READY=1.
 func (d *daemon) reload() (string, error) {
+	var msg string
+	err := d.svc.Reload(func() error {
+		var err error
+		msg, err = d.applyFile()
+		return err
+	})
+	return msg, err
+}
+
+func (d *daemon) applyFile() (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var diag strings.Builder

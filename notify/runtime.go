@@ -1,0 +1,164 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/supervisor"
+)
+
+// Runtime is a supervisor.Runtime that gives each instance the readiness
+// channel and the socket-activation fds its spec asks for, then starts it
+// with Next. Processes that ask for neither go straight to Next.
+type Runtime struct {
+	// Next starts the process; nil means supervisor.SandboxRuntime.
+	Next supervisor.Runtime
+	// Server serves readiness = "notify" and "fd:N"; nil fails such starts.
+	Server *Server
+	// Sockets are the fds systemd passed to podsup, by name
+	// (systemd.ActivationFiles). They stay open for podsup's life.
+	Sockets map[string][]*os.File
+	// Self is the program that runs the __listenpid shim; "" means
+	// /proc/self/exe, resolved in the child, which is podsup.
+	Self string
+}
+
+var _ supervisor.Runtime = (*Runtime)(nil)
+
+// Errors of a start this package refuses.
+var (
+	ErrNoServer      = errors.New("no notify server to receive readiness messages")
+	ErrUnknownSocket = errors.New("no socket of that name was passed to podsup (LISTEN_FDNAMES)")
+	ErrFdConflict    = errors.New("the readiness fd collides with a socket-activation fd")
+)
+
+// Start prepares req's readiness channel and sockets and starts it.
+func (r *Runtime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+	next := r.Next
+	if next == nil {
+		next = supervisor.SandboxRuntime{}
+	}
+	p := req.Process
+	if p.Readiness == "" && len(p.Sockets) == 0 {
+		return next.Start(ctx, req)
+	}
+	if len(req.ExtraFiles) > 0 {
+		return nil, startError(errors.New("extra files were already set for this process"))
+	}
+	env := maps.Clone(p.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	var extra []*os.File
+	if len(p.Sockets) > 0 {
+		files, names, err := r.socketFiles(p.Sockets)
+		if err != nil {
+			return nil, startError(err)
+		}
+		extra = files
+		env["LISTEN_FDS"] = strconv.Itoa(len(files))
+		env["LISTEN_FDNAMES"] = strings.Join(names, ":")
+		self := r.Self
+		if self == "" {
+			self = "/proc/self/exe"
+		}
+		p.Command = append([]string{self, ListenPIDCommand}, p.Command...)
+	}
+	var att *Attachment
+	if p.Readiness != "" {
+		if r.Server == nil {
+			return nil, startError(ErrNoServer)
+		}
+		a, err := r.Server.Attach(Instance{Group: req.Group, InstanceID: req.InstanceID, Process: req.Process})
+		if err != nil {
+			return nil, startError(err)
+		}
+		att = a
+		for k, v := range a.Env {
+			env[k] = v
+		}
+		if a.ChildFile != nil {
+			i := a.ChildFD - 3
+			if i < len(extra) {
+				a.Detach()
+				return nil, startError(fmt.Errorf("readiness fd:%d, sockets at fds 3..%d: %w", a.ChildFD, 2+len(extra), ErrFdConflict))
+			}
+			for len(extra) < i {
+				extra = append(extra, nil) // left closed in the child
+			}
+			extra = append(extra, a.ChildFile)
+		}
+	}
+	p.Env = env
+	req.Process = p
+	req.ExtraFiles = extra
+	if att != nil {
+		onExit := req.OnExit
+		req.OnExit = func(st supervisor.ExitStatus) {
+			onExit(st)
+			att.Detach()
+		}
+	}
+	inst, err := next.Start(ctx, req)
+	if att != nil {
+		att.Started()
+		if err != nil {
+			att.Detach()
+		}
+	}
+	return inst, err
+}
+
+// socketFiles collects the named sockets in order.
+func (r *Runtime) socketFiles(names []string) ([]*os.File, []string, error) {
+	var files []*os.File
+	var fdnames []string
+	for _, name := range names {
+		fs := r.Sockets[name]
+		if len(fs) == 0 {
+			return nil, nil, fmt.Errorf("socket %q: %w (passed: %s)", name, ErrUnknownSocket, r.passed())
+		}
+		for _, f := range fs {
+			files = append(files, f)
+			fdnames = append(fdnames, name)
+		}
+	}
+	return files, fdnames, nil
+}
+
+func (r *Runtime) passed() string {
+	if len(r.Sockets) == 0 {
+		return "none: podsup was not socket-activated"
+	}
+	var names []string
+	for n := range r.Sockets {
+		names = append(names, strconv.Quote(n))
+	}
+	return strings.Join(names, ", ")
+}
+
+func startError(err error) error {
+	return &supervisor.StartError{Code: 128, Err: err}
+}
+
+// Spawner passes Next's sandbox spawner on, so exec probes and hooks
+// still run inside their group's sandbox (X6).
+func (r *Runtime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+	if s, ok := r.Next.(supervisor.SandboxSpawner); ok {
+		return s.Spawner(group)
+	}
+	return sandbox.Start
+}
+
+// ReleaseGroup passes the group's release (its sandbox) on to Next.
+func (r *Runtime) ReleaseGroup(group string) {
+	if gr, ok := r.Next.(supervisor.GroupReleaser); ok {
+		gr.ReleaseGroup(group)
+	}
+}

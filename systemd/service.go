@@ -1,0 +1,182 @@
+package systemd
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/supervisor"
+)
+
+// Supervisor is what a Service needs of *supervisor.Supervisor.
+type Supervisor interface {
+	Status() supervisor.Status
+	NotifyStatus(ch chan<- struct{}) (stop func())
+	Ping(ctx context.Context) error
+	Stopping() <-chan struct{}
+}
+
+var _ Supervisor = (*supervisor.Supervisor)(nil)
+
+// ReadyWhen values (spec.Supervisor.NotifyReady).
+const (
+	ReadyWhenReady   = "ready"
+	ReadyWhenStarted = "started"
+)
+
+// Options configure a Service. The zero value of each is usable.
+type Options struct {
+	// Notifier is the service manager's socket; nil sends nothing.
+	Notifier *Notifier
+	// ReadyWhen is when READY=1 is sent: ReadyWhenReady (default: every
+	// group started and ready) or ReadyWhenStarted (at once).
+	ReadyWhen string
+	// Watchdog is WATCHDOG_USEC; WATCHDOG=1 goes out every half of it. 0
+	// disables the watchdog.
+	Watchdog time.Duration
+	Clock    clock.Clock
+	Logger   zerolog.Logger
+}
+
+// Service tells the service manager how podsup is doing, following the
+// sequence in the package doc.
+type Service struct {
+	sup   Supervisor
+	n     *Notifier
+	when  string
+	wdog  time.Duration
+	clock clock.Clock
+	log   zerolog.Logger
+
+	// mu is held while deciding and sending, so the stream's order is the
+	// order of the decisions. It guards everything below.
+	mu         sync.Mutex
+	readySent  bool
+	reloading  bool
+	stopping   bool
+	lastStatus string
+}
+
+// NewService returns a Service for sup; nothing is sent before Run.
+func NewService(sup Supervisor, opts Options) *Service {
+	when := opts.ReadyWhen
+	if when == "" {
+		when = ReadyWhenReady
+	}
+	return &Service{sup: sup, n: opts.Notifier, when: when, wdog: opts.Watchdog,
+		clock: clock.Or(opts.Clock), log: opts.Logger}
+}
+
+// Run follows the supervisor until ctx ends: status lines as snapshots
+// change, READY=1 when due, STOPPING=1 when the supervisor begins to shut
+// down, and the watchdog. Start it next to Supervisor.Run.
+func (s *Service) Run(ctx context.Context) {
+	changed := make(chan struct{}, 1)
+	stop := s.sup.NotifyStatus(changed)
+	defer stop()
+	if s.wdog > 0 {
+		go s.watchdog(ctx)
+	}
+	stopping := s.sup.Stopping()
+	s.update()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			s.update()
+		case <-stopping:
+			stopping = nil
+			s.Stop()
+		}
+	}
+}
+
+// update sends READY=1 when it is due and the status line when it changed.
+func (s *Service) update() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reloading {
+		return // Reload's READY=1 carries the line
+	}
+	st := s.sup.Status()
+	line := Summary(st)
+	if s.stopping {
+		line = "stopping: " + line
+	}
+	if !s.readySent && !s.stopping && (s.when == ReadyWhenStarted || AllReady(st)) {
+		s.readySent = true
+		s.send("READY=1", "STATUS="+line)
+		return
+	}
+	if line != s.lastStatus {
+		s.send("STATUS=" + line)
+	}
+}
+
+// Reload runs apply between RELOADING=1 (with MONOTONIC_USEC, which
+// Type=notify-reload requires) and READY=1, whatever apply returns: a
+// refused configuration leaves the old one running, and the service is
+// ready again either way. Before podsup was first ready, and once it is
+// stopping, apply runs with nothing sent.
+func (s *Service) Reload(apply func() error) error {
+	s.mu.Lock()
+	if !s.readySent || s.stopping || !s.n.Enabled() {
+		s.mu.Unlock()
+		return apply()
+	}
+	s.reloading = true
+	s.send("RELOADING=1", "MONOTONIC_USEC="+monotonicUsec(), "STATUS=reloading configuration")
+	s.mu.Unlock()
+
+	err := apply()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reloading = false
+	if !s.stopping {
+		s.send("READY=1", "STATUS="+Summary(s.sup.Status()))
+	}
+	return err
+}
+
+// Stop sends STOPPING=1 once. Run calls it when the supervisor begins to
+// shut down; call it too before podsup exits, so the message is out even
+// if Run has not seen the shutdown yet.
+func (s *Service) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return
+	}
+	s.stopping = true
+	s.send("STOPPING=1", "STATUS=stopping: "+Summary(s.sup.Status()))
+}
+
+// send writes one datagram; s.mu is held. A failed notification is logged
+// and otherwise ignored: podsup keeps supervising.
+func (s *Service) send(lines ...string) {
+	for _, l := range lines {
+		if v, ok := strings.CutPrefix(l, "STATUS="); ok {
+			s.lastStatus = v
+		}
+	}
+	if err := s.n.Send(lines...); err != nil {
+		s.log.Warn().Err(err).Msg("sd_notify failed")
+	}
+}
+
+// monotonicUsec is CLOCK_MONOTONIC in microseconds, as systemd reads it.
+func monotonicUsec() string {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return "0"
+	}
+	return strconv.FormatInt(ts.Nano()/1000, 10)
+}

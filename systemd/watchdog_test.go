@@ -1,0 +1,78 @@
+package systemd
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor"
+)
+
+// wedgeRuntime blocks every Start until released: a group's worker loop
+// stuck in a call, as a wedged podsup would be.
+type wedgeRuntime struct{ release chan struct{} }
+
+func (r wedgeRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+	<-r.release
+	return &idle{onExit: req.OnExit}, nil
+}
+
+// idle runs until signalled.
+type idle struct {
+	once   sync.Once
+	onExit func(supervisor.ExitStatus)
+}
+
+func (i *idle) Pid() int { return 1 << 22 }
+func (i *idle) Signal(s syscall.Signal) error {
+	i.once.Do(func() { i.onExit(supervisor.ExitStatus{Code: 128 + int(s), Signal: s}) })
+	return nil
+}
+func (i *idle) KillTree(s syscall.Signal) error { return i.Signal(s) }
+
+// With a real supervisor whose worker is blocked, no WATCHDOG=1 goes out;
+// once it is unblocked, the watchdog is fed again.
+func TestWatchdogStarvesWhileTheSupervisorIsWedged(t *testing.T) {
+	rt := wedgeRuntime{release: make(chan struct{})}
+	cfg := spec.Config{Groups: []spec.Group{{Name: "g", Processes: []spec.Process{{Name: "p", Command: []string{"x"}}}}}}
+	sup, err := supervisor.New(cfg, supervisor.Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan struct{})
+	go func() { _, _ = sup.Run(context.Background()); close(runDone) }()
+	m := newFakeManager(t)
+	svc := NewService(sup, Options{Notifier: NewNotifier(m.path), Watchdog: 200 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	svcDone := make(chan struct{})
+	go func() { svc.Run(ctx); close(svcDone) }()
+	defer func() { cancel(); <-svcDone }()
+
+	count := func(d time.Duration) int {
+		n := 0
+		deadline := time.After(d)
+		for {
+			select {
+			case s := <-m.msgs:
+				if s == "WATCHDOG=1" {
+					n++
+				}
+			case <-deadline:
+				return n
+			}
+		}
+	}
+	if n := count(time.Second); n != 0 {
+		t.Fatalf("%d WATCHDOG=1 while the worker was wedged", n)
+	}
+	close(rt.release)
+	if n := count(time.Second); n < 2 {
+		t.Fatalf("%d WATCHDOG=1 in 1s after the worker came back, want several (every 100ms)", n)
+	}
+	sup.Shutdown(nil)
+	sup.Shutdown(nil)
+	<-runDone
+}
