@@ -360,6 +360,8 @@ func newReloadCmd(f *ctlFlags) *cobra.Command {
 changes nothing: the errors are printed with file:line:col and everything
 keeps running. Otherwise only the groups and processes whose spec changed
 are restarted; new ones start, removed ones stop, the rest keep their pids.`,
+		Example: `  podsup reload
+  kill -HUP $(pidof podsup)      # the same`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, err := f.client().Reload(cmd.Context())
@@ -380,7 +382,12 @@ func newShutdownCmd(f *ctlFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "shutdown [--grace D]",
 		Short: "Stop every group and make podsup exit",
-		Args:  cobra.NoArgs,
+		Long: `Stop every group in parallel, each process through its pre_stop hook and
+grace period (then SIGKILL of its tree), and make podsup exit 0: the same as
+SIGTERM to podsup. Asking twice skips to SIGKILL.`,
+		Example: `  podsup shutdown
+  podsup shutdown --grace 5s`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.client().Shutdown(cmd.Context(), grace); err != nil {
 				return err

@@ -86,9 +86,10 @@ command prints the request's id; with --wait it follows the request and exits
 	fl.StringVar(&req.TTL, "ttl", "", "how long the completed request stays visible (default 1h)")
 	fl.BoolVar(&wait, "wait", false, "follow the request; exit 0 on success, 1 on failure")
 	cmd.AddCommand(&cobra.Command{
-		Use:   "list",
-		Short: "List recreate requests",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Short:   "List recreate requests",
+		Example: "  podsup recreate list\n  podsup recreate list -o json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := f.json()
 			if err != nil {
@@ -109,9 +110,10 @@ command prints the request's id; with --wait it follows the request and exits
 			return tw.Flush()
 		},
 	}, &cobra.Command{
-		Use:   "status ID",
-		Short: "Show one recreate request",
-		Args:  cobra.ExactArgs(1),
+		Use:     "status ID",
+		Short:   "Show one recreate request",
+		Example: "  podsup recreate status rc-1",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := f.json()
 			if err != nil {
