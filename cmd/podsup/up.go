@@ -23,6 +23,7 @@ import (
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/internal/logging"
+	"github.com/podsup/podsup/internal/memtrim"
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/sandbox"
@@ -210,6 +211,13 @@ func runUp(file, socketOverride string) (int, error) {
 				sup.Shutdown(nil) // a second call escalates to SIGKILL (X9)
 			}
 		}
+	}()
+	// Start-up is over: give back the executable's pages it alone needed
+	// (docs/benchmarks.md, S2). The first events of Run fault in what the
+	// steady state uses.
+	go func() {
+		time.Sleep(time.Second)
+		memtrim.TrimExecutable()
 	}()
 	res, err := sup.Run(context.Background())
 	svc.Stop() // STOPPING=1 is out before podsup exits, whoever asked
