@@ -140,7 +140,20 @@ func start(t *testing.T, c *sandbox.Cmd) *started {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = p.KillTree(syscall.SIGKILL)
+		// Stop it the way a user would: a podsup up still running must stop
+		// its processes (in process groups of their own) and remove its
+		// cgroups; SIGKILL of its group would orphan them.
+		select {
+		case <-p.Done():
+		default:
+			_ = p.Signal(syscall.SIGTERM)
+			select {
+			case <-p.Done():
+			case <-time.After(20 * time.Second):
+				_ = p.KillTree(syscall.SIGKILL)
+				<-p.Done()
+			}
+		}
 		r.Close()
 	})
 	return &started{p: p, out: bufio.NewReader(r), r: r}
