@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,7 +86,58 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	cgBefore := podsupCgroups()
+	code := m.Run()
+	if code == 0 {
+		code = checkNothingLeft(cgBefore)
+	}
+	os.Exit(code)
+}
+
+// checkNothingLeft fails the run when the tests left a process or a cgroup
+// behind. The test binary is a child subreaper (package sandbox's reaper),
+// so anything a test orphaned has become its child.
+func checkNothingLeft(cgBefore map[string]bool) int {
+	var left []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left = left[:0]
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if st, ppid, ok := procStat(pid); ok && ppid == os.Getpid() && st != "Z" {
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				left = append(left, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+			}
+		}
+		for cg := range podsupCgroups() {
+			if !cgBefore[cg] {
+				left = append(left, "cgroup "+cg)
+			}
+		}
+		if len(left) == 0 {
+			return 0
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "FAIL: the tests left behind:\n  %s\n", strings.Join(left, "\n  "))
+			return 1
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// podsupCgroups lists podsup's cgroup roots on this machine.
+func podsupCgroups() map[string]bool {
+	out := map[string]bool{}
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/podsup-*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/podsup-*")
+	for _, d := range append(dirs, more...) {
+		out[d] = true
+	}
+	return out
 }
 
 func testExe(t testing.TB) string {
