@@ -7,8 +7,21 @@
 //
 // One Hub per podsup owns one goroutine running an epoll loop over the read
 // ends of every capture pipe, plus one goroutine that writes podsup's own
-// output. Nothing else runs per process: an idle process costs two pipe fds
-// and a few hundred bytes of bookkeeping, and wakes nobody.
+// output. Nothing else runs per process: an idle process costs two pipes
+// (four fds) and a few hundred bytes of bookkeeping, and wakes nobody.
+//
+// # Pipes per process, not per instance
+//
+// A process's two capture pipes are made when its first instance attaches
+// and kept, both ends, across its restarts: every instance gets the same
+// write ends, so a restart costs no pipe, fcntl, epoll_ctl or close call.
+// As podsup holds a write end, a pipe never reaches EOF when an instance
+// exits; lines belong to the instance that is current when they are read,
+// and Attach first reads what the pipes hold, so the output of an instance
+// that exited before the next one attached (a restart) is all its own. A
+// child that outlives its instance and writes later is counted as the
+// current one's. Forget and a change to log mode "passthrough" close
+// podsup's write ends (the read ends leave at EOF); Close closes all.
 //
 //	process ──pipe──►┐
 //	process ──pipe──►├─ epoll loop ──┬─► tail ring per instance (bounded; grown lazily)
@@ -43,23 +56,24 @@
 //     ("TIME STREAM F|P TEXT"), rotated at line boundaries before exceeding
 //     spec.Log.MaxSize (default 10 MiB), keeping MaxFiles files in all
 //     (default 5): PROCESS.log, PROCESS.log.1, ... Opened on the first line,
-//     closed when the instance's output ends.
+//     kept open across instances; closed on Forget (once the output ends)
+//     or Close.
 //
 // # Cost
 //
 // Fixed: two goroutines, a 64 KiB read buffer, an epoll fd and an eventfd.
-// Per captured instance: two pipe read ends and about 600 bytes of heap
-// once it has written a line (TestMemoryPerCapturedProcess). Throughput: a
+// Per captured process: two pipes and about 850 bytes of heap once it has
+// written a line (TestMemoryPerCapturedProcess). Per restart: one empty
+// read per pipe and the new instance's tail. Throughput: a
 // process writing 100 MB of 100-byte lines is read in about 0.15 s.
 //
 // # Use
 //
 //	a, err := hub.Attach("web", "api", "3", proc.Log)
-//	cmd.Stdout, cmd.Stderr = a.Stdout(), a.Stderr()
+//	cmd.Stdout, cmd.Stderr = a.Stdout(), a.Stderr() // the hub's; never closed by the caller
 //	p, err := sandbox.Start(cmd)
-//	a.CloseWriters() // whether or not Start succeeded
 //	...
-//	<-a.Done()       // optional: both streams reached EOF
+//	<-a.Done()       // optional: the next instance attached, Forget or Close
 //
 //	lines, err := hub.Tail("web", "api", 100, false) // podsup logs --tail 100 [--previous]
 //	ch, err := hub.Follow(ctx, "web", "api", 10)     // podsup logs -f

@@ -45,6 +45,8 @@ func startCmd(t testing.TB, h *Hub, group, process, inst string, l spec.Log, c *
 	if err != nil {
 		t.Fatal(err)
 	}
+	processOf.Store(a, p)
+	t.Cleanup(func() { processOf.Delete(a) })
 	t.Cleanup(func() {
 		select {
 		case <-p.Done():
@@ -56,13 +58,42 @@ func startCmd(t testing.TB, h *Hub, group, process, inst string, l spec.Log, c *
 	return p, a
 }
 
-// waitDone waits for an attachment's output to end.
+// processOf maps the attachments startCmd made to their processes.
+var processOf sync.Map // *Attachment -> *sandbox.Process
+
+// waitDone waits for the process of a (started by startCmd) to exit and then
+// reads what it left in its pipes, as Attach does for the next instance:
+// afterwards its whole output is in the tail, files and Out's buffer. It
+// must be the process's current attachment.
 func waitDone(t testing.TB, a *Attachment) {
+	t.Helper()
+	v, ok := processOf.Load(a)
+	if !ok {
+		t.Fatal("waitDone of an attachment startCmd did not make")
+	}
+	select {
+	case <-v.(*sandbox.Process).Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("process did not exit within 20s")
+	}
+	if a.passthrough {
+		return
+	}
+	h := a.hub
+	h.readMu.Lock()
+	defer h.readMu.Unlock()
+	if c := a.proc.capture; c != nil {
+		h.drain(c)
+	}
+}
+
+// waitEnded waits for an attachment to end (Done).
+func waitEnded(t testing.TB, a *Attachment) {
 	t.Helper()
 	select {
 	case <-a.Done():
 	case <-time.After(20 * time.Second):
-		t.Fatal("output did not end within 20s")
+		t.Fatal("attachment did not end within 20s")
 	}
 }
 

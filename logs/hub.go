@@ -86,8 +86,16 @@ type Hub struct {
 	width   atomic.Int32  // widest "group/process", for console padding
 	wakeups atomic.Uint64 // epoll_wait returns; tests check an idle hub sleeps
 
-	// mu guards the maps and closed. Lock order: Hub.mu, then procLog.mu,
-	// then follower.mu.
+	// readMu is held by whoever reads capture pipes and writes what they
+	// held: the loop, and Attach and Forget, which read what an instance
+	// left before it stops being current. It guards the streams, captures,
+	// files, buf and batch. Lock order: readMu, Hub.mu, procLog.mu,
+	// follower.mu; Attachment.mu is a leaf.
+	readMu sync.Mutex
+	buf    []byte
+	batch  batch
+
+	// mu guards the maps and closed.
 	mu      sync.Mutex
 	closed  bool
 	streams map[int32]*stream
@@ -99,12 +107,18 @@ type procLog struct {
 	group, process, name string
 	passthrough          bool
 
-	// mu guards cur, prev, their tails and followers.
+	// capture is the process's pipes, kept across its instances; nil with
+	// passthrough and once forgotten. Hub.readMu (and Hub.mu to change it)
+	// guards it.
+	capture *capture
+
+	// mu guards cur, prev, their tails, att and followers.
 	mu        sync.Mutex
 	cur, prev *instance
+	att       *Attachment // of cur; ended when it stops being current
 	followers []*follower
 
-	file *rotatingFile // nil without Dir; used by the loop only
+	file *rotatingFile // nil without Dir; guarded by Hub.readMu
 }
 
 // instance is one run of a process: its tail is what --previous shows
@@ -144,6 +158,7 @@ func NewHub(opts HubOptions) (*Hub, error) {
 		log:      opts.Logger,
 		epfd:     epfd,
 		wakefd:   wakefd,
+		buf:      make([]byte, readBufferBytes),
 		loopDone: make(chan struct{}),
 		quit:     make(chan struct{}),
 		streams:  make(map[int32]*stream),
@@ -191,9 +206,9 @@ func withDefaults(o HubOptions) HubOptions {
 	return o
 }
 
-// Close stops capturing: the loop and every follower end, read ends are
-// closed (attachments still open report Done), files are closed, and what
-// is pending for Out is flushed for at most CloseTimeout.
+// Close stops capturing: the loop and every follower end, every capture
+// pipe is closed (attachments still current report Done), files are closed,
+// and what is pending for Out is flushed for at most CloseTimeout.
 func (h *Hub) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -212,22 +227,35 @@ func (h *Hub) Close() error {
 	close(h.quit)
 	h.follows.Wait()
 
-	// The loop has stopped: what it owned is ours now.
+	// The loop has stopped; Attach and Forget see closed.
+	h.readMu.Lock()
 	h.mu.Lock()
 	for fd, s := range h.streams {
 		_ = unix.Close(int(fd)) // a read end; nothing to flush
-		s.att.streamClosed()
-		if f := s.att.proc.file; f != nil {
+		s.fd = -1
+		h.retireCapture(s.c)
+		if f := s.c.proc.file; f != nil {
 			f.close() // the process may have been forgotten: not in procs
 		}
 	}
 	clear(h.streams)
+	var ended []*Attachment
 	for _, p := range h.procs {
 		if p.file != nil {
 			p.file.close()
 		}
+		p.mu.Lock()
+		if p.att != nil {
+			ended = append(ended, p.att)
+			p.att = nil
+		}
+		p.mu.Unlock()
 	}
 	h.mu.Unlock()
+	h.readMu.Unlock()
+	for _, a := range ended {
+		a.end()
+	}
 
 	if h.sink != nil {
 		t := h.clock.NewTimer(h.opts.CloseTimeout)
@@ -244,14 +272,20 @@ func (h *Hub) Close() error {
 }
 
 // Forget drops everything kept about a process (a reload removed it). Its
-// followers end after the lines already queued for them. Instances still
-// running keep being captured until their output ends, into nowhere but
-// podsup's output and files.
+// followers end after the lines already queued for them, its attachment is
+// done, and podsup closes its copies of the process's pipes: an instance
+// still running keeps being captured until its output ends, into nowhere
+// but podsup's output and files, and then the pipes are gone.
 func (h *Hub) Forget(group, process string) {
+	h.readMu.Lock()
 	h.mu.Lock()
 	p := h.procs[group+"/"+process]
 	delete(h.procs, group+"/"+process)
 	h.mu.Unlock()
+	if p != nil && !p.passthrough {
+		h.dropCapture(p)
+	}
+	h.readMu.Unlock()
 	if p == nil {
 		return
 	}

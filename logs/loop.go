@@ -47,8 +47,6 @@ func (b *batch) text(r lineRef) []byte { return b.arena[r.off : r.off+r.n] }
 func (h *Hub) loop() {
 	defer close(h.loopDone)
 	events := make([]unix.EpollEvent, 128)
-	buf := make([]byte, readBufferBytes)
-	var b batch
 	for {
 		n, err := unix.EpollWait(h.epfd, events, -1)
 		h.wakeups.Add(1)
@@ -63,29 +61,33 @@ func (h *Hub) loop() {
 			if ev.Fd == int32(h.wakefd) {
 				return // only Close writes the eventfd
 			}
+			h.readMu.Lock()
 			h.mu.Lock()
 			s := h.streams[ev.Fd]
 			h.mu.Unlock()
 			if s != nil {
-				h.readStream(s, buf, &b)
+				h.readStream(s)
 			}
+			h.readMu.Unlock()
 		}
 	}
 }
 
 // readStream does one read and dispatches the complete lines; at EOF it
-// flushes an unterminated last line and retires the stream.
-func (h *Hub) readStream(s *stream, buf []byte, b *batch) {
+// flushes an unterminated last line and retires the stream. It returns how
+// many bytes it read. h.readMu is held.
+func (h *Hub) readStream(s *stream) int {
+	buf, b := h.buf, &h.batch
 	n, err := unix.Read(int(s.fd), buf)
 	if err == unix.EAGAIN || err == unix.EINTR {
-		return // spurious wake-up; level-triggered epoll reports it again
+		return 0 // spurious wake-up; level-triggered epoll reports it again
 	}
 	b.reset()
 	if n > 0 {
 		h.split(s, buf[:n], b)
 	} else {
 		if err != nil {
-			h.log.Debug().Err(err).Str("process", s.att.proc.name).Msg("reading captured output failed; treating as end of output")
+			h.log.Debug().Err(err).Str("process", s.c.proc.name).Msg("reading captured output failed; treating as end of output")
 		}
 		if len(s.partial) > 0 {
 			b.add(s.partial, false)
@@ -97,6 +99,28 @@ func (h *Hub) readStream(s *stream, buf []byte, b *batch) {
 	}
 	if n <= 0 {
 		h.retire(s)
+		return 0
+	}
+	return n
+}
+
+// drain reads what c's pipes hold now and flushes unterminated lines, all
+// as the current instance's: Attach calls it before the next instance
+// becomes current. A read that fills the buffer may have left more, so
+// reading goes on until one does not; an empty pipe costs one read.
+// h.readMu is held.
+func (h *Hub) drain(c *capture) {
+	for i := range c.streams {
+		s := &c.streams[i]
+		for s.fd >= 0 && h.readStream(s) == len(h.buf) {
+		}
+		if s.fd >= 0 && len(s.partial) > 0 {
+			b := &h.batch
+			b.reset()
+			b.add(s.partial, false)
+			s.partial = s.partial[:0]
+			h.dispatch(s, h.clock.Now(), b)
+		}
 	}
 }
 
@@ -136,7 +160,7 @@ func (h *Hub) split(s *stream, data []byte, b *batch) {
 // dispatch hands one read's lines to every consumer; none of them waits for
 // a reader.
 func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
-	in, p := &s.att.inst, s.att.proc
+	p := s.c.proc
 	flags := byte(0)
 	if s.kind == Stderr {
 		flags |= flagStderr
@@ -144,6 +168,11 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 	unixNano := now.UnixNano()
 
 	p.mu.Lock()
+	in := p.cur
+	if in == nil {
+		p.mu.Unlock()
+		return // cannot happen: a capture's first instance is current before it is read
+	}
 	for _, r := range b.refs {
 		f := flags
 		if r.partial {
@@ -176,8 +205,8 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 // writeFile appends the batch to the process's file, rotating at line
 // boundaries so no file grows past MaxSize (unless one line alone does).
 func (h *Hub) writeFile(s *stream, now time.Time, b *batch) {
-	a := s.att
-	r, lim := a.proc.file, a.limits
+	c := s.c
+	r, lim := c.proc.file, c.limits
 	err := func() error {
 		if r.f == nil {
 			if err := r.open(); err != nil {
@@ -205,7 +234,7 @@ func (h *Hub) writeFile(s *stream, now time.Time, b *batch) {
 	}()
 	if err != nil {
 		if r.err == nil {
-			h.log.Error().Err(err).Str("process", a.proc.name).Msg("writing log file failed; lines lost until it works again")
+			h.log.Error().Err(err).Str("process", c.proc.name).Msg("writing log file failed; lines lost until it works again")
 		}
 		r.err = err
 		r.close()
@@ -223,8 +252,9 @@ func (h *Hub) retire(s *stream) {
 	// keeps that true even if the fd were ever duplicated.
 	_ = unix.EpollCtl(h.epfd, unix.EPOLL_CTL_DEL, int(s.fd), nil)
 	_ = unix.Close(int(s.fd)) // a read end at EOF: nothing to flush
-	s.att.streamClosed()
-	if s.att.open == 0 && s.att.proc.file != nil {
-		s.att.proc.file.close() // reopened by the next write; a silent process holds no fd
+	s.fd = -1
+	s.c.open--
+	if s.c.open == 0 && s.c.proc.file != nil {
+		s.c.proc.file.close() // reopened by the next write
 	}
 }

@@ -28,10 +28,10 @@ func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest
 	if err != nil {
 		return nil, &supervisor.StartError{Code: 128, Err: err}
 	}
+	// The hub keeps these pipes open across the process's instances (a
+	// restart makes none); the child gets copies and they stay the hub's.
 	req.Stdout, req.Stderr = att.Stdout(), att.Stderr()
-	inst, err := c.Runtime.Start(ctx, req)
-	_ = att.CloseWriters() // the child has its copies (or failed); ours must go for EOF to come
-	return inst, err
+	return c.Runtime.Start(ctx, req)
 }
 
 // ReleaseGroup passes the inner runtime's group release on.
