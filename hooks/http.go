@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/podsup/podsup/spec"
@@ -48,19 +46,7 @@ var hookClient = &http.Client{
 // errors and ignores the status; podsup treats an error status as the hook
 // failing, which is what an operator writing one expects.)
 func runHTTPGet(ctx context.Context, a *spec.HTTPGetAction, timeout time.Duration) Outcome {
-	scheme := strings.ToLower(a.Scheme)
-	if scheme == "" {
-		scheme = "http"
-	}
-	host := a.Host
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	path := a.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	url := scheme + "://" + net.JoinHostPort(host, strconv.Itoa(a.Port)) + path
+	url := a.URL()
 
 	reqCtx := ctx
 	if timeout > 0 {

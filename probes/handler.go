@@ -55,7 +55,7 @@ func NewHandler(p spec.Probe, ec ExecContext) (Handler, error) {
 // defaultHost is where http_get and tcp_socket probes go without a host:
 // podsup's processes share its network namespace, or a sandbox's where
 // loopback is theirs.
-const defaultHost = "127.0.0.1"
+const defaultHost = spec.DefaultHost
 
 func hostOr(h string) string {
 	if h == "" {

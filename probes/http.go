@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,11 +61,7 @@ func NewHTTPGetHandler(a spec.HTTPGetAction, timeout time.Duration) (*HTTPGetHan
 	if scheme != "http" && scheme != "https" {
 		return nil, fmt.Errorf("unable to build http_get probe: scheme %q is not http or https", a.Scheme)
 	}
-	path := a.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := scheme + "://" + net.JoinHostPort(hostOr(a.Host), strconv.Itoa(a.Port)) + path
+	u := a.URL()
 	if _, err := url.Parse(u); err != nil {
 		return nil, fmt.Errorf("unable to build http_get probe: %w", err)
 	}

@@ -12,6 +12,9 @@
 package spec
 
 import (
+	"net"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -297,3 +300,25 @@ type Resources struct {
 
 // Durp returns a pointer to d, for the optional duration fields.
 func Durp(d time.Duration) *time.Duration { return &d }
+
+// DefaultHost is where http_get and tcp_socket actions connect when they
+// name no host.
+const DefaultHost = "127.0.0.1"
+
+// URL is the address a GET goes to: scheme http, host DefaultHost and path
+// "/" unless set.
+func (a HTTPGetAction) URL() string {
+	scheme := strings.ToLower(a.Scheme)
+	if scheme == "" {
+		scheme = "http"
+	}
+	host := a.Host
+	if host == "" {
+		host = DefaultHost
+	}
+	path := a.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(a.Port)) + path
+}
