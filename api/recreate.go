@@ -16,35 +16,28 @@ func (s *Server) createRecreate(w http.ResponseWriter, r *http.Request) {
 	}
 	spec := supervisor.RecreateSpec{Group: req.Group, Processes: req.Processes, Ordered: req.Ordered,
 		FailurePolicy: supervisor.FailurePolicy(req.FailurePolicy), Requester: "api (" + peerName(r) + ")"}
+	var err error
 	for _, d := range []struct {
-		name string
-		in   string
-		out  **time.Duration
+		name, in string
+		out      **time.Duration
 	}{{"grace", req.Grace, &spec.TerminationGracePeriod}, {"unready_grace", req.UnreadyGrace, &spec.UnreadyGracePeriod}, {"ttl", req.TTL, &spec.TTLAfterFinished}} {
-		if d.in == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.in)
-		if err != nil {
-			writeError(w, badRequest("%s %q is not a duration such as \"10s\"", d.name, d.in))
+		if *d.out, err = parseDuration(d.name, d.in); err != nil {
+			writeError(w, err)
 			return
 		}
-		*d.out = &v
 	}
 	for _, d := range []struct {
-		name string
-		in   string
-		out  *time.Duration
+		name, in string
+		out      *time.Duration
 	}{{"min_started", req.MinStarted, &spec.MinStarted}, {"deadline", req.Deadline, &spec.ActiveDeadline}} {
-		if d.in == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.in)
+		v, err := parseDuration(d.name, d.in)
 		if err != nil {
-			writeError(w, badRequest("%s %q is not a duration such as \"10s\"", d.name, d.in))
+			writeError(w, err)
 			return
 		}
-		*d.out = v
+		if v != nil {
+			*d.out = *v
+		}
 	}
 	id, err := s.b.Supervisor.Recreate(spec)
 	if err != nil {

@@ -205,15 +205,12 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := supervisor.RequestOptions{Requester: "api (" + peerName(r) + ")"}
-	if req.Grace != "" {
-		d, err := time.ParseDuration(req.Grace)
-		if err != nil || d < 0 {
-			writeError(w, badRequest("grace %q is not a duration such as \"10s\"", req.Grace))
-			return
-		}
-		opts.Grace = &d
+	grace, err := parseDuration("grace", req.Grace)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
-	var err error
+	opts.Grace = grace
 	switch action {
 	case "start":
 		err = s.b.Supervisor.Start(group, process, opts)
@@ -255,14 +252,10 @@ func (s *Server) shutdown(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var grace *time.Duration
-	if req.Grace != "" {
-		d, err := time.ParseDuration(req.Grace)
-		if err != nil || d < 0 {
-			writeError(w, badRequest("grace %q is not a duration such as \"10s\"", req.Grace))
-			return
-		}
-		grace = &d
+	grace, err := parseDuration("grace", req.Grace)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	s.log.Info().Str("peer", peerName(r)).Msg("shutdown requested through the API")
 	writeJSON(w, http.StatusAccepted, ActionResponse{Message: "shutdown requested"})
@@ -408,4 +401,17 @@ func classify(err error) error {
 func peerName(r *http.Request) string {
 	p, _ := PeerFrom(r.Context())
 	return "uid " + strconv.Itoa(p.UID) + ", pid " + strconv.Itoa(p.PID)
+}
+
+// parseDuration reads an optional, non-negative Go duration from a request
+// field: nil when the field is empty.
+func parseDuration(field, in string) (*time.Duration, error) {
+	if in == "" {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(in)
+	if err != nil || d < 0 {
+		return nil, badRequest("%s %q is not a duration such as \"10s\"", field, in)
+	}
+	return &d, nil
 }

@@ -156,6 +156,9 @@ func TestUpStatusEventsActionsAndShutdown(t *testing.T) {
 	if code, out = f.ctl(t, "restart", "web/nosuch"); code == 0 || !strings.Contains(out, "nosuch") {
 		t.Fatalf("restart of an unknown process: %d %s", code, out)
 	}
+	if code, out = f.ctl(t, "restart", "web/api", "--grace", "soon"); code == 0 || !strings.Contains(out, `grace "soon" is not a duration`) {
+		t.Fatalf("restart with a bad grace: %d %s", code, out)
+	}
 
 	// shutdown: podsup exits 0 and removes its socket.
 	if code, out = f.ctl(t, "shutdown"); code != 0 {
