@@ -26,6 +26,7 @@ import (
 	"github.com/podsup/podsup/internal/memtrim"
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/notify"
+	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
@@ -102,6 +103,9 @@ func runUp(file, socketOverride string) (int, error) {
 	// supervised process inherits them.
 	notifier, watchdog, notifyErr := systemd.NotifierFromEnv()
 	listenFiles := systemd.ActivationFiles()
+	// Every other fd podsup inherited stays podsup's: the activation fds
+	// reach only the processes that name them (sockets = [...]).
+	pid1.CloseInheritedOnExec()
 	journalOn := systemd.StderrIsJournal()
 	var logSink io.Writer = os.Stderr
 	logSettings := cfg.Supervisor
