@@ -157,6 +157,11 @@ type criticalAction struct {
 	code    int
 }
 
+// releaseAction: a process a reload removed is gone for good; the runtime
+// may drop what it kept for it (ProcessReleaser).
+type releaseAction struct{ process string }
+
+func (releaseAction) isAction()  {}
 func (startAction) isAction()    {}
 func (signalAction) isAction()   {}
 func (killTreeAction) isAction() {}

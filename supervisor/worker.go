@@ -268,6 +268,10 @@ func (w *worker) exec(a action) input {
 		w.events = append(w.events, a.event)
 	case criticalAction:
 		w.onCritical(w.name, a.process, a.code)
+	case releaseAction:
+		if r, ok := w.rt.(ProcessReleaser); ok {
+			r.ReleaseProcess(w.name, a.process)
+		}
 	case recreateReplyAction, recreateDoneAction, recreateGoneAction:
 		w.execRecreate(a)
 	}

@@ -28,16 +28,31 @@ func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest
 	if err != nil {
 		return nil, &supervisor.StartError{Code: 128, Err: err}
 	}
-	// The hub keeps these pipes open across the process's instances (a
-	// restart makes none); the child gets copies and they stay the hub's.
 	req.Stdout, req.Stderr = att.Stdout(), att.Stderr()
-	return c.Runtime.Start(ctx, req)
+	inst, err := c.Runtime.Start(ctx, req)
+	// Started or not, the child has (or needs) no more of podsup's write
+	// ends: podsup keeps the read end alone, and the output ends with the
+	// instance (package logs).
+	_ = att.CloseWriters() // closes pipe ends podsup made; nothing to flush
+	return inst, err
 }
 
-// ReleaseGroup passes the inner runtime's group release on.
+// ReleaseGroup forgets the group's captured output (its worker ended: the
+// group was removed, replaced or podsup is stopping) and passes the release
+// on.
 func (c capturingRuntime) ReleaseGroup(group string) {
+	c.hub.ForgetGroup(group)
 	if r, ok := c.Runtime.(supervisor.GroupReleaser); ok {
 		r.ReleaseGroup(group)
+	}
+}
+
+// ReleaseProcess forgets the captured output of a process a reload removed,
+// once its last instance has exited, and passes the release on.
+func (c capturingRuntime) ReleaseProcess(group, process string) {
+	c.hub.Forget(group, process)
+	if r, ok := c.Runtime.(supervisor.ProcessReleaser); ok {
+		r.ReleaseProcess(group, process)
 	}
 }
 
@@ -54,11 +69,14 @@ func (c capturingRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Pro
 // would quietly run exec probes on the host or leak sandboxes.
 var (
 	_ supervisor.SandboxSpawner = capturingRuntime{}
-	_ supervisor.GroupReleaser  = capturingRuntime{}
-	_ supervisor.SandboxSpawner = (*notify.Runtime)(nil)
-	_ supervisor.GroupReleaser  = (*notify.Runtime)(nil)
-	_ supervisor.SandboxSpawner = (*systemd.JournalRuntime)(nil)
-	_ supervisor.GroupReleaser  = (*systemd.JournalRuntime)(nil)
+	_ supervisor.GroupReleaser   = capturingRuntime{}
+	_ supervisor.ProcessReleaser = capturingRuntime{}
+	_ supervisor.SandboxSpawner  = (*notify.Runtime)(nil)
+	_ supervisor.GroupReleaser   = (*notify.Runtime)(nil)
+	_ supervisor.ProcessReleaser = (*notify.Runtime)(nil)
+	_ supervisor.SandboxSpawner  = (*systemd.JournalRuntime)(nil)
+	_ supervisor.GroupReleaser   = (*systemd.JournalRuntime)(nil)
+	_ supervisor.ProcessReleaser = (*systemd.JournalRuntime)(nil)
 )
 
 // hubLogs serves the API's logs endpoints from the hub.
