@@ -68,7 +68,7 @@ func (c capturingRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Pro
 // Every layer around the runtime passes these on; a layer that did not
 // would quietly run exec probes on the host or leak sandboxes.
 var (
-	_ supervisor.SandboxSpawner = capturingRuntime{}
+	_ supervisor.SandboxSpawner  = capturingRuntime{}
 	_ supervisor.GroupReleaser   = capturingRuntime{}
 	_ supervisor.ProcessReleaser = capturingRuntime{}
 	_ supervisor.SandboxSpawner  = (*notify.Runtime)(nil)
