@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/podsup/podsup/api"
@@ -86,4 +87,74 @@ func startUpWith(t *testing.T, config string, change func(*sandbox.Cmd)) *upFixt
 		t.Fatalf("podsup up never answered on %s: %s", f.socket, f.up.rest(t))
 	}
 	return f
+}
+
+// renamedConfig is one group of n sleeps named after gen.
+func renamedConfig(gen, n int) string {
+	var b strings.Builder
+	b.WriteString(`
+supervisor {
+  socket        = "%s"
+  minimum_grace = "100ms"
+}
+group "g" {
+  termination_grace_period = "5s"
+`)
+	for i := range n {
+		fmt.Fprintf(&b, "  process \"p%d-%d\" {\n    command = [\"sleep\", \"1000\"]\n  }\n", gen, i)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// runningNames lists the running processes of group g.
+func runningNames(t *testing.T, f *upFixture) []string {
+	st, err := f.c.Status(context.Background(), "g", "")
+	if err != nil || len(st.Groups) != 1 {
+		return nil
+	}
+	var names []string
+	for _, p := range st.Groups[0].Processes {
+		if p.State == "running" {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+func TestUpReloadsRenamingProcessesLeaveNoFDs(t *testing.T) {
+	const n = 20
+	f := startUp(t, renamedConfig(0, n))
+	podsup := f.up.p.Pid()
+	if !eventually(func() bool { return len(runningNames(t, f)) == n }) {
+		t.Fatalf("the %d processes never all ran: %v", n, runningNames(t, f))
+	}
+	before := len(fdsOf(t, podsup))
+	for gen := 1; gen <= 3; gen++ {
+		f.write(t, fmt.Sprintf(renamedConfig(gen, n), f.socket))
+		if code, out := f.ctl(t, "reload"); code != 0 {
+			t.Fatalf("reload %d: %d %s", gen, code, out)
+		}
+		want := fmt.Sprintf("p%d-", gen)
+		if !eventually(func() bool {
+			names := runningNames(t, f)
+			return len(names) == n && strings.HasPrefix(names[0], want) && strings.HasPrefix(names[n-1], want)
+		}) {
+			t.Fatalf("reload %d: running %v", gen, runningNames(t, f))
+		}
+	}
+	// The removed processes are gone, their output read to its end.
+	var after int
+	if !eventually(func() bool { after = len(fdsOf(t, podsup)); return after <= before+10 }) {
+		t.Fatalf("3 reloads renaming %d processes took podsup from %d to %d fds: capture pipes leak", n, before, after)
+	}
+	t.Logf("podsup's fds: %d with %d processes, %d after 3 reloads renaming them", before, n, after)
+	// What podsup kept of a removed process's output is gone too.
+	if !eventually(func() bool {
+		code, out := f.ctl(t, "logs", "g/p0-0")
+		return code != 0 && strings.Contains(out, "no such process")
+	}) {
+		code, out := f.ctl(t, "logs", "g/p0-0")
+		t.Fatalf("logs of a process removed two reloads ago: %d %q, want no such process", code, out)
+	}
 }
