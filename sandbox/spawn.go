@@ -103,10 +103,6 @@ type Process struct {
 	pgid int
 	tree TreeKiller
 
-	// mu guards pidfd: exited closes it while Signal may be using it.
-	mu    sync.RWMutex
-	pidfd int
-
 	done   chan struct{}
 	exit   Exit
 	onExit func(Exit)
@@ -148,12 +144,10 @@ func Start(c *Cmd) (*Process, error) {
 	if err != nil {
 		return nil, &StartError{Path: c.Path, Err: err}
 	}
-	pidfd := -1
 	sys := &syscall.SysProcAttr{
 		Setpgid:     true,
 		Credential:  cred,
 		Cloneflags:  c.Cloneflags,
-		PidFD:       &pidfd,
 		UseCgroupFD: c.UseCgroupFD,
 		CgroupFD:    c.CgroupFD,
 	}
@@ -171,7 +165,7 @@ func Start(c *Cmd) (*Process, error) {
 		if err != nil {
 			return err
 		}
-		p.pid, p.pgid, p.pidfd = pid, pid, pidfd
+		p.pid, p.pgid = pid, pid
 		r.owners[pid] = p
 		return nil
 	}
@@ -193,12 +187,43 @@ func Start(c *Cmd) (*Process, error) {
 // Pid is the process id.
 func (p *Process) Pid() int { return p.pid }
 
-// Signal sends sig to the process through its pidfd. After the exit is
-// known it returns ErrProcessDone and signals nothing.
+// Signal sends sig to the process through a pidfd (withPidfd). After the
+// exit is known it returns ErrProcessDone and signals nothing.
 func (p *Process) Signal(sig syscall.Signal) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return signalPidfd(p.pidfd, sig, 0)
+	return p.withPidfd(func(pidfd int) error { return signalPidfd(pidfd, sig, 0) })
+}
+
+// withPidfd calls fn with a pidfd naming the process, opened for the call
+// and closed after it: a process costs podsup no fd between signals, which
+// is what lets one podsup run tens of thousands of them within its
+// RLIMIT_NOFILE. The pidfd names this very process, never a later user of
+// its number: it is opened under the reaper's lock while the process is
+// still registered (its exit not dispatched), and waitid(P_PIDFD, WNOWAIT)
+// then confirms that it names a child of podsup that has not been reaped.
+// A number is only ever reused after its process was reaped, so an exit
+// reaped but not yet dispatched shows as ESRCH or ECHILD: ErrProcessDone.
+// (That a reaped number came back as another child of podsup in those
+// microseconds would need a pid wrap-around in between.)
+func (p *Process) withPidfd(fn func(pidfd int) error) error {
+	r := getReaper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owners[p.pid] != p {
+		return ErrProcessDone // its exit has been dispatched
+	}
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if err == unix.ESRCH {
+		return ErrProcessDone // reaped; the exit is on its way
+	}
+	if err != nil {
+		return fmt.Errorf("opening a pidfd for pid %d: %w", p.pid, err)
+	}
+	defer unix.Close(fd) // a pidfd: nothing to flush
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+		return ErrProcessDone // ECHILD: the number is no longer our child's
+	}
+	return fn(fd)
 }
 
 // KillTree sends sig to every process of the tree: the process group by
@@ -224,26 +249,13 @@ func (p *Process) Wait(ctx context.Context) (Exit, error) {
 	}
 }
 
-// Close releases the pidfd early. The reaper closes it on exit anyway.
-func (p *Process) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pidfd >= 0 {
-		_ = unix.Close(p.pidfd)
-		p.pidfd = -1
-	}
-	return nil
-}
+// Close releases nothing: a Process holds no fd (withPidfd). It stays for
+// callers that release what they started.
+func (p *Process) Close() error { return nil }
 
 // exited runs on the reaper goroutine.
 func (p *Process) exited(e Exit) {
-	p.mu.Lock()
-	if p.pidfd >= 0 {
-		_ = unix.Close(p.pidfd) // the process is gone; nothing left to signal
-		p.pidfd = -1
-	}
 	p.exit = e
-	p.mu.Unlock()
 	close(p.done)
 	if p.onExit != nil {
 		p.onExit(e)
