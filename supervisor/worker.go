@@ -158,18 +158,26 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 				barriers = append(barriers, b)
 				continue
 			}
-			w.handle(in)
+			w.step(in)
 		}
+		// Once per batch, not per input: a snapshot is O(processes), and
+		// 10,000 processes exiting at once would make it O(n²).
+		w.publish()
 	}
 	for _, b := range barriers {
 		close(b.done)
 	}
 }
 
-// handle steps the core with in, executes the plan, feeds the executor's
-// results (started, start failed) back in, then re-arms the timer,
-// publishes a status snapshot and then the step's events.
+// handle steps the core with in (step) and publishes the outcome (publish).
 func (w *worker) handle(in input) {
+	w.step(in)
+	w.publish()
+}
+
+// step steps the core with in, executes the plan, feeds the executor's
+// results (started, start failed) back in and re-arms the timer.
+func (w *worker) step(in input) {
 	w.noteInput(in)
 	queue := []input{in}
 	var wake time.Time
@@ -194,6 +202,11 @@ func (w *worker) handle(in input) {
 		}
 	}
 	w.arm(wake)
+}
+
+// publish brings the probes and hooks in line with the core, then publishes
+// a status snapshot and the events of the steps since the last publish.
+func (w *worker) publish() {
 	w.syncLifecycle()
 	st := w.core.snapshot()
 	w.status.Store(&st)
