@@ -395,9 +395,13 @@ func (g *groupCore) all() []*proc {
 }
 
 func (g *groupCore) procByInstance(id string) *proc {
-	for _, p := range g.all() {
-		if p.inst != nil && p.inst.id == id {
-			return p
+	// No g.all(): this runs for every input, and an allocation of every
+	// process per input adds up with thousands of processes.
+	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} {
+		for _, p := range ps {
+			if p.inst != nil && p.inst.id == id {
+				return p
+			}
 		}
 	}
 	return nil
