@@ -98,6 +98,8 @@ func runUp(file, socketOverride string) (int, error) {
 	if socketOverride != "" {
 		cfg.Supervisor.Socket = socketOverride
 	}
+	// Before anything changes what a re-executed podsup would see.
+	fdWarning := fitFileLimit(cfg)
 	// Under systemd (package systemd): take NOTIFY_SOCKET, WATCHDOG_* and
 	// LISTEN_* out of the environment before anything starts, so no
 	// supervised process inherits them.
@@ -118,6 +120,9 @@ func runUp(file, socketOverride string) (int, error) {
 	log := newLogger(logSettings, logOut)
 	if notifyErr != nil {
 		log.Warn().Err(notifyErr).Msg("systemd's watchdog is not fed")
+	}
+	if fdWarning != "" {
+		log.Warn().Msg(fdWarning)
 	}
 
 	// Catch before anything starts, so no signal is lost.
