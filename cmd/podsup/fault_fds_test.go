@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -8,7 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/sandbox"
@@ -157,4 +161,115 @@ func TestUpReloadsRenamingProcessesLeaveNoFDs(t *testing.T) {
 		code, out := f.ctl(t, "logs", "g/p0-0")
 		t.Fatalf("logs of a process removed two reloads ago: %d %q, want no such process", code, out)
 	}
+}
+
+// childrenOf lists the children of pid.
+func childrenOf(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// nofileLimits reads the "Max open files" line of pid's limits.
+func nofileLimits(t *testing.T, pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 5 && strings.HasPrefix(l, "Max open files") {
+			return f[3] + ":" + f[4]
+		}
+	}
+	t.Fatalf("no open files limit in %s", b)
+	return ""
+}
+
+// TestUpRunsManyProcessesWithinTwoFDsEach starts N sleeps under a hard
+// RLIMIT_NOFILE of 2N (the issue's 10,000 under 20,000, scaled): every one
+// must run, podsup must hold at most 2 fds per process, each child must
+// start with the limit podsup was started with, and SIGTERM must stop them
+// all. N is 1000 by default, PODSUP_TEST_PROCESSES to change it (10000 for
+// the issue's figure; docs/benchmarks.md has the timings).
+func TestUpRunsManyProcessesWithinTwoFDsEach(t *testing.T) {
+	n := 1000
+	if v := os.Getenv("PODSUP_TEST_PROCESSES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("PODSUP_TEST_PROCESSES=%q: want a positive number", v)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("supervisor {\n  socket = \"%s\"\n}\ngroup \"g\" {\n  termination_grace_period = \"30s\"\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  process \"p%d\" {\n    command = [\"sleep\", \"100000\"]\n  }\n", i)
+	}
+	b.WriteString("}\n")
+	soft, hard := uint64(min(1024, 2*n)), uint64(2*n)
+	dir := t.TempDir()
+	f := &upFixture{dir: dir, cfg: filepath.Join(dir, "podsup.hcl"), socket: filepath.Join(dir, "podsup.sock")}
+	f.write(t, fmt.Sprintf(b.String(), f.socket))
+	began := time.Now()
+	f.up = start(t, nofileCmd(t, soft, hard, "podsup", "up", "-f", f.cfg))
+	podsup := f.up.p.Pid()
+	// Read podsup's output as it comes (a line per event): a full pipe
+	// would stop it.
+	var emfile atomic.Int32
+	outDone := make(chan struct{})
+	go func() {
+		defer close(outDone)
+		sc := bufio.NewScanner(f.up.out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "too many open files") {
+				emfile.Add(1)
+			}
+		}
+	}()
+
+	// Generous: a loaded 2-core machine under -race.
+	deadline := time.Now().Add(2*time.Minute + time.Duration(n)*20*time.Millisecond)
+	var running int
+	for running = len(childrenOf(podsup)); running < n && time.Now().Before(deadline); running = len(childrenOf(podsup)) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if running < n {
+		t.Fatalf("%d of %d processes running under RLIMIT_NOFILE %d:%d after %s (podsup holds %d fds)",
+			running, n, soft, hard, time.Since(began).Round(time.Millisecond), len(fdsOf(t, podsup)))
+	}
+	startedIn := time.Since(began)
+	fds := len(fdsOf(t, podsup))
+	if fds > 2*n+baseFDs {
+		t.Errorf("podsup holds %d fds for %d processes: more than 2 each and %d of its own", fds, n, baseFDs)
+	}
+	child := childrenOf(podsup)[0]
+	if got, want := nofileLimits(t, child), fmt.Sprintf("%d:%d", soft, hard); got != want {
+		t.Errorf("a process's RLIMIT_NOFILE is %s, want %s: the limit podsup was started with", got, want)
+	}
+
+	stopping := time.Now()
+	if err := f.up.p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.up.p.Done():
+	case <-time.After(2*time.Minute + time.Duration(n)*5*time.Millisecond):
+		t.Fatalf("podsup did not exit within %s of SIGTERM with %d processes", time.Since(stopping).Round(time.Millisecond), n)
+	}
+	if e := f.up.p.Exit(); e.Code() != 0 {
+		t.Errorf("podsup exited %s after SIGTERM", e)
+	}
+	<-outDone
+	if n := emfile.Load(); n > 0 {
+		t.Errorf("podsup logged %d lines with \"too many open files\"", n)
+	}
+	t.Logf("%d processes: all running %s after start, podsup held %d fds (%.2f per process), stopped %s after SIGTERM",
+		n, startedIn.Round(time.Millisecond), fds, float64(fds)/float64(n), time.Since(stopping).Round(time.Millisecond))
 }
