@@ -24,6 +24,12 @@
 // podsup dies (holder_protocol.go). Its exit ends the PID namespace and
 // with it every process inside; if it dies early the sandbox is failed.
 //
+// Mount targets are paths inside the sandbox and are resolved inside the
+// rootfs (openat2 RESOLVE_IN_ROOT), symlinks included: a rootfs's
+// "etc -> /" leads to the rootfs's own root, never to the host's, and a
+// missing mount point is created inside. Bind sources are host paths. A
+// read-only bind is read-only recursively, submounts of its source too.
+//
 // Processes are not the holder's children. A goroutine per sandbox locks
 // its OS thread for good, calls unshare(CLONE_FS) and setns(holder's pidfd,
 // flags) (nsthread.go), and every fork into the sandbox (processes, Exec,
