@@ -81,21 +81,29 @@ func TestReadOnlyBindIsRecursive(t *testing.T) {
 	needRoot(t)
 	rt := newTestRuntime(t)
 	rootfs := t.TempDir()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	mustCreateSandbox(t, rt, "ro", spec.Sandbox{Namespaces: []string{"pid", "mount"}, Rootfs: rootfs,
 		Mounts: []spec.Mount{
+			{Type: "bind", Source: file, Target: "/rofile", ReadOnly: true},
 			{Type: "tmpfs", Target: "/data/sub"},
 			// The source is a host path: the rootfs's /data, which by now
 			// has the tmpfs on data/sub in the sandbox's mount namespace.
 			{Type: "bind", Source: filepath.Join(rootfs, "data"), Target: "/ro", ReadOnly: true},
 		}})
 	root := holderRoot(t, rt, "ro")
-	for _, p := range []string{"ro/top", "ro/sub/below"} {
+	for _, p := range []string{"ro/top", "ro/sub/below", "rofile"} {
 		err := os.WriteFile(filepath.Join(root, p), []byte("x"), 0o644)
 		if err == nil {
 			t.Errorf("wrote /%s through a read-only bind", p)
 		} else if !errors.Is(err, unix.EROFS) {
 			t.Errorf("writing /%s: %v, want EROFS", p, err)
 		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "host" {
+		t.Errorf("the host's file behind the read-only file bind: %q, %v", b, err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "data/sub/rw"), []byte("x"), 0o644); err != nil {
 		t.Errorf("the tmpfs itself should stay writable where it was mounted: %v", err)

@@ -154,7 +154,30 @@ func (r *reaper) file(e Exit) *Process {
 		r.orphans.Add(1)
 	}
 	r.held[pid] = heldExit{Exit: e, seq: r.reaped}
+	if len(r.held) > maxHeld {
+		r.evictOldestHeld()
+	}
 	return nil
+}
+
+// maxHeld bounds the exits held for spawns in flight. A spawn stuck in
+// exec for days (a hung network filesystem) must not make every orphan
+// reaped meanwhile a permanent entry. The exit a spawn claims is its own
+// child's, reaped in the moment between the child's exit and the spawn's
+// registration, so it is always among the newest: only thousands of
+// orphans ending within that moment could push it out.
+const maxHeld = 4096
+
+// evictOldestHeld counts the oldest held exit as an orphan.
+func (r *reaper) evictOldestHeld() {
+	oldest, first := 0, true
+	for pid, h := range r.held {
+		if first || h.seq < r.held[oldest].seq {
+			oldest, first = pid, false
+		}
+	}
+	delete(r.held, oldest)
+	r.orphans.Add(1)
 }
 
 // deliverClaimed hands exits claimed by register to their owners, on the

@@ -597,3 +597,29 @@ func TestSpawnDoesNotClaimAnExitFromBeforeItSubscribed(t *testing.T) {
 		t.Errorf("%d orphans, want 1", n)
 	}
 }
+
+// A spawn stuck in exec does not make the reaper keep every exit reaped
+// meanwhile: past maxHeld the oldest are counted as orphans.
+func TestHeldExitsAreBounded(t *testing.T) {
+	r := newReaper()
+	s := r.subscribe()
+	for pid := 1000; pid < 1000+maxHeld+10; pid++ {
+		r.file(fakeExit(pid, 0))
+	}
+	if len(r.held) != maxHeld {
+		t.Errorf("%d exits held, want %d", len(r.held), maxHeld)
+	}
+	if n := r.orphans.Load(); n != 10 {
+		t.Errorf("%d orphans counted while the spawn is in flight, want the 10 oldest", n)
+	}
+	if _, ok := r.held[1000]; ok {
+		t.Error("the oldest exit is still held")
+	}
+	if _, ok := r.held[1000+maxHeld+9]; !ok {
+		t.Error("the newest exit was evicted")
+	}
+	r.abandon(s)
+	if n := r.orphans.Load(); n != uint64(maxHeld+10) {
+		t.Errorf("%d orphans after the spawn ended, want %d", n, maxHeld+10)
+	}
+}
