@@ -158,14 +158,14 @@ func run(o options) (failures []string, err error) {
 		}
 	}
 	poll(time.Now().Add(o.warmup))
-	warm, err := median(c, 5, lat)
+	warm, err := resting(c, 5, lat)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	restartsBefore := restarts(c)
 	poll(start.Add(o.duration))
-	end, err := median(c, 5, lat)
+	end, err := resting(c, 5, lat)
 	if err != nil {
 		return nil, err
 	}
@@ -224,9 +224,11 @@ func run(o options) (failures []string, err error) {
 	return failures, nil
 }
 
-// median takes n samples a second apart and returns their per-figure
-// medians; status latencies are recorded meanwhile.
-func median(c *api.Client, n int, lat *latencies) (sample, error) {
+// resting takes n samples a second apart and returns each figure's
+// minimum: probes and restarts in flight hold fds and goroutines for a
+// moment, and what must not grow is the level podsup comes back to.
+// Status latencies are recorded meanwhile.
+func resting(c *api.Client, n int, lat *latencies) (sample, error) {
 	var rss []int64
 	var fds, gs []int
 	for i := 0; i < n; i++ {
@@ -238,10 +240,7 @@ func median(c *api.Client, n int, lat *latencies) (sample, error) {
 		lat.ask(c)
 		time.Sleep(time.Second)
 	}
-	slices.Sort(rss)
-	slices.Sort(fds)
-	slices.Sort(gs)
-	return sample{rss: rss[n/2], fds: fds[n/2], goroutines: gs[n/2]}, nil
+	return sample{rss: slices.Min(rss), fds: slices.Min(fds), goroutines: slices.Min(gs)}, nil
 }
 
 func restarts(c *api.Client) int {
