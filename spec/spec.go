@@ -180,6 +180,20 @@ const (
 	DefaultProbeFailureThreshold = 3
 )
 
+// Floors of probe timing (D7 allows sub-second values; these keep them
+// sane). A probe runs once per period whatever it finds: a period of 1ns
+// ran probes back to back, ~105 % of a core and ~18,000 Unhealthy events a
+// second. One exec probe costs podsup ~2 ms of CPU per run, passing or
+// failing; MinProbePeriod is the shortest period that keeps one exec probe
+// under 1 % of a core (measured 0.7–0.9 % at 250 ms, 1.6–2.0 % at 100 ms:
+// docs/benchmarks.md, "Probe period floor"). MinProbeTimeout is well above
+// the ~0.5 ms a trivial exec probe needs from spawn to exit: a timeout
+// below it can only fail. 0 still means the default (D1).
+const (
+	MinProbePeriod  = 250 * time.Millisecond
+	MinProbeTimeout = 10 * time.Millisecond
+)
+
 // WithDefaults returns p with D1's defaults in place of zero fields.
 func (p Probe) WithDefaults() Probe {
 	if p.Period == 0 {
