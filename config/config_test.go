@@ -142,7 +142,7 @@ group "web" {
         path    = "/healthz"
         headers = { "X-A" = "b" }
       }
-      period            = "300ms"
+      period            = "100ms"
       failure_threshold = 30
     }
     liveness_probe {
@@ -224,7 +224,7 @@ group "web" {
 					Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{
 						Scheme: "https", Host: "::1", Port: 8443, Path: "/healthz", Headers: map[string]string{"X-A": "b"},
 					}},
-					Period:           300 * time.Millisecond,
+					Period:           100 * time.Millisecond,
 					FailureThreshold: 30,
 				},
 				LivenessProbe: &spec.Probe{
@@ -716,7 +716,7 @@ group "web" {
     readiness_probe {
       tcp_socket { port = 80 }
       initial_delay = "10ms"
-      period        = "300ms"
+      period        = "200ms"
       timeout       = "50ms"
     }
     pre_stop {
@@ -736,7 +736,7 @@ group "web" {
 		t.Errorf("grace = %v", *g.TerminationGracePeriod)
 	}
 	rp := g.Processes[0].ReadinessProbe
-	if rp.InitialDelay != 10*time.Millisecond || rp.Period != 300*time.Millisecond || rp.Timeout != 50*time.Millisecond {
+	if rp.InitialDelay != 10*time.Millisecond || rp.Period != 200*time.Millisecond || rp.Timeout != 50*time.Millisecond {
 		t.Errorf("probe = %+v", rp)
 	}
 	ps := g.Processes[0].PreStop

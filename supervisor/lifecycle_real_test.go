@@ -51,16 +51,16 @@ func execHook(script string) *spec.Hook {
 
 func TestRealSeed002LivenessInMiniature(t *testing.T) {
 	// seeds/002 scaled (T3, T6, B8, X4, R4, K7): an always-failing exec
-	// liveness probe (initial delay 0.1 s, period 0.25 s, the floor,
-	// threshold 3) on a process that takes 0.2 s to exit after SIGTERM,
-	// back-off 100 ms / 1.6 s. Each instance lives at least 0.6 + 0.2 s,
-	// longer than the back-offs 0.1, 0.2, 0.4 and 0.8 measured from the
-	// previous finish, so the first five restarts come without waiting and
-	// CrashLoopBackOff shows only after them.
+	// liveness probe (initial delay 0.1 s, period 0.1 s, threshold 3) on a
+	// process that takes 0.2 s to exit after SIGTERM, back-off 100 ms /
+	// 1.6 s. Each instance lives at least 0.3 + 0.2 s, longer than the
+	// back-offs 0.1, 0.2 and 0.4 measured from the previous finish, so the
+	// first five restarts come without waiting and CrashLoopBackOff shows
+	// only after them.
 	p := fastHelper(t, "app", "slow-term")
 	p.LivenessProbe = &spec.Probe{
 		Handler:      spec.Handler{Exec: &spec.ExecAction{Command: shell("echo db unreachable; exit 1")}},
-		InitialDelay: 100 * time.Millisecond, Period: spec.MinProbePeriod, FailureThreshold: 3,
+		InitialDelay: 100 * time.Millisecond, Period: 100 * time.Millisecond, FailureThreshold: 3,
 	}
 	r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("live", spec.RestartAlways, p)}})
 
@@ -140,12 +140,12 @@ func TestRealReadinessFlipsWithHTTPAndTCPServers(t *testing.T) {
 	web := fastHelper(t, "web", "sleep")
 	web.ReadinessProbe = &spec.Probe{
 		Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: hl.Addr().(*net.TCPAddr).Port, Path: "/ready"}},
-		Period:  spec.MinProbePeriod,
+		Period:  100 * time.Millisecond,
 	}
 	db := fastHelper(t, "db", "sleep")
 	db.ReadinessProbe = &spec.Probe{
 		Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: tl.Addr().(*net.TCPAddr).Port}},
-		Period:  spec.MinProbePeriod,
+		Period:  100 * time.Millisecond,
 	}
 	r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("pod", spec.RestartAlways, web, db)}})
 

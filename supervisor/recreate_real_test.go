@@ -108,7 +108,7 @@ func TestRealRecreateNeverReadyFailsByTheDeadline(t *testing.T) {
 	// deadline passes. Its readiness probe always fails (whether or not a
 	// prober is wired on this branch, nothing makes it ready).
 	app := helperProcess(t, "app", "sleep")
-	app.ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/false"}}}, Period: spec.MinProbePeriod}
+	app.ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/false"}}}, Period: 100 * time.Millisecond}
 	cfg := spec.Config{
 		Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(100 * time.Millisecond)},
 		Groups:     []spec.Group{realGroup("web", spec.RestartAlways, app)},

@@ -121,7 +121,7 @@ func TestValidateRefusesProbePeriodAndTimeoutBelowTheFloor(t *testing.T) {
 		t.Fatalf("validate of a 1ns probe period: exit %d, want 1\n%s", code, out)
 	}
 	for _, want := range []string{
-		file + ":8:17", "period must be at least 250ms", `got 1ns`,
+		file + ":8:17", "period must be at least 100ms", `got 1ns`,
 		file + ":9:17", "timeout must be at least 10ms", `got 1µs`,
 	} {
 		if !strings.Contains(out, want) {
@@ -144,7 +144,7 @@ group "web" {
       exec {
         command = ["false"]
       }
-      period = "250ms"
+      period = "100ms"
     }
   }
   process "sidecar" {
@@ -165,12 +165,12 @@ func TestUpFoldsRepeatedUnhealthyEventsIntoOne(t *testing.T) {
 		for _, l := range strings.Split(out, "\n") {
 			if m := count.FindStringSubmatch(l); m != nil && strings.Contains(l, "Unhealthy") {
 				n, _ := strconv.Atoi(m[1])
-				return n >= 10
+				return n >= 20
 			}
 		}
 		return false
 	}) {
-		t.Fatalf("no Unhealthy line with a count of 10 or more:\n%s", out)
+		t.Fatalf("no Unhealthy line with a count of 20 or more:\n%s", out)
 	}
 	if n := strings.Count(out, "Unhealthy"); n != 1 {
 		t.Errorf("%d Unhealthy lines, want one with a count:\n%s", n, out)
@@ -201,7 +201,7 @@ func TestUpFoldsRepeatedUnhealthyEventsIntoOne(t *testing.T) {
 		}
 		if e.Reason == "Unhealthy" {
 			found = true
-			if *e.Count < 10 || !e.FirstTime.Before(e.LastTime) {
+			if *e.Count < 20 || !e.FirstTime.Before(e.LastTime) {
 				t.Errorf("the Unhealthy event: count %d, first %s, last %s", *e.Count, e.FirstTime, e.LastTime)
 			}
 		}
