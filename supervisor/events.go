@@ -40,7 +40,9 @@ const (
 // them: every repeat is published again, with the next Seq, a Count one
 // higher, the FirstTime of the series and its own Time, and History keeps
 // only its newest publication. A probe that fails at every period is one
-// Unhealthy event with a growing count, not one event per failure.
+// Unhealthy event with a growing count, not one event per failure. The
+// Logger gets the first of a series, each power-of-two count and at most
+// one other line per EventLogInterval.
 type Event struct {
 	// Seq numbers events in publication order; a gap seen by a
 	// subscriber means it dropped events.
@@ -95,15 +97,24 @@ type eventSeries struct {
 	first, last time.Time
 	count       int
 	id          uint64
+	// loggedAt is when a line of this series was last logged.
+	loggedAt time.Time
 }
+
+// EventLogInterval is how often podsup's log repeats a line for an event
+// that keeps happening: subscribers and History get every repeat, but a
+// probe failing ten times a second must not write ten lines a second.
+const EventLogInterval = time.Minute
 
 func newCorrelator(window time.Duration, max int) *correlator {
 	return &correlator{window: window, max: max, series: map[eventKey]*eventSeries{}}
 }
 
-// observe returns e (already numbered) as the next event of its series:
-// Count, FirstTime and Series set.
-func (c *correlator) observe(e Event) Event {
+// observe returns e (already numbered) as the next event of its series,
+// Count, FirstTime and Series set, and whether to log it: the first of a
+// series, a repeat whose count is a power of two (2, 4, 8, …: a burst
+// shows quickly), and otherwise at most one repeat per EventLogInterval.
+func (c *correlator) observe(e Event) (Event, bool) {
 	k := eventKey{e.Type, e.Reason, e.Group, e.Process, e.Message, e.Request}
 	s, ok := c.series[k]
 	if ok && within(e.Time.Sub(s.last), c.window) {
@@ -117,7 +128,12 @@ func (c *correlator) observe(e Event) Event {
 		c.series[k] = s
 	}
 	e.Count, e.FirstTime, e.Series = s.count, s.first, s.id
-	return e
+	sinceLogged := e.Time.Sub(s.loggedAt)
+	log := s.count == 1 || s.count&(s.count-1) == 0 || sinceLogged >= EventLogInterval || sinceLogged < 0
+	if log {
+		s.loggedAt = e.Time
+	}
+	return e, log
 }
 
 // within reports |d| <= window: the wall clock may step back, and a
@@ -176,8 +192,10 @@ func (b *eventBus) publish(e Event) {
 	defer b.mu.Unlock()
 	b.seq++
 	e.Seq = b.seq
-	e = b.corr.observe(e)
-	b.logEvent(e)
+	e, log := b.corr.observe(e)
+	if log {
+		b.logEvent(e)
+	}
 	for s := range b.subs {
 		s.push(e)
 	}

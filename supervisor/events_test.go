@@ -24,7 +24,8 @@ func TestCorrelatorFoldsIdenticalEventsWithinTheWindow(t *testing.T) {
 	see := func(e Event) Event {
 		seq++
 		e.Seq = seq
-		return c.observe(e)
+		e, _ = c.observe(e)
+		return e
 	}
 	// Every 10 s for 5 minutes: one series whose count grows, each
 	// repeat within a minute of the last.
@@ -55,19 +56,39 @@ func TestCorrelatorFoldsIdenticalEventsWithinTheWindow(t *testing.T) {
 	}
 }
 
+func TestCorrelatorLogsARepeatingEventSparingly(t *testing.T) {
+	// A probe failing every 100 ms for five minutes: 3000 events, of which
+	// the log gets the first, each power-of-two count, and otherwise one a
+	// minute.
+	c := newCorrelator(EventSeriesWindow, maxEventSeries)
+	t0 := clock.Epoch
+	var logged []string
+	for i := 0; i < 3000; i++ {
+		e, log := c.observe(unhealthy(t0.Add(time.Duration(i)*100*time.Millisecond), "Readiness probe failed: exit 1"))
+		if log {
+			logged = append(logged, fmt.Sprintf("x%d@%s", e.Count, e.Time.Sub(t0)))
+		}
+	}
+	want := "x1@0s x2@100ms x4@300ms x8@700ms x16@1.5s x32@3.1s x64@6.3s x128@12.7s x256@25.5s x512@51.1s " +
+		"x1024@1m42.3s x1624@2m42.3s x2048@3m24.7s x2648@4m24.7s"
+	if got := strings.Join(logged, " "); got != want {
+		t.Errorf("logged\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestCorrelatorForgetsTheLeastRecentSeriesWhenFull(t *testing.T) {
 	c := newCorrelator(time.Hour, 3)
 	t0 := clock.Epoch
 	for i := 0; i < 4; i++ { // a, b, c, then d evicts a
-		c.observe(Event{Seq: uint64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), Message: string(rune('a' + i))})
+		_, _ = c.observe(Event{Seq: uint64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), Message: string(rune('a' + i))})
 	}
 	if len(c.series) != 3 {
 		t.Fatalf("%d series kept, want 3", len(c.series))
 	}
-	if e := c.observe(Event{Seq: 5, Time: t0.Add(5 * time.Second), Message: "b"}); e.Count != 2 {
+	if e, _ := c.observe(Event{Seq: 5, Time: t0.Add(5 * time.Second), Message: "b"}); e.Count != 2 {
 		t.Errorf("b, still remembered: count %d, want 2", e.Count)
 	}
-	if e := c.observe(Event{Seq: 6, Time: t0.Add(6 * time.Second), Message: "a"}); e.Count != 1 {
+	if e, _ := c.observe(Event{Seq: 6, Time: t0.Add(6 * time.Second), Message: "a"}); e.Count != 1 {
 		t.Errorf("a, the least recent, was forgotten: count %d, want 1", e.Count)
 	}
 }
