@@ -102,11 +102,19 @@ type Process struct {
 	pid  int
 	pgid int
 	tree TreeKiller
+	// pidfd is the pidfd from the fork, kept only until the pid is
+	// registered with the reaper; -1 afterwards.
+	pidfd int
 
 	done   chan struct{}
 	exit   Exit
 	onExit func(Exit)
 }
+
+// testHookBeforeRegister, when set by a test, runs between a successful
+// fork+exec and the registration of the pid: it lets a test have the child
+// exit and be reaped before Start has recorded it.
+var testHookBeforeRegister func(pid int)
 
 // Start starts c. On success the process runs in its own process group and
 // its exit will be reaped by the package's one reaper.
@@ -144,10 +152,12 @@ func Start(c *Cmd) (*Process, error) {
 	if err != nil {
 		return nil, &StartError{Path: c.Path, Err: err}
 	}
+	pidfd := -1
 	sys := &syscall.SysProcAttr{
 		Setpgid:     true,
 		Credential:  cred,
 		Cloneflags:  c.Cloneflags,
+		PidFD:       &pidfd,
 		UseCgroupFD: c.UseCgroupFD,
 		CgroupFD:    c.CgroupFD,
 	}
@@ -159,14 +169,22 @@ func Start(c *Cmd) (*Process, error) {
 	p := &Process{done: make(chan struct{}), onExit: c.OnExit}
 
 	fork := func() error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
+		s := r.subscribe()
 		pid, err := syscall.ForkExec(path, args, attr)
 		if err != nil {
+			r.abandon(s)
 			return err
 		}
-		p.pid, p.pgid = pid, pid
-		r.owners[pid] = p
+		p.pid, p.pgid, p.pidfd = pid, pid, pidfd
+		if testHookBeforeRegister != nil {
+			testHookBeforeRegister(pid)
+		}
+		r.register(s, p)
+		// The pidfd told this child's exit from an earlier process's with
+		// the same pid while registering; signals open their own
+		// (withPidfd), so a running process holds no fd.
+		_ = unix.Close(pidfd) // a pidfd: nothing to flush
+		p.pidfd = -1
 		return nil
 	}
 	if c.Forker != nil {
@@ -197,13 +215,11 @@ func (p *Process) Signal(sig syscall.Signal) error {
 // and closed after it: a process costs podsup no fd between signals, which
 // is what lets one podsup run tens of thousands of them within its
 // RLIMIT_NOFILE. The pidfd names this very process, never a later user of
-// its number: it is opened under the reaper's lock while the process is
-// still registered (its exit not dispatched), and waitid(P_PIDFD, WNOWAIT)
-// then confirms that it names a child of podsup that has not been reaped.
-// A number is only ever reused after its process was reaped, so an exit
-// reaped but not yet dispatched shows as ESRCH or ECHILD: ErrProcessDone.
-// (That a reaped number came back as another child of podsup in those
-// microseconds would need a pid wrap-around in between.)
+// its number: it is opened under the reaper's lock, which the reaper holds
+// across wait4 and the owner's lookup, while the process is registered,
+// i.e. not yet reaped, so its number cannot have been reused;
+// waitid(P_PIDFD, WNOWAIT) confirms that it names an unreaped child of
+// podsup before anything is sent.
 func (p *Process) withPidfd(fn func(pidfd int) error) error {
 	r := getReaper()
 	r.mu.Lock()
