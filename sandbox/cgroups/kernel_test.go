@@ -386,3 +386,33 @@ func TestNewGroupRefusesDuplicatesAndBadNames(t *testing.T) {
 		}
 	}
 }
+
+// A Process cgroup takes the next instance of its process after KillTree
+// emptied it: the child placed there at fork runs. (On the kernels here a
+// cgroup once killed through cgroup.kill SIGKILLs every child later
+// cloned into it, which is why KillTree does not use it.)
+func TestKillTreeLeavesTheCgroupUsableForTheNextChild(t *testing.T) {
+	m := newTestManager(t, Options{})
+	_, p := newGroupProcess(t, m, spec.Resources{})
+	first := startIn(t, p, "sleeper")
+	if err := p.KillTree(unix.SIGKILL); err != nil {
+		t.Fatalf("KillTree: %v", err)
+	}
+	if ws := first.wait(t, 10*time.Second); ws.Signal() != unix.SIGKILL {
+		t.Fatalf("first child ended with %v, want SIGKILL", ws)
+	}
+	next := startIn(t, p, "sleeper")
+	time.Sleep(200 * time.Millisecond) // a SIGKILL at fork lands at once
+	var ws unix.WaitStatus
+	pid, err := unix.Wait4(next.pid, &ws, unix.WNOHANG, nil)
+	if pid == next.pid {
+		next.reaped = true // reaped here: cleanup must not signal the number again
+	}
+	if err != nil || pid != 0 {
+		t.Fatalf("the next child in the killed cgroup ended at once: %v (wait4 %d, %v)", ws, pid, err)
+	}
+	if err := p.KillTree(unix.SIGKILL); err != nil {
+		t.Fatalf("KillTree: %v", err)
+	}
+	next.wait(t, 10*time.Second)
+}
