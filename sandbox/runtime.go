@@ -52,7 +52,9 @@ type Runtime interface {
 	// leftovers; stopping a created one makes it exited without running.
 	StopProcess(ctx context.Context, id string, timeout time.Duration) error
 	// RemoveProcess forgets an exited (or never started) process and
-	// removes its cgroup, killing leftovers of its tree first.
+	// removes its cgroup, killing leftovers of its tree first. A kept
+	// cgroup (ProcessConfig.Cgroup) stays for the next process naming it;
+	// once a newer process holds it, the older one's tree is empty.
 	RemoveProcess(ctx context.Context, id string) error
 	ListProcesses(filter ProcessFilter) []ProcessStatus
 	ProcessStatus(id string) (ProcessStatus, error)

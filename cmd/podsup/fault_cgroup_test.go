@@ -184,19 +184,16 @@ func TestUpHostGroupDaemonDiesWithItsInstance(t *testing.T) {
 	f := startDaemons(t)
 	main1 := f.waitRunning(t, "host", "d")
 	d1 := f.newDaemon(t, "host", 1, main1)
-	cg := cgroupOf(t, main1)
-	if !strings.HasSuffix(cg, "/host/d") {
-		t.Fatalf("host/d runs in cgroup %q, want one of its own (…/host/d)", cg)
-	}
-	if got := cgroupOf(t, d1.pid); got != cg {
-		t.Fatalf("the daemon is in cgroup %q, its process in %q", got, cg)
-	}
+	cg, daemonCg := cgroupOf(t, main1), cgroupOf(t, d1.pid)
 
 	if code, out := f.ctl(t, "restart", "host/d"); code != 0 {
 		t.Fatalf("restart: %d %s", code, out)
 	}
 	if !d1.gone(20 * time.Second) {
 		t.Fatalf("the setsid daemon %d of host/d survived a restart", d1.pid)
+	}
+	if !strings.HasSuffix(cg, "/host/d") || daemonCg != cg {
+		t.Fatalf("host/d ran in cgroup %q and its daemon in %q, want both in one of its own (…/host/d)", cg, daemonCg)
 	}
 	var main2 int
 	if !eventually(func() bool { main2 = f.pid(t, "host", "d"); return main2 > 0 && main2 != main1 }) {
