@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -8,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/spec"
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,5 +117,46 @@ func TestKeptCgroupOutlivesItsInstances(t *testing.T) {
 	}
 	if _, err := os.Stat(sb.Cgroup); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the sandbox's cgroup outlived it: %v", err)
+	}
+}
+
+// Where no cgroup can be had, the runtime says so in one line at start-up
+// and runs processes with process groups: a kept cgroup is ignored, the
+// process starts and stops all the same.
+func TestNoCgroupsOneLineAndProcessGroups(t *testing.T) {
+	var log bytes.Buffer
+	rt, err := NewRuntime(Options{
+		Instance: testInstancePrefix() + "nocg",
+		Logger:   zerolog.New(&log),
+		Cgroups:  &cgroups.Options{Layout: &cgroups.Layout{}}, // nothing mounted
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if rt.CgroupsEnabled() {
+		t.Fatal("cgroups enabled without a hierarchy")
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "cgroups unavailable") || !strings.Contains(lines[0], "process group") {
+		t.Fatalf("start-up log without cgroups: %q, want one line saying process groups are used", log.String())
+	}
+	ctx := testCtx(t)
+	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
+	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), Env: helperEnv("sleep"), Cgroup: "p"}
+	if err := rt.CreateProcess(ctx, "p-1", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartProcess(ctx, "p-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StopProcess(ctx, "p-1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := rt.ProcessStatus("p-1"); st.State != StateExited || st.Signal != unix.SIGKILL {
+		t.Fatalf("stopped without cgroups: %+v", st)
+	}
+	if len(rt.Recovered()) != 0 {
+		t.Fatalf("recovered %v without cgroups", rt.Recovered())
 	}
 }
