@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +16,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// v2CgroupOf is pid's cgroup2 path ("0::" line of /proc/PID/cgroup).
-func v2CgroupOf(t *testing.T, pid int) string {
+// cgroupIn is pid's cgroup in the hierarchy whose /proc/PID/cgroup line
+// has controllers ctl ("" for cgroup2).
+func cgroupIn(t *testing.T, pid int, ctl string) string {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		t.Fatalf("reading the cgroup of %d: %v", pid, err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "0::") {
-			return strings.TrimPrefix(l, "0::")
+		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && parts[1] == ctl {
+			return parts[2]
 		}
 	}
-	t.Skip("no cgroup2 hierarchy: the test compares v2 paths")
+	t.Skipf("no %q hierarchy here", ctl)
 	return ""
 }
 
@@ -45,7 +47,22 @@ func pidfdAlive(pidfd int) bool {
 // goes with the sandbox.
 func TestKeptCgroupOutlivesItsInstances(t *testing.T) {
 	needRoot(t)
-	rt := newTestRuntime(t)
+	t.Run("host layout", func(t *testing.T) { testKeptCgroup(t, nil, "") })
+	// As on a pure v1 host: the forking thread enters the v1 cgroups
+	// through the kept placement's open files, and kills freeze.
+	t.Run("v1 only", func(t *testing.T) { testKeptCgroup(t, &cgroups.Options{DisableV2: true}, "pids") })
+}
+
+func testKeptCgroup(t *testing.T, co *cgroups.Options, ctl string) {
+	rt, err := NewRuntime(Options{
+		Instance:     testInstancePrefix() + strconv.FormatInt(instanceSeq.Add(1), 10),
+		HolderStderr: os.Stderr,
+		Cgroups:      co,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
 	if !rt.CgroupsEnabled() {
 		t.Skip("cgroups unavailable here: nothing is kept")
 	}
@@ -59,7 +76,7 @@ func TestKeptCgroupOutlivesItsInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, _ := rt.ProcessStatus("p-1")
-	cg := v2CgroupOf(t, first.Pid)
+	cg := cgroupIn(t, first.Pid, ctl)
 	if !strings.HasSuffix(cg, "/h/p") {
 		t.Fatalf("p-1 is in cgroup %q, want the kept …/h/p", cg)
 	}
@@ -76,7 +93,7 @@ func TestKeptCgroupOutlivesItsInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	second, _ := rt.ProcessStatus("p-2")
-	if got := v2CgroupOf(t, second.Pid); got != cg {
+	if got := cgroupIn(t, second.Pid, ctl); got != cg {
 		t.Fatalf("p-2 is in cgroup %q, p-1 was in %q", got, cg)
 	}
 	fd, err := unix.PidfdOpen(second.Pid, 0)
