@@ -20,6 +20,7 @@ func main() {
 		os.Exit(notify.ListenPIDMain(os.Args[2:]))
 	}
 	resetInheritedSignalState()
+	releaseMainThread()
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {
 		var ee exitError
