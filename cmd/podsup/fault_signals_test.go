@@ -108,7 +108,7 @@ while :; do sleep 0.2 & wait $!; done
 func needBash(t *testing.T) string {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skip("needs bash: dash cannot trap the real-time signals by number")
+		t.Skip("needs bash: the children here are bash scripts (dash cannot trap the real-time signals by number)")
 	}
 	return bash
 }
