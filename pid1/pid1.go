@@ -24,10 +24,12 @@
 // goroutine hop, no polling (tini's loop). sigtimedwait also tells who sent
 // a signal, which is how SIGURG from outside is told from the Go runtime's
 // own preemption SIGURGs. The kernel offers a process-directed signal first
-// to the thread group leader, so Run is fastest and SIGURG, SIGPROF and 34
-// are forwarded reliably only when it is called on the main thread: from
-// the main goroutine of a program whose init function called
-// runtime.LockOSThread (cmd/podsup does).
+// to the thread group leader, so Run should be called on the main thread:
+// from the main goroutine of a program whose init function called
+// runtime.LockOSThread (cmd/podsup does). Elsewhere it still forwards every
+// other signal, a little slower, but not SIGURG, SIGPROF and 34: those then
+// land on the Go runtime's threads, which keep SIGURG for preemption,
+// SIGPROF for the profiler, and (Run sets it so) ignore 34.
 //
 // The Go runtime keeps SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT and the
 // synchronous signals unblocked on every thread it starts, so one of them
@@ -106,7 +108,7 @@ func Run(o Options) int {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if unix.Gettid() != unix.Getpid() {
-		o.Logger.Debug().Msg("not on the main thread: SIGURG, SIGPROF and 34 may be missed while a signal is forwarded")
+		o.Logger.Warn().Msg("pid1.Run is not on the main thread: SIGURG, SIGPROF and 34 will not be forwarded")
 	}
 
 	// 1. Catch before starting, so a signal sent at once is not lost: the
