@@ -20,7 +20,6 @@ func main() {
 		os.Exit(notify.ListenPIDMain(os.Args[2:]))
 	}
 	resetInheritedSignalState()
-	releaseMainThread()
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {
 		var ee exitError
