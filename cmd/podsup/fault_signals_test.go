@@ -291,3 +291,34 @@ func TestUpSecondSignalAfterASecondEscalates(t *testing.T) {
 		t.Fatal("the 30s pre_stop hook ran to its end: no escalation")
 	}
 }
+
+// TestRunTakesSignalsOnTheMainThread: podsup run's main thread waits in
+// rt_sigtimedwait while the child runs (tini's loop: the kernel offers
+// podsup's signals to that thread first), also when global flags come
+// before "run".
+func TestRunTakesSignalsOnTheMainThread(t *testing.T) {
+	for _, args := range [][]string{{"run"}, {"--socket", "/nonexistent/podsup.sock", "run"}} {
+		r, w, _ := os.Pipe()
+		c := podsupCmd(t, append(args, "--", "sh", "-c", "echo ready; read x; exit 0")...)
+		c.Stdin = r
+		s := start(t, c)
+		r.Close()
+		if l := s.line(t); l != "ready" {
+			t.Fatalf("child said %q", l)
+		}
+		file := fmt.Sprintf("/proc/%d/task/%d/syscall", s.p.Pid(), s.p.Pid())
+		want := strconv.Itoa(unix.SYS_RT_SIGTIMEDWAIT) + " "
+		var last string
+		if !eventually(func() bool {
+			b, _ := os.ReadFile(file)
+			last = string(b)
+			return strings.HasPrefix(last, want)
+		}) {
+			t.Errorf("podsup %q: main thread in syscall %q, want rt_sigtimedwait (%d)", args, strings.Fields(last + " ?")[0], unix.SYS_RT_SIGTIMEDWAIT)
+		}
+		w.Close()
+		if e := s.wait(t); e.Code() != 0 {
+			t.Errorf("podsup %q: %s", args, e)
+		}
+	}
+}
