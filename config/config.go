@@ -13,6 +13,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -47,9 +48,20 @@ func Find(explicit string) (string, error) {
 	return "", fmt.Errorf("%w (looked at %s): name one with -f FILE", ErrNotFound, strings.Join(DefaultPaths, ", "))
 }
 
-// Load reads and parses the file at path; see Parse.
+// Load reads and parses the file at path; see Parse. It reads at most
+// MaxFileSize bytes (and one more, to tell a file that is too large), so
+// that neither a huge file nor a device such as /dev/zero can exhaust
+// podsup's memory.
 func Load(path string) (*spec.Config, error) {
-	src, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
+		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())})
+	}
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -65,6 +77,9 @@ func Parse(src []byte, filename string) (*spec.Config, error) {
 }
 
 func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (*spec.Config, error) {
+	if diags := checkLimits(src, filename); diags.HasErrors() {
+		return nil, limitsError(diags)
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	files := map[string]*hcl.File{filename: file}
 	if diags.HasErrors() {
@@ -90,6 +105,12 @@ func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (
 		return nil, &Error{Diagnostics: d.diags, Files: files}
 	}
 	return cfg, nil
+}
+
+// limitsError is a file refused before parsing. It carries no source: the
+// line to show may be the whole file.
+func limitsError(diags hcl.Diagnostics) *Error {
+	return &Error{Diagnostics: diags, Files: map[string]*hcl.File{}}
 }
 
 // locate turns spec's field errors into diagnostics at the attribute or
