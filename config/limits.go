@@ -76,7 +76,7 @@ func byteCount(n int64) string {
 
 // limitError is where and why the scan stopped.
 type limitError struct {
-	at               int // byte offset
+	at              int // byte offset
 	summary, detail string
 }
 
