@@ -11,6 +11,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -59,7 +60,7 @@ func Load(path string) (*spec.Config, error) {
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
-		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())})
+		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())}, nil)
 	}
 	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
@@ -78,7 +79,7 @@ func Parse(src []byte, filename string) (*spec.Config, error) {
 
 func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (*spec.Config, error) {
 	if diags := checkLimits(src, filename); diags.HasErrors() {
-		return nil, limitsError(diags)
+		return nil, limitsError(diags, src)
 	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	files := map[string]*hcl.File{filename: file}
@@ -107,10 +108,23 @@ func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (
 	return cfg, nil
 }
 
-// limitsError is a file refused before parsing. It carries no source: the
-// line to show may be the whole file.
-func limitsError(diags hcl.Diagnostics) *Error {
-	return &Error{Diagnostics: diags, Files: map[string]*hcl.File{}}
+// limitsError is a file refused before parsing, with its source for the
+// snippet unless the line to show is too long to print (100,000 brackets
+// on one line).
+func limitsError(diags hcl.Diagnostics, src []byte) *Error {
+	files := map[string]*hcl.File{}
+	if d := diags[0]; d.Subject != nil && src != nil {
+		at := d.Subject.Start.Byte
+		lineStart := bytes.LastIndexByte(src[:at], '\n') + 1
+		lineEnd := bytes.IndexByte(src[at:], '\n')
+		if lineEnd < 0 {
+			lineEnd = len(src) - at
+		}
+		if at+lineEnd-lineStart <= 200 {
+			files[d.Subject.Filename] = &hcl.File{Bytes: src}
+		}
+	}
+	return &Error{Diagnostics: diags, Files: files}
 }
 
 // locate turns spec's field errors into diagnostics at the attribute or

@@ -40,7 +40,11 @@ func checkLimits(src []byte, filename string) hcl.Diagnostics {
 		return hcl.Diagnostics{tooLarge(filename, int64(len(src)))}
 	}
 	s := nestingScanner{src: src}
-	if err := s.scan(); err != nil {
+	err := s.utf8()
+	if err == nil {
+		err = s.scan()
+	}
+	if err != nil {
 		r := s.rangeAt(filename, err.at)
 		return hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -72,6 +76,25 @@ func byteCount(n int64) string {
 		return fmt.Sprintf("%d MiB", n>>20)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// utf8 refuses a file that is not UTF-8 text. HCL's scanner reads a
+// broken sequence's lead byte together with the ASCII bytes after it, so a
+// quote or bracket there would mean one thing to it and another to this
+// scanner.
+func (s *nestingScanner) utf8() *limitError {
+	if utf8.Valid(s.src) {
+		return nil
+	}
+	for i := 0; i < len(s.src); {
+		r, n := utf8.DecodeRune(s.src[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return &limitError{at: i, summary: "Invalid UTF-8",
+				detail: fmt.Sprintf("A configuration file must be UTF-8 text; the byte 0x%02x here is not part of a UTF-8 character.", s.src[i])}
+		}
+		i += n
+	}
+	return nil
 }
 
 // limitError is where and why the scan stopped.
@@ -355,18 +378,35 @@ func (s *nestingScanner) lineComment() {
 }
 
 // word scans a name (letters, digits, _ and -, as HCL's identifiers) or a
-// number (without a sign: 1-2 is three tokens, a-b one).
+// number (1.5e-3, as HCL's: 1-2 is three tokens, a-b one, 1.a three).
 func (s *nestingScanner) word() {
 	start := s.i
-	number := s.src[s.i] >= '0' && s.src[s.i] <= '9'
-	for s.i < len(s.src) {
-		c := s.src[s.i]
-		if !isWordByte(c) && !(c == '-' && !number) && !(c == '.' && number) {
-			break
+	if c := s.src[s.i]; c >= '0' && c <= '9' {
+		s.number()
+	} else {
+		for s.i < len(s.src) && (isWordByte(s.src[s.i]) || s.src[s.i] == '-') {
+			s.i++
 		}
-		s.i++
 	}
 	s.sawToken(string(s.src[start:s.i]))
+}
+
+func (s *nestingScanner) number() {
+	digitAt := func(i int) bool { return i < len(s.src) && s.src[i] >= '0' && s.src[i] <= '9' }
+	for s.i < len(s.src) {
+		switch c := s.src[s.i]; {
+		case digitAt(s.i):
+			s.i++
+		case c == '.' && digitAt(s.i+1):
+			s.i += 2
+		case (c == 'e' || c == 'E') && digitAt(s.i+1):
+			s.i += 2
+		case (c == 'e' || c == 'E') && s.i+1 < len(s.src) && (s.src[s.i+1] == '+' || s.src[s.i+1] == '-') && digitAt(s.i+2):
+			s.i += 3
+		default:
+			return
+		}
+	}
 }
 
 // heredocStart reads <<EOT or <<-EOT and a newline, as HCL does, and enters
