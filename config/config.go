@@ -8,6 +8,11 @@
 // from HCL, values of the wrong kind from the decoder, and everything
 // spec.Config.Validate finds, mapped from the FieldError's path back to the
 // attribute or block that set it.
+//
+// No file may crash or starve the caller: before HCL parses it, a file
+// larger than MaxFileSize, longer than MaxTokens, nested deeper than
+// MaxNesting or not UTF-8 is refused with a diagnostic at the place that
+// crosses the limit (limits.go says why each exists).
 package config
 
 import (
@@ -70,7 +75,9 @@ func Load(path string) (*spec.Config, error) {
 }
 
 // Parse decodes and validates an HCL configuration; filename is used in
-// positions. Any problem returns a *Error holding all of them; on success
+// positions. A file over the limits (MaxFileSize, MaxTokens, MaxNesting)
+// or not UTF-8 is refused first, with that one problem. Any problem
+// returns a *Error holding all of them; on success
 // the config has spec's back-off defaults filled in (X2) and has passed
 // spec.Config.Validate.
 func Parse(src []byte, filename string) (*spec.Config, error) {

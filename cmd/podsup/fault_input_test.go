@@ -70,26 +70,24 @@ func TestValidateRefusesAnOversizedFileQuickly(t *testing.T) {
 	}
 }
 
-// killOrphanOnFailure ends pid if podsup died and left it to the test
+// killOrphanOnFailure ends *pid if podsup died and left it to the test
 // binary (the subreaper), so that a failing run leaves nothing behind.
-func killOrphanOnFailure(t *testing.T, f *upFixture, pid int) {
+// Registered before startUp, it runs after startUp's cleanup has stopped
+// podsup (and with it, when podsup lives, the process).
+func killOrphanOnFailure(t *testing.T, pid *int) {
 	t.Cleanup(func() {
-		if pid <= 0 {
+		if *pid <= 0 {
 			return
 		}
-		select {
-		case <-f.up.p.Done():
-		default:
-			return // podsup is alive: its own cleanup stops the process
-		}
-		if _, ppid, ok := procStat(pid); !ok || ppid != os.Getpid() {
+		if _, ppid, ok := procStat(*pid); !ok || ppid != os.Getpid() {
 			return
 		}
-		fd, err := unix.PidfdOpen(pid, 0)
+		fd, err := unix.PidfdOpen(*pid, 0)
 		if err != nil {
 			return
 		}
 		defer unix.Close(fd)
+		t.Logf("killing pid %d, which podsup left behind", *pid)
 		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	})
 }
@@ -97,9 +95,10 @@ func killOrphanOnFailure(t *testing.T, f *upFixture, pid int) {
 func TestReloadOfADeepFileKeepsPodsupAndItsProcess(t *testing.T) {
 	for _, how := range []string{"podsup reload", "SIGHUP"} {
 		t.Run(how, func(t *testing.T) {
+			var pid int
+			killOrphanOnFailure(t, &pid)
 			f := startUp(t, oneProcessConfig)
-			pid := f.waitRunning(t, "g", "p")
-			killOrphanOnFailure(t, f, pid)
+			pid = f.waitRunning(t, "g", "p")
 			f.write(t, deepFile(f.socket))
 			if how == "SIGHUP" {
 				if err := f.up.p.Signal(syscall.SIGHUP); err != nil {
