@@ -77,7 +77,9 @@ type Supervisor struct {
 	defBackoff spec.Backoff
 	rc         recreateRegistry
 
-	mu        sync.Mutex // guards everything below
+	mu sync.Mutex // guards everything below
+	// cfg is the configuration in force, which Reload compares against.
+	cfg       spec.Config
 	workers   map[string]*worker
 	order     []string
 	retiring  map[*worker]struct{} // replaced or removed by Apply, still stopping
@@ -116,6 +118,7 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		bus:        newEventBus(opts.Logger, opts.EventBuffer),
 		minGrace:   cfg.Supervisor.EffectiveMinimumGrace(),
 		defBackoff: cfg.Backoff,
+		cfg:        cfg,
 		workers:    map[string]*worker{},
 		retiring:   map[*worker]struct{}{},
 		stopping:   make(chan struct{}),

@@ -20,7 +20,6 @@ import (
 // through the mailbox.
 type worker struct {
 	name  string
-	cfg   coreConfig
 	spec  spec.Group
 	core  *groupCore
 	clock clock.Clock
@@ -60,7 +59,6 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{
 		name:       c.group.Name,
-		cfg:        c,
 		spec:       c.group,
 		core:       newGroupCore(c),
 		clock:      s.clock,
