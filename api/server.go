@@ -386,9 +386,9 @@ func (f frameWriter) Write(p []byte) (int, error) {
 }
 
 // Request bounds: every body the API decodes is a small JSON object (the
-// largest, an exec's argv, is bounded by the kernel's ARG_MAX of 2 MiB
-// minus the environment), so a larger body or one sent too slowly is
-// refused before it can hold podsup's memory or a goroutine for long.
+// largest is an exec's argv), so 1 MiB is generous; a larger body, or one
+// sent too slowly, is refused before it can hold podsup's memory or a
+// goroutine for long.
 const (
 	maxBodySize    = 1 << 20
 	maxHeaderBytes = 64 << 10
