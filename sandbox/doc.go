@@ -52,9 +52,18 @@
 // Each sandbox has a cgroup with its limits (package cgroups), each process
 // a child cgroup, each Exec a temporary one. A process's cgroup is its Tree:
 // KillTree reaches a double-forked setsid daemon, and the cgroup's OOM
-// counter tells an OOMKilled exit. Where cgroups are unavailable the runtime
-// logs it once and falls back to process groups. NewRuntime sweeps what an
-// earlier run of the same instance left in its cgroups.
+// counter tells an OOMKilled exit. Processes created with the same
+// ProcessConfig.Cgroup (the instances of one supervised process) share one
+// kept cgroup, one at a time, so a restart creates and removes nothing.
+// Where cgroups are unavailable the runtime logs it once and falls back to
+// process groups.
+//
+// NewRuntime kills and removes what an earlier run of the same instance
+// left in its cgroups (a podsup that was SIGKILLed leaves its processes
+// running) before it returns, and Recovered says what that was. The
+// instance name is the caller's lock: two runtimes of one instance must not
+// run at once (podsup names it after its control socket, which it takes
+// first).
 //
 // # One reaper
 //

@@ -13,13 +13,18 @@ import (
 
 // LocalRuntime runs groups in sandboxes of package sandbox's LocalRuntime:
 // one sandbox per group (its namespaces and cgroup), one process record
-// (and cgroup) per instance. The sandbox is created with the group's first
-// start and deleted when the group's worker ends (ReleaseGroup).
+// per instance, and one cgroup per process, named after it and kept
+// across its instances (sandbox.ProcessConfig.Cgroup), so that a restart
+// costs no cgroup creation or removal. The sandbox is created with the
+// group's first start and deleted when the group's worker ends
+// (ReleaseGroup).
 //
 // Groups without a Sandbox run on the host path of SandboxRuntime (process
 // group kill) unless AllGroups is set, which gives every group a
 // cgroup-only sandbox: whole-tree kill that also catches a double-forked
-// setsid daemon, usage figures and OOMKilled.
+// setsid daemon, a tree a later podsup of the same instance finds and
+// kills after a crash, usage figures and OOMKilled. Without cgroups
+// AllGroups changes nothing.
 type LocalRuntime struct {
 	RT *sandbox.LocalRuntime
 	// AllGroups puts groups without a Sandbox in a cgroup-only sandbox too.
@@ -77,6 +82,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, e
 		Sandbox: req.Group, Command: pr.Command, Env: environ(pr.Env), Dir: pr.WorkingDir,
 		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
 		StopSignal: pr.EffectiveStopSignal(),
+		Cgroup:     pr.Name, // one cgroup per process, whichever instance
 		OnExit: func(st sandbox.ProcessStatus) {
 			startedMu.Lock()
 			ok := started
@@ -102,11 +108,11 @@ func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, e
 		}
 		return nil, &StartError{Code: code, Err: err}
 	}
-	st, err := l.RT.ProcessStatus(id)
+	pid, err := l.RT.ProcessPid(id) // not ProcessStatus: no usage read on the restart path
 	if err != nil {
 		return nil, &StartError{Code: 128, Err: err}
 	}
-	return localInstance{rt: l.RT, id: id, pid: st.Pid}, nil
+	return localInstance{rt: l.RT, id: id, pid: pid}, nil
 }
 
 // ReleaseGroup deletes the group's sandbox once its worker has ended.

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
@@ -39,7 +40,9 @@ func newUpCmd() *cobra.Command {
 		Long: `Run every group of an HCL configuration in the foreground until SIGTERM or
 SIGINT (or "podsup shutdown"), then stop them all in parallel, each process
 through its pre_stop hook and grace period, and exit 0. A second SIGTERM or
-SIGINT skips to SIGKILL. SIGHUP (or "podsup reload") re-reads the file: if it
+SIGINT at least 1s after the first skips to SIGKILL; one sooner is taken as
+a duplicate of the first (as "timeout" or a container runtime may send) and
+changes nothing. SIGHUP (or "podsup reload") re-reads the file: if it
 is valid, only groups and processes whose spec changed are restarted; if not,
 the running configuration stays and the error is logged.
 
@@ -130,20 +133,38 @@ func runUp(file, socketOverride string) (int, error) {
 	}
 
 	// Catch before anything starts, so no signal is lost.
+	// They stay caught until podsup exits (handleUpSignals).
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	sandbox.StartReaper()
 
 	socket := cfg.Supervisor.EffectiveSocket()
+	gid := -1
+	if g := cfg.Supervisor.SocketGroup; g != "" {
+		if gid, err = lookupGID(g); err != nil {
+			return 0, fmt.Errorf("supervisor.socket_group: %w", err)
+		}
+	}
+	// The socket first: it is the instance's lock. A podsup still running
+	// on it makes this one fail here, before NewRuntime would take its
+	// cgroups for a crashed predecessor's and kill its processes.
+	l, err := api.Listen(socket, gid)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(socket)
 	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: instanceName(socket), Logger: log})
 	if err != nil {
 		return 0, err
 	}
 	defer rt.Close() // deletes every sandbox and cgroup left
-	// Groups with a sandbox block get namespaces and cgroups; the others run
-	// on the host path, which restarts ~5x cheaper (docs/benchmarks.md).
-	runtime := supervisor.NewLocalRuntime(rt, false)
+	// Every group runs in a cgroup where podsup can create one, a group
+	// without a sandbox block in a cgroup-only sandbox: its processes' trees
+	// die whole (a setsid daemon too), and a podsup restarted after a crash
+	// finds them. Each process keeps its cgroup across restarts, so a
+	// restart costs what a host spawn does (docs/benchmarks.md). Without
+	// cgroups NewRuntime said so once and process groups are used.
+	runtime := supervisor.NewLocalRuntime(rt, true)
 	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: os.Stdout, Dir: cfg.Supervisor.LogDir, Logger: log})
 	if err != nil {
 		return 0, err
@@ -186,18 +207,8 @@ func runUp(file, socketOverride string) (int, error) {
 	d := &daemon{path: path, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: runtime, svc: svc}
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
+	publishRecovered(sup, rt.Recovered())
 
-	gid := -1
-	if g := cfg.Supervisor.SocketGroup; g != "" {
-		if gid, err = lookupGID(g); err != nil {
-			return 0, fmt.Errorf("supervisor.socket_group: %w", err)
-		}
-	}
-	l, err := api.Listen(socket, gid)
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(socket)
 	srv := api.NewServer(api.Backend{
 		Supervisor: sup, History: history, Version: version,
 		Reload: d.reload,
@@ -212,19 +223,13 @@ func runUp(file, socketOverride string) (int, error) {
 	defer srv.Shutdown(context.Background())
 	log.Info().Str("config", path).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
 
-	go func() {
-		for s := range sigs {
-			switch s {
-			case syscall.SIGHUP:
-				if _, err := d.reload(); err != nil {
-					log.Error().Msg("reload failed, the running configuration stays:\n" + err.Error())
-				}
-			default:
-				log.Info().Str("signal", s.String()).Msg("stopping every group")
-				sup.Shutdown(nil) // a second call escalates to SIGKILL (X9)
-			}
+	reloadOnSignal := func() {
+		if _, err := d.reload(); err != nil {
+			log.Error().Msg("reload failed, the running configuration stays:\n" + err.Error())
 		}
-	}()
+	}
+	// sup.Shutdown's second call escalates to SIGKILL (X9).
+	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal, func() { sup.Shutdown(nil) }, func() { sup.Shutdown(nil) }, log)
 	// Start-up is over: give back the executable's pages it alone needed
 	// (docs/benchmarks.md, S2). The first events of Run fault in what the
 	// steady state uses.
@@ -241,6 +246,31 @@ func runUp(file, socketOverride string) (int, error) {
 		log.Warn().Int("exit_code", res.ExitCode).Msg("a critical process ended: podsup exits with its code")
 	}
 	return res.ExitCode, nil
+}
+
+// publishRecovered tells, one event per group, what NewRuntime found and
+// killed of a podsup of this instance that died without stopping its
+// groups (SIGKILL, OOM).
+func publishRecovered(sup *supervisor.Supervisor, found []sandbox.Recovered) {
+	for _, r := range found {
+		if !spec.ValidName(r.Sandbox) {
+			continue // podsup's own leaf, not a group; logged by NewRuntime
+		}
+		e := supervisor.Event{Type: supervisor.EventNormal, Reason: supervisor.EventRecovered, Group: r.Sandbox,
+			Message: "removed the empty cgroup left by a previous podsup (" + r.Cgroup + ")"}
+		if n := len(r.Pids); n > 0 {
+			e.Type = supervisor.EventWarning
+			e.Message = fmt.Sprintf("killed %d %s left by a previous podsup (cgroup %s)", n, plural(n, "process", "processes"), r.Cgroup)
+		}
+		sup.Publish(e)
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // reload re-reads the file; on any error the running configuration stays.
