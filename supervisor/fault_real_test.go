@@ -320,3 +320,35 @@ func freeze(t *testing.T, root string, pid int) func() {
 	}
 }
 
+
+func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
+	// Item 7: the worker, the one owner of an exited instance's cleanup,
+	// reports what it could not do: here a child the process left behind
+	// is frozen (a task in D state), so the tree kill after the exit
+	// fails. The exit code stays the process's own.
+	fz := freezerRoot(t)
+	dir := t.TempDir()
+	child, gate := filepath.Join(dir, "child"), filepath.Join(dir, "go")
+	script := fmt.Sprintf("sleep 1000 & printf %%s $! > %s.tmp; mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.05; done; exit 3", child, child, child, gate)
+	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartNever, Sandbox: &spec.Sandbox{},
+		Processes: []spec.Process{{Name: "app", Command: []string{"/bin/sh", "-c", script}}}}
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, &cgroups.Options{Timeout: 500 * time.Millisecond})
+	pid := waitPidFile(t, child)
+	thaw := freeze(t, fz, pid)
+	defer thaw()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := r.next(EventFailedKill)
+	if e.Type != EventWarning || !strings.Contains(e.Message, "left behind") || !strings.Contains(e.Message, strconv.Itoa(pid)) {
+		t.Errorf("the failed cleanup is not reported with what survives (pid %d): %+v", pid, e)
+	}
+	st, _ := r.sup.Status().Group("sb")
+	if term := st.Processes[0].Terminated; term == nil || term.ExitCode != 3 || term.Reason != ReasonError {
+		t.Errorf("termination %+v, want the process's own exit code 3", term)
+	}
+	thaw()
+	if !eventuallyTrue(func() bool { return processGone(pid) }) {
+		t.Errorf("the left-behind child %d survived its thaw", pid)
+	}
+}
