@@ -318,6 +318,8 @@ type stopState struct {
 	// is in flight. In the killed phase, deadline is when to look again.
 	kills   int
 	killing bool
+	// killedAt is when the first SIGKILL of the tree was sent.
+	killedAt time.Time
 }
 
 func newGroupCore(c coreConfig) *groupCore {

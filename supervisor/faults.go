@@ -140,6 +140,9 @@ func (g *groupCore) deferredAsStop(p *proc) {
 // unless one is still in flight, and a deadline to look again.
 func (g *groupCore) killTree(p *proc) {
 	st := p.inst.stop
+	if st.phase != stopKilled {
+		st.killedAt = g.now
+	}
 	st.phase = stopKilled
 	st.deadline = g.now.Add(g.killRetryAfter(st.kills))
 	if st.killing {
@@ -171,7 +174,7 @@ func (g *groupCore) killedDeadline(p *proc) {
 		g.abandon(p)
 		return
 	}
-	g.emit(p, EventWarning, EventFailedKill, "Process %s is still alive %s after SIGKILL of its tree; killing it again", p.spec.Name, g.now.Sub(st.begun).Round(time.Millisecond))
+	g.emit(p, EventWarning, EventFailedKill, "Process %s is still alive %s after SIGKILL of its tree; killing it again", p.spec.Name, g.now.Sub(st.killedAt).Round(time.Millisecond))
 	g.killTree(p)
 }
 
