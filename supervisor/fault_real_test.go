@@ -320,7 +320,6 @@ func freeze(t *testing.T, root string, pid int) func() {
 	}
 }
 
-
 func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
 	// Item 7: the worker, the one owner of an exited instance's cleanup,
 	// reports what it could not do: here a child the process left behind
