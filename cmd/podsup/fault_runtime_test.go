@@ -156,6 +156,15 @@ group "sb" {
 func TestUpFaultFrozenStopEnds(t *testing.T) {
 	needRoot(t)
 	fz := v1Freezer(t)
+	// Leave nothing behind even if podsup could not remove its cgroups:
+	// after podsup has stopped (cleanups run last-registered first) and
+	// the task is thawed, a runtime of the same instance sweeps them.
+	var socket string
+	t.Cleanup(func() {
+		if socket != "" {
+			sweepInstance(t, socket)
+		}
+	})
 	f := startUp(t, `
 supervisor {
   socket        = "%s"
@@ -180,11 +189,9 @@ group "other" {
 `)
 	pid := f.waitRunning(t, "web", "api")
 	f.waitRunning(t, "other", "x")
+	socket = f.socket
 	thaw := freezePid(t, fz, pid)
-	defer thaw()
-	// Leave nothing behind even though podsup could not remove its cgroup:
-	// once thawed, a runtime of the same instance sweeps it away.
-	defer sweepInstance(t, f.socket)
+	t.Cleanup(thaw) // before podsup is stopped
 	if code, out := f.ctl(t, "stop", "web/api"); code != 0 {
 		t.Fatalf("stop: %d %s", code, out)
 	}
