@@ -344,10 +344,13 @@ func (g *exitGate) started(mb *mailbox, done startDoneInput) {
 // flight at a time; the core retries on its own deadline.
 func (w *worker) killTree(a killTreeAction) {
 	inst := w.insts[a.instance]
-	if inst == nil {
-		return // never started, or its start is still in flight (the core defers)
-	}
 	w.effects++
+	if inst == nil {
+		// Nothing to kill (the core defers stops of starts in flight):
+		// answer at once so the core's bookkeeping of kills in flight holds.
+		w.mb.put(killDoneInput{process: a.process, instance: a.instance, exited: a.exited})
+		return
+	}
 	go func() {
 		done := killDoneInput{process: a.process, instance: a.instance, exited: a.exited}
 		if err := inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
