@@ -39,6 +39,12 @@ func (c *Client) Version(ctx context.Context) (VersionResponse, error) {
 	return v, c.do(ctx, http.MethodGet, "/v1/version", nil, &v)
 }
 
+// Self returns podsup's own resource use (goroutines, threads, fds, RSS).
+func (c *Client) Self(ctx context.Context) (SelfResponse, error) {
+	var v SelfResponse
+	return v, c.do(ctx, http.MethodGet, "/v1/self", nil, &v)
+}
+
 // Status returns every group, one group, or one process (group/process).
 func (c *Client) Status(ctx context.Context, group, process string) (StatusResponse, error) {
 	p := "/v1/status"

@@ -53,6 +53,7 @@ func NewServer(b Backend, pol Policy, log zerolog.Logger) *Server {
 	s := &Server{b: b, policy: pol, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/version", s.version)
+	mux.HandleFunc("GET /v1/self", s.self)
 	mux.HandleFunc("GET /v1/status", s.status)
 	mux.HandleFunc("GET /v1/status/{group}", s.status)
 	mux.HandleFunc("GET /v1/status/{group}/{process}", s.status)
@@ -128,6 +129,12 @@ func (e *forbiddenError) Unwrap() error { return errForbidden }
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, VersionResponse{Version: s.b.Version, Pid: os.Getpid()})
+}
+
+// self reports podsup's own resource use, what a soak check or an operator
+// watches for leaks.
+func (s *Server) self(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, readSelf())
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

@@ -123,6 +123,18 @@ type VersionResponse struct {
 	Pid     int    `json:"pid"`
 }
 
+// SelfResponse is GET /v1/self: podsup's own resource use.
+type SelfResponse struct {
+	Pid        int `json:"pid"`
+	Goroutines int `json:"goroutines"`
+	// Threads is the number of OS threads (from /proc/self/status).
+	Threads int `json:"threads"`
+	// OpenFDs counts the entries of /proc/self/fd.
+	OpenFDs int `json:"open_fds"`
+	// RSSBytes is the resident set size (VmRSS).
+	RSSBytes int64 `json:"rss_bytes"`
+}
+
 func toStatus(s supervisor.Status) StatusResponse {
 	out := StatusResponse{Groups: make([]GroupStatus, 0, len(s.Groups))}
 	for _, g := range s.Groups {
