@@ -61,10 +61,16 @@ type Termination struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
-// Event is one kubelet-style event.
+// Event is one kubelet-style event. Identical events that repeat are one
+// event with a count, like kubelet's: each repeat is sent again with the
+// next seq, the count so far, the first time of the series and its own
+// time (time and last_time are the same).
 type Event struct {
 	Seq          uint64    `json:"seq"`
 	Time         time.Time `json:"time"`
+	Count        int       `json:"count"`
+	FirstTime    time.Time `json:"first_time"`
+	LastTime     time.Time `json:"last_time"`
 	Type         string    `json:"type"`
 	Reason       string    `json:"reason"`
 	Group        string    `json:"group"`
@@ -178,7 +184,12 @@ func toTermination(t *supervisor.Termination) *Termination {
 }
 
 func toEvent(e supervisor.Event) Event {
-	return Event{Seq: e.Seq, Time: e.Time, Type: string(e.Type), Reason: e.Reason, Group: e.Group,
+	count, first := e.Count, e.FirstTime
+	if count == 0 { // not through the event bus (a library user's value)
+		count, first = 1, e.Time
+	}
+	return Event{Seq: e.Seq, Time: e.Time, Count: count, FirstTime: first, LastTime: e.Time,
+		Type: string(e.Type), Reason: e.Reason, Group: e.Group,
 		Process: e.Process, InstanceID: e.InstanceID, RestartCount: e.RestartCount, Pid: e.Pid, Message: e.Message}
 }
 

@@ -1,7 +1,8 @@
 // Package config owns podsup's HCL file format: the schema, decoding into
 // spec values (with spec's defaults), validation with diagnostics that point
-// at file:line:col, finding the file, and comparing two configurations for
-// a reload. It starts nothing.
+// at file:line:col, and finding the file. It starts nothing. What a reload
+// changes is spec.Diff's to say, on the decoded values: the supervisor
+// acts on it and the CLI reports it, so both give the same answer.
 //
 // Every problem in a file is reported at once, each with its position, a
 // source snippet and what would be right: syntax errors and unknown fields

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // FieldError is one validation failure. Path names the field the way the
@@ -265,6 +266,14 @@ func (ch *checker) readiness(p []string, pr *Process, isInit bool) {
 	}
 }
 
+// floor refuses a duration that is set (0 means the default, D1) but
+// below min.
+func (ch *checker) floor(p []string, field string, d, min time.Duration) {
+	if d > 0 && d < min {
+		ch.add(p, "%s must be at least %s (or unset for the default), got %s", field, min, d)
+	}
+}
+
 func (ch *checker) probe(p []string, kind ProbeKind, pr *Probe) {
 	n := 0
 	if pr.Exec != nil {
@@ -296,6 +305,8 @@ func (ch *checker) probe(p []string, kind ProbeKind, pr *Probe) {
 			ch.add(at(p, d.field), "%s must not be negative", d.field)
 		}
 	}
+	ch.floor(at(p, "period"), "period", pr.Period, MinProbePeriod)
+	ch.floor(at(p, "timeout"), "timeout", pr.Timeout, MinProbeTimeout)
 	if kind != Readiness && pr.SuccessThreshold > 1 {
 		ch.add(at(p, "success_threshold"), "success_threshold must be 1 for a %s probe (it may be higher only on a readiness probe), got %d", kind, pr.SuccessThreshold)
 	}

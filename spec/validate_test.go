@@ -29,6 +29,12 @@ func TestValidateReportsEachProblemWithItsPath(t *testing.T) {
 		{"D3 negative period", func(g *Group) {
 			g.Processes[0].StartupProbe = &Probe{Handler: Handler{TCPSocket: &TCPSocketAction{Port: 80}}, Period: -time.Second}
 		}, "group.web.process.api.startup_probe.period", "negative"},
+		{"period below the floor", func(g *Group) {
+			g.Processes[0].LivenessProbe = &Probe{Handler: Handler{TCPSocket: &TCPSocketAction{Port: 80}}, Period: time.Nanosecond}
+		}, "group.web.process.api.liveness_probe.period", "period must be at least 100ms (or unset for the default), got 1ns"},
+		{"timeout below the floor", func(g *Group) {
+			g.Processes[0].ReadinessProbe = &Probe{Handler: Handler{TCPSocket: &TCPSocketAction{Port: 80}}, Timeout: time.Millisecond}
+		}, "group.web.process.api.readiness_probe.timeout", "timeout must be at least 10ms"},
 		{"D5 readiness grace", func(g *Group) {
 			g.Processes[0].ReadinessProbe = &Probe{Handler: Handler{TCPSocket: &TCPSocketAction{Port: 80}}, TerminationGracePeriod: Durp(time.Second)}
 		}, "group.web.process.api.readiness_probe.termination_grace_period", "liveness and startup"},

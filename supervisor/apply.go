@@ -2,55 +2,79 @@ package supervisor
 
 import (
 	"fmt"
-	"reflect"
+	"slices"
 
 	"github.com/podsup/podsup/spec"
 )
 
-// Apply moves a supervisor to a new configuration (live reload): a new
-// group starts, a removed group stops (K1–K6, as in X9), a group whose
-// group-level settings changed (restart policy, grace, back-off, sandbox,
-// inits) is stopped and then started afresh (a new core: new instance ids,
-// fresh back-off as B12 implies for a spec change, inits run again), a
-// group whose main processes alone changed keeps running and only the
-// added, removed or changed processes are started, stopped or restarted
-// (reload.go), and an unchanged group is not touched.
-// Before Run it only replaces the plan. The supervisor-wide settings that
-// reach groups (default back-off, minimum grace) count as part of each
-// group's spec.
+// Apply moves a supervisor to a new configuration (live reload); see
+// Reload, which also says what changed.
 func (s *Supervisor) Apply(cfg spec.Config) error {
+	_, err := s.Reload(cfg)
+	return err
+}
+
+// Reload moves a supervisor to a new configuration (live reload) and
+// returns what changed: spec.Diff of the configuration in force and cfg,
+// the one answer it acts on, so a caller reports exactly what was done.
+//
+//   - a new group starts; a removed group stops (K1–K6, as in X9);
+//   - a group whose group-level settings changed (restart policy, grace,
+//     effective back-off, sandbox, inits) is stopped and then started
+//     afresh (a new core: new instance ids, fresh back-off as B12 implies
+//     for a spec change, inits run again);
+//   - a group whose main processes alone changed keeps running and only
+//     the added, removed or changed processes are started, stopped or
+//     restarted (reload.go);
+//   - an unchanged group is not touched.
+//
+// The supervisor block is no part of any group's spec: changing it
+// restarts nothing. Of its settings the supervisor itself uses only
+// minimum_grace, which applies live to every stop that begins after the
+// reload (a stop under way keeps its deadline); the others are the
+// caller's (changes.Supervisor names them). The top-level back-off is
+// part of the spec of every group that sets none of its own.
+// Before Run it only replaces the plan.
+func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("unable to apply the configuration: %w", err)
+		return spec.Changes{}, fmt.Errorf("unable to apply the configuration: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shutdowns > 0 {
-		return fmt.Errorf("unable to apply the configuration: %w", ErrShuttingDown)
+		return spec.Changes{}, fmt.Errorf("unable to apply the configuration: %w", ErrShuttingDown)
 	}
+	ch := spec.Diff(&s.cfg, &cfg)
+	s.cfg = cfg
 	s.minGrace = cfg.Supervisor.EffectiveMinimumGrace()
 	s.defBackoff = cfg.Backoff
 	if s.defBackoff == (spec.Backoff{}) {
 		s.defBackoff = spec.DefaultBackoff()
+	}
+	if slices.Contains(ch.Supervisor, "minimum_grace") {
+		for _, w := range s.workers {
+			w.mb.put(settingsInput{minimumGrace: s.minGrace})
+		}
 	}
 	keep := map[string]bool{}
 	var order []string
 	for _, g := range cfg.Groups {
 		keep[g.Name] = true
 		order = append(order, g.Name)
-		next := s.coreConfig(g)
 		old, ok := s.workers[g.Name]
-		if ok && sameCore(old.cfg, next) {
+		groupChanged := slices.Contains(ch.ChangedGroups, g.Name)
+		procs := ch.Groups[g.Name]
+		switch {
+		case ok && !groupChanged && procs.Empty():
 			continue
-		}
-		if ok && s.running && sameGroupLevel(old.cfg, next) {
+		case ok && !groupChanged && s.running:
 			// Only main processes changed: the group keeps its core and
 			// only those processes are touched (reload.go).
-			next.idPrefix = old.cfg.idPrefix
-			old.cfg, old.spec = next, g
+			old.spec = g
 			old.mb.put(reloadInput{group: g})
 			continue
 		}
-		w := newWorker(next, s)
+		w := newWorker(s.coreConfig(g), s)
 		s.workers[g.Name] = w
 		switch {
 		case !s.running:
@@ -70,14 +94,7 @@ func (s *Supervisor) Apply(cfg spec.Config) error {
 		}
 	}
 	s.order = order
-	return nil
-}
-
-// sameCore reports whether two core configurations describe the same
-// group, ignoring the instance id prefix.
-func sameCore(a, b coreConfig) bool {
-	a.idPrefix, b.idPrefix = "", ""
-	return reflect.DeepEqual(a, b)
+	return ch, nil
 }
 
 // retire stops a worker's group for good; s.mu is held.

@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +55,51 @@ func TestApplyReplacesOnlyChangedGroups(t *testing.T) {
 	}
 	if err := f.sup.Stop("drop", "", RequestOptions{}); err == nil {
 		t.Error("removed group still accepts requests")
+	}
+	f.shutdown()
+}
+
+func TestReloadOfTheSupervisorBlockRestartsNothing(t *testing.T) {
+	// The supervisor block is no part of a group's spec: changing it
+	// keeps every instance, and minimum_grace (X12) applies to the stops
+	// that begin afterwards.
+	g := oneProcess(spec.RestartAlways)
+	g.TerminationGracePeriod = spec.Durp(0) // K5: the minimum is the whole grace
+	cfg := configOf(g)
+	cfg.Supervisor.MinimumGrace = spec.Durp(time.Second)
+	f := startFake(t, cfg, constant(simRun{runFor: -1, ignoreTerm: true}))
+	f.advanceTo(time.Second)
+	before := processStatus(t, f.sup, "g", "app")
+
+	next := configOf(g)
+	next.Supervisor.MinimumGrace = spec.Durp(5 * time.Second)
+	next.Supervisor.LogLevel = "debug"
+	ch, err := f.sup.Reload(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"log_level", "minimum_grace"}; !slices.Equal(ch.Supervisor, want) || len(ch.ChangedGroups) != 0 || !slices.Equal(ch.UnchangedGroups, []string{"g"}) {
+		t.Errorf("Reload's changes: %+v, want supervisor %v and g unchanged", ch, want)
+	}
+	f.advanceTo(2 * time.Second)
+	if after := processStatus(t, f.sup, "g", "app"); after.InstanceID != before.InstanceID || after.State != StateRunning {
+		t.Fatalf("a supervisor-block reload touched g/app: %s → %s (%s)", before.InstanceID, after.InstanceID, after.State)
+	}
+	if starts := f.rt.startsOf("app"); len(starts) != 1 {
+		t.Errorf("starts %v, want the first one only", starts)
+	}
+
+	// A stop at 2 s: SIGTERM is ignored, SIGKILL waits the new minimum.
+	if err := f.sup.Stop("g", "app", RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(6900 * time.Millisecond)
+	if st := processStatus(t, f.sup, "g", "app"); st.State == StateTerminated {
+		t.Fatalf("killed before the new minimum grace of 5 s: %+v", st.Terminated)
+	}
+	f.advanceTo(7 * time.Second)
+	if st := processStatus(t, f.sup, "g", "app"); st.State != StateTerminated || st.Terminated == nil || st.Terminated.Signal != syscall.SIGKILL {
+		t.Fatalf("not killed at 2 s + the new minimum grace: %+v", st)
 	}
 	f.shutdown()
 }

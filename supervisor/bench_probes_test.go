@@ -114,3 +114,91 @@ func idleGroupCPU(b *testing.B, n int, withProbes bool) {
 		}
 	}
 }
+
+// BenchmarkOneExecProbeCPU measures what one exec probe costs at a given
+// period, the figure spec.MinProbePeriod is chosen from: podsup's own CPU
+// (RUSAGE_SELF) and the probe commands' (RUSAGE_CHILDREN: they are
+// reaped, so their time lands there), per second of wall time, in percent
+// of one core. The probe is a readiness probe running true(1) (pass) or
+// false(1) (fail, the worst case: every run publishes an Unhealthy event,
+// and nothing stops it). Each iteration is one second of wall time.
+func BenchmarkOneExecProbeCPU(b *testing.B) {
+	for _, result := range []string{"pass", "fail"} {
+		for _, period := range []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+			b.Run(result+"/period="+period.String(), func(b *testing.B) { oneProbeCPU(b, period, result == "pass") })
+		}
+	}
+}
+
+func oneProbeCPU(b *testing.B, period time.Duration, pass bool) {
+	sleep, probe := "", ""
+	name := "false"
+	if pass {
+		name = "true"
+	}
+	for _, dir := range []string{"/bin/", "/usr/bin/"} {
+		if _, err := os.Stat(dir + "sleep"); err == nil {
+			sleep = dir + "sleep"
+		}
+		if _, err := os.Stat(dir + name); err == nil {
+			probe = dir + name
+		}
+	}
+	if sleep == "" || probe == "" {
+		b.Skipf("no sleep(1) or %s(1) on this machine: the benchmark needs both", name)
+	}
+	p := spec.Process{Name: "p", Command: []string{sleep, "3600"}, ReadinessProbe: &spec.Probe{
+		Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{probe}}},
+		Period:  period,
+	}}
+	// Validate refuses a period below spec.MinProbePeriod: build the
+	// supervisor with a valid one, then shorten it through the shared
+	// pointer before Run, to measure what the floor prevents.
+	asked := period
+	p.ReadinessProbe.Period = max(period, spec.MinProbePeriod)
+	sup, err := New(spec.Config{Groups: []spec.Group{{Name: "one", Processes: []spec.Process{p}}}}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.ReadinessProbe.Period = asked
+	sub := sup.Subscribe()
+	defer sub.Close()
+	done := make(chan struct{})
+	go func() {
+		_, _ = sup.Run(context.Background())
+		close(done)
+	}()
+	defer func() {
+		sup.Shutdown(nil)
+		sup.Shutdown(nil)
+		<-done
+	}()
+	// Drain the events as a subscriber (the history) would.
+	go func() {
+		for {
+			if _, err := sub.Next(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(2 * time.Second) // running, probing at its pace
+
+	var selfBefore, selfAfter, kidsBefore, kidsAfter unix.Rusage
+	b.ResetTimer()
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &selfBefore)
+	_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &kidsBefore)
+	t0 := time.Now()
+	time.Sleep(time.Duration(b.N) * time.Second)
+	wall := time.Since(t0)
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &selfAfter)
+	_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &kidsAfter)
+	b.StopTimer()
+	used := func(a, z unix.Rusage) time.Duration {
+		return time.Duration(unix.TimevalToNsec(z.Utime) - unix.TimevalToNsec(a.Utime) +
+			unix.TimevalToNsec(z.Stime) - unix.TimevalToNsec(a.Stime))
+	}
+	self, kids := used(selfBefore, selfAfter), used(kidsBefore, kidsAfter)
+	b.ReportMetric(100*float64(self)/float64(wall), "%core-podsup")
+	b.ReportMetric(100*float64(self+kids)/float64(wall), "%core-total")
+	b.ReportMetric(0, "ns/op")
+}

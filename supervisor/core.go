@@ -376,6 +376,8 @@ func (g *groupCore) step(now time.Time, in input) plan {
 		g.addRecreate(in)
 	case reloadInput:
 		g.reload(in.group)
+	case settingsInput:
+		g.minGrace = in.minimumGrace
 	case statusTextInput:
 		g.statusText(in)
 	case killDoneInput:

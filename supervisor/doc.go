@@ -66,6 +66,9 @@
 //
 // # Reload
 //
-// Apply reloads live: only the added, removed or changed processes when a
-// group's main processes alone changed, the whole group otherwise.
+// Apply (and Reload, which also returns spec.Diff's answer it acted on)
+// reloads live: only the added, removed or changed processes when a
+// group's main processes alone changed, the whole group otherwise. The
+// supervisor block is no part of any group: changing it restarts nothing,
+// and its minimum_grace applies to every stop that begins afterwards.
 package supervisor

@@ -33,10 +33,21 @@ const (
 )
 
 // Event is one thing that happened to a process or group.
+//
+// Identical events (same group, process, type, reason, message and
+// recreate request) that follow one another within EventSeriesWindow are
+// one event that happened Count times, as kubelet's event correlator makes
+// them: every repeat is published again, with the next Seq, a Count one
+// higher, the FirstTime of the series and its own Time, and History keeps
+// only its newest publication. A probe that fails at every period is one
+// Unhealthy event with a growing count, not one event per failure. The
+// Logger gets the first of a series, each power-of-two count and at most
+// one other line per EventLogInterval.
 type Event struct {
 	// Seq numbers events in publication order; a gap seen by a
 	// subscriber means it dropped events.
-	Seq          uint64
+	Seq uint64
+	// Time is when it happened, the last time for a repeated event.
 	Time         time.Time
 	Type         EventType
 	Reason       string
@@ -48,6 +59,107 @@ type Event struct {
 	Message      string
 	// Request is the recreate request this event belongs to, if any.
 	Request string
+
+	// Count is how many times it happened in its series (1 the first).
+	Count int
+	// FirstTime is when the series began; equal to Time when Count is 1.
+	FirstTime time.Time
+	// Series is the Seq of the series' first publication.
+	Series uint64
+}
+
+// EventSeriesWindow is how long after its last occurrence an event still
+// counts as a repeat: kubelet's correlator aggregates over ten minutes.
+const EventSeriesWindow = 10 * time.Minute
+
+// maxEventSeries bounds the series the correlator remembers (kubelet's
+// correlator keeps an LRU cache of 4096).
+const maxEventSeries = 4096
+
+// correlator folds repeats of an identical event into a series. It is a
+// pure function of the events it is shown, in order; their Time is the
+// only clock it reads, so it runs the same on the fake clock.
+type correlator struct {
+	window time.Duration
+	max    int
+	series map[eventKey]*eventSeries
+}
+
+// eventKey is what makes two events identical: everything but the
+// instance, pid and restart count, which kubelet's key leaves out too (its
+// object is the pod's container, not one run of it).
+type eventKey struct {
+	typ                                      EventType
+	reason, group, process, message, request string
+}
+
+type eventSeries struct {
+	first, last time.Time
+	count       int
+	id          uint64
+	// loggedAt is when a line of this series was last logged.
+	loggedAt time.Time
+}
+
+// EventLogInterval is how often podsup's log repeats a line for an event
+// that keeps happening: subscribers and History get every repeat, but a
+// probe failing ten times a second must not write ten lines a second.
+const EventLogInterval = time.Minute
+
+func newCorrelator(window time.Duration, max int) *correlator {
+	return &correlator{window: window, max: max, series: map[eventKey]*eventSeries{}}
+}
+
+// observe returns e (already numbered) as the next event of its series,
+// Count, FirstTime and Series set, and whether to log it: the first of a
+// series, a repeat whose count is a power of two (2, 4, 8, …: a burst
+// shows quickly), and otherwise at most one repeat per EventLogInterval.
+func (c *correlator) observe(e Event) (Event, bool) {
+	k := eventKey{e.Type, e.Reason, e.Group, e.Process, e.Message, e.Request}
+	s, ok := c.series[k]
+	if ok && within(e.Time.Sub(s.last), c.window) {
+		s.count++
+		s.last = e.Time
+	} else {
+		if !ok {
+			c.makeRoom(e.Time)
+		}
+		s = &eventSeries{first: e.Time, last: e.Time, count: 1, id: e.Seq}
+		c.series[k] = s
+	}
+	e.Count, e.FirstTime, e.Series = s.count, s.first, s.id
+	sinceLogged := e.Time.Sub(s.loggedAt)
+	log := s.count == 1 || s.count&(s.count-1) == 0 || sinceLogged >= EventLogInterval || sinceLogged < 0
+	if log {
+		s.loggedAt = e.Time
+	}
+	return e, log
+}
+
+// within reports |d| <= window: the wall clock may step back, and a
+// repeat a moment "earlier" is still a repeat.
+func within(d, window time.Duration) bool { return d <= window && d >= -window }
+
+// makeRoom forgets the series that ended more than a window before now,
+// and when that is not enough the one seen least recently.
+func (c *correlator) makeRoom(now time.Time) {
+	if len(c.series) < c.max {
+		return
+	}
+	var oldest eventKey
+	var oldestAt time.Time
+	for k, s := range c.series {
+		if !within(now.Sub(s.last), c.window) {
+			delete(c.series, k)
+			continue
+		}
+		if oldestAt.IsZero() || s.last.Before(oldestAt) {
+			oldest, oldestAt = k, s.last
+		}
+	}
+	if len(c.series) >= c.max {
+		delete(c.series, oldest)
+	}
 }
 
 // DefaultEventBuffer is how many events a subscriber may fall behind
@@ -62,8 +174,9 @@ type eventBus struct {
 	log     zerolog.Logger
 	bufSize int
 
-	mu   sync.Mutex // guards seq and subs, and orders log lines like Seq
+	mu   sync.Mutex // guards seq, corr and subs, and orders log lines like Seq
 	seq  uint64
+	corr *correlator
 	subs map[*Subscription]struct{}
 }
 
@@ -71,7 +184,7 @@ func newEventBus(log zerolog.Logger, bufSize int) *eventBus {
 	if bufSize <= 0 {
 		bufSize = DefaultEventBuffer
 	}
-	return &eventBus{log: log, bufSize: bufSize, subs: map[*Subscription]struct{}{}}
+	return &eventBus{log: log, bufSize: bufSize, corr: newCorrelator(EventSeriesWindow, maxEventSeries), subs: map[*Subscription]struct{}{}}
 }
 
 func (b *eventBus) publish(e Event) {
@@ -79,7 +192,10 @@ func (b *eventBus) publish(e Event) {
 	defer b.mu.Unlock()
 	b.seq++
 	e.Seq = b.seq
-	b.logEvent(e)
+	e, log := b.corr.observe(e)
+	if log {
+		b.logEvent(e)
+	}
 	for s := range b.subs {
 		s.push(e)
 	}
@@ -99,6 +215,9 @@ func (b *eventBus) logEvent(e Event) {
 	}
 	if e.Request != "" {
 		ev = ev.Str("request", e.Request)
+	}
+	if e.Count > 1 {
+		ev = ev.Int("count", e.Count).Time("first_time", e.FirstTime)
 	}
 	ev.Uint64("seq", e.Seq).Time("event_time", e.Time).Msg(e.Message)
 }

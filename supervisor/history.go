@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -9,14 +11,20 @@ import (
 // `podsup events` without -f) sees what already happened, like
 // `kubectl get events`. It is fed by its own Subscription and never blocks
 // the supervisor.
+//
+// It keeps one entry per event series (see Event): a repeat replaces the
+// entry of its series and moves to the end, so a storm of identical events
+// takes one place and pushes nothing else out, and entries stay in Seq
+// order for Since and Follow.
 type History struct {
 	sub *Subscription
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every append
-	events  []Event       // ring of at most max; oldest at head once full
-	head    int
-	max     int
+	// events is oldest first, in Seq order; the last max are kept (it is
+	// trimmed back to max when it reaches twice that).
+	events []Event
+	max    int
 }
 
 // DefaultHistory is how many events History keeps.
@@ -47,19 +55,33 @@ func (h *History) record() {
 	}
 }
 
-// add keeps e, forgetting the oldest event once max are kept, and wakes
-// followers.
+// add keeps e, replacing the entry of its series, forgetting the oldest
+// once more than max are kept, and wakes followers.
 func (h *History) add(e Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.events) < h.max {
-		h.events = append(h.events, e)
-	} else {
-		h.events[h.head] = e
-		h.head = (h.head + 1) % h.max
+	if e.Count > 1 {
+		if i := h.seriesIndex(e.Series); i >= 0 {
+			h.events = slices.Delete(h.events, i, i+1)
+		}
+	}
+	h.events = append(h.events, e)
+	if len(h.events) >= 2*h.max {
+		h.events = slices.Delete(h.events, 0, len(h.events)-h.max)
 	}
 	close(h.changed)
 	h.changed = make(chan struct{})
+}
+
+// seriesIndex finds the kept entry of a series, newest first (a repeating
+// event is usually recent); -1 if none is kept.
+func (h *History) seriesIndex(series uint64) int {
+	for i := len(h.events) - 1; i >= max(len(h.events)-h.max, 0); i-- {
+		if h.events[i].Series == series {
+			return i
+		}
+	}
+	return -1
 }
 
 // Since returns the kept events with Seq > seq, and a channel closed when
@@ -67,13 +89,9 @@ func (h *History) add(e Event) {
 func (h *History) Since(seq uint64) ([]Event, <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []Event
-	for i := range h.events {
-		if e := h.events[(h.head+i)%len(h.events)]; e.Seq > seq {
-			out = append(out, e)
-		}
-	}
-	return out, h.changed
+	kept := h.events[max(len(h.events)-h.max, 0):]
+	i, _ := slices.BinarySearchFunc(kept, seq+1, func(e Event, s uint64) int { return cmp.Compare(e.Seq, s) })
+	return slices.Clone(kept[i:]), h.changed
 }
 
 // Follow calls fn for every kept event with Seq > seq and then for each new

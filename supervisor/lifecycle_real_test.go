@@ -386,7 +386,7 @@ func TestRealExecProbesAndHooksGoThroughTheGroupsSpawner(t *testing.T) {
 	rt := &spawnerRuntime{}
 	p := fastHelper(t, "app", "sleep")
 	p.PreStart = execHook("true")
-	p.LivenessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: trueCommand(t)}}, Period: 50 * time.Millisecond}
+	p.LivenessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: trueCommand(t)}}, Period: spec.MinProbePeriod}
 	sup, err := New(spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}}, Options{Runtime: rt})
 	if err != nil {
 		t.Fatal(err)

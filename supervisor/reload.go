@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"reflect"
 	"strconv"
 	"time"
 
@@ -33,13 +32,13 @@ type reloadInput struct{ group spec.Group }
 
 func (reloadInput) isInput() {}
 
-// sameGroupLevel reports whether a and b differ at most in their main
-// processes (and the instance id prefix).
-func sameGroupLevel(a, b coreConfig) bool {
-	a.idPrefix, b.idPrefix = "", ""
-	a.group.Processes, b.group.Processes = nil, nil
-	return reflect.DeepEqual(a, b)
-}
+// settingsInput hands the core the supervisor-wide settings a reload
+// changed that apply live: minimum_grace (X12), which lifts the grace of
+// every stop signal sent from now on. A stop under way keeps the deadline
+// it has, as a changed grace period does in kubelet.
+type settingsInput struct{ minimumGrace time.Duration }
+
+func (settingsInput) isInput() {}
 
 func (g *groupCore) reload(ng spec.Group) {
 	g.reloads++
@@ -50,9 +49,9 @@ func (g *groupCore) reload(ng spec.Group) {
 		keep[s.Name] = true
 		p, ok := g.byName[s.Name]
 		switch {
-		case ok && reflect.DeepEqual(p.spec, s) && p.nextSpec == nil:
+		case ok && spec.SameProcess(p.spec, s) && p.nextSpec == nil:
 			// unchanged: untouched
-		case ok && p.nextSpec != nil && reflect.DeepEqual(*p.nextSpec, s):
+		case ok && p.nextSpec != nil && spec.SameProcess(*p.nextSpec, s):
 			// the same change again: already under way
 		case ok:
 			g.changeProc(p, s)

@@ -88,7 +88,9 @@ type Supervisor struct {
 	killTries  int
 	rc         recreateRegistry
 
-	mu        sync.Mutex // guards everything below
+	mu sync.Mutex // guards everything below
+	// cfg is the configuration in force, which Reload compares against.
+	cfg       spec.Config
 	workers   map[string]*worker
 	order     []string
 	retiring  map[*worker]struct{} // replaced or removed by Apply, still stopping
@@ -129,6 +131,7 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		defBackoff: cfg.Backoff,
 		killRetry:  opts.KillRetry,
 		killTries:  opts.KillAttempts,
+		cfg:        cfg,
 		workers:    map[string]*worker{},
 		retiring:   map[*worker]struct{}{},
 		stopping:   make(chan struct{}),

@@ -25,7 +25,6 @@ import (
 // read is never stuck behind a start or a kill.
 type worker struct {
 	name  string
-	cfg   coreConfig
 	spec  spec.Group
 	core  *groupCore
 	clock clock.Clock
@@ -71,7 +70,6 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{
 		name:       c.group.Name,
-		cfg:        c,
 		spec:       c.group,
 		core:       newGroupCore(c),
 		clock:      s.clock,

@@ -199,11 +199,26 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
+// seriesNote is kubectl describe's "(x12 over 30s)" for an event that
+// repeated: how many times, over how long since the first.
+func seriesNote(e api.Event) string {
+	if e.Count <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (x%d over %s)", e.Count, humanDuration(e.LastTime.Sub(e.FirstTime)))
+}
+
 func newEventsCmd(f *ctlFlags) *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "events [-f]",
 		Short: "Show kubelet-style events (Started, Killing, BackOff, Unhealthy, ...)",
+		Long: `Show kubelet-style events (Started, Killing, BackOff, Unhealthy, ...), the
+kept history and, with -f, new ones as they happen. An event that repeats
+identically (a probe failing at every period) is one line with its count and
+span, "(x12 over 1m5s)", at the time of its last occurrence; -f prints each
+repeat with the count so far. -o json has "count", "first_time" and
+"last_time" on every event.`,
 		Example: `  podsup events
   podsup events -f -o json`,
 		Args: cobra.NoArgs,
@@ -228,7 +243,7 @@ func newEventsCmd(f *ctlFlags) *cobra.Command {
 				if e.Process != "" {
 					obj += "/" + e.Process
 				}
-				_, err := fmt.Fprintf(out, "%-12s  %-7s  %-20s  %-20s  %s\n", e.Time.Local().Format("15:04:05.000"), e.Type, e.Reason, obj, e.Message)
+				_, err := fmt.Fprintf(out, "%-12s  %-7s  %-20s  %-20s  %s%s\n", e.Time.Local().Format("15:04:05.000"), e.Type, e.Reason, obj, e.Message, seriesNote(e))
 				return err
 			})
 			if ctx.Err() != nil {

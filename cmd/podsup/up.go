@@ -10,9 +10,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -81,6 +79,12 @@ type daemon struct {
 	runtime *supervisor.LocalRuntime
 	svc     *systemd.Service // podsup's sd_notify stream (nothing sent outside systemd)
 
+	// level is podsup's own log level, which a reload may change.
+	level *logLevel
+	// socketOverride is --socket / PODSUP_SOCKET, which wins over the
+	// file's supervisor.socket at every reload, as it did at start.
+	socketOverride string
+
 	mu  sync.Mutex // serialises reloads; guards cfg
 	cfg *spec.Config
 }
@@ -111,7 +115,7 @@ func runUp(file, socketOverride string) (int, error) {
 	}
 	logOut := logging.NewAsync(logSink, 0)
 	defer logOut.Close() // flush before exit
-	log := newLogger(logSettings, logOut)
+	log, level := newLogger(logSettings, logOut)
 	if notifyErr != nil {
 		log.Warn().Err(notifyErr).Msg("systemd's watchdog is not fed")
 	}
@@ -170,7 +174,7 @@ func runUp(file, socketOverride string) (int, error) {
 	svc := systemd.NewService(sup, systemd.Options{Notifier: notifier, ReadyWhen: cfg.Supervisor.NotifyReady, Watchdog: watchdog, Logger: log})
 	defer notifier.Close()
 	go svc.Run(bg)
-	d := &daemon{path: path, log: log, sup: sup, cfg: cfg, runtime: runtime, svc: svc}
+	d := &daemon{path: path, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: runtime, svc: svc}
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
 
@@ -240,60 +244,6 @@ func (d *daemon) reload() (string, error) {
 		return err
 	})
 	return msg, err
-}
-
-func (d *daemon) applyFile() (string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var diag strings.Builder
-	cfg, err := loadConfig(d.path, &diag)
-	if err != nil {
-		return "", errors.New(strings.TrimSpace(diag.String()))
-	}
-	cfg.Supervisor.Socket = d.cfg.Supervisor.Socket // the socket is podsup's, not the file's, once running
-	ch := config.Diff(d.cfg, cfg)
-	if err := d.sup.Apply(*cfg); err != nil {
-		return "", err
-	}
-	d.cfg = cfg
-	msg := describeChanges(ch)
-	d.log.Info().Str("config", d.path).Msg("reloaded: " + msg)
-	return msg, nil
-}
-
-func describeChanges(ch config.Changes) string {
-	if ch.Empty() {
-		return "no change"
-	}
-	var parts []string
-	add := func(what string, names []string) {
-		if len(names) > 0 {
-			parts = append(parts, what+" "+strings.Join(names, ", "))
-		}
-	}
-	add("added groups", ch.AddedGroups)
-	add("removed groups", ch.RemovedGroups)
-	add("restarted groups", ch.ChangedGroups)
-	names := make([]string, 0, len(ch.Groups))
-	for g := range ch.Groups {
-		if !slices.Contains(ch.ChangedGroups, g) {
-			names = append(names, g)
-		}
-	}
-	slices.Sort(names)
-	for _, g := range names {
-		gc := ch.Groups[g]
-		add("in "+g+": added", gc.Added)
-		add("in "+g+": removed", gc.Removed)
-		add("in "+g+": restarted", gc.Changed)
-	}
-	if ch.SupervisorChanged {
-		parts = append(parts, "supervisor block changed (takes effect when podsup restarts)")
-	}
-	if len(parts) == 0 {
-		return "no change"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // exec runs a command in a group's sandbox (on the host for a group
@@ -383,19 +333,19 @@ func loadConfig(path string, w io.Writer) (*spec.Config, error) {
 }
 
 // newLogger is podsup's own log, as the supervisor block asks. w should
-// not block (an Async): groups' workers log their events through it.
-func newLogger(s spec.Supervisor, w io.Writer) zerolog.Logger {
+// not block (an Async): groups' workers log their events through it. The
+// level is applied by the returned logLevel, so that a reload can change
+// it in every copy of the logger.
+func newLogger(s spec.Supervisor, w io.Writer) (zerolog.Logger, *logLevel) {
 	// Sub-second timestamps; set here, in the binary, never in a library.
 	zerolog.TimeFieldFormat = time.RFC3339Nano
-	level, err := zerolog.ParseLevel(s.LogLevel)
-	if err != nil || s.LogLevel == "" {
-		level = zerolog.InfoLevel
-	}
 	out := w
 	if s.LogFormat != "json" {
 		out = &logging.Console{Out: w}
 	}
-	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+	level := &logLevel{out: out}
+	level.set(s.LogLevel)
+	return zerolog.New(level).Level(zerolog.TraceLevel).With().Timestamp().Logger(), level
 }
 
 func lookupGID(name string) (int, error) {

@@ -1,19 +1,19 @@
-package config
+package spec
 
-import (
-	"reflect"
-
-	"github.com/podsup/podsup/spec"
-)
+import "reflect"
 
 // Changes is what a reload has to do to go from one configuration to
-// another. Names are listed in the order of the configuration they come
-// from (removed ones in the old one's order, the rest in the new one's).
+// another: the one answer to "what changed" that the supervisor acts on
+// and the CLI reports. Names are listed in the order of the configuration
+// they come from (removed ones in the old one's order, the rest in the
+// new one's).
 type Changes struct {
-	// SupervisorChanged reports a change in the supervisor block. Some of
-	// it (the socket, the log settings) only takes effect on a restart of
-	// podsup; the caller decides.
-	SupervisorChanged bool
+	// Supervisor names the settings of the supervisor block that changed,
+	// as the file spells them ("minimum_grace", "socket"), in the block's
+	// order. None of them makes a group change: which take effect live
+	// and which wait for podsup's restart is the runner's to say
+	// (supervisor.Apply applies minimum_grace to later stops).
+	Supervisor []string
 
 	AddedGroups   []string
 	RemovedGroups []string
@@ -41,7 +41,7 @@ type GroupChanges struct {
 
 // Empty reports whether nothing changed at all.
 func (c Changes) Empty() bool {
-	return !c.SupervisorChanged && len(c.AddedGroups) == 0 && len(c.RemovedGroups) == 0 &&
+	return len(c.Supervisor) == 0 && len(c.AddedGroups) == 0 && len(c.RemovedGroups) == 0 &&
 		len(c.ChangedGroups) == 0 && c.processesUnchanged()
 }
 
@@ -61,13 +61,15 @@ func (g GroupChanges) Empty() bool {
 
 // Diff compares two configurations by value (reflect.DeepEqual on spec
 // values, with nil and empty slices and maps taken as equal). A group that
-// sets no back-off of its own follows the top-level one, so a change there
-// is a group-level change of every such group. Groups or processes that
-// share a name in one configuration (which Validate rejects) compare by
-// their first occurrence.
-func Diff(old, new *spec.Config) Changes {
+// sets no back-off of its own follows the top-level one (an all-zero
+// top-level back-off meaning DefaultBackoff), so a change there is a
+// group-level change of every such group. The supervisor block is
+// compared field by field and is never part of a group's  Groups or
+// processes that share a name in one configuration (which Validate
+// rejects) compare by their first occurrence.
+func Diff(old, new *Config) Changes {
 	c := Changes{Groups: map[string]GroupChanges{}}
-	c.SupervisorChanged = !reflect.DeepEqual(old.Supervisor, new.Supervisor)
+	c.Supervisor = SupervisorChanges(old.Supervisor, new.Supervisor)
 	oldGroups := groupsByName(old)
 	newGroups := groupsByName(new)
 	for _, g := range old.Groups {
@@ -108,8 +110,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func groupsByName(c *spec.Config) map[string]*spec.Group {
-	m := map[string]*spec.Group{}
+func groupsByName(c *Config) map[string]*Group {
+	m := map[string]*Group{}
 	for i := range c.Groups {
 		if _, ok := m[c.Groups[i].Name]; !ok {
 			m[c.Groups[i].Name] = &c.Groups[i]
@@ -121,12 +123,16 @@ func groupsByName(c *spec.Config) map[string]*spec.Group {
 // groupLevel is what of a group is not its processes: its settings with
 // the back-off resolved against the config's default, and its init list
 // (order matters there: inits run one after another, I1).
-func groupLevel(c *spec.Config, g *spec.Group) spec.Group {
+func groupLevel(c *Config, g *Group) Group {
 	out := *g
-	bo := g.EffectiveBackoff(c.Backoff)
+	def := c.Backoff
+	if def == (Backoff{}) {
+		def = DefaultBackoff()
+	}
+	bo := g.EffectiveBackoff(def)
 	out.Backoff = &bo
 	out.Processes = nil
-	out.Init = make([]spec.Process, len(g.Init))
+	out.Init = make([]Process, len(g.Init))
 	for i := range g.Init {
 		out.Init[i] = normalize(g.Init[i])
 	}
@@ -146,9 +152,9 @@ func groupLevel(c *spec.Config, g *spec.Group) spec.Group {
 	return out
 }
 
-func diffProcesses(old, new []spec.Process) GroupChanges {
+func diffProcesses(old, new []Process) GroupChanges {
 	var gc GroupChanges
-	oldByName := map[string]spec.Process{}
+	oldByName := map[string]Process{}
 	for _, p := range old {
 		if _, ok := oldByName[p.Name]; !ok {
 			oldByName[p.Name] = p
@@ -164,7 +170,7 @@ func diffProcesses(old, new []spec.Process) GroupChanges {
 		switch {
 		case !ok:
 			gc.Added = append(gc.Added, p.Name)
-		case reflect.DeepEqual(normalize(op), normalize(p)):
+		case SameProcess(op, p):
 			gc.Unchanged = append(gc.Unchanged, p.Name)
 		default:
 			gc.Changed = append(gc.Changed, p.Name)
@@ -178,9 +184,41 @@ func diffProcesses(old, new []spec.Process) GroupChanges {
 	return gc
 }
 
+// SameProcess reports whether a and b are the same process spec: equal by
+// value, with nil and empty slices and maps taken as equal. A reload
+// restarts a process exactly when this is false (R4).
+func SameProcess(a, b Process) bool {
+	return reflect.DeepEqual(normalize(a), normalize(b))
+}
+
+// SupervisorChanges names the settings of the supervisor block that differ
+// between old and new, as the file spells them, in the block's order.
+// Unset and set to the default compare equal where the default is known
+// here (minimum_grace).
+func SupervisorChanges(old, new Supervisor) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		same bool
+	}{
+		{"socket", old.Socket == new.Socket},
+		{"socket_group", old.SocketGroup == new.SocketGroup},
+		{"log_level", old.LogLevel == new.LogLevel},
+		{"log_format", old.LogFormat == new.LogFormat},
+		{"log_dir", old.LogDir == new.LogDir},
+		{"minimum_grace", old.EffectiveMinimumGrace() == new.EffectiveMinimumGrace()},
+		{"notify_ready", old.NotifyReady == new.NotifyReady},
+	} {
+		if !f.same {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
 // normalize makes empty slices and maps nil, so that a process built in Go
 // with Env: map[string]string{} equals one decoded without env.
-func normalize(p spec.Process) spec.Process {
+func normalize(p Process) Process {
 	if len(p.Command) == 0 {
 		p.Command = nil
 	}
@@ -190,14 +228,14 @@ func normalize(p spec.Process) spec.Process {
 	if len(p.Sockets) == 0 {
 		p.Sockets = nil
 	}
-	for _, pr := range []**spec.Probe{&p.StartupProbe, &p.LivenessProbe, &p.ReadinessProbe} {
+	for _, pr := range []**Probe{&p.StartupProbe, &p.LivenessProbe, &p.ReadinessProbe} {
 		if *pr != nil {
 			c := **pr
 			c.Handler = normalizeHandler(c.Handler)
 			*pr = &c
 		}
 	}
-	for _, h := range []**spec.Hook{&p.PreStart, &p.PostStart, &p.PreStop, &p.PostStop} {
+	for _, h := range []**Hook{&p.PreStart, &p.PostStart, &p.PreStop, &p.PostStop} {
 		if *h != nil {
 			c := **h
 			c.Handler = normalizeHandler(c.Handler)
@@ -207,9 +245,9 @@ func normalize(p spec.Process) spec.Process {
 	return p
 }
 
-func normalizeHandler(h spec.Handler) spec.Handler {
+func normalizeHandler(h Handler) Handler {
 	if h.Exec != nil && len(h.Exec.Command) == 0 {
-		h.Exec = &spec.ExecAction{}
+		h.Exec = &ExecAction{}
 	}
 	if h.HTTPGet != nil && len(h.HTTPGet.Headers) == 0 {
 		g := *h.HTTPGet

@@ -1,11 +1,23 @@
-package config
+package spec_test
 
 import (
 	"reflect"
 	"testing"
 
+	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/spec"
 )
+
+// mustParse decodes a configuration with the HCL loader, so that Diff is
+// tested on what a reload compares.
+func mustParse(t *testing.T, src string) *spec.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(src), "test.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
 
 const diffBase = `
 group "web" {
@@ -22,11 +34,11 @@ func TestDiff(t *testing.T) {
 	cases := []struct {
 		name string
 		new  string
-		want Changes
+		want spec.Changes
 	}{
-		{"identical", diffBase, Changes{
+		{"identical", diffBase, spec.Changes{
 			UnchangedGroups: []string{"web", "db"},
-			Groups: map[string]GroupChanges{
+			Groups: map[string]spec.GroupChanges{
 				"web": {Unchanged: []string{"api", "sidecar"}},
 				"db":  {Unchanged: []string{"pg"}},
 			},
@@ -39,9 +51,9 @@ group "web" {
   init "migrate" { command = ["/bin/migrate"] }
   process "sidecar" { command = ["/bin/sidecar"] }
   process "api"     { command = ["/bin/api"] }
-}`, Changes{
+}`, spec.Changes{
 			UnchangedGroups: []string{"db", "web"},
-			Groups: map[string]GroupChanges{
+			Groups: map[string]spec.GroupChanges{
 				"web": {Unchanged: []string{"sidecar", "api"}},
 				"db":  {Unchanged: []string{"pg"}},
 			},
@@ -54,11 +66,11 @@ group "web" {
 }
 group "cache" {
   process "redis" { command = ["/bin/redis"] }
-}`, Changes{
+}`, spec.Changes{
 			AddedGroups:     []string{"cache"},
 			RemovedGroups:   []string{"db"},
 			UnchangedGroups: []string{"web"},
-			Groups:          map[string]GroupChanges{"web": {Unchanged: []string{"api", "sidecar"}}},
+			Groups:          map[string]spec.GroupChanges{"web": {Unchanged: []string{"api", "sidecar"}}},
 		}},
 		{"process added, removed and changed", `
 group "web" {
@@ -71,9 +83,9 @@ group "db" {
     command = ["/bin/pg"]
     env     = {}
   }
-}`, Changes{
+}`, spec.Changes{
 			UnchangedGroups: []string{"db"},
-			Groups: map[string]GroupChanges{
+			Groups: map[string]spec.GroupChanges{
 				"web": {Added: []string{"metrics"}, Removed: []string{"sidecar"}, Changed: []string{"api"}},
 				// env = {} is no change from no env at all.
 				"db": {Unchanged: []string{"pg"}},
@@ -92,9 +104,9 @@ group "web" {
 }
 group "db" {
   process "pg" { command = ["/bin/pg"] }
-}`, Changes{
+}`, spec.Changes{
 			UnchangedGroups: []string{"db"},
-			Groups: map[string]GroupChanges{
+			Groups: map[string]spec.GroupChanges{
 				"web": {Changed: []string{"api"}, Unchanged: []string{"sidecar"}},
 				"db":  {Unchanged: []string{"pg"}},
 			},
@@ -109,9 +121,9 @@ group "web" {
 group "db" {
   init "check" { command = ["/bin/check"] }
   process "pg" { command = ["/bin/pg"] }
-}`, Changes{
+}`, spec.Changes{
 			ChangedGroups: []string{"web", "db"},
-			Groups: map[string]GroupChanges{
+			Groups: map[string]spec.GroupChanges{
 				"web": {Unchanged: []string{"api", "sidecar"}},
 				"db":  {Unchanged: []string{"pg"}},
 			},
@@ -126,22 +138,22 @@ group "web" {
 }
 group "db" {
   process "pg" { command = ["/bin/pg"] }
-}`, Changes{
+}`, spec.Changes{
 			// web's own backoff equals the old default: the effective
 			// back-off is what counts.
 			ChangedGroups:   []string{"db"},
 			UnchangedGroups: []string{"web"},
-			Groups: map[string]GroupChanges{
+			Groups: map[string]spec.GroupChanges{
 				"web": {Unchanged: []string{"api", "sidecar"}},
 				"db":  {Unchanged: []string{"pg"}},
 			},
 		}},
 		{"supervisor change", `
 supervisor { log_level = "debug" }
-` + diffBase, Changes{
-			SupervisorChanged: true,
-			UnchangedGroups:   []string{"web", "db"},
-			Groups: map[string]GroupChanges{
+` + diffBase, spec.Changes{
+			Supervisor:      []string{"log_level"},
+			UnchangedGroups: []string{"web", "db"},
+			Groups: map[string]spec.GroupChanges{
 				"web": {Unchanged: []string{"api", "sidecar"}},
 				"db":  {Unchanged: []string{"pg"}},
 			},
@@ -150,7 +162,7 @@ supervisor { log_level = "debug" }
 	old := mustParse(t, diffBase)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Diff(old, mustParse(t, tc.new))
+			got := spec.Diff(old, mustParse(t, tc.new))
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Diff =\n%+v\nwant\n%+v", got, tc.want)
 			}
@@ -169,11 +181,46 @@ func TestDiffGoBuiltConfigs(t *testing.T) {
 	b := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
 		Name: "g", Init: []spec.Process{}, Processes: []spec.Process{{Name: "p", Command: []string{"x"}}},
 	}}}
-	if d := Diff(a, b); !d.Empty() {
+	if d := spec.Diff(a, b); !d.Empty() {
 		t.Errorf("Diff = %+v, want empty", d)
 	}
 	b.Groups[0].Processes[0].Env = map[string]string{"A": "1"}
-	if d := Diff(a, b); !reflect.DeepEqual(d.Groups["g"].Changed, []string{"p"}) {
+	if d := spec.Diff(a, b); !reflect.DeepEqual(d.Groups["g"].Changed, []string{"p"}) {
 		t.Errorf("Diff = %+v, want p changed", d)
+	}
+}
+
+func TestDiffSupervisorBlockIsNoGroupChange(t *testing.T) {
+	// Every setting of the supervisor block is named when it changes, and
+	// none of them changes a group: a group's spec does not hold them.
+	old := mustParse(t, diffBase)
+	next := mustParse(t, `
+supervisor {
+  socket        = "/tmp/other.sock"
+  socket_group  = "wheel"
+  log_level     = "debug"
+  log_format    = "json"
+  log_dir       = "/tmp/logs"
+  minimum_grace = "100ms"
+  notify_ready  = "started"
+}
+`+diffBase)
+	got := spec.Diff(old, next)
+	want := []string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready"}
+	if !reflect.DeepEqual(got.Supervisor, want) {
+		t.Errorf("Supervisor = %v, want %v", got.Supervisor, want)
+	}
+	if len(got.ChangedGroups) != 0 || !reflect.DeepEqual(got.UnchangedGroups, []string{"web", "db"}) {
+		t.Errorf("a supervisor-block change changed groups: %+v", got)
+	}
+	// Every field of spec.Supervisor is compared: one added to the struct
+	// without a name here would go unreported.
+	if n := reflect.TypeOf(spec.Supervisor{}).NumField(); n != len(want) {
+		t.Errorf("spec.Supervisor has %d fields, SupervisorChanges compares %d", n, len(want))
+	}
+	// Unset and the default are the same minimum grace.
+	d := spec.DefaultMinimumGrace
+	if c := spec.SupervisorChanges(spec.Supervisor{}, spec.Supervisor{MinimumGrace: &d}); len(c) != 0 {
+		t.Errorf("unset vs default minimum_grace: %v", c)
 	}
 }
