@@ -1,7 +1,7 @@
 // Package sandbox is podsup's imperative runtime: it starts processes, owns
 // the one wait4 loop that learns how they end, signals them race-free through
 // pidfds and kills whole process trees. It knows nothing of restart
-// policies, probes or configuration files (../shared/DESIGN.md).
+// policies, probes or configuration files.
 //
 // Two layers:
 //
@@ -24,6 +24,12 @@
 // podsup dies (holder_protocol.go). Its exit ends the PID namespace and
 // with it every process inside; if it dies early the sandbox is failed.
 //
+// Mount targets are paths inside the sandbox and are resolved inside the
+// rootfs (openat2 RESOLVE_IN_ROOT), symlinks included: a rootfs's
+// "etc -> /" leads to the rootfs's own root, never to the host's, and a
+// missing mount point is created inside. Bind sources are host paths. A
+// read-only bind is read-only recursively, submounts of its source too.
+//
 // Processes are not the holder's children. A goroutine per sandbox locks
 // its OS thread for good, calls unshare(CLONE_FS) and setns(holder's pidfd,
 // flags) (nsthread.go), and every fork into the sandbox (processes, Exec,
@@ -37,9 +43,18 @@
 // Each sandbox has a cgroup with its limits (package cgroups), each process
 // a child cgroup, each Exec a temporary one. A process's cgroup is its Tree:
 // KillTree reaches a double-forked setsid daemon, and the cgroup's OOM
-// counter tells an OOMKilled exit. Where cgroups are unavailable the runtime
-// logs it once and falls back to process groups. NewRuntime sweeps what an
-// earlier run of the same instance left in its cgroups.
+// counter tells an OOMKilled exit. Processes created with the same
+// ProcessConfig.Cgroup (the instances of one supervised process) share one
+// kept cgroup, one at a time, so a restart creates and removes nothing.
+// Where cgroups are unavailable the runtime logs it once and falls back to
+// process groups.
+//
+// NewRuntime kills and removes what an earlier run of the same instance
+// left in its cgroups (a podsup that was SIGKILLed leaves its processes
+// running) before it returns, and Recovered says what that was. The
+// instance name is the caller's lock: two runtimes of one instance must not
+// run at once (podsup names it after its control socket, which it takes
+// first).
 //
 // # One reaper
 //
@@ -52,15 +67,28 @@
 // for a process; CI enforces this.
 //
 // The race that makes this hard is an exit reaped before the spawner has
-// recorded the pid. Start forks while holding the reaper's lock and records
-// the pid before releasing it; the reaper takes that lock before it looks a
-// pid up, so an early exit simply waits for its owner:
+// recorded the pid. Start does not hold the reaper's lock across fork+exec:
+// an exec can take as long as the filesystem holding the binary (a hung
+// network mount: forever), and every other spawn and every exit dispatch
+// would wait for it. Instead Start subscribes before the fork (containerd's
+// reaper is the model): while any Start is in flight, an exit of a pid
+// nobody registered is held rather than counted as an orphan, and Start
+// claims it when it registers that pid. The lock is held only for map
+// operations and for each wait4(WNOHANG):
 //
 //	spawner                         reaper
 //	-------                         ------
-//	lock
-//	fork+exec  ──── child exits ──► wait4 → pid
-//	register pid                    lock (blocks)
-//	unlock                          ...
-//	                                lookup pid → owner found, dispatch
+//	lock; subscribe; unlock
+//	fork+exec  ──── child exits ──► lock; wait4 → pid; unknown: hold; unlock
+//	lock; register pid
+//	  held exit of pid? claim it    (kicked) deliver the claimed exit
+//	unlock
+//
+// A held exit becomes an orphan once every Start that was in flight when
+// it was reaped has ended without claiming it. A Start whose exec failed
+// claims nothing, but the child ForkExec forked did exist: ForkExec waits
+// for it, and if the reaper was quicker, the Start drops the held exit of
+// that child (status 253, reaped while it was in flight) so that it is not
+// counted as an orphan. Exits always reach their owners on the reaper
+// goroutine, so Cmd.OnExit never runs on a spawner's thread.
 package sandbox

@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
+	"strconv"
+	"strings"
 
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
@@ -13,7 +16,13 @@ import (
 // First every mount becomes private, so nothing done here propagates to
 // the host (on systemd hosts "/" is shared). With a rootfs, the mounts are
 // made under it (bind sources are host paths, reachable only before the
-// pivot) and then the holder pivot_roots into it and detaches the old root.
+// pivot) and then the holder pivot_roots into it and detaches the old one.
+//
+// Mount targets are paths inside the sandbox: each is resolved inside the
+// rootfs (inRoot), so a symlink of the rootfs, absolute or climbing with
+// "..", means what it will mean once the sandbox runs there, and a mount
+// point is never created, nor a mount made, outside the rootfs. Bind
+// sources are podsup's configuration and are resolved on the host.
 func setupMounts(rootfs string, mounts []spec.Mount) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
@@ -26,8 +35,14 @@ func setupMounts(rootfs string, mounts []spec.Mount) error {
 		}
 		root = rootfs
 	}
+	// Opened after the self-bind, so that it is the rootfs mount's root.
+	rootFD, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening root %s: %w", root, err)
+	}
+	defer unix.Close(rootFD)
 	for _, m := range mounts {
-		if err := mountOne(m, filepath.Join(root, m.Target)); err != nil {
+		if err := mountOne(inRoot{fd: rootFD, path: root}, m); err != nil {
 			return err
 		}
 	}
@@ -37,66 +52,248 @@ func setupMounts(rootfs string, mounts []spec.Mount) error {
 	return nil
 }
 
-func mountOne(m spec.Mount, target string) error {
+// mountOne makes m on its target, resolved inside root. The mount goes
+// onto the resolved file through /proc/self/fd/N (runc's way), never
+// through the path again, so what was resolved is what is mounted on.
+func mountOne(root inRoot, m spec.Mount) error {
 	var flags uintptr
 	if m.ReadOnly {
 		flags |= unix.MS_RDONLY
 	}
 	switch m.Type {
 	case "proc":
-		if err := os.MkdirAll(target, 0o755); err != nil {
-			return fmt.Errorf("creating mount point %s: %w", target, err)
-		}
-		if err := unix.Mount("proc", target, "proc", flags|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, m.Options); err != nil {
-			return fmt.Errorf("mounting proc on %s: %w", target, err)
-		}
+		return root.mountOn(m.Target, true, func(target string) error {
+			return unix.Mount("proc", target, "proc", flags|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, m.Options)
+		})
 	case "tmpfs":
-		if err := os.MkdirAll(target, 0o755); err != nil {
-			return fmt.Errorf("creating mount point %s: %w", target, err)
-		}
-		if err := unix.Mount("tmpfs", target, "tmpfs", flags|unix.MS_NOSUID|unix.MS_NODEV, m.Options); err != nil {
-			return fmt.Errorf("mounting tmpfs on %s: %w", target, err)
-		}
+		return root.mountOn(m.Target, true, func(target string) error {
+			return unix.Mount("tmpfs", target, "tmpfs", flags|unix.MS_NOSUID|unix.MS_NODEV, m.Options)
+		})
 	case "bind":
 		st, err := os.Stat(m.Source)
 		if err != nil {
 			return fmt.Errorf("bind mount source: %w", err)
 		}
-		if err := makeMountPoint(target, st.IsDir()); err != nil {
+		err = root.mountOn(m.Target, st.IsDir(), func(target string) error {
+			return unix.Mount(m.Source, target, "", unix.MS_BIND|unix.MS_REC, "")
+		})
+		if err != nil || !m.ReadOnly {
 			return err
 		}
-		if err := unix.Mount(m.Source, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind-mounting %s on %s: %w", m.Source, target, err)
+		// A bind mount takes MS_RDONLY only afterwards, on the new mount:
+		// open the target again, now on top of the bind.
+		fd, err := root.open(m.Target, 0)
+		if err != nil {
+			return fmt.Errorf("making bind mount %s read-only: %w", m.Target, err)
 		}
-		if m.ReadOnly {
-			// A bind mount takes MS_RDONLY only on a remount.
-			if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-				return fmt.Errorf("making bind mount %s read-only: %w", target, err)
-			}
+		defer unix.Close(fd)
+		if err := makeReadOnly(fd); err != nil {
+			return fmt.Errorf("making bind mount %s read-only: %w", m.Target, err)
 		}
+		return nil
 	default:
 		return fmt.Errorf("mount type %q is not one of proc, tmpfs, bind", m.Type)
+	}
+}
+
+// makeReadOnly makes the mount whose root fd is open read-only, and every
+// mount below it: a recursive bind brings the source's submounts along,
+// and they must not stay writable. mount_setattr (Linux 5.12) does it in
+// one call; before it, a remount reaches only the top mount.
+func makeReadOnly(fd int) error {
+	err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	if err != unix.ENOSYS {
+		return err
+	}
+	return unix.Mount("", procFDPath(fd), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+}
+
+func procFDPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// inRoot resolves paths inside a directory as if it were "/".
+type inRoot struct {
+	fd   int    // O_PATH fd of the directory
+	path string // its host path, for messages
+}
+
+// mountOn creates the mount point target inside the root if it is missing
+// (a directory, or an empty file when dir is false, with any missing
+// parents) and calls mount with a path that names the resolved file.
+func (r inRoot) mountOn(target string, dir bool, mount func(target string) error) error {
+	fd, err := r.mountPoint(target, dir)
+	if err != nil {
+		return fmt.Errorf("creating mount point %s in %s: %w", target, r.path, err)
+	}
+	defer unix.Close(fd)
+	if err := mount(procFDPath(fd)); err != nil {
+		return fmt.Errorf("mounting on %s in %s: %w", target, r.path, err)
 	}
 	return nil
 }
 
-// makeMountPoint creates target as a directory, or as an empty file to
-// bind a file onto.
-func makeMountPoint(target string, dir bool) error {
-	if dir {
-		if err := os.MkdirAll(target, 0o755); err != nil {
-			return fmt.Errorf("creating mount point %s: %w", target, err)
+// mountPoint opens target, creating what is missing of it.
+func (r inRoot) mountPoint(target string, dir bool) (int, error) {
+	for range maxSymlinks {
+		fd, through, err := r.mountPointOnce(target, dir)
+		if through == "" {
+			return fd, err
 		}
-		return nil
+		target = through
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return fmt.Errorf("creating mount point %s: %w", target, err)
+	return -1, unix.ELOOP
+}
+
+// maxSymlinks is the kernel's limit on symlinks in one lookup.
+const maxSymlinks = 40
+
+// mountPointOnce opens target, creating its missing components one by
+// one, each in a parent directory resolved inside the root. When a
+// component to create is a dangling symlink it returns, as through, the
+// target with that symlink replaced by what it points to: creating that
+// path instead (inside the root, like any other) is what following the
+// symlink means there.
+func (r inRoot) mountPointOnce(target string, dir bool) (fd int, through string, err error) {
+	parts := strings.Split(strings.TrimPrefix(path.Clean("/"+target), "/"), "/")
+	if parts[0] == "" { // target is the root itself
+		fd, err := r.open(".", 0)
+		return fd, "", err
 	}
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o644)
+	for i, name := range parts {
+		last := i == len(parts)-1
+		sub, parent := path.Join(parts[:i+1]...), path.Join(parts[:i]...)
+		fd, err := r.open(sub, 0)
+		if err == nil && last {
+			return fd, "", nil
+		}
+		if err == nil {
+			unix.Close(fd)
+			continue
+		}
+		if err != unix.ENOENT {
+			return -1, "", err
+		}
+		err = r.create(parent, name, dir || !last)
+		if err == unix.EEXIST {
+			link, lerr := r.readlink(parent, name)
+			if lerr != nil {
+				return -1, "", err // it exists after all: created meanwhile, or not a symlink
+			}
+			if !path.IsAbs(link) {
+				link = path.Join("/", parent, link)
+			}
+			return -1, path.Join(append([]string{link}, parts[i+1:]...)...), nil
+		}
+		if err != nil {
+			return -1, "", err
+		}
+		if last {
+			fd, err := r.open(sub, 0)
+			return fd, "", err
+		}
+	}
+	panic("unreachable: the last component returns")
+}
+
+// create makes name, a directory or an empty file, in the directory
+// parent (resolved inside the root). It never follows name: if name is a
+// symlink, it fails with EEXIST.
+func (r inRoot) create(parent, name string, dir bool) error {
+	pfd, err := r.open(orDot(parent), unix.O_DIRECTORY)
 	if err != nil {
-		return fmt.Errorf("creating mount point %s: %w", target, err)
+		return err
 	}
-	return f.Close()
+	defer unix.Close(pfd)
+	if dir {
+		return unix.Mkdirat(pfd, name, 0o755)
+	}
+	fd, err := unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// readlink reads the symlink name in the directory parent (resolved
+// inside the root).
+func (r inRoot) readlink(parent, name string) (string, error) {
+	pfd, err := r.open(orDot(parent), unix.O_DIRECTORY)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(pfd)
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(pfd, name, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func orDot(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+// open opens rel (relative to the root; symlinks in it resolved inside
+// the root) as an O_PATH fd. openat2 with RESOLVE_IN_ROOT (Linux 5.6) does
+// that in the kernel; without it, openNoSymlinks refuses every symlink.
+func (r inRoot) open(rel string, flags int) (int, error) {
+	fd, err := unix.Openat2(r.fd, rel, &unix.OpenHow{
+		Flags:   uint64(flags | unix.O_PATH | unix.O_CLOEXEC),
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	for err == unix.EAGAIN { // a rename or mount raced the lookup
+		fd, err = unix.Openat2(r.fd, rel, &unix.OpenHow{
+			Flags:   uint64(flags | unix.O_PATH | unix.O_CLOEXEC),
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+	}
+	if err == unix.ENOSYS {
+		return r.openNoSymlinks(rel, flags)
+	}
+	return fd, err
+}
+
+// errSymlinkInTarget: this kernel cannot resolve a symlink inside a root.
+var errSymlinkInTarget = errors.New("the path goes through a symlink, which only Linux 5.6+ (openat2) can resolve inside a rootfs")
+
+// openNoSymlinks walks rel one component at a time without following
+// symlinks, for kernels without openat2.
+func (r inRoot) openNoSymlinks(rel string, flags int) (int, error) {
+	fd, err := unix.Openat(r.fd, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, name := range strings.Split(path.Clean(rel), "/") {
+		if name == "." || name == "" {
+			continue
+		}
+		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(fd)
+			return -1, errSymlinkInTarget
+		}
+	}
+	if flags&unix.O_DIRECTORY != 0 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			unix.Close(fd)
+			return -1, unix.ENOTDIR
+		}
+	}
+	return fd, nil
 }
 
 // pivotRoot makes rootfs the root and detaches the old one, runc's way:

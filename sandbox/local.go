@@ -48,6 +48,8 @@ type LocalRuntime struct {
 	opts Options
 	log  zerolog.Logger
 	cg   *cgroups.Manager // nil: no cgroups, process groups only
+	// recovered is what NewRuntime swept away; read-only afterwards.
+	recovered []Recovered
 
 	execSeq atomic.Uint64
 
@@ -96,14 +98,16 @@ func NewRuntime(opts Options) (*LocalRuntime, error) {
 		m, err := cgroups.New(co)
 		switch {
 		case errors.Is(err, cgroups.ErrUnavailable):
-			rt.log.Warn().Err(err).Msg("cgroups unavailable: process trees are killed by process group (a setsid daemon can escape), no resource limits")
+			rt.log.Warn().Err(err).Msg("cgroups unavailable: process trees are killed by process group (a setsid daemon can escape, and a crashed podsup's processes cannot be found again), no resource limits")
 		case err != nil:
 			return nil, fmt.Errorf("creating runtime: %w", err)
 		default:
 			rt.cg = m
-			removed, err := m.Sweep()
-			if len(removed) > 0 {
-				rt.log.Info().Strs("cgroups", removed).Msg("removed what an earlier run of this instance left behind")
+			found, err := m.Sweep()
+			rt.recovered = recoveredFrom(found)
+			for _, r := range rt.recovered {
+				rt.log.Info().Str("sandbox", r.Sandbox).Str("cgroup", r.Cgroup).Ints("pids", r.Pids).
+					Msg("killed and removed what an earlier run of this instance left behind")
 			}
 			if err != nil {
 				_ = m.Close() // the sweep's error is the one to report
@@ -113,6 +117,33 @@ func NewRuntime(opts Options) (*LocalRuntime, error) {
 	}
 	return rt, nil
 }
+
+// Recovered is what NewRuntime found of an earlier runtime of the same
+// instance, one per sandbox: a podsup that was SIGKILLed or died of OOM
+// leaves its processes running in their cgroups, and the next one must
+// not run beside them.
+type Recovered struct {
+	// Sandbox is the id of the sandbox the cgroup belonged to.
+	Sandbox string
+	// Cgroup is the sandbox's cgroup directory.
+	Cgroup string
+	// Pids were running in it when found; NewRuntime killed them all
+	// before it returned.
+	Pids []int
+}
+
+func recoveredFrom(found []cgroups.Leftover) []Recovered {
+	out := make([]Recovered, 0, len(found))
+	for _, l := range found {
+		out = append(out, Recovered{Sandbox: l.Name, Cgroup: l.Path, Pids: l.Pids})
+	}
+	return out
+}
+
+// Recovered lists what NewRuntime killed and removed of an earlier run of
+// this instance, sorted by sandbox (nothing without cgroups: then
+// processes an earlier run left cannot be found).
+func (rt *LocalRuntime) Recovered() []Recovered { return slices.Clone(rt.recovered) }
 
 // CgroupsEnabled reports whether processes are in cgroups (else process
 // groups).
@@ -152,6 +183,10 @@ type sandboxRec struct {
 	// while it kills and removes the whole group, so the two never walk
 	// and remove the same directories at once.
 	cgMu sync.RWMutex
+	// keptMu serializes the creation of kept cgroups; the map itself is
+	// guarded by rt.mu.
+	keptMu sync.Mutex
+	kept   map[string]*keptCgroup
 
 	state   SandboxState        // guarded by rt.mu
 	message string              // guarded by rt.mu

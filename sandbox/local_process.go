@@ -19,6 +19,12 @@ type procRec struct {
 	sb  *sandboxRec
 	cfg ProcessConfig
 	cg  *cgroups.Process // nil without cgroups
+	// kept is the cgroup cg belongs to when it outlives this record
+	// (ProcessConfig.Cgroup); nil when cg is the record's own.
+	kept *keptCgroup
+	// cpuBase is the kept cgroup's CPU figure when this record started:
+	// its own usage is what came after. Guarded by rt.mu.
+	cpuBase time.Duration
 
 	// op serializes the lifecycle calls on this process (Start, Stop,
 	// Remove), which block unlocked for forks and waits.
@@ -98,7 +104,17 @@ func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessC
 	rt.procs[id] = pr
 	sb.procs[id] = pr
 	rt.mu.Unlock()
-	if sb.group != nil {
+	if sb.group != nil && cfg.Cgroup != "" {
+		k, err := rt.keepCgroup(sb, cfg.Cgroup, pr)
+		if err != nil {
+			rt.mu.Lock()
+			delete(rt.procs, id)
+			delete(sb.procs, id)
+			rt.mu.Unlock()
+			return fmt.Errorf("creating process %q: %w", id, err)
+		}
+		pr.cg, pr.kept = k.cg, k
+	} else if sb.group != nil {
 		cg, err := sb.group.NewProcess(id)
 		if err != nil {
 			rt.mu.Lock()
@@ -138,6 +154,19 @@ func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (Forker, int
 	return f, fd, release, nil
 }
 
+// processForker is forker for pr: through its kept cgroup's placement,
+// opened once, or a placement opened for this start.
+func (rt *LocalRuntime) processForker(pr *procRec) (Forker, int, func(), error) {
+	if pr.kept == nil {
+		return rt.forker(pr.sb, pr.cg)
+	}
+	f := sandboxForker{pl: pr.kept.pl}
+	if pr.sb.holder != nil {
+		f.ns = pr.sb.holder.ns
+	}
+	return f, pr.kept.pl.CgroupFD(), func() {}, nil
+}
+
 // StartProcess runs a created process. See Runtime.
 func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	pr, err := rt.lookupProc(id)
@@ -155,7 +184,7 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	if sbState != SandboxReady {
 		return fmt.Errorf("starting process %q: sandbox %q is %s: %w", id, pr.sb.id, sbState, ErrFailedPrecondition)
 	}
-	forker, fd, release, err := rt.forker(pr.sb, pr.cg)
+	forker, fd, release, err := rt.processForker(pr)
 	if err != nil {
 		return fmt.Errorf("starting process %q: %w", id, err)
 	}
@@ -167,7 +196,10 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 		Forker: forker, UseCgroupFD: fd >= 0, CgroupFD: fd,
 		OnExit: func(e Exit) { go rt.processExited(pr, e) }, // the reaper must not wait on us
 	}
-	if pr.cg != nil {
+	switch {
+	case pr.kept != nil:
+		cmd.Tree = keptTree{rt, pr}
+	case pr.cg != nil:
 		cmd.Tree = pr.cg
 	}
 	startAt := time.Now() // before the fork: an exit may be reaped before Start returns
@@ -193,6 +225,9 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	pr.state, _ = transition(id, pr.state, EventStart)
 	pr.proc = p
 	pr.startAt = startAt
+	if pr.kept != nil {
+		pr.cpuBase = pr.kept.cpuSeen
+	}
 	rt.mu.Unlock()
 	close(pr.started)
 	rt.log.Debug().Str("process", id).Str("sandbox", pr.sb.id).Int("pid", p.Pid()).Msg("started")
@@ -207,18 +242,27 @@ func (rt *LocalRuntime) processExited(pr *procRec, e Exit) {
 	// podsup's own memory at the fork.
 	usage := Usage{CPU: rusageCPU(e.Rusage)}
 	oom := false
+	var stats *cgroups.Stats
 	if pr.cg != nil {
-		// Each process has a fresh cgroup, so any OOM kill counted there
-		// happened to this process or its tree (kubelet says OOMKilled
-		// for either).
-		if n, err := pr.cg.OOMKills(); err == nil && n > 0 {
-			oom = true
-		}
 		if s, err := pr.cg.Stats(); err == nil {
-			usage = Usage{CPU: s.CPU, MemoryPeak: s.MemoryPeak}
+			stats = &s
 		}
 	}
 	rt.mu.Lock()
+	switch {
+	case stats == nil:
+	case pr.kept != nil:
+		// The cgroup's counters span its earlier instances: this one's
+		// are what they grew by since the last exit (its tree was killed
+		// before the next instance started, so the growth is its own).
+		oom, usage.CPU = pr.kept.instanceFigures(*stats)
+		usage.MemoryPeak = stats.MemoryPeak
+	default:
+		// A fresh cgroup: any OOM kill counted there happened to this
+		// process or its tree (kubelet says OOMKilled for either).
+		oom = stats.OOMKills > 0
+		usage = Usage{CPU: stats.CPU, MemoryPeak: stats.MemoryPeak}
+	}
 	pr.state, _ = transition(pr.id, pr.state, EventExit) // running → exited, the only way here
 	pr.finishAt = e.Time
 	pr.code = e.Code()
@@ -349,7 +393,9 @@ func (rt *LocalRuntime) removeLocked(pr *procRec) error {
 	if err := rt.killLeftovers(pr, p); err != nil {
 		return err
 	}
-	if pr.cg != nil {
+	if pr.kept != nil {
+		rt.releaseKept(pr) // the cgroup stays for the next instance
+	} else if pr.cg != nil {
 		if err := pr.cg.Delete(); err != nil {
 			return fmt.Errorf("removing process %q: %w", pr.id, err)
 		}
@@ -393,6 +439,19 @@ func (rt *LocalRuntime) ProcessStatus(id string) (ProcessStatus, error) {
 	return st, nil
 }
 
+// ProcessPid is the process's pid (0 before it started): ProcessStatus
+// without reading the cgroup's usage, for a caller that needs only that
+// right after StartProcess.
+func (rt *LocalRuntime) ProcessPid(id string) (int, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	pr, err := rt.getProc(id)
+	if err != nil || pr.proc == nil {
+		return 0, err
+	}
+	return pr.proc.Pid(), nil
+}
+
 // liveUsage fills in the cgroup's figures of a running process; read
 // outside rt.mu (file reads).
 func (rt *LocalRuntime) liveUsage(pr *procRec, st *ProcessStatus) {
@@ -400,7 +459,13 @@ func (rt *LocalRuntime) liveUsage(pr *procRec, st *ProcessStatus) {
 		return
 	}
 	if s, err := pr.cg.Stats(); err == nil {
-		st.Usage = Usage{CPU: s.CPU, MemoryCurrent: s.MemoryCurrent, MemoryPeak: s.MemoryPeak}
+		cpu := s.CPU
+		if pr.kept != nil {
+			rt.mu.Lock()
+			cpu = max(cpu-pr.cpuBase, 0)
+			rt.mu.Unlock()
+		}
+		st.Usage = Usage{CPU: cpu, MemoryCurrent: s.MemoryCurrent, MemoryPeak: s.MemoryPeak}
 	}
 }
 

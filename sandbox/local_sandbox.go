@@ -58,7 +58,7 @@ func (rt *LocalRuntime) CreateSandbox(ctx context.Context, id string, cfg spec.S
 		return fmt.Errorf("creating sandbox %q: %w", id, err)
 	}
 	sb := &sandboxRec{id: id, cfg: cfg, created: time.Now(), state: SandboxCreating,
-		procs: map[string]*procRec{}, settled: make(chan struct{}), deleted: make(chan struct{})}
+		procs: map[string]*procRec{}, kept: map[string]*keptCgroup{}, settled: make(chan struct{}), deleted: make(chan struct{})}
 	rt.mu.Lock()
 	switch {
 	case rt.closed:
@@ -202,6 +202,7 @@ func (rt *LocalRuntime) DeleteSandbox(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
+	rt.closeKept(sb)
 	if sb.group != nil {
 		if err := sb.group.Delete(); err != nil {
 			errs = append(errs, err)

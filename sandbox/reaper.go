@@ -13,11 +13,17 @@ import (
 
 // reaper is the process-wide owner of wait4. See the package doc.
 type reaper struct {
-	// mu is held by Start across fork+register and by the reaper across
-	// lookup+dispatch; it guards owners.
+	// mu guards everything below it. It is held for map operations and
+	// for one wait4(WNOHANG) call, never across a fork or an exec.
 	mu     sync.Mutex
 	owners map[int]*Process
 
+	// spawns are the Starts between subscribe and register/abandon,
+	// each with the value of reaped when it subscribed.
+	spawns  map[*spawn]struct{}
+	reaped  uint64           // exits reaped so far: a sequence for held exits
+	held    map[int]heldExit // exits of unknown pids that an in-flight spawn may own
+	claimed []claimedExit    // exits claimed by register, for the reaper goroutine to deliver
 	orphans atomic.Uint64
 	// subreaper records whether this process is PID 1 or a child
 	// subreaper, i.e. whether orphans of its descendants come back to it.
@@ -25,15 +31,43 @@ type reaper struct {
 	kick      chan os.Signal
 }
 
+// spawn is one Start's subscription: exits reaped after it (seq > since)
+// of pids nobody owns are held, since they may be its child's.
+type spawn struct{ since uint64 }
+
+type heldExit struct {
+	Exit
+	seq uint64
+}
+
+type claimedExit struct {
+	p *Process
+	e Exit
+}
+
+// goExecFailedStatus is the exit status of a child of syscall.ForkExec
+// whose exec failed: the syscall package's child writes the errno to
+// ForkExec and calls exit(253).
+const goExecFailedStatus = 253
+
 var (
 	theReaper     *reaper
 	theReaperOnce sync.Once
 )
 
+func newReaper() *reaper {
+	return &reaper{
+		owners: make(map[int]*Process),
+		spawns: make(map[*spawn]struct{}),
+		held:   make(map[int]heldExit),
+		kick:   make(chan os.Signal, 1),
+	}
+}
+
 // getReaper starts the reaper on first use.
 func getReaper() *reaper {
 	theReaperOnce.Do(func() {
-		r := &reaper{owners: make(map[int]*Process), kick: make(chan os.Signal, 1)}
+		r := newReaper()
 		r.subreaper = os.Getpid() == 1
 		if !r.subreaper {
 			// Orphans of our descendants must come to us, not to the
@@ -52,7 +86,7 @@ func getReaper() *reaper {
 // loop drains exits each time SIGCHLD arrives. Signals coalesce, so one
 // SIGCHLD may stand for many exits: reap until wait4 says there is nothing
 // left. The channel is kicked once at start to collect exits that happened
-// before Notify was installed.
+// before Notify was installed, and by register to deliver a claimed exit.
 func (r *reaper) loop() {
 	r.reapAll()
 	for range r.kick {
@@ -61,27 +95,192 @@ func (r *reaper) loop() {
 }
 
 func (r *reaper) reapAll() {
+	r.deliverClaimed()
 	for {
-		var ws unix.WaitStatus
-		var ru unix.Rusage
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, &ru)
-		if err == unix.EINTR {
-			continue
+		p, e, ok := r.reapOne()
+		if !ok {
+			return
 		}
-		if err != nil || pid <= 0 {
-			return // ECHILD: no children; 0: none has exited yet
+		if p != nil {
+			p.exited(e)
 		}
-		e := Exit{Pid: pid, Status: ws, Rusage: ru, Time: time.Now()}
-		r.mu.Lock()
-		p := r.owners[pid]
-		delete(r.owners, pid)
-		r.mu.Unlock()
-		if p == nil {
-			r.orphans.Add(1)
-			continue
-		}
-		p.exited(e)
 	}
+}
+
+// reapOne reaps one exit and returns its owner, or nil when it is held or
+// counted as an orphan; ok is false when nothing is left to reap.
+//
+// wait4 runs under mu so that reaping and filing are one step for a
+// spawner: when ForkExec's own wait for a failed child finds it already
+// reaped (ECHILD), the exit is filed before the spawner can take mu and
+// look for it. WNOHANG keeps that critical section short.
+func (r *reaper) reapOne() (*Process, Exit, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ws unix.WaitStatus
+	var ru unix.Rusage
+	pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, &ru)
+	for err == unix.EINTR {
+		pid, err = unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, &ru)
+	}
+	if err != nil || pid <= 0 {
+		return nil, Exit{}, false // ECHILD: no children; 0: none has exited yet
+	}
+	e := Exit{Pid: pid, Status: ws, Rusage: ru, Time: time.Now()}
+	return r.file(e), e, true
+}
+
+// file records a reaped exit, with mu held: it returns the pid's owner, or
+// nil after counting the exit as an orphan or holding it for a spawn in
+// flight.
+func (r *reaper) file(e Exit) *Process {
+	pid := e.Pid
+	r.reaped++
+	if p := r.owners[pid]; p != nil {
+		delete(r.owners, pid)
+		return p
+	}
+	if len(r.spawns) == 0 {
+		r.orphans.Add(1)
+		return nil
+	}
+	// A spawn in flight may be this pid's owner: its exec finished and
+	// the child exited before Start could register the pid.
+	if _, ok := r.held[pid]; ok {
+		// The pid was reused while a spawn was in flight. A spawn that got
+		// this pid got it for the newer process; the older exit is
+		// counted now (it could be a spawn's only if pids wrapped around
+		// twice within one exec).
+		r.orphans.Add(1)
+	}
+	r.held[pid] = heldExit{Exit: e, seq: r.reaped}
+	if len(r.held) > maxHeld {
+		r.evictOldestHeld()
+	}
+	return nil
+}
+
+// maxHeld bounds the exits held for spawns in flight. A spawn stuck in
+// exec for days (a hung network filesystem) must not make every orphan
+// reaped meanwhile a permanent entry. The exit a spawn claims is its own
+// child's, reaped in the moment between the child's exit and the spawn's
+// registration, so it is always among the newest: only thousands of
+// orphans ending within that moment could push it out.
+const maxHeld = 4096
+
+// evictOldestHeld counts the oldest held exit as an orphan.
+func (r *reaper) evictOldestHeld() {
+	oldest, first := 0, true
+	for pid, h := range r.held {
+		if first || h.seq < r.held[oldest].seq {
+			oldest, first = pid, false
+		}
+	}
+	delete(r.held, oldest)
+	r.orphans.Add(1)
+}
+
+// deliverClaimed hands exits claimed by register to their owners, on the
+// reaper goroutine like every other exit.
+func (r *reaper) deliverClaimed() {
+	r.mu.Lock()
+	claimed := r.claimed
+	r.claimed = nil
+	r.mu.Unlock()
+	for _, c := range claimed {
+		c.p.exited(c.e)
+	}
+}
+
+// subscribe declares a fork about to happen. Call it before the fork and
+// end the subscription with register or abandon: until then, exits of
+// unknown pids are held instead of being counted as orphans.
+func (r *reaper) subscribe() *spawn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &spawn{since: r.reaped}
+	r.spawns[s] = struct{}{}
+	return s
+}
+
+// register ends s after a successful fork+exec: p (with pid and pidfd
+// set) owns its pid's exit. If the reaper already collected that exit, it
+// is delivered now (through the reaper goroutine).
+func (r *reaper) register(s *spawn, p *Process) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endSpawn(s)
+	h, ok := r.held[p.pid]
+	if ok && h.seq > s.since && reapedPidfd(p.pidfd) {
+		delete(r.held, p.pid)
+		r.claimed = append(r.claimed, claimedExit{p, h.Exit})
+		select {
+		case r.kick <- syscall.SIGCHLD:
+		default: // a pass of the loop is already due and will deliver it
+		}
+	} else {
+		r.owners[p.pid] = p
+	}
+	r.settleHeld()
+}
+
+// abandon ends s after a failed fork or exec. ForkExec waits for a child
+// whose exec failed, but the reaper may have collected it first; that exit
+// is dropped here rather than counted as an orphan. Its pid is unknown
+// (ForkExec returns 0), so it is recognised by when it was reaped (while s
+// was in flight) and by its status, 253.
+func (r *reaper) abandon(s *spawn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endSpawn(s)
+	var (
+		pid   int
+		found bool
+		first uint64
+	)
+	for hp, h := range r.held {
+		if h.seq > s.since && h.Status.Exited() && h.Status.ExitStatus() == goExecFailedStatus && (!found || h.seq < first) {
+			pid, found, first = hp, true, h.seq
+		}
+	}
+	if found {
+		delete(r.held, pid)
+	}
+	r.settleHeld()
+}
+
+func (r *reaper) endSpawn(s *spawn) { delete(r.spawns, s) }
+
+// settleHeld counts as orphans the held exits that no spawn still in
+// flight can own: those reaped before the oldest of them subscribed.
+func (r *reaper) settleHeld() {
+	if len(r.held) == 0 {
+		return
+	}
+	oldest, any := uint64(0), false
+	for s := range r.spawns {
+		if !any || s.since < oldest {
+			oldest, any = s.since, true
+		}
+	}
+	for pid, h := range r.held {
+		if !any || h.seq <= oldest {
+			delete(r.held, pid)
+			r.orphans.Add(1)
+		}
+	}
+}
+
+// reapedPidfd reports whether the process behind pidfd has been reaped:
+// signal 0 then answers ESRCH. A held exit of the pid a spawn just got is
+// that spawn's child's only if the child is gone; a live child means the
+// held exit was an earlier process with the same pid. Without a pidfd
+// (kernels before 5.3) the pid is trusted.
+func reapedPidfd(pidfd int) bool {
+	if pidfd < 0 {
+		return true
+	}
+	return unix.PidfdSendSignal(pidfd, 0, nil, 0) == unix.ESRCH
 }
 
 // ReaperStats describes the reaper's work so far.
@@ -89,6 +288,8 @@ type ReaperStats struct {
 	// Tracked is the number of started processes still running.
 	Tracked int
 	// Orphans is the number of exits reaped that nobody here started.
+	// An exit reaped while a Start is between fork and registration is
+	// counted once that Start has shown it is not its own.
 	Orphans uint64
 	// Subreaper reports whether orphaned descendants come back to this
 	// process (it is PID 1 or PR_SET_CHILD_SUBREAPER succeeded).

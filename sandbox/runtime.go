@@ -52,7 +52,9 @@ type Runtime interface {
 	// leftovers; stopping a created one makes it exited without running.
 	StopProcess(ctx context.Context, id string, timeout time.Duration) error
 	// RemoveProcess forgets an exited (or never started) process and
-	// removes its cgroup, killing leftovers of its tree first.
+	// removes its cgroup, killing leftovers of its tree first. A kept
+	// cgroup (ProcessConfig.Cgroup) stays for the next process naming it;
+	// once a newer process holds it, the older one's tree is empty.
 	RemoveProcess(ctx context.Context, id string) error
 	ListProcesses(filter ProcessFilter) []ProcessStatus
 	ProcessStatus(id string) (ProcessStatus, error)
@@ -124,6 +126,17 @@ type ProcessConfig struct {
 	// fds 3, 4, ….
 	Stdin, Stdout, Stderr *os.File
 	ExtraFiles            []*os.File
+	// Cgroup, when set, names a process cgroup under the sandbox's that
+	// outlives this process: the next process created with the same name
+	// (the next instance of one supervised process) is placed in the same
+	// cgroup, so a restart costs no mkdir, rmdir or open. It is removed
+	// with the sandbox. One process at a time holds it: CreateProcess
+	// fails with ErrFailedPrecondition while the previous holder has not
+	// exited. Each holder's OOMKilled and CPU usage are its own (the growth
+	// of the cgroup's counters since the previous exit); MemoryPeak spans
+	// the cgroup's life. Empty: a cgroup of the process's own, named after
+	// its id, removed with it. Ignored without cgroups.
+	Cgroup string
 	// StopSignal is what StopProcess sends first; 0 means SIGTERM.
 	StopSignal syscall.Signal
 	// OnExit, when set, is called once the process is exited, with its

@@ -112,6 +112,11 @@ type Process struct {
 	onExit func(Exit)
 }
 
+// testHookBeforeRegister, when set by a test, runs between a successful
+// fork+exec and the registration of the pid: it lets a test have the child
+// exit and be reaped before Start has recorded it.
+var testHookBeforeRegister func(pid int)
+
 // Start starts c. On success the process runs in its own process group and
 // its exit will be reaped by the package's one reaper.
 func Start(c *Cmd) (*Process, error) {
@@ -165,14 +170,17 @@ func Start(c *Cmd) (*Process, error) {
 	p := &Process{done: make(chan struct{}), onExit: c.OnExit}
 
 	fork := func() error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
+		s := r.subscribe()
 		pid, err := syscall.ForkExec(path, args, attr)
 		if err != nil {
+			r.abandon(s)
 			return err
 		}
 		p.pid, p.pgid, p.pidfd = pid, pid, pidfd
-		r.owners[pid] = p
+		if testHookBeforeRegister != nil {
+			testHookBeforeRegister(pid)
+		}
+		r.register(s, p)
 		return nil
 	}
 	if c.Forker != nil {

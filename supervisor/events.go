@@ -30,6 +30,9 @@ const (
 	// EventFailedPreStopHook: the pre_stop hook failed; termination
 	// continues (H4).
 	EventFailedPreStopHook = "FailedPreStopHook"
+	// EventRecovered: at start-up podsup found (and killed) what an
+	// earlier podsup of the same instance left of a group when it died.
+	EventRecovered = "Recovered"
 )
 
 // Event is one thing that happened to a process or group.

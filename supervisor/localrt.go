@@ -13,8 +13,11 @@ import (
 
 // LocalRuntime runs groups in sandboxes of package sandbox's LocalRuntime:
 // one sandbox per group (its namespaces and cgroup), one process record
-// (and cgroup) per instance. The sandbox is created with the group's first
-// start and deleted when the group's worker ends (ReleaseGroup).
+// per instance, and one cgroup per process, named after it and kept
+// across its instances (sandbox.ProcessConfig.Cgroup), so that a restart
+// costs no cgroup creation or removal. The sandbox is created with the
+// group's first start and deleted when the group's worker ends
+// (ReleaseGroup).
 //
 // A sandbox that died (its holder ended: everything in its PID namespace
 // with it) is rebuilt by the next start of one of the group's processes,
@@ -32,7 +35,9 @@ import (
 // Groups without a Sandbox run on the host path of SandboxRuntime (process
 // group kill) unless AllGroups is set, which gives every group a
 // cgroup-only sandbox: whole-tree kill that also catches a double-forked
-// setsid daemon, usage figures and OOMKilled.
+// setsid daemon, a tree a later podsup of the same instance finds and
+// kills after a crash, usage figures and OOMKilled. Without cgroups
+// AllGroups changes nothing.
 type LocalRuntime struct {
 	RT *sandbox.LocalRuntime
 	// AllGroups puts groups without a Sandbox in a cgroup-only sandbox too.
@@ -131,6 +136,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, e
 		Sandbox: req.Group, Command: pr.Command, Env: environ(pr.Env), Dir: pr.WorkingDir,
 		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
 		StopSignal: pr.EffectiveStopSignal(),
+		Cgroup:     pr.Name, // one cgroup per process, whichever instance
 		OnExit:     gate.exited,
 	})
 	if err != nil {
@@ -160,11 +166,11 @@ func (l *LocalRuntime) startProcess(ctx context.Context, id string) (int, error)
 	if err := l.RT.StartProcess(ctx, id); err != nil {
 		return 0, err
 	}
-	st, err := l.RT.ProcessStatus(id)
+	pid, err := l.RT.ProcessPid(id) // not ProcessStatus: no usage read on the restart path
 	if err != nil {
 		return 0, fmt.Errorf("reading the started process: %w", err)
 	}
-	return st.Pid, nil
+	return pid, nil
 }
 
 // startGate passes an instance's exit on only once its start succeeded:

@@ -297,6 +297,17 @@ func (s *Supervisor) Status() Status {
 	return st
 }
 
+// Publish records an event that no group's worker saw: what podsup found
+// at start-up of an earlier podsup's groups (EventRecovered), say. A zero
+// Time is now. Subscribers (the event history, `podsup events`) get it
+// like any other; call it after they subscribed.
+func (s *Supervisor) Publish(e Event) {
+	if e.Time.IsZero() {
+		e.Time = s.clock.Now()
+	}
+	s.bus.publish(e)
+}
+
 // Subscribe returns a subscription to every event from now on, in order.
 // A subscriber that falls DefaultEventBuffer (Options.EventBuffer) events
 // behind loses the oldest ones; Dropped counts them. Close it when done.

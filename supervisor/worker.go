@@ -46,6 +46,11 @@ type worker struct {
 	// has not yet handled; starting holds the cancel of each start's ctx.
 	effects  int
 	starting map[string]context.CancelFunc
+	// cleaning holds, per process, the end of the tree kill that follows
+	// its last instance's exit: the next start waits for it, so that what
+	// the old instance left is killed before a new one may share its
+	// cgroup (X10).
+	cleaning map[string]chan struct{}
 	// barriers wait for the mailbox to be empty with no effect in flight.
 	barriers []barrierInput
 	// events waits for the end of handle: a subscriber who sees an event
@@ -84,6 +89,7 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 		onStatus:   s.statusChanged,
 		insts:      map[string]Instance{},
 		starting:   map[string]context.CancelFunc{},
+		cleaning:   map[string]chan struct{}{},
 		done:       make(chan struct{}),
 		registry:   &s.rc,
 	}
@@ -297,7 +303,11 @@ func (w *worker) startInstance(a startAction) {
 		},
 		Report: func(e RuntimeEvent) { w.mb.put(runtimeEventInput{event: e}) },
 	}
+	cleaned := w.cleaning[a.process]
 	go func() {
+		if cleaned != nil {
+			<-cleaned // the previous instance's leftovers are dead first
+		}
 		inst, err := w.rt.Start(ctx, req)
 		gate.started(w.mb, startDoneInput{instance: id, inst: inst, err: err})
 	}()
@@ -349,12 +359,20 @@ func (w *worker) killTree(a killTreeAction) {
 		w.mb.put(killDoneInput{process: a.process, instance: a.instance, exited: a.exited})
 		return
 	}
+	var cleaned chan struct{}
+	if a.exited {
+		cleaned = make(chan struct{})
+		w.cleaning[a.process] = cleaned
+	}
 	go func() {
 		done := killDoneInput{process: a.process, instance: a.instance, exited: a.exited}
 		if err := inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
 			done.err = err
 		} else if r, ok := inst.(InstanceRemover); ok && a.exited {
 			done.removeErr = r.Remove()
+		}
+		if cleaned != nil {
+			close(cleaned) // before the result: the worker then forgets it
 		}
 		w.mb.put(done)
 	}()
@@ -382,6 +400,9 @@ func (w *worker) effectDone(in input) input {
 		return startedInput{instance: in.instance, pid: in.inst.Pid()}
 	case killDoneInput:
 		w.effects--
+		if c := w.cleaning[in.process]; in.exited && c != nil && isDone(c) {
+			delete(w.cleaning, in.process)
+		}
 	}
 	return in
 }
@@ -401,5 +422,14 @@ func (w *worker) barrier() {
 	select {
 	case <-b.done:
 	case <-w.done:
+	}
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

@@ -127,14 +127,32 @@ func runUp(file, socketOverride string) (int, error) {
 	sandbox.StartReaper()
 
 	socket := cfg.Supervisor.EffectiveSocket()
+	gid := -1
+	if g := cfg.Supervisor.SocketGroup; g != "" {
+		if gid, err = lookupGID(g); err != nil {
+			return 0, fmt.Errorf("supervisor.socket_group: %w", err)
+		}
+	}
+	// The socket first: it is the instance's lock. A podsup still running
+	// on it makes this one fail here, before NewRuntime would take its
+	// cgroups for a crashed predecessor's and kill its processes.
+	l, err := api.Listen(socket, gid)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(socket)
 	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: instanceName(socket), Logger: log})
 	if err != nil {
 		return 0, err
 	}
 	defer rt.Close() // deletes every sandbox and cgroup left
-	// Groups with a sandbox block get namespaces and cgroups; the others run
-	// on the host path, which restarts ~5x cheaper (docs/benchmarks.md).
-	runtime := supervisor.NewLocalRuntime(rt, false)
+	// Every group runs in a cgroup where podsup can create one, a group
+	// without a sandbox block in a cgroup-only sandbox: its processes' trees
+	// die whole (a setsid daemon too), and a podsup restarted after a crash
+	// finds them. Each process keeps its cgroup across restarts, so a
+	// restart costs what a host spawn does (docs/benchmarks.md). Without
+	// cgroups NewRuntime said so once and process groups are used.
+	runtime := supervisor.NewLocalRuntime(rt, true)
 	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: os.Stdout, Dir: cfg.Supervisor.LogDir, Logger: log})
 	if err != nil {
 		return 0, err
@@ -177,18 +195,8 @@ func runUp(file, socketOverride string) (int, error) {
 	d := &daemon{path: path, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: runtime, svc: svc}
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
+	publishRecovered(sup, rt.Recovered())
 
-	gid := -1
-	if g := cfg.Supervisor.SocketGroup; g != "" {
-		if gid, err = lookupGID(g); err != nil {
-			return 0, fmt.Errorf("supervisor.socket_group: %w", err)
-		}
-	}
-	l, err := api.Listen(socket, gid)
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(socket)
 	srv := api.NewServer(api.Backend{
 		Supervisor: sup, History: history, Version: version,
 		Reload: d.reload,
@@ -232,6 +240,31 @@ func runUp(file, socketOverride string) (int, error) {
 		log.Warn().Int("exit_code", res.ExitCode).Msg("a critical process ended: podsup exits with its code")
 	}
 	return res.ExitCode, nil
+}
+
+// publishRecovered tells, one event per group, what NewRuntime found and
+// killed of a podsup of this instance that died without stopping its
+// groups (SIGKILL, OOM).
+func publishRecovered(sup *supervisor.Supervisor, found []sandbox.Recovered) {
+	for _, r := range found {
+		if !spec.ValidName(r.Sandbox) {
+			continue // podsup's own leaf, not a group; logged by NewRuntime
+		}
+		e := supervisor.Event{Type: supervisor.EventNormal, Reason: supervisor.EventRecovered, Group: r.Sandbox,
+			Message: "removed the empty cgroup left by a previous podsup (" + r.Cgroup + ")"}
+		if n := len(r.Pids); n > 0 {
+			e.Type = supervisor.EventWarning
+			e.Message = fmt.Sprintf("killed %d %s left by a previous podsup (cgroup %s)", n, plural(n, "process", "processes"), r.Cgroup)
+		}
+		sup.Publish(e)
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // reload re-reads the file; on any error the running configuration stays.

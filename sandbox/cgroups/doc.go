@@ -22,7 +22,15 @@
 // offers it, else from the v1 mount that has it. The v2 hierarchy, when
 // mounted, is always used: with or without controllers it gives atomic
 // placement at fork (clone3 CLONE_INTO_CGROUP), cgroup.kill, cgroup.procs of
-// the whole tree and cpu.stat.
+// the whole tree, cgroup.events and cpu.stat.
+//
+// With v2 mounted, a group (and its process cgroups) exists in a v1
+// hierarchy only when it has a limit that hierarchy's controller enforces:
+// v2 alone tracks, kills and accounts the tree, and entering v1 cgroups at
+// each fork is most of what a placed start costs. A group without limits
+// then has no memory figures or OOM verdict unless v2 offers the memory
+// controller, and SetResources cannot add a limit it was created without.
+// Without v2, every v1 hierarchy is used for every group.
 //
 // # Layout
 //
@@ -58,9 +66,17 @@
 // Kill is SIGKILL to every process in the subtree, repeated until the
 // kernel lists none: cgroup.kill on v2; v1 freezes the tree (freezer.state
 // FROZEN), signals every listed pid through a pidfd and thaws, so nothing
-// forks in between. Every signal goes through a pidfd opened while the pid
+// forks in between. KillTree, the kill of a Process cgroup that will take
+// the next instance of its process, freezes on v2 too: on the kernels here
+// a cgroup once killed through cgroup.kill SIGKILLs every child later
+// cloned into it. Every signal goes through a pidfd opened while the pid
 // was listed and checked against a second listing, never to pid <= 0 or
 // podsup's own pid.
+//
+// # Leftovers
+//
+// Sweep kills and removes what an earlier podsup of the same instance left
+// (SIGKILLed, OOM-killed) and reports each cgroup with the pids it killed.
 //
 // # Unavailable
 //

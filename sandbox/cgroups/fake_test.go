@@ -483,7 +483,7 @@ func TestFakeSweepRemovesOnlyLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed, err := m.Sweep()
-	if err != nil || len(removed) != 1 || removed[0] != filepath.Join(m.Root(), "old") {
+	if err != nil || len(removed) != 1 || removed[0].Path != filepath.Join(m.Root(), "old") || removed[0].Name != "old" {
 		t.Errorf("Sweep = %v, %v; want the old group only", removed, err)
 	}
 	for _, d := range og.Dirs() {

@@ -33,22 +33,72 @@ var kernelFS = fsOps{
 // writeFile writes one value to an existing control file. It never creates
 // files: a missing control file means a missing controller, and that must
 // show as an error (ENOENT), also in the fake tree.
+//
+// Control files are read and written with plain syscalls, not *os.File:
+// cgroupfs files can be polled, so os.Open would register each with the
+// runtime's epoll and unregister it at Close, which on the restart path
+// cost more than the read itself.
 func writeFile(file, value string) error {
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
+	fd, err := openFile(file, unix.O_WRONLY|unix.O_TRUNC)
 	if err != nil {
 		return err
 	}
-	_, werr := f.WriteString(value)
-	cerr := f.Close()
+	_, werr := ignoringEINTR(func() (int, error) { return unix.Write(fd, []byte(value)) })
+	cerr := unix.Close(fd)
 	if werr != nil {
 		return fmt.Errorf("writing %q to %s: %w", value, file, werr)
 	}
-	return cerr
+	if cerr != nil {
+		return fmt.Errorf("closing %s: %w", file, cerr)
+	}
+	return nil
+}
+
+// openFile opens a control file; errors are *os.PathError, so
+// errors.Is(err, os.ErrNotExist) works as with os.Open.
+func openFile(file string, flags int) (int, error) {
+	fd, err := ignoringEINTR(func() (int, error) { return unix.Open(file, flags|unix.O_CLOEXEC, 0) })
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: file, Err: err}
+	}
+	return fd, nil
+}
+
+// readFile reads a whole (small) control file.
+func readFile(file string) ([]byte, error) {
+	fd, err := openFile(file, unix.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = unix.Close(fd) }() // read-only: nothing to lose
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := ignoringEINTR(func() (int, error) { return unix.Read(fd, buf[len(buf):cap(buf)]) })
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: file, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+func ignoringEINTR(fn func() (int, error)) (int, error) {
+	for {
+		n, err := fn()
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
 }
 
 // readWords reads a space-separated list, e.g. cgroup.controllers.
 func readWords(file string) ([]string, error) {
-	b, err := os.ReadFile(file)
+	b, err := readFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +107,7 @@ func readWords(file string) ([]string, error) {
 
 // readUint reads a file holding one number ("max" reads as 0, with ok false).
 func readUint(file string) (n uint64, ok bool, err error) {
-	b, err := os.ReadFile(file)
+	b, err := readFile(file)
 	if err != nil {
 		return 0, false, err
 	}
@@ -75,7 +125,7 @@ func readUint(file string) (n uint64, ok bool, err error) {
 // readKeyed reads key from a "key value" per line file (memory.events,
 // cpu.stat, memory.oom_control, freezer-less cgroup.events).
 func readKeyed(file, key string) (uint64, error) {
-	b, err := os.ReadFile(file)
+	b, err := readFile(file)
 	if err != nil {
 		return 0, err
 	}
@@ -96,7 +146,7 @@ func readKeyed(file, key string) (uint64, error) {
 // readPids reads cgroup.procs. A cgroup removed between listing and
 // reading (its open file then answers ENODEV) reads as gone: ErrNotExist.
 func readPids(file string) ([]int, error) {
-	b, err := os.ReadFile(file)
+	b, err := readFile(file)
 	if errors.Is(err, unix.ENODEV) {
 		return nil, fmt.Errorf("reading %s: removed meanwhile: %w", file, os.ErrNotExist)
 	}

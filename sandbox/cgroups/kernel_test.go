@@ -32,11 +32,15 @@ func newGroupProcess(t *testing.T, m *Manager, r spec.Resources) (*Group, *Proce
 	return g, p
 }
 
-// wantCgroup checks that pid sits in p in every hierarchy in use.
+// allLimits asks for every controller podsup uses, so that a group lives
+// in every hierarchy in use (Manager.groupHiers).
+var allLimits = spec.Resources{Memory: 256 << 20, CPU: 1, Pids: 1000}
+
+// wantCgroup checks that pid sits in p in every hierarchy p lives in.
 func wantCgroup(t *testing.T, m *Manager, p *Process, pid int) {
 	t.Helper()
 	got := cgroupsOf(t, pid)
-	for _, h := range m.hiers {
+	for _, h := range p.hiers() {
 		key := strings.Join(h.Controllers, ",")
 		if h.Version == 2 {
 			key = ""
@@ -50,7 +54,10 @@ func wantCgroup(t *testing.T, m *Manager, p *Process, pid int) {
 
 func TestPlacementPutsChildInEveryHierarchy(t *testing.T) {
 	m := newTestManager(t, Options{})
-	_, p := newGroupProcess(t, m, spec.Resources{})
+	_, p := newGroupProcess(t, m, allLimits)
+	if len(p.hiers()) != len(m.hiers) {
+		t.Fatalf("a group with every limit lives in %d of the %d hierarchies", len(p.hiers()), len(m.hiers))
+	}
 	c := startIn(t, p, "sleeper")
 	wantCgroup(t, m, p, c.pid)
 	procs, err := p.Procs()
@@ -73,12 +80,59 @@ func TestPlacementPutsChildInEveryHierarchy(t *testing.T) {
 	}
 }
 
+// With cgroup2 mounted, a group without limits lives in v2 alone: its
+// children are placed there at fork, the forking thread never enters a v1
+// cgroup (that move is most of a placed start's cost), and the tree is
+// still listed, killed whole and accounted.
+func TestGroupWithoutLimitsLivesInV2Only(t *testing.T) {
+	m := newTestManager(t, Options{})
+	if m.v2 == nil {
+		t.Skip("no cgroup2 hierarchy: every v1 hierarchy tracks the tree")
+	}
+	g, p := newGroupProcess(t, m, spec.Resources{})
+	if hs := p.hiers(); len(hs) != 1 || hs[0] != m.v2 {
+		t.Fatalf("a group without limits lives in %d hierarchies, want v2 alone", len(hs))
+	}
+	for _, h := range m.hiers[1:] {
+		if _, err := os.Stat(filepath.Join(h.base, "g")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("group without limits has a cgroup in v1 %v: %v", h.Controllers, err)
+		}
+	}
+	pl, err := p.OpenPlacement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	if len(pl.enter) != 0 || pl.CgroupFD() < 0 {
+		t.Fatalf("placement enters %d v1 cgroups, cgroup fd %d; want none and a v2 fd", len(pl.enter), pl.CgroupFD())
+	}
+	c := startIn(t, p, "daemonize")
+	if ws := c.wait(t, 10*time.Second); ws.ExitStatus() != 0 {
+		t.Fatalf("daemonize exited %v", ws)
+	}
+	var daemon []int
+	waitFor(t, 10*time.Second, "the setsid daemon listed in the tree", func() bool {
+		daemon, _ = g.Procs()
+		return len(daemon) == 1
+	})
+	wantCgroup(t, m, p, daemon[0])
+	if err := p.KillTree(unix.SIGKILL); err != nil {
+		t.Fatalf("KillTree: %v", err)
+	}
+	if procs, err := g.Procs(); err != nil || len(procs) != 0 {
+		t.Fatalf("after KillTree the tree lists %v, %v", procs, err)
+	}
+	if err := g.SetResources(spec.Resources{Memory: 64 << 20}); m.ctl["memory"] != m.v2 && !errors.Is(err, ErrNoController) {
+		t.Errorf("a memory limit on a group created without one, memory on v1: %v; want ErrNoController", err)
+	}
+}
+
 func TestForkSeesThreadInsideAndProcsLeavesPodsupOut(t *testing.T) {
 	m := newTestManager(t, Options{})
 	if len(m.hiers) == 1 && m.v2 != nil {
 		t.Skip("pure v2 host: no v1 cgroup to move a thread into")
 	}
-	_, p := newGroupProcess(t, m, spec.Resources{})
+	_, p := newGroupProcess(t, m, allLimits)
 	pl, err := p.OpenPlacement()
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +290,7 @@ func TestKillV1FreezerReachesSetsidDaemon(t *testing.T) {
 
 func TestStatsCountBusyCPU(t *testing.T) {
 	m := newTestManager(t, Options{})
-	g, p := newGroupProcess(t, m, spec.Resources{})
+	g, p := newGroupProcess(t, m, spec.Resources{Memory: 256 << 20})
 	c := startIn(t, p, "spin")
 	waitFor(t, 20*time.Second, "CPU usage of the spinning process", func() bool {
 		st, err := g.Stats()
@@ -246,7 +300,7 @@ func TestStatsCountBusyCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.ctl["memory"] != nil && st.MemoryCurrent == 0 {
+	if p.ctl("memory") != nil && st.MemoryCurrent == 0 {
 		t.Errorf("Stats = %+v: no memory charged to a running process", st)
 	}
 	if err := g.Kill(); err != nil {
@@ -266,8 +320,10 @@ func TestSweepRemovesWhatACrashedPodsupLeft(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
-	if len(removed) != 1 || removed[0] != filepath.Join(m.Root(), "g") {
-		t.Errorf("Sweep removed %v, want the leftover group", removed)
+	if len(removed) != 1 || removed[0].Path != filepath.Join(m.Root(), "g") || removed[0].Name != "g" {
+		t.Errorf("Sweep removed %+v, want the leftover group", removed)
+	} else if len(removed[0].Pids) != 1 || removed[0].Pids[0] != c.pid {
+		t.Errorf("Sweep found pids %v in the leftover group, want [%d]", removed[0].Pids, c.pid)
 	}
 	if ws := c.wait(t, 10*time.Second); ws.Signal() != unix.SIGKILL {
 		t.Errorf("leftover process ended with %v, want SIGKILL", ws)
@@ -329,4 +385,34 @@ func TestNewGroupRefusesDuplicatesAndBadNames(t *testing.T) {
 			t.Errorf("NewGroup(%q) = %v, want ErrInvalidName", bad, err)
 		}
 	}
+}
+
+// A Process cgroup takes the next instance of its process after KillTree
+// emptied it: the child placed there at fork runs. (On the kernels here a
+// cgroup once killed through cgroup.kill SIGKILLs every child later
+// cloned into it, which is why KillTree does not use it.)
+func TestKillTreeLeavesTheCgroupUsableForTheNextChild(t *testing.T) {
+	m := newTestManager(t, Options{})
+	_, p := newGroupProcess(t, m, spec.Resources{})
+	first := startIn(t, p, "sleeper")
+	if err := p.KillTree(unix.SIGKILL); err != nil {
+		t.Fatalf("KillTree: %v", err)
+	}
+	if ws := first.wait(t, 10*time.Second); ws.Signal() != unix.SIGKILL {
+		t.Fatalf("first child ended with %v, want SIGKILL", ws)
+	}
+	next := startIn(t, p, "sleeper")
+	time.Sleep(200 * time.Millisecond) // a SIGKILL at fork lands at once
+	var ws unix.WaitStatus
+	pid, err := unix.Wait4(next.pid, &ws, unix.WNOHANG, nil)
+	if pid == next.pid {
+		next.reaped = true // reaped here: cleanup must not signal the number again
+	}
+	if err != nil || pid != 0 {
+		t.Fatalf("the next child in the killed cgroup ended at once: %v (wait4 %d, %v)", ws, pid, err)
+	}
+	if err := p.KillTree(unix.SIGKILL); err != nil {
+		t.Fatalf("KillTree: %v", err)
+	}
+	next.wait(t, 10*time.Second)
 }

@@ -82,11 +82,71 @@ func (n *node) Signal(sig syscall.Signal) error {
 
 // KillTree is Kill for SIGKILL and Signal otherwise; it matches the tree
 // killer interface of package sandbox.
+//
+// Where the cgroup2 hierarchy is in use, KillTree's SIGKILL looks at v2
+// alone: every process podsup starts is created in its v2 cgroup
+// (CLONE_INTO_CGROUP) and its descendants stay in that subtree, so v2
+// lists the whole tree and the v1 hierarchies only carry controllers. An
+// empty tree, the usual case after a process exited, then costs one read
+// of cgroup.events.
+//
+// It never writes cgroup.kill: the kernels here (6.18) SIGKILL every child
+// created later with CLONE_INTO_CGROUP in a cgroup that was once killed
+// that way, and a Process cgroup is kept for the next instance of its
+// process. It freezes the tree, signals every listed process and thaws
+// instead. Kill, which deleting a cgroup relies on, uses cgroup.kill and
+// also walks every v1 hierarchy.
 func (n *node) KillTree(sig syscall.Signal) error {
-	if sig == unix.SIGKILL {
-		return n.Kill()
+	if sig != unix.SIGKILL {
+		return n.Signal(sig)
 	}
-	return n.Signal(sig)
+	if done, err := n.killV2(); done {
+		return err
+	}
+	return n.Kill()
+}
+
+// killV2 is KillTree's SIGKILL through v2 alone, repeated until
+// cgroup.events says "populated 0". done is false where that does not
+// apply (no v2, no cgroup.events, podsup's own leaf): use Kill.
+func (n *node) killV2() (done bool, err error) {
+	v2 := n.m.v2
+	if v2 == nil || n.rel == supervisorLeaf {
+		return false, nil
+	}
+	dir := n.dir(v2)
+	events := filepath.Join(dir, "cgroup.events")
+	deadline := time.Now().Add(n.m.timeout)
+	delay := time.Millisecond
+	for round := 0; ; round++ {
+		populated, err := readKeyed(events, "populated")
+		switch {
+		case errors.Is(err, os.ErrNotExist) && round == 0 && exists(dir):
+			return false, nil // an old kernel without cgroup.events
+		case errors.Is(err, os.ErrNotExist):
+			return true, nil // removed: nothing left in it
+		case err != nil:
+			return true, fmt.Errorf("killing %s: %w", dir, err)
+		case populated == 0:
+			return true, nil
+		case time.Now().After(deadline):
+			pids, _ := n.Procs()
+			return true, fmt.Errorf("killing %s: %w: pids %v", dir, ErrBusy, pids)
+		}
+		if fz := n.freezer(); fz != nil {
+			err = n.freezeKillThaw(fz)
+		} else {
+			var pids []int
+			if pids, _, err = n.procs(); err == nil {
+				err = n.signalListed(pids, unix.SIGKILL)
+			}
+		}
+		if err != nil {
+			return true, fmt.Errorf("killing %s: %w", dir, err)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
+	}
 }
 
 // signalable is the guard every signal passes: never pid <= 0 (kill(2)
@@ -158,12 +218,12 @@ func (n *node) freezer() *freezer {
 			}
 		}
 	}
-	if h := n.m.ctl["freezer"]; h != nil {
+	if h := n.ctl("freezer"); h != nil {
 		state := filepath.Join(n.dir(h), "freezer.state")
 		return &freezer{
 			file: state, freeze: "FROZEN", thaw: "THAWED",
 			frozen: func() bool {
-				b, err := os.ReadFile(state)
+				b, err := readFile(state)
 				return err == nil && strings.TrimSpace(string(b)) == "FROZEN"
 			},
 		}

@@ -43,17 +43,17 @@ func (w limitWrite) apply(fs fsOps) error {
 }
 
 // limitWrites lists, in order, the writes that give the group exactly r.
-// Every controller podsup uses is written, so changing a limit back to
-// zero (unlimited) takes effect too.
+// Every controller the group's cgroup has is written, so changing a limit
+// back to zero (unlimited) takes effect too.
 func (g *Group) limitWrites(r spec.Resources) []limitWrite {
 	var ws []limitWrite
-	if h := g.m.ctl["memory"]; h != nil {
+	if h := g.ctl("memory"); h != nil {
 		ws = append(ws, memoryWrites(h.Version, g.dir(h), r.Memory)...)
 	}
-	if h := g.m.ctl["cpu"]; h != nil {
+	if h := g.ctl("cpu"); h != nil {
 		ws = append(ws, cpuWrites(h.Version, g.dir(h), r.CPU, r.CPUWeight)...)
 	}
-	if h := g.m.ctl["pids"]; h != nil {
+	if h := g.ctl("pids"); h != nil {
 		v := "max"
 		if r.Pids > 0 {
 			v = strconv.FormatInt(r.Pids, 10)

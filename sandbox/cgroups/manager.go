@@ -415,7 +415,7 @@ func (m *Manager) NewGroup(name string, r spec.Resources) (*Group, error) {
 	if m.groups[name] != nil {
 		return nil, fmt.Errorf("creating group cgroup %q: %w", name, ErrExist)
 	}
-	g := &Group{node{m: m, rel: name}}
+	g := &Group{node{m: m, rel: name, hs: m.groupHiers(r)}}
 	if err := g.create(); err != nil {
 		return nil, err
 	}
@@ -443,16 +443,56 @@ func (m *Manager) NewGroup(name string, r spec.Resources) (*Group, error) {
 	return g, nil
 }
 
+// groupHiers picks the hierarchies a group with limits r lives in. With
+// cgroup2 mounted, v2 alone holds the tree (placement at fork, cgroup.kill,
+// the listing, CPU usage), so a group enters a v1 hierarchy only for a
+// limit that hierarchy's controller enforces: moving the forking thread
+// into v1 cgroups and back is most of what a placed start costs, and a
+// group without limits (no sandbox block) then restarts at the cost of a
+// host spawn. Its usage has no memory figures and its exits no OOMKilled
+// verdict unless v2 offers the memory controller. Without v2 every v1
+// hierarchy is used: they are all that tracks, freezes and accounts the
+// tree. nil means all.
+func (m *Manager) groupHiers(r spec.Resources) []*hier {
+	if m.v2 == nil {
+		return nil
+	}
+	hs := []*hier{m.v2}
+	want := func(c string, need bool) {
+		if h := m.ctl[c]; need && h != nil && !slices.Contains(hs, h) {
+			hs = append(hs, h)
+		}
+	}
+	want("memory", r.Memory > 0)
+	want("cpu", r.CPU > 0 || r.CPUWeight > 0)
+	want("pids", r.Pids > 0)
+	return hs
+}
+
+// Leftover is a cgroup Sweep found under the root that this Manager did
+// not create: what an earlier podsup of the same instance left.
+type Leftover struct {
+	// Name is the child of the root it was: a group's name, or
+	// "_supervisor" for an earlier podsup's own leaf.
+	Name string
+	// Path is its directory in the first hierarchy.
+	Path string
+	// Pids were running in it (and below) when Sweep found it; Sweep
+	// killed them.
+	Pids []int
+}
+
 // Sweep kills and removes every cgroup under the root that this Manager did
 // not create: what an earlier podsup with the same instance name left
-// behind (say it was SIGKILLed). It returns the cgroups it removed.
+// behind (say it was SIGKILLed). It returns what it found, one Leftover per
+// cgroup, sorted by name; on error, those it dealt with.
 //
 // It also kills every process in an earlier run's supervisor leaf except
 // podsup itself. That is a still-running podsup of the same instance: two
 // must not run. Call it once, right after New, before creating groups;
 // a caller that can tell a live twin apart (a lock, the control socket)
 // should refuse to start rather than sweep it.
-func (m *Manager) Sweep() ([]string, error) {
+func (m *Manager) Sweep() ([]Leftover, error) {
 	m.mu.Lock()
 	keep := map[string]bool{}
 	for name := range m.groups {
@@ -463,7 +503,7 @@ func (m *Manager) Sweep() ([]string, error) {
 }
 
 // removeChildren kills and removes each child of the root not in keep.
-func (m *Manager) removeChildren(keep map[string]bool) ([]string, error) {
+func (m *Manager) removeChildren(keep map[string]bool) ([]Leftover, error) {
 	names := map[string]bool{}
 	for _, h := range m.hiers {
 		entries, err := os.ReadDir(h.base)
@@ -484,10 +524,15 @@ func (m *Manager) removeChildren(keep map[string]bool) ([]string, error) {
 		sorted = append(sorted, n)
 	}
 	sort.Strings(sorted)
-	var removed []string
+	var found []Leftover
 	var errs []error
 	for _, name := range sorted {
+		// Every hierarchy: what the earlier run made may be in any.
 		n := &node{m: m, rel: name}
+		pids, err := n.Procs()
+		if err != nil {
+			errs = append(errs, err)
+		}
 		if err := n.Kill(); err != nil {
 			errs = append(errs, err)
 		}
@@ -498,9 +543,9 @@ func (m *Manager) removeChildren(keep map[string]bool) ([]string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, n.Path())
+		found = append(found, Leftover{Name: name, Path: n.Path(), Pids: pids})
 	}
-	return removed, errors.Join(errs...)
+	return found, errors.Join(errs...)
 }
 
 // Close kills everything in the tree, removes every cgroup of it, moves

@@ -16,6 +16,28 @@ import (
 type node struct {
 	m   *Manager
 	rel string // "web", "web/api"
+	// hs are the hierarchies the cgroup exists in; nil means all the
+	// Manager uses (see Manager.NewGroup for when a group has fewer).
+	hs []*hier
+}
+
+// hiers are the hierarchies the cgroup exists in, the v2 one (if any)
+// first.
+func (n *node) hiers() []*hier {
+	if n.hs != nil {
+		return n.hs
+	}
+	return n.m.hiers
+}
+
+// ctl is the hierarchy serving controller c for this cgroup, or nil when
+// the cgroup is not in it.
+func (n *node) ctl(c string) *hier {
+	h := n.m.ctl[c]
+	if h == nil || !slices.Contains(n.hiers(), h) {
+		return nil
+	}
+	return h
 }
 
 // Group is the cgroup of one group; it holds the limits and the process
@@ -34,12 +56,13 @@ func (n *node) dir(h *hier) string { return filepath.Join(h.base, filepath.FromS
 
 // Path is the cgroup's directory in the first hierarchy (v2 when there is
 // one). It is what Kill and Procs act on there.
-func (n *node) Path() string { return n.dir(n.m.hiers[0]) }
+func (n *node) Path() string { return n.dir(n.hiers()[0]) }
 
 // Dirs are the cgroup's directories in every hierarchy in use.
 func (n *node) Dirs() []string {
-	out := make([]string, len(n.m.hiers))
-	for i, h := range n.m.hiers {
+	hs := n.hiers()
+	out := make([]string, len(hs))
+	for i, h := range hs {
 		out[i] = n.dir(h)
 	}
 	return out
@@ -47,10 +70,11 @@ func (n *node) Dirs() []string {
 
 // create makes the directory in every hierarchy, undoing them all on error.
 func (n *node) create() error {
-	for i, h := range n.m.hiers {
+	hs := n.hiers()
+	for i, h := range hs {
 		d := n.dir(h)
 		if err := n.m.fs.mkdir(d); err != nil {
-			for _, done := range n.m.hiers[:i] {
+			for _, done := range hs[:i] {
 				_ = n.m.fs.rmdir(n.dir(done)) // undo; just created, empty
 			}
 			if errors.Is(err, os.ErrExist) {
@@ -67,7 +91,7 @@ func (g *Group) NewProcess(name string) (*Process, error) {
 	if err := validName(name); err != nil {
 		return nil, err
 	}
-	p := &Process{node{m: g.m, rel: g.rel + "/" + name}}
+	p := &Process{node{m: g.m, rel: g.rel + "/" + name, hs: g.hs}}
 	if err := p.create(); err != nil {
 		return nil, err
 	}
@@ -90,10 +114,30 @@ func (g *Group) SetResources(r spec.Resources) error {
 	if err := g.m.Check(r); err != nil {
 		return fmt.Errorf("setting limits of %s: %w", g.Path(), err)
 	}
+	if err := g.check(r); err != nil {
+		return fmt.Errorf("setting limits of %s: %w (the group was created without them; create it anew)", g.Path(), err)
+	}
 	for _, w := range g.limitWrites(r) {
 		if err := w.apply(g.m.fs); err != nil {
 			return fmt.Errorf("setting limits of %s: %w", g.Path(), err)
 		}
+	}
+	return nil
+}
+
+// check is Manager.Check for the hierarchies the group lives in.
+func (g *Group) check(r spec.Resources) error {
+	var missing []string
+	need := func(c string, want bool) {
+		if want && g.ctl(c) == nil {
+			missing = append(missing, c)
+		}
+	}
+	need("memory", r.Memory > 0)
+	need("cpu", r.CPU > 0 || r.CPUWeight > 0)
+	need("pids", r.Pids > 0)
+	if len(missing) > 0 {
+		return missingControllers(missing)
 	}
 	return nil
 }
@@ -110,7 +154,7 @@ func (n *node) Procs() ([]int, error) {
 func (n *node) procs() (pids []int, selfInside bool, err error) {
 	self := os.Getpid()
 	seen := map[int]bool{}
-	for _, h := range n.m.hiers {
+	for _, h := range n.hiers() {
 		top := n.dir(h)
 		dirs, err := subdirs(top)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -147,7 +191,7 @@ func (n *node) procs() (pids []int, selfInside bool, err error) {
 func (n *node) Delete() error {
 	deadline := time.Now().Add(n.m.timeout)
 	var errs []error
-	for _, h := range n.m.hiers {
+	for _, h := range n.hiers() {
 		top := n.dir(h)
 		dirs, err := subdirs(top)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

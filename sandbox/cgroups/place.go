@@ -59,7 +59,7 @@ type Placement struct {
 // OpenPlacement opens what a fork into p needs. Close it after the fork.
 func (p *Process) OpenPlacement() (*Placement, error) {
 	pl := &Placement{m: p.m, rel: p.rel}
-	for _, h := range p.m.hiers {
+	for _, h := range p.hiers() {
 		if h.Version == 2 {
 			f, err := os.Open(p.dir(h))
 			if err != nil {
@@ -169,7 +169,7 @@ func (p *Process) AddProc(pid int) error {
 	if pid <= 0 {
 		return fmt.Errorf("adding pid %d to %s: not a process", pid, p.Path())
 	}
-	for _, h := range p.m.hiers {
+	for _, h := range p.hiers() {
 		if err := p.m.fs.write(filepath.Join(p.dir(h), "cgroup.procs"), strconv.Itoa(pid)); err != nil {
 			return fmt.Errorf("adding pid %d to %s: %w", pid, p.dir(h), err)
 		}

@@ -42,12 +42,12 @@ func (n *node) Stats() (Stats, error) {
 		usec, err := readKeyed(filepath.Join(n.dir(n.m.v2), "cpu.stat"), "usage_usec")
 		note(err)
 		s.CPU = time.Duration(usec) * time.Microsecond
-	case n.m.ctl["cpuacct"] != nil:
-		ns, _, err := readUint(filepath.Join(n.dir(n.m.ctl["cpuacct"]), "cpuacct.usage"))
+	case n.ctl("cpuacct") != nil:
+		ns, _, err := readUint(filepath.Join(n.dir(n.ctl("cpuacct")), "cpuacct.usage"))
 		note(err)
 		s.CPU = time.Duration(ns)
 	}
-	if h := n.m.ctl["memory"]; h != nil {
+	if h := n.ctl("memory"); h != nil {
 		cur, peak := "memory.usage_in_bytes", "memory.max_usage_in_bytes"
 		if h.Version == 2 {
 			cur, peak = "memory.current", "memory.peak"
@@ -74,7 +74,7 @@ func (n *node) Stats() (Stats, error) {
 // an exit to tell whether that exit was an OOM kill (reason OOMKilled).
 // Without a memory controller it fails with ErrNoController.
 func (n *node) OOMKills() (uint64, error) {
-	h := n.m.ctl["memory"]
+	h := n.ctl("memory")
 	if h == nil {
 		return 0, missingControllers([]string{"memory"})
 	}

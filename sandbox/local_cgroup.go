@@ -1,0 +1,140 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/podsup/podsup/sandbox/cgroups"
+)
+
+// keptCgroup is a process cgroup that outlives the process records placed
+// in it, one after another: the instances of one supervised process
+// (ProcessConfig.Cgroup). The first CreateProcess naming it creates it and
+// opens its placement; later ones reuse both, so a restart costs no mkdir,
+// rmdir or open. DeleteSandbox closes and removes it.
+type keptCgroup struct {
+	name string
+	cg   *cgroups.Process
+	pl   *cgroups.Placement
+
+	// mu is held across every signal to the cgroup's tree and across a
+	// change of holder: a kill on behalf of an old record that checked it
+	// still held the cgroup cannot run on into the next instance.
+	mu sync.Mutex
+	// holder is the latest record placed in it; its tree is the cgroup's.
+	// nil once that record is removed. Guarded by mu.
+	holder *procRec
+	// oomSeen and cpuSeen (guarded by rt.mu) are the cgroup's cumulative OOM-kill count and
+	// CPU time read at the last exit: the baselines of the next instance,
+	// whose own figures are the differences.
+	oomSeen uint64
+	cpuSeen time.Duration
+}
+
+// keepCgroup finds or creates sb's kept cgroup name and makes pr its
+// holder. A cgroup whose holder has not exited yet is refused: two live
+// records in one cgroup could not tell their trees, OOM kills or usage
+// apart.
+func (rt *LocalRuntime) keepCgroup(sb *sandboxRec, name string, pr *procRec) (*keptCgroup, error) {
+	if err := validID("cgroup", name); err != nil {
+		return nil, err
+	}
+	sb.keptMu.Lock()
+	defer sb.keptMu.Unlock()
+	rt.mu.Lock()
+	k := sb.kept[name]
+	rt.mu.Unlock()
+	if k != nil {
+		return k, rt.takeOver(k, pr)
+	}
+	cg, err := sb.group.NewProcess(name)
+	if err != nil {
+		if errors.Is(err, cgroups.ErrExist) {
+			err = fmt.Errorf("%w: %w", ErrAlreadyExists, err)
+		}
+		return nil, err
+	}
+	// Opened here, in podsup's own mount namespace (package cgroups:
+	// Placement), and kept: every instance forks through it.
+	pl, err := cg.OpenPlacement()
+	if err != nil {
+		_ = cg.Delete() // just made and empty; the open's error is the one to report
+		return nil, err
+	}
+	k = &keptCgroup{name: name, cg: cg, pl: pl, holder: pr}
+	rt.mu.Lock()
+	sb.kept[name] = k
+	rt.mu.Unlock()
+	return k, nil
+}
+
+// takeOver makes pr the holder of k once the previous holder has exited.
+func (rt *LocalRuntime) takeOver(k *keptCgroup, pr *procRec) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if h := k.holder; h != nil {
+		rt.mu.Lock()
+		state := h.state
+		rt.mu.Unlock()
+		if state != StateExited && state != StateRemoved {
+			return fmt.Errorf("cgroup %q is held by process %q (%s): %w", k.name, h.id, state, ErrFailedPrecondition)
+		}
+	}
+	k.holder = pr
+	return nil
+}
+
+// releaseKept lets go of pr's hold on its kept cgroup (the cgroup stays).
+func (rt *LocalRuntime) releaseKept(pr *procRec) {
+	if pr.kept == nil {
+		return
+	}
+	pr.kept.mu.Lock()
+	if pr.kept.holder == pr {
+		pr.kept.holder = nil
+	}
+	pr.kept.mu.Unlock()
+}
+
+// closeKept closes the placements of sb's kept cgroups; DeleteSandbox
+// removes the directories with the group's.
+func (rt *LocalRuntime) closeKept(sb *sandboxRec) {
+	sb.keptMu.Lock()
+	defer sb.keptMu.Unlock()
+	for name, k := range sb.kept {
+		_ = k.pl.Close() // read-only handles; nothing to report
+		delete(sb.kept, name)
+	}
+}
+
+// keptTree is the tree of a record in a kept cgroup: the cgroup while the
+// record holds it. Once a newer record holds it the old one's tree is
+// gone (what it left was killed before the newer one started, or belongs
+// to the newer one's tree now), so signalling it reaches nothing rather
+// than the newer instance.
+type keptTree struct {
+	rt *LocalRuntime
+	pr *procRec
+}
+
+func (t keptTree) KillTree(sig syscall.Signal) error {
+	k := t.pr.kept
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.holder != t.pr {
+		return ErrProcessDone
+	}
+	return k.cg.KillTree(sig)
+}
+
+// instanceFigures turns the kept cgroup's cumulative figures at pr's exit into
+// pr's own and moves the baselines on. The caller holds rt.mu.
+func (k *keptCgroup) instanceFigures(s cgroups.Stats) (oom bool, cpu time.Duration) {
+	oom = s.OOMKills > k.oomSeen
+	cpu = max(s.CPU-k.cpuSeen, 0)
+	k.oomSeen, k.cpuSeen = s.OOMKills, s.CPU
+	return oom, cpu
+}

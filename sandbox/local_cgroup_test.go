@@ -1,0 +1,179 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/spec"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// cgroupIn is pid's cgroup in the hierarchy whose /proc/PID/cgroup line
+// has controllers ctl ("" for cgroup2).
+func cgroupIn(t *testing.T, pid int, ctl string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatalf("reading the cgroup of %d: %v", pid, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 && parts[1] == ctl {
+			return parts[2]
+		}
+	}
+	t.Skipf("no %q hierarchy here", ctl)
+	return ""
+}
+
+// pidfdAlive reports whether pidfd's process still runs.
+func pidfdAlive(pidfd int) bool {
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 0
+}
+
+// The instances of one process share a kept cgroup: the second is placed
+// where the first was, without a new cgroup; it cannot take the cgroup
+// while the first still runs; removing the first (after the second
+// started) leaves the second alone; the cgroup outlives both records and
+// goes with the sandbox.
+func TestKeptCgroupOutlivesItsInstances(t *testing.T) {
+	needRoot(t)
+	t.Run("host layout", func(t *testing.T) { testKeptCgroup(t, nil, "") })
+	// As on a pure v1 host: the forking thread enters the v1 cgroups
+	// through the kept placement's open files, and kills freeze.
+	t.Run("v1 only", func(t *testing.T) { testKeptCgroup(t, &cgroups.Options{DisableV2: true}, "pids") })
+}
+
+func testKeptCgroup(t *testing.T, co *cgroups.Options, ctl string) {
+	rt, err := NewRuntime(Options{
+		Instance:     testInstancePrefix() + strconv.FormatInt(instanceSeq.Add(1), 10),
+		HolderStderr: os.Stderr,
+		Cgroups:      co,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if !rt.CgroupsEnabled() {
+		t.Skip("cgroups unavailable here: nothing is kept")
+	}
+	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
+	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), Env: helperEnv("daemon-and-wait"), Cgroup: "p"}
+	ctx := testCtx(t)
+	if err := rt.CreateProcess(ctx, "p-1", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartProcess(ctx, "p-1"); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := rt.ProcessStatus("p-1")
+	cg := cgroupIn(t, first.Pid, ctl)
+	if !strings.HasSuffix(cg, "/h/p") {
+		t.Fatalf("p-1 is in cgroup %q, want the kept …/h/p", cg)
+	}
+	if err := rt.CreateProcess(ctx, "p-2", cfg); !errors.Is(err, ErrFailedPrecondition) {
+		t.Fatalf("a second process in the cgroup of a running one: %v, want ErrFailedPrecondition", err)
+	}
+	if err := rt.StopProcess(ctx, "p-1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.CreateProcess(ctx, "p-2", cfg); err != nil {
+		t.Fatalf("the next instance after the first exited: %v", err)
+	}
+	if err := rt.StartProcess(ctx, "p-2"); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := rt.ProcessStatus("p-2")
+	if got := cgroupIn(t, second.Pid, ctl); got != cg {
+		t.Fatalf("p-2 is in cgroup %q, p-1 was in %q", got, cg)
+	}
+	fd, err := unix.PidfdOpen(second.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	time.Sleep(100 * time.Millisecond)
+	if !pidfdAlive(fd) {
+		st, _ := rt.WaitProcess(ctx, "p-2")
+		t.Fatalf("p-2 died at once: %+v", st)
+	}
+	// The old record's tree is the new one's now: neither killing it nor
+	// removing it may reach p-2.
+	if err := rt.KillProcessTree("p-1", unix.SIGKILL); err != nil {
+		t.Fatalf("KillProcessTree of the old record: %v", err)
+	}
+	if err := rt.RemoveProcess(ctx, "p-1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a stray kill would have landed by now
+	if !pidfdAlive(fd) {
+		st, _ := rt.WaitProcess(ctx, "p-2")
+		t.Fatalf("p-2 was killed on behalf of p-1: %+v", st)
+	}
+	if err := rt.StopProcess(ctx, "p-2", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RemoveProcess(ctx, "p-2"); err != nil {
+		t.Fatal(err)
+	}
+	sb, _ := rt.SandboxStatus("h")
+	if _, err := os.Stat(sb.Cgroup + "/p"); err != nil {
+		t.Fatalf("the kept cgroup went with its last record: %v", err)
+	}
+	if err := rt.DeleteSandbox(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sb.Cgroup); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the sandbox's cgroup outlived it: %v", err)
+	}
+}
+
+// Where no cgroup can be had, the runtime says so in one line at start-up
+// and runs processes with process groups: a kept cgroup is ignored, the
+// process starts and stops all the same.
+func TestNoCgroupsOneLineAndProcessGroups(t *testing.T) {
+	var log bytes.Buffer
+	rt, err := NewRuntime(Options{
+		Instance: testInstancePrefix() + "nocg",
+		Logger:   zerolog.New(&log),
+		Cgroups:  &cgroups.Options{Layout: &cgroups.Layout{}}, // nothing mounted
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if rt.CgroupsEnabled() {
+		t.Fatal("cgroups enabled without a hierarchy")
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "cgroups unavailable") || !strings.Contains(lines[0], "process group") {
+		t.Fatalf("start-up log without cgroups: %q, want one line saying process groups are used", log.String())
+	}
+	ctx := testCtx(t)
+	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
+	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), Env: helperEnv("sleep"), Cgroup: "p"}
+	if err := rt.CreateProcess(ctx, "p-1", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartProcess(ctx, "p-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StopProcess(ctx, "p-1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := rt.ProcessStatus("p-1"); st.State != StateExited || st.Signal != unix.SIGKILL {
+		t.Fatalf("stopped without cgroups: %+v", st)
+	}
+	if len(rt.Recovered()) != 0 {
+		t.Fatalf("recovered %v without cgroups", rt.Recovered())
+	}
+}
