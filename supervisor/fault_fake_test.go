@@ -213,3 +213,104 @@ func TestUnkillableTreeIsRetriedAndShutdownGivesUp(t *testing.T) {
 		t.Error("no Warning says podsup gave up on the unkillable instance")
 	}
 }
+
+// slowCleanupRuntime is fakeRuntime whose tree kills after an exit block
+// until release is closed (a cgroup kill waiting for the tree to empty).
+type slowCleanupRuntime struct {
+	*fakeRuntime
+	release chan struct{}
+	killing chan struct{} // closed when a kill after an exit began
+}
+
+type slowCleanupInstance struct {
+	*fakeInstance
+	rt *slowCleanupRuntime
+}
+
+func (r *slowCleanupRuntime) Start(ctx context.Context, req StartRequest) (Instance, error) {
+	inst, err := r.fakeRuntime.Start(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &slowCleanupInstance{fakeInstance: inst.(*fakeInstance), rt: r}, nil
+}
+
+func (i *slowCleanupInstance) KillTree(sig syscall.Signal) error {
+	i.mu.Lock()
+	done := i.done
+	i.mu.Unlock()
+	if done { // the leftovers of an exited instance
+		select {
+		case <-i.rt.killing:
+		default:
+			close(i.rt.killing)
+		}
+		<-i.rt.release
+		return nil
+	}
+	return i.fakeInstance.KillTree(sig)
+}
+
+func TestNextStartWaitsForThePreviousInstancesCleanup(t *testing.T) {
+	// X10 with cgroups kept across a process's instances: the tree kill
+	// after an exit ends before the next instance starts, or what the old
+	// one left would join the new one's tree. The wait is off the worker:
+	// status answers meanwhile.
+	fc := clock.NewFake(clock.Epoch)
+	rt := &slowCleanupRuntime{fakeRuntime: newFakeRuntime(fc, func(_ string, n int) simRun {
+		if n == 0 {
+			return simRun{runFor: time.Second, code: 1}
+		}
+		return simRun{runFor: -1}
+	}), release: make(chan struct{}), killing: make(chan struct{})}
+	sup, err := New(configOf(oneProcess(spec.RestartAlways)), Options{Clock: fc, Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan Result, 1)
+	go func() {
+		r, _ := sup.Run(context.Background())
+		res <- r
+	}()
+	released := false
+	defer func() {
+		if !released {
+			close(rt.release)
+		}
+		sup.Shutdown(nil)
+		sup.Shutdown(nil)
+		for {
+			select {
+			case <-res:
+				return
+			case <-time.After(10 * time.Millisecond):
+				fc.Advance(time.Second)
+			}
+		}
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(rt.startsOf("app")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	fc.Advance(time.Second) // the first instance exits 1: cleanup, then restart at once (B6.1)
+	select {
+	case <-rt.killing:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no tree kill after the exit")
+	}
+	time.Sleep(100 * time.Millisecond) // a start that did not wait would come now
+	if n := len(rt.startsOf("app")); n != 1 {
+		t.Fatalf("the next instance started (%d starts) while the previous one's cleanup ran", n)
+	}
+	if st, ok := sup.Status().Group("g"); !ok || len(st.Processes) != 1 {
+		t.Fatalf("status during the cleanup: %+v", st)
+	}
+	close(rt.release)
+	released = true
+	for len(rt.startsOf("app")) < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := len(rt.startsOf("app")); n != 2 {
+		t.Fatalf("%d starts after the cleanup ended, want 2", n)
+	}
+}
