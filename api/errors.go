@@ -21,6 +21,7 @@ var (
 	ErrBadRequest   = errors.New("bad request")
 	ErrConflict     = errors.New("conflict")
 	ErrUnavailable  = errors.New("unavailable")
+	ErrTooLarge     = errors.New("request too large")
 	errForbidden    = errors.New("forbidden")
 	errNoSuchMethod = errors.New("method not allowed")
 )
@@ -42,6 +43,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, ErrUnavailable):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden
 	case errors.Is(err, errNoSuchMethod):

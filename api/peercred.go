@@ -72,6 +72,9 @@ func supplementaryGroups(pid int) []int {
 
 // peerOf asks the kernel who is connected on c.
 func peerOf(c net.Conn) (Peer, error) {
+	if lc, ok := c.(*limitConn); ok {
+		c = lc.Conn
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return Peer{}, fmt.Errorf("not a unix socket connection: %T", c)

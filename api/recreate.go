@@ -10,7 +10,7 @@ import (
 
 func (s *Server) createRecreate(w http.ResponseWriter, r *http.Request) {
 	var req RecreateRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

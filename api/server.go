@@ -73,7 +73,9 @@ func NewServer(b Backend, pol Policy, log zerolog.Logger) *Server {
 	})
 	s.srv = &http.Server{
 		Handler:           s.authorize(mux),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: headerReadTime,
+		IdleTimeout:       idleTime,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			p, err := peerOf(c)
 			if err != nil {
@@ -91,9 +93,10 @@ type pathError struct{ what string }
 func (e *pathError) Error() string { return "no such endpoint: " + e.what + " (see `podsup --help`)" }
 func (e *pathError) Unwrap() error { return ErrNotFound }
 
-// Serve answers requests on l until Shutdown.
+// Serve answers requests on l until Shutdown, at most maxConns
+// connections at a time: more wait to be accepted.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.srv.Serve(l)
+	err := s.srv.Serve(newLimitListener(l, maxConns))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -207,7 +210,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	group, process, action := r.PathValue("group"), r.PathValue("process"), r.PathValue("action")
 	var req ActionRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -255,7 +258,7 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) shutdown(w http.ResponseWriter, r *http.Request) {
 	var req ActionRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -316,7 +319,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ExecRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -382,17 +385,67 @@ func (f frameWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func decodeBody(r *http.Request, v any) error {
+// Request bounds: every body the API decodes is a small JSON object (the
+// largest is an exec's argv), so 1 MiB is generous; a larger body, or one
+// sent too slowly, is refused before it can hold podsup's memory or a
+// goroutine for long.
+const (
+	maxBodySize    = 1 << 20
+	maxHeaderBytes = 64 << 10
+	// headerReadTime and idleTime free a connection whose client sends
+	// nothing; a stream (events, logs, exec) lasts as long as its client.
+	headerReadTime = 10 * time.Second
+	idleTime       = 2 * time.Minute
+	// maxConns bounds the connections served at once: each costs a file
+	// descriptor, which podsup needs for its processes' pipes.
+	maxConns = 128
+)
+
+// decodeBody decodes a request's JSON object into v: an empty body leaves
+// v as it is. The body must be one JSON object of at most maxBodySize
+// bytes with only v's fields, sent within bodyReadTime; else the error is
+// a 400 (or 413) that says what is wrong.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.ContentLength == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	rc := http.NewResponseController(w)
+	// The deadline covers the body only, and is lifted once it is read:
+	// streams that follow read nothing but must not time out. It stays
+	// after a refusal, so that the server's reading of the rest ends too.
+	// Errors mean the connection takes no deadline (not a socket): then
+	// the size bound alone applies.
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTime))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodySize))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && err != io.EOF {
-		return badRequest("the request body is not valid JSON for this endpoint: %v", err)
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errTrailingData
+			if extra != nil && !errors.Is(extra, io.ErrUnexpectedEOF) {
+				err = extra
+			}
+		}
 	}
-	return nil
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case err == nil || err == io.EOF:
+		_ = rc.SetReadDeadline(time.Time{})
+		return nil
+	case errors.As(err, &tooLarge):
+		return &wrapped{sprintf("the request body is larger than the %d bytes podsup accepts", tooLarge.Limit), ErrTooLarge}
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return badRequest("the request body did not arrive within %v", bodyReadTime)
+	}
+	return badRequest("the request body is not valid JSON for this endpoint: %v", err)
 }
+
+var errTrailingData = errors.New("more data after the JSON object")
+
+// bodyReadTime is how long a client may take to send a request body; a
+// variable so that tests can shorten it.
+var bodyReadTime = 30 * time.Second
 
 // classify maps the supervisor's error classes onto the API's.
 func classify(err error) error {

@@ -9,11 +9,18 @@
 // from HCL, values of the wrong kind from the decoder, and everything
 // spec.Config.Validate finds, mapped from the FieldError's path back to the
 // attribute or block that set it.
+//
+// No file may crash or starve the caller: before HCL parses it, a file
+// larger than MaxFileSize, longer than MaxTokens, nested deeper than
+// MaxNesting or not UTF-8 is refused with a diagnostic at the place that
+// crosses the limit (limits.go says why each exists).
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -48,9 +55,20 @@ func Find(explicit string) (string, error) {
 	return "", fmt.Errorf("%w (looked at %s): name one with -f FILE", ErrNotFound, strings.Join(DefaultPaths, ", "))
 }
 
-// Load reads and parses the file at path; see Parse.
+// Load reads and parses the file at path; see Parse. It reads at most
+// MaxFileSize bytes (and one more, to tell a file that is too large), so
+// that neither a huge file nor a device such as /dev/zero can exhaust
+// podsup's memory.
 func Load(path string) (*spec.Config, error) {
-	src, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
+		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())}, nil)
+	}
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
@@ -58,7 +76,9 @@ func Load(path string) (*spec.Config, error) {
 }
 
 // Parse decodes and validates an HCL configuration; filename is used in
-// positions. Any problem returns a *Error holding all of them; on success
+// positions. A file over the limits (MaxFileSize, MaxTokens, MaxNesting)
+// or not UTF-8 is refused first, with that one problem. Any problem
+// returns a *Error holding all of them; on success
 // the config has spec's back-off defaults filled in (X2) and has passed
 // spec.Config.Validate.
 func Parse(src []byte, filename string) (*spec.Config, error) {
@@ -66,6 +86,9 @@ func Parse(src []byte, filename string) (*spec.Config, error) {
 }
 
 func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (*spec.Config, error) {
+	if diags := checkLimits(src, filename); diags.HasErrors() {
+		return nil, limitsError(diags, src)
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	files := map[string]*hcl.File{filename: file}
 	if diags.HasErrors() {
@@ -91,6 +114,25 @@ func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (
 		return nil, &Error{Diagnostics: d.diags, Files: files}
 	}
 	return cfg, nil
+}
+
+// limitsError is a file refused before parsing, with its source for the
+// snippet unless the line to show is too long to print (100,000 brackets
+// on one line).
+func limitsError(diags hcl.Diagnostics, src []byte) *Error {
+	files := map[string]*hcl.File{}
+	if d := diags[0]; d.Subject != nil && src != nil {
+		at := d.Subject.Start.Byte
+		lineStart := bytes.LastIndexByte(src[:at], '\n') + 1
+		lineEnd := bytes.IndexByte(src[at:], '\n')
+		if lineEnd < 0 {
+			lineEnd = len(src) - at
+		}
+		if at+lineEnd-lineStart <= 200 {
+			files[d.Subject.Filename] = &hcl.File{Bytes: src}
+		}
+	}
+	return &Error{Diagnostics: diags, Files: files}
 }
 
 // locate turns spec's field errors into diagnostics at the attribute or

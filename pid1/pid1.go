@@ -14,7 +14,35 @@
 //     once Grace has passed;
 //  5. optionally end what is left of its process group;
 //  6. return its exit code (128+N for signal N, 127/126 when it could not
-//     be started).
+//     be started), through RemapExit.
+//
+// # How signals travel
+//
+// Run's own OS thread is the signal thread: once the child runs, it blocks
+// the forwarded signals and takes them with sigtimedwait(2), forwarding each
+// through the child's pidfd on the spot — one thread woken per signal, no
+// goroutine hop, no polling (tini's loop). sigtimedwait also tells who sent
+// a signal, which is how SIGURG from outside is told from the Go runtime's
+// own preemption SIGURGs. The kernel offers a process-directed signal first
+// to the thread group leader, so Run should be called on the main thread:
+// from the main goroutine of a program whose init function called
+// runtime.LockOSThread (cmd/podsup does). Elsewhere it still forwards every
+// other signal, a little slower, but not SIGURG, SIGPROF and 34: those then
+// land on the Go runtime's threads, which keep SIGURG for preemption,
+// SIGPROF for the profiler, and (Run sets it so) ignore 34.
+//
+// The Go runtime keeps SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT and the
+// synchronous signals unblocked on every thread it starts, so one of them
+// can land elsewhere while the signal thread is busy forwarding: os/signal
+// catches those, and they are forwarded all the same, a little later.
+//
+// # Contract on return
+//
+// Run leaves the forwarded signals caught (and blocked on its thread) when
+// it returns: a signal that arrives between the child's exit and the
+// program's exit must neither kill podsup nor change the exit status it
+// reports, however many arrive. A program that embeds pid1 is expected to
+// exit with Run's code soon after Run returns.
 package pid1
 
 import (
@@ -23,7 +51,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,6 +78,11 @@ type Options struct {
 	// the child exits: SIGTERM, then SIGKILL after LeftoverGrace.
 	KillLeftovers bool
 	LeftoverGrace time.Duration
+	// RemapExit replaces the child's exit code (128+N for signal N) by
+	// another, like tini -e: {143: 0} reports a JVM stopped by SIGTERM as a
+	// success. Codes not in it pass unchanged; podsup's own 126/127/2 for a
+	// command it could not start are never remapped.
+	RemapExit map[int]int
 	// Stdin, Stdout and Stderr default to podsup's own.
 	Stdin, Stdout, Stderr *os.File
 	// Errors receives podsup's own messages ("podsup: CMD: not found").
@@ -57,32 +93,9 @@ type Options struct {
 // DefaultLeftoverGrace is the SIGTERM → SIGKILL wait for leftovers.
 const DefaultLeftoverGrace = 2 * time.Second
 
-// Forwarded is every signal Run passes on. Not forwarded:
-//   - SIGCHLD: it is about podsup's own children; the reaper consumes it;
-//   - SIGURG: the Go runtime sends it to its own threads to preempt
-//     goroutines, so a received SIGURG cannot be told apart from those;
-//   - SIGKILL, SIGSTOP: cannot be caught;
-//   - SIGTTIN, SIGTTOU: terminal job control of podsup itself (tini too);
-//   - SIGPROF: the Go runtime keeps it for its profiler and never hands it
-//     to os/signal, so podsup cannot see it;
-//   - 32, 33 and 34: the Go runtime reserves them (glibc's and musl's
-//     internal signals) and installs no handler a program can use, so one
-//     sent to podsup takes its default action on podsup itself.
-var Forwarded = func() []os.Signal {
-	var sigs []os.Signal
-	for s := syscall.Signal(1); s <= 64; s++ {
-		switch s {
-		case syscall.SIGCHLD, syscall.SIGURG, syscall.SIGKILL, syscall.SIGSTOP,
-			syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPROF, 32, 33, 34:
-			continue
-		}
-		sigs = append(sigs, s)
-	}
-	return sigs
-}()
-
 // Run starts the command and supervises it until it exits, returning the
-// exit code podsup should exit with.
+// exit code podsup should exit with. See the package documentation for the
+// thread it should be called on and the state it leaves signals in.
 func Run(o Options) int {
 	if o.Errors == nil {
 		o.Errors = os.Stderr
@@ -91,12 +104,20 @@ func Run(o Options) int {
 		fmt.Fprintln(o.Errors, "podsup: no command given")
 		return 2
 	}
-	stdin, stdout, stderr := or(o.Stdin, os.Stdin), or(o.Stdout, os.Stdout), or(o.Stderr, os.Stderr)
+	// This goroutine's thread becomes the signal thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if unix.Gettid() != unix.Getpid() {
+		o.Logger.Warn().Msg("pid1.Run is not on the main thread: SIGURG, SIGPROF and 34 will not be forwarded")
+	}
 
-	// 1. Catch before starting, so a signal sent at once is not lost.
-	sigs := make(chan os.Signal, 128)
-	signal.Notify(sigs, Forwarded...)
-	defer signal.Stop(sigs)
+	// 1. Catch before starting, so a signal sent at once is not lost: the
+	// safety net first, then whatever is already queued for this thread.
+	// Never signal.Stop: see "Contract on return".
+	caught := make(chan os.Signal, 256)
+	signal.Notify(caught, notifiedSignals()...)
+	waited := waitedSignals()
+	early := takePending(waited)
 	// CMD gets fds 0-2 and nothing else podsup happened to inherit.
 	closeInheritedFDsOnExec()
 	// 2. The reaper.
@@ -104,57 +125,207 @@ func Run(o Options) int {
 	if !sandbox.Stats().Subreaper {
 		o.Logger.Warn().Msg("podsup is neither PID 1 nor a child subreaper: orphans will not be reaped here")
 	}
-	// 3. The child.
-	child, err := sandbox.Start(&sandbox.Cmd{
-		Path: o.Argv[0], Args: o.Argv,
-		Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		Foreground: true,
-	})
+	// 3. The child, forked from this thread while its mask is still
+	// empty: a child inherits the forking thread's mask.
+	child, err := startChild(o)
 	if err != nil {
 		fmt.Fprintf(o.Errors, "podsup: %v\n", err)
 		return sandbox.ExitCodeForStartError(err)
 	}
-	log := o.Logger.With().Int("pid", child.Pid()).Logger()
-	log.Debug().Strs("argv", o.Argv).Msg("started")
+	f := &forwarder{child: child, toGroup: o.ToGroup, grace: o.Grace, log: o.Logger.With().Int("pid", child.Pid()).Logger()}
+	f.log.Debug().Strs("argv", o.Argv).Msg("started")
+	if _, err := threadMask(unix.SIG_BLOCK, waited|sigsetOf(syscall.SIGCHLD)); err != nil {
+		f.log.Warn().Err(err).Msg("could not block signals on the signal thread: forwarding through os/signal only")
+	}
+	ignoreLoose()
+	for _, sig := range early {
+		f.forward(sig)
+	}
 
 	// 4. Forward until it exits.
-	var graceC <-chan time.Time
+	go f.forwardCaught(caught)
+	var exited atomic.Bool
+	go wakeOnExit(child, &exited)
+	f.loop(waited, &exited)
+	f.stopGrace()
+	e := child.Exit()
+	f.log.Debug().Str("exit", e.String()).Msg("exited")
+	// 5. Leftovers.
+	if o.KillLeftovers {
+		killLeftovers(child, or(o.LeftoverGrace, DefaultLeftoverGrace), f.log)
+	}
+	// 6.
+	return remapExit(e.Code(), o.RemapExit)
+}
+
+// remapExit applies Options.RemapExit.
+func remapExit(code int, remap map[int]int) int {
+	if to, ok := remap[code]; ok {
+		return to
+	}
+	return code
+}
+
+// loose records that Run set signal 34 to SIG_IGN (see ignoreIfDefault),
+// so that a later Run restores the default around its fork.
+var loose atomic.Bool
+
+func ignoreLoose() {
+	if ignoreIfDefault(34) {
+		loose.Store(true)
+	}
+}
+
+// startChild starts the command. A child inherits ignored dispositions and
+// the forking thread's signal mask: both are put back to what the child
+// must get (default, empty) for the fork, in case an earlier Run in this
+// process changed them.
+func startChild(o Options) (*sandbox.Process, error) {
+	if loose.Load() {
+		restoreDefault(34)
+		defer ignoreIfDefault(34)
+	}
+	if old, err := threadMask(unix.SIG_UNBLOCK, waitedSignals()|sigsetOf(syscall.SIGCHLD)); err == nil && old != 0 {
+		defer func() { _, _ = threadMask(unix.SIG_SETMASK, old) }()
+	}
+	return sandbox.Start(&sandbox.Cmd{
+		Path: o.Argv[0], Args: o.Argv,
+		Stdin:      or(o.Stdin, os.Stdin),
+		Stdout:     or(o.Stdout, os.Stdout),
+		Stderr:     or(o.Stderr, os.Stderr),
+		Foreground: true,
+	})
+}
+
+// takePending dequeues the signals of set already pending (left blocked
+// by an earlier Run), to forward once the child exists.
+func takePending(set sigset) []syscall.Signal {
+	var (
+		out  []syscall.Signal
+		info siginfo
+	)
 	for {
-		select {
-		case s := <-sigs:
-			sig := s.(syscall.Signal)
-			forward(child, sig, o.ToGroup, log)
-			if o.Grace > 0 && graceC == nil && (sig == syscall.SIGTERM || sig == syscall.SIGINT) {
-				graceC = time.After(o.Grace)
-			}
-		case <-graceC:
-			log.Warn().Dur("grace", o.Grace).Msg("still running after the grace period: killing its process tree")
-			_ = child.KillTree(syscall.SIGKILL)
-		case <-child.Done():
-			e := child.Exit()
-			log.Debug().Str("exit", e.String()).Msg("exited")
-			// 5. Leftovers.
-			if o.KillLeftovers {
-				killLeftovers(child, or(o.LeftoverGrace, DefaultLeftoverGrace), log)
-			}
-			// 6.
-			return e.Code()
+		sig, ok := sigpoll(set, &info)
+		if !ok {
+			return out
+		}
+		if !fromSelf(&info) {
+			out = append(out, sig)
 		}
 	}
 }
 
-func forward(p *sandbox.Process, sig syscall.Signal, toGroup bool, log zerolog.Logger) {
-	var err error
-	if toGroup {
-		err = p.KillTree(sig)
-	} else {
-		err = p.Signal(sig)
+// wakeOnExit wakes the signal thread once the child's exit is known, with
+// a signal podsup sends itself (which is never forwarded).
+func wakeOnExit(child *sandbox.Process, exited *atomic.Bool) {
+	<-child.Done()
+	exited.Store(true)
+	wakeSignalThread()
+}
+
+// signalThread is the thread id of the running loop, 0 when none.
+var signalThread atomic.Int32
+
+func wakeSignalThread() {
+	tid, pid := int(signalThread.Load()), unix.Getpid()
+	if tid <= 0 || pid <= 0 {
+		return // no loop to wake; never a tgkill to a pid <= 0
 	}
-	if err != nil && !errors.Is(err, sandbox.ErrProcessDone) {
-		log.Warn().Err(err).Str("signal", unix.SignalName(sig)).Msg("could not forward signal")
+	_ = unix.Tgkill(pid, tid, syscall.SIGURG)
+}
+
+// forwarder passes signals on to the child.
+type forwarder struct {
+	child   *sandbox.Process
+	toGroup bool
+	grace   time.Duration
+	log     zerolog.Logger
+
+	mu         sync.Mutex // guards graceTimer
+	graceTimer *time.Timer
+}
+
+// loop is the signal thread's: take a signal, forward it, until the child
+// has exited.
+func (f *forwarder) loop(set sigset, exited *atomic.Bool) {
+	signalThread.Store(int32(unix.Gettid()))
+	defer signalThread.Store(0)
+	if exited.Load() { // exited before the thread id was published
 		return
 	}
-	log.Debug().Str("signal", unix.SignalName(sig)).Msg("forwarded")
+	var info siginfo
+	for {
+		sig, err := sigwait(set, &info)
+		switch {
+		case err == unix.EINTR || err == unix.EAGAIN:
+			continue
+		case err != nil:
+			// Not expected; os/signal still catches the signals it can.
+			f.log.Warn().Err(err).Msg("sigtimedwait failed: forwarding through os/signal only")
+			<-f.child.Done()
+			return
+		case fromSelf(&info):
+			if exited.Load() {
+				return
+			}
+		default:
+			f.forward(sig)
+		}
+	}
+}
+
+// forwardCaught forwards what os/signal caught until the child exits.
+func (f *forwarder) forwardCaught(caught <-chan os.Signal) {
+	for {
+		select {
+		case s := <-caught:
+			f.forward(s.(syscall.Signal))
+		case <-f.child.Done():
+			return
+		}
+	}
+}
+
+func (f *forwarder) forward(sig syscall.Signal) {
+	var err error
+	if f.toGroup {
+		err = f.child.KillTree(sig)
+	} else {
+		err = f.child.Signal(sig)
+	}
+	if err != nil && !errors.Is(err, sandbox.ErrProcessDone) {
+		f.log.Warn().Err(err).Str("signal", unix.SignalName(sig)).Msg("could not forward signal")
+		return
+	}
+	f.log.Debug().Str("signal", unix.SignalName(sig)).Msg("forwarded")
+	if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+		f.startGrace()
+	}
+}
+
+// startGrace arms the SIGKILL of the child's tree Grace after the first
+// forwarded SIGTERM or SIGINT; later ones do not move it.
+func (f *forwarder) startGrace() {
+	if f.grace <= 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.graceTimer != nil {
+		return
+	}
+	f.graceTimer = time.AfterFunc(f.grace, func() {
+		f.log.Warn().Dur("grace", f.grace).Msg("still running after the grace period: killing its process tree")
+		_ = f.child.KillTree(syscall.SIGKILL)
+	})
+}
+
+func (f *forwarder) stopGrace() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.graceTimer != nil {
+		f.graceTimer.Stop()
+	}
 }
 
 // killLeftovers ends the rest of the exited child's process group. The

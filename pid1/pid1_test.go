@@ -9,19 +9,20 @@ import (
 )
 
 // Forwarded is the contract `podsup run --help` documents: everything a
-// child can meaningfully get, and none of the signals that belong to
-// podsup or to the Go runtime.
+// child can meaningfully get, the real-time signals 34-64 and SIGURG and
+// SIGPROF included, and none of the signals that belong to podsup, the C
+// library or the Go runtime.
 func TestForwardedSignals(t *testing.T) {
 	has := map[syscall.Signal]bool{}
 	for _, s := range Forwarded {
 		has[s.(syscall.Signal)] = true
 	}
-	for _, s := range []syscall.Signal{syscall.SIGCHLD, syscall.SIGURG, syscall.SIGPROF, syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGTTIN, syscall.SIGTTOU, 32, 33, 34} {
+	for _, s := range []syscall.Signal{syscall.SIGCHLD, syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGTTIN, syscall.SIGTTOU, 32, 33} {
 		if has[s] {
 			t.Errorf("signal %d must not be forwarded", s)
 		}
 	}
-	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGTSTP, syscall.SIGCONT, syscall.SIGPIPE, 35, 64} {
+	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGTSTP, syscall.SIGCONT, syscall.SIGPIPE, syscall.SIGURG, syscall.SIGPROF, 34, 35, 64} {
 		if !has[s] {
 			t.Errorf("signal %d must be forwarded", s)
 		}
@@ -43,5 +44,33 @@ func TestRunReportsStartFailuresTheShellWay(t *testing.T) {
 	defer devnull.Close()
 	if code := Run(Options{Argv: []string{"sh", "-c", "exit 5"}, Stdin: devnull, Errors: &errs}); code != 5 {
 		t.Fatalf("exit %d, want 5", code)
+	}
+}
+
+func TestRemapExit(t *testing.T) {
+	remap := map[int]int{143: 0, 3: 7}
+	for _, c := range []struct{ in, out int }{{143, 0}, {3, 7}, {4, 4}, {0, 0}} {
+		if got := remapExit(c.in, remap); got != c.out {
+			t.Errorf("remapExit(%d) = %d, want %d", c.in, got, c.out)
+		}
+	}
+	if got := remapExit(5, nil); got != 5 {
+		t.Errorf("no remap: %d, want 5", got)
+	}
+}
+
+// The signal thread must never take the signals a fault raises: blocked
+// there, a fault would kill podsup instead of reaching Go's handler.
+func TestSignalThreadLeavesSynchronousSignals(t *testing.T) {
+	w := waitedSignals()
+	for _, s := range []syscall.Signal{syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGSYS, syscall.SIGCHLD, 32, 33} {
+		if w.has(s) {
+			t.Errorf("signal %d is taken by the signal thread", s)
+		}
+	}
+	for _, s := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGURG, syscall.SIGPROF, 34, 64} {
+		if !w.has(s) {
+			t.Errorf("signal %d is not taken by the signal thread", s)
+		}
 	}
 }

@@ -29,6 +29,8 @@ for plain Linux processes, in one static binary.
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Only `podsup run` keeps the main thread (mainthread.go).
+		PersistentPreRun: releaseMainThread,
 	}
 	root.SetVersionTemplate("podsup {{.Version}}\n")
 	var ctl ctlFlags

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +18,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		o       pid1.Options
 		verbose bool
+		remap   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--] CMD [ARGS...]",
@@ -22,10 +26,14 @@ func newRunCmd() *cobra.Command {
 		Long: `Run CMD as the one child of an init process, like tini or dumb-init:
 
   - every signal podsup receives is forwarded to CMD (with -g, to its whole
-    process group), except SIGCHLD (podsup's own business), SIGURG and
-    SIGPROF and signals 32-34 (the Go runtime keeps them for itself),
-    SIGKILL and SIGSTOP (cannot be caught) and SIGTTIN/SIGTTOU (podsup's
-    own job control);
+    process group): 1-31 and the real-time signals 34-64 (SIGRTMIN..SIGRTMAX
+    as glibc numbers them), except SIGCHLD (podsup's own business), SIGKILL
+    and SIGSTOP (cannot be caught) and SIGTTIN/SIGTTOU (podsup's own job
+    control). SIGURG and SIGPROF are forwarded when they come from outside
+    podsup; the Go runtime's own SIGURGs never are. 32 and 33 are not
+    forwarded: the C library and the Go runtime keep them for themselves;
+  - however many signals arrive, even while CMD exits, podsup reports
+    CMD's exit status (it never falls back to a signal's default action);
   - every zombie is reaped: as PID 1 (in a container, or under
     "unshare --pid --fork") podsup is the parent of every orphan; otherwise
     it makes itself a child subreaper (PR_SET_CHILD_SUBREAPER), so orphans of
@@ -34,16 +42,25 @@ func newRunCmd() *cobra.Command {
     when CMD is not found and 126 when it cannot be executed;
   - CMD gets podsup's fds 0, 1 and 2 (and no other inherited fd), environment and arguments verbatim, an
     empty signal mask and default signal dispositions, its own process
-    group, and in a terminal the foreground (so ^C and job control work).`,
+    group, and in a terminal the foreground (so ^C and job control work);
+  - -e CODE:NEW reports exit code CODE as NEW (like tini -e), e.g.
+    -e 143:0 for a JVM that exits 143 on SIGTERM.`,
 		Example: `  # In a Dockerfile
   ENTRYPOINT ["podsup", "run", "--"]
   CMD ["nginx", "-g", "daemon off;"]
 
   # Stop within 10s of SIGTERM, and leave nothing of CMD's process group behind
-  podsup run --grace 10s --kill-leftovers -- ./server --port 8080`,
+  podsup run --grace 10s --kill-leftovers -- ./server --port 8080
+
+  # A JVM stopped by SIGTERM exits 143: report that as success
+  podsup run -e 143:0 -- java -jar app.jar`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Argv = args
+			var err error
+			if o.RemapExit, err = parseRemapExit(remap); err != nil {
+				return err
+			}
 			o.Logger = stderrLogger(verbose)
 			// One child needs no parallelism; with one P a forwarded signal
 			// crosses fewer threads (S5: 257 -> 202 us p50, docs/benchmarks.md).
@@ -66,6 +83,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVarP(&o.ToGroup, "group", "g", false, "forward signals to CMD's whole process group, not only CMD")
 	f.DurationVar(&o.Grace, "grace", 0, "after forwarding SIGTERM or SIGINT, SIGKILL CMD's process tree if it is still running after this long (default: wait forever, like tini)")
 	f.BoolVar(&o.KillLeftovers, "kill-leftovers", false, "when CMD exits, SIGTERM what is left of its process group, then SIGKILL after --grace (default 2s)")
+	f.StringArrayVarP(&remap, "remap-exit", "e", nil, "report CMD's exit code CODE as NEW (CODE:NEW, 0-255 each; repeatable), e.g. 143:0")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log what podsup does to stderr")
 	cmd.PreRun = func(cmd *cobra.Command, args []string) {
 		if o.KillLeftovers {
@@ -73,4 +91,22 @@ func newRunCmd() *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// parseRemapExit reads the -e/--remap-exit values.
+func parseRemapExit(values []string) (map[int]int, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	m := make(map[int]int, len(values))
+	for _, v := range values {
+		from, to, ok := strings.Cut(v, ":")
+		a, errA := strconv.Atoi(from)
+		b, errB := strconv.Atoi(to)
+		if !ok || errA != nil || errB != nil || a < 0 || a > 255 || b < 0 || b > 255 {
+			return nil, fmt.Errorf("--remap-exit %q: want CODE:NEW with both between 0 and 255, e.g. 143:0", v)
+		}
+		m[a] = b
+	}
+	return m, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox"
 )
 
@@ -56,7 +55,7 @@ func TestRunForwardsEverySignal(t *testing.T) {
 	if l := ps.line(t); l != "ready" {
 		t.Fatalf("helper said %q", l)
 	}
-	for _, s := range pid1.Forwarded {
+	for _, s := range goEchoable() {
 		sig := s.(syscall.Signal)
 		if err := ps.p.Signal(sig); err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
@@ -38,7 +39,9 @@ func newUpCmd() *cobra.Command {
 		Long: `Run every group of an HCL configuration in the foreground until SIGTERM or
 SIGINT (or "podsup shutdown"), then stop them all in parallel, each process
 through its pre_stop hook and grace period, and exit 0. A second SIGTERM or
-SIGINT skips to SIGKILL. SIGHUP (or "podsup reload") re-reads the file: if it
+SIGINT at least 1s after the first skips to SIGKILL; one sooner is taken as
+a duplicate of the first (as "timeout" or a container runtime may send) and
+changes nothing. SIGHUP (or "podsup reload") re-reads the file: if it
 is valid, only groups and processes whose spec changed are restarted; if not,
 the running configuration stays and the error is logged.
 
@@ -121,9 +124,9 @@ func runUp(file, socketOverride string) (int, error) {
 	}
 
 	// Catch before anything starts, so no signal is lost.
+	// They stay caught until podsup exits (handleUpSignals).
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	sandbox.StartReaper()
 
 	socket := cfg.Supervisor.EffectiveSocket()
@@ -211,19 +214,13 @@ func runUp(file, socketOverride string) (int, error) {
 	defer srv.Shutdown(context.Background())
 	log.Info().Str("config", path).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
 
-	go func() {
-		for s := range sigs {
-			switch s {
-			case syscall.SIGHUP:
-				if _, err := d.reload(); err != nil {
-					log.Error().Msg("reload failed, the running configuration stays:\n" + err.Error())
-				}
-			default:
-				log.Info().Str("signal", s.String()).Msg("stopping every group")
-				sup.Shutdown(nil) // a second call escalates to SIGKILL (X9)
-			}
+	reloadOnSignal := func() {
+		if _, err := d.reload(); err != nil {
+			log.Error().Msg("reload failed, the running configuration stays:\n" + err.Error())
 		}
-	}()
+	}
+	// sup.Shutdown's second call escalates to SIGKILL (X9).
+	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal, func() { sup.Shutdown(nil) }, func() { sup.Shutdown(nil) }, log)
 	// Start-up is over: give back the executable's pages it alone needed
 	// (docs/benchmarks.md, S2). The first events of Run fault in what the
 	// steady state uses.

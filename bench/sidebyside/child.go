@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox"
+)
+
+// childMode is argv[1] of this program re-executed as a benchmark child.
+const childMode = "__sidebyside_child"
+
+func runChild(mode string, args []string) int {
+	switch mode {
+	case "sigrecv":
+		return sigrecv(args[0])
+	case "floor":
+		d, err := time.ParseDuration(args[0])
+		if err != nil {
+			return 2
+		}
+		n, err := sandbox.ForkExecFloor(args[1:], d)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			return 1
+		}
+		fmt.Println(n)
+		return 0
+	}
+	return 2
+}
+
+// sigrecv is S5's child: it appends "R" to file when ready, and on SIGTERM
+// "G <CLOCK_MONOTONIC ns>" taken the moment the signal is in its hands,
+// then exits 0. It takes SIGTERM with sigtimedwait on its main thread
+// (still locked there by init), as a C program's handler would run: the
+// kernel offers a process-directed signal to the main thread first, so no
+// Go runtime hop is measured. os/signal catches one that lands on another
+// thread all the same.
+func sigrecv(file string) int {
+	var set uint64 = 1 << (uint(syscall.SIGTERM) - 1)
+	if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_BLOCK, uintptr(unsafe.Pointer(&set)), 0, 8, 0, 0); errno != 0 {
+		return 3
+	}
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGTERM)
+	go func() {
+		<-caught
+		appendLine(file, "G "+strconv.FormatInt(monotonic(), 10))
+		os.Exit(0)
+	}()
+	appendLine(file, "R")
+	for {
+		r, _, errno := unix.Syscall6(unix.SYS_RT_SIGTIMEDWAIT, uintptr(unsafe.Pointer(&set)), 0, 0, 8, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 || syscall.Signal(r) != syscall.SIGTERM {
+			return 4
+		}
+		appendLine(file, "G "+strconv.FormatInt(monotonic(), 10))
+		return 0
+	}
+}
+
+func monotonic() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+func appendLine(file, line string) {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(line + "\n")
+}

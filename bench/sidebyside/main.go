@@ -1,0 +1,115 @@
+// Command sidebyside measures podsup beside its peers on this machine, in
+// one run, and prints the ratios docs/benchmarks.md quotes:
+//
+//   - S5: SIGTERM sent from outside to a PID-1 wrapper (the wrapper is PID 1
+//     of a new PID namespace) until the child's handler runs, for
+//     `podsup run` and for each of tini, dumb-init and catatonit found on
+//     PATH; "none" is the child alone as PID 1, the control.
+//   - S1: a supervisor's restart reaction: a process that exits at once
+//     (/bin/true) until its next instance starts, through `podsup up` at
+//     back-off 0 with output capture on (its default), against the Go
+//     fork+exec floor (syscall.ForkExec and wait4 in a loop).
+//
+// Rounds interleave the contestants so that the machine's noise hits all
+// of them alike; each figure is the median over rounds of per-round
+// medians, and each ratio is the median of the per-round ratios.
+//
+//	go run ./bench/sidebyside                     # 5 rounds, 30 S5 trials, 3 s S1 windows
+//	go run ./bench/sidebyside -rounds 1 -trials 5 -window 1s   # a quick check
+//	go run ./bench/sidebyside -s S5 -baseline /tmp/podsup-main  # A/B against another build
+//
+// Run it as root (PID namespaces, the kernel's process-events connector)
+// from the repository's root; it builds podsup from ./cmd/podsup unless
+// -podsup names a binary.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/podsup/podsup/sandbox"
+)
+
+func init() {
+	// The children's modes (child.go) take SIGTERM on the main thread.
+	runtime.LockOSThread()
+}
+
+func main() {
+	if len(os.Args) > 2 && os.Args[1] == childMode {
+		os.Exit(runChild(os.Args[2], os.Args[3:]))
+	}
+	runtime.UnlockOSThread()
+	var (
+		podsup     = flag.String("podsup", "", "podsup binary (default: built from ./cmd/podsup with CGO_ENABLED=0)")
+		rounds     = flag.Int("rounds", 5, "rounds; each runs every contestant once, in rotating order")
+		trials     = flag.Int("trials", 30, "S5: signals per wrapper per round")
+		window     = flag.Duration("window", 3*time.Second, "S1: measured window per contestant per round (after 1s of warm-up)")
+		scenarios  = flag.String("s", "S5,S1", "scenarios to run")
+		wrappersFl = flag.String("wrappers", "podsup,tini,dumb-init,catatonit,none", "S5 contestants (those not installed are skipped)")
+		baseline   = flag.String("baseline", "", "S5: another podsup binary to measure beside (e.g. a build of main), shown as podsup-base")
+	)
+	flag.Parse()
+	if os.Geteuid() != 0 {
+		fatalf("run as root: S5 makes PID namespaces, S1 listens to the kernel's process events")
+	}
+	work, err := os.MkdirTemp("", "sidebyside-")
+	if err != nil {
+		fatalf("making a work directory: %v", err)
+	}
+	defer os.RemoveAll(work)
+	if *podsup == "" {
+		if *podsup, err = buildPodsup(work); err != nil {
+			fatalf("building podsup: %v", err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fatalf("finding this program: %v", err)
+	}
+	fmt.Printf("sidebyside: %s, %d CPUs, podsup %s, %s\n", runtime.Version(), runtime.NumCPU(), *podsup, time.Now().UTC().Format(time.RFC3339))
+	for _, s := range strings.Split(*scenarios, ",") {
+		switch strings.TrimSpace(s) {
+		case "S5":
+			ws := findWrappers(*podsup, strings.Split(*wrappersFl, ","))
+			if *baseline != "" {
+				ws = append(ws, wrapper{"podsup-base", []string{*baseline, "run", "--"}})
+			}
+			runS5(self, work, ws, *rounds, *trials)
+		case "S1":
+			runS1(self, *podsup, work, *rounds, *window)
+		default:
+			fatalf("unknown scenario %q (S1, S5)", s)
+		}
+	}
+}
+
+// buildPodsup builds the release way: static, stripped.
+func buildPodsup(dir string) (string, error) {
+	out := filepath.Join(dir, "podsup")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	env := append(os.Environ(), "CGO_ENABLED=0")
+	p, err := sandbox.Start(&sandbox.Cmd{Path: goTool, Args: []string{"go", "build", "-ldflags", "-s -w", "-o", out, "./cmd/podsup"}, Env: env, Stdout: os.Stderr, Stderr: os.Stderr})
+	if err != nil {
+		return "", err
+	}
+	e, err := p.Wait(context.Background())
+	if err != nil {
+		return "", err
+	}
+	if e.Code() != 0 {
+		return "", fmt.Errorf("go build: %s (run from the repository's root)", e)
+	}
+	return out, nil
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "sidebyside: "+format+"\n", args...)
+	os.Exit(1)
+}

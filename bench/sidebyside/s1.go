@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox"
+)
+
+// S1's child: a program that exits at once.
+const s1Child = "/bin/true"
+
+// warmUp is run before S1's window opens.
+const warmUp = time.Second
+
+// runS1 measures, per round, the exit → next exec latency of a process
+// that exits at once, under `podsup up` and under the fork+exec floor,
+// alternating, from the kernel's own fork/exec/exit event timestamps
+// (CLOCK_MONOTONIC, the proc connector): the child needs no clock of its
+// own, and both contestants are measured the same way.
+func runS1(self, podsup, work string, rounds int, window time.Duration) {
+	fmt.Printf("\nS1: restart reaction, %s exit -> next exec (%d rounds x %s windows, µs)\n", s1Child, rounds, window)
+	type res struct{ p50, p99, perSec float64 }
+	all := map[string][]res{}
+	for r := 0; r < rounds; r++ {
+		order := []string{"podsup", "floor"}
+		if r%2 == 1 {
+			order = []string{"floor", "podsup"}
+		}
+		for _, who := range order {
+			var (
+				lat []float64
+				n   int
+				err error
+			)
+			if who == "podsup" {
+				lat, n, err = s1Podsup(podsup, work, window)
+			} else {
+				lat, n, err = s1Floor(self, window)
+			}
+			if err != nil {
+				fmt.Printf("  round %d %s: %v\n", r+1, who, err)
+				continue
+			}
+			x := res{percentile(lat, .5), percentile(lat, .99), float64(n) / window.Seconds()}
+			all[who] = append(all[who], x)
+			fmt.Printf("  round %d %-6s p50 %6.0f  p99 %6.0f  %5.0f restarts/s (%d pairs)\n", r+1, who, x.p50, x.p99, x.perSec, len(lat))
+		}
+	}
+	pick := func(who string, f func(res) float64) []float64 {
+		var v []float64
+		for _, x := range all[who] {
+			v = append(v, f(x))
+		}
+		return v
+	}
+	p50 := func(x res) float64 { return x.p50 }
+	p99 := func(x res) float64 { return x.p99 }
+	for _, who := range []string{"podsup", "floor"} {
+		fmt.Printf("  %-6s p50 %6.0f µs (rounds %s), p99 %6.0f µs\n", who, median(pick(who, p50)), fmtList(pick(who, p50)), median(pick(who, p99)))
+	}
+	a, b := pick("podsup", p50), pick("floor", p50)
+	if len(a) == len(b) && len(a) > 0 {
+		ratios := make([]float64, len(a))
+		for i := range a {
+			ratios[i] = a[i] / b[i]
+		}
+		fmt.Printf("  podsup / floor p50: %.2fx (median of per-round ratios %s)\n", median(ratios), fmtRatios(ratios))
+	}
+}
+
+const s1Config = `supervisor {
+  socket = "%s"
+}
+backoff {
+  initial = "0s"
+  max     = "0s"
+}
+group "bench" {
+  restart_policy = "always"
+  process "p" {
+    command = ["%s"]
+  }
+}
+`
+
+// s1Podsup runs `podsup up` with one always-restarting /bin/true.
+func s1Podsup(podsup, work string, window time.Duration) ([]float64, int, error) {
+	dir, err := os.MkdirTemp(work, "s1-")
+	if err != nil {
+		return nil, 0, err
+	}
+	cfg := filepath.Join(dir, "podsup.hcl")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(s1Config, filepath.Join(dir, "podsup.sock"), s1Child)), 0o644); err != nil {
+		return nil, 0, err
+	}
+	return measureRestarts(window, func() (*sandbox.Process, error) {
+		return sandbox.Start(&sandbox.Cmd{Path: podsup, Args: []string{"podsup", "up", "-f", cfg}})
+	})
+}
+
+// s1Floor runs the floor in a process of its own (it waits for its child
+// with wait4, which it may not do beside this program's reaper).
+func s1Floor(self string, window time.Duration) ([]float64, int, error) {
+	d := (warmUp + window + 200*time.Millisecond).String()
+	return measureRestarts(window, func() (*sandbox.Process, error) {
+		return sandbox.Start(&sandbox.Cmd{Path: self, Args: []string{"sidebyside", childMode, "floor", d, s1Child}})
+	})
+}
+
+// measureRestarts starts a supervisor, records the kernel's process events
+// for its children over warm-up and window, stops it with SIGTERM and
+// returns the exit → next exec latencies inside the window.
+func measureRestarts(window time.Duration, startSupervisor func() (*sandbox.Process, error)) ([]float64, int, error) {
+	l, err := listenProcEvents()
+	if err != nil {
+		return nil, 0, fmt.Errorf("process events connector: %w", err)
+	}
+	defer l.close()
+	go l.run()
+	sup, err := startSupervisor()
+	if err != nil {
+		return nil, 0, err
+	}
+	from := monotonic() + warmUp.Nanoseconds()
+	time.Sleep(warmUp + window)
+	to := monotonic()
+	_ = sup.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := sup.Wait(ctx); err != nil {
+		_ = sup.KillTree(syscall.SIGKILL)
+		<-sup.Done()
+	}
+	l.stop()
+	lat, n := restartLatencies(l.events(), int32(sup.Pid()), from, to)
+	if l.lost.Load() {
+		fmt.Println("  (the events socket overflowed: some restarts were not seen)")
+	}
+	return lat, n, nil
+}
+
+// restartLatencies pairs each child's exit with the next child's exec.
+func restartLatencies(evs []procEvent, parent int32, from, to int64) ([]float64, int) {
+	type child struct{ exec, exit int64 }
+	kids := map[int32]*child{}
+	for _, e := range evs {
+		switch e.what {
+		case evFork:
+			if e.parentTgid == parent && e.pid == e.tgid {
+				kids[e.pid] = &child{}
+			}
+		case evExec:
+			if c := kids[e.pid]; c != nil {
+				c.exec = e.ts
+			}
+		case evExit:
+			if c := kids[e.pid]; c != nil && e.pid == e.tgid {
+				c.exit = e.ts
+			}
+		}
+	}
+	var cs []child
+	for _, c := range kids {
+		if c.exec >= from && c.exec <= to {
+			cs = append(cs, *c)
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].exec < cs[j].exec })
+	var lat []float64
+	for i := 0; i+1 < len(cs); i++ {
+		if cs[i].exit > 0 && cs[i].exit < cs[i+1].exec {
+			lat = append(lat, float64(cs[i+1].exec-cs[i].exit)/1e3)
+		}
+	}
+	return lat, len(cs)
+}
+
+// The kernel's process events (linux/cn_proc.h).
+const (
+	cnIdxProc         = 1
+	cnValProc         = 1
+	procCnMcastListen = 1
+	evFork            = 0x1
+	evExec            = 0x2
+	evExit            = 0x80000000
+)
+
+type procEvent struct {
+	what             uint32
+	ts               int64 // CLOCK_MONOTONIC ns
+	pid, tgid        int32
+	parentTgid       int32 // fork only
+	exitCode, signal uint32
+}
+
+type procEvents struct {
+	fd      int
+	done    atomic.Bool
+	lost    atomic.Bool
+	got     []procEvent
+	stopped chan struct{}
+}
+
+func listenProcEvents() (*procEvents, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_CONNECTOR)
+	if err != nil {
+		return nil, err
+	}
+	l := &procEvents{fd: fd, stopped: make(chan struct{})}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+	// The reader checks done this often: stopping the harness's listener,
+	// not part of any measurement.
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 100000})
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	msg := make([]byte, 16+20+4)
+	binary.NativeEndian.PutUint32(msg[0:], uint32(len(msg)))
+	binary.NativeEndian.PutUint16(msg[4:], unix.NLMSG_DONE)
+	binary.NativeEndian.PutUint32(msg[12:], uint32(os.Getpid()))
+	binary.NativeEndian.PutUint32(msg[16:], cnIdxProc)
+	binary.NativeEndian.PutUint32(msg[20:], cnValProc)
+	binary.NativeEndian.PutUint16(msg[32:], 4)
+	binary.NativeEndian.PutUint32(msg[36:], procCnMcastListen)
+	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *procEvents) run() {
+	defer close(l.stopped)
+	buf := make([]byte, 1<<16)
+	for !l.done.Load() {
+		n, _, err := unix.Recvfrom(l.fd, buf, 0)
+		if err == unix.ENOBUFS {
+			l.lost.Store(true)
+			continue
+		}
+		if err != nil {
+			continue // timeout or EINTR: check done
+		}
+		for b := buf[:n]; len(b) >= 16; {
+			size := int(binary.NativeEndian.Uint32(b))
+			if size < 16 || size > len(b) {
+				break
+			}
+			if ev, ok := parseProcEvent(b[16:size]); ok {
+				l.got = append(l.got, ev)
+			}
+			b = b[(size+3)&^3:]
+		}
+	}
+}
+
+func parseProcEvent(m []byte) (procEvent, bool) {
+	const cnHeader = 20
+	if len(m) < cnHeader+40 {
+		return procEvent{}, false
+	}
+	p := m[cnHeader:]
+	u32 := func(off int) uint32 { return binary.NativeEndian.Uint32(p[off:]) }
+	ev := procEvent{what: u32(0), ts: int64(binary.NativeEndian.Uint64(p[8:]))}
+	switch ev.what {
+	case evFork:
+		ev.parentTgid = int32(u32(20))
+		ev.pid, ev.tgid = int32(u32(24)), int32(u32(28))
+	case evExec:
+		ev.pid, ev.tgid = int32(u32(16)), int32(u32(20))
+	case evExit:
+		ev.pid, ev.tgid = int32(u32(16)), int32(u32(20))
+		ev.exitCode, ev.signal = u32(24), u32(28)
+	default:
+		return procEvent{}, false
+	}
+	return ev, true
+}
+
+func (l *procEvents) stop() {
+	l.done.Store(true)
+	<-l.stopped
+}
+
+func (l *procEvents) events() []procEvent { return l.got }
+
+func (l *procEvents) close() {
+	if !l.done.Load() {
+		l.stop()
+	}
+	unix.Close(l.fd)
+}
+
+// Statistics.
+
+func median(v []float64) float64 { return percentile(v, .5) }
+
+func percentile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	i := int(q * float64(len(s)-1))
+	return s[i]
+}
+
+func fmtList(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(parts, " / ")
+}
+
+func fmtRatios(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, " / ")
+}
