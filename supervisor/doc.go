@@ -1,4 +1,4 @@
-// Package supervisor is podsup's declarative half (DESIGN.md): it owns what
+// Package supervisor is podsup's declarative half (docs/architecture.md): it owns what
 // should run and reacts to what did. Per group it owns the init order
 // (I1–I4), restart policies (R1–R5), the CrashLoopBackOff throttle (B1–B12
 // with X2–X4), graceful termination (K1–K6, X9, X10, X12), probe

@@ -9,7 +9,7 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-// Runtime is the imperative half of the CRI split (DESIGN.md): it starts
+// Runtime is the imperative half of the CRI split (docs/architecture.md): it starts
 // processes and signals them, and knows nothing of policies. The supervisor
 // reaches the kernel only through it. The real one is SandboxRuntime; tests
 // use a fake.
@@ -46,7 +46,7 @@ type StartRequest struct {
 	// Sandbox is the group's sandbox, nil for the host's namespaces.
 	Sandbox *spec.Sandbox
 	// Stdout and Stderr receive the process's output; nil means podsup's
-	// own (passthrough). Log capture is another issue's work.
+	// own (passthrough); podsup up's capture wrapper sets them.
 	Stdout, Stderr *os.File
 	// ExtraFiles become the process's fds 3, 4, ... (a nil entry leaves
 	// that fd closed): socket-activation fds, a readiness pipe. The

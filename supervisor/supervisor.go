@@ -315,7 +315,7 @@ func (s *Supervisor) Subscribe() *Subscription { return s.bus.subscribe() }
 
 // ProbeResult delivers a changed probe result for one instance of a
 // group's process (P6: probe workers publish changes only). It is the
-// entry point for the probes issue: readiness sets ready (P12), startup
+// entry point for probe results: readiness sets ready (P12), startup
 // success sets started (P5), and a liveness or startup failure kills the
 // instance with the probe's grace (K1.2) and restarts it unless the policy
 // is never, with B8's pre-kill back-off check (R4, X4). Results for an
