@@ -77,7 +77,7 @@ func named(types ...string) []hcl.BlockHeaderSchema {
 }
 
 // The whole schema, top down. Field names are Kubernetes' in snake_case
-// (SEMANTICS.md X1); the attribute lists are the contract users see.
+// (docs/semantics.md X1); the attribute lists are the contract users see.
 var (
 	fileSchema = newSchema("top-level", nil, nil,
 		append(blocks("supervisor", "backoff"), named("group")...), "group")

@@ -73,7 +73,7 @@ func lookPath(t *testing.T, what string, command []string) {
 	}
 }
 
-// TestInitSidecarShape pins what another issue relies on: `podsup recreate
+// TestInitSidecarShape pins what the recreate tests rely on: `podsup recreate
 // web app` on init-sidecar.hcl.
 func TestInitSidecarShape(t *testing.T) {
 	cfg, err := config.Load("init-sidecar.hcl")

@@ -1,6 +1,6 @@
 // Package hooks owns running one lifecycle hook handler (exec, http_get,
 // sleep) within its time budget and reporting what happened and how long it
-// took (SEMANTICS.md X5, H1–H4, K3).
+// took (docs/semantics.md X5, H1–H4, K3).
 //
 // It reports; it never decides what a failure means. Whether a failed
 // post_start kills the process (H2), a pre_start fails the start (X5), or a

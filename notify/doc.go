@@ -1,6 +1,6 @@
 // Package notify owns the readiness protocols between podsup and the
 // processes it supervises, and the handing of socket-activation fds to
-// them (DESIGN.md, "Notify sockets"):
+// them:
 //
 //   - readiness = "notify": each instance gets a NOTIFY_SOCKET of its own,
 //     a path socket (abstract sockets are per network namespace) in

@@ -2,7 +2,7 @@
 // handlers (exec, http_get, tcp_socket) that check a process once, and the
 // Worker that runs one probe kind for one process on its period and turns
 // handler outcomes into published results with kubelet's initial delay,
-// startup gating, thresholds and hold (SEMANTICS.md P1–P10, D1, X6).
+// startup gating, thresholds and hold (docs/semantics.md P1–P10, D1, X6).
 //
 // It reports; it never kills or restarts anything. The supervisor reacts to
 // the Updates a Worker publishes.

@@ -6,7 +6,7 @@
 // Two layers:
 //
 //   - Start, Cmd, Process: one process, on the host or through a Forker.
-//   - Runtime (LocalRuntime, NewRuntime): seeds/001's imperative interface.
+//   - Runtime (LocalRuntime, NewRuntime): the CRI-like imperative interface.
 //     Sandboxes (namespaces + a cgroup) and the processes in them, with the
 //     state machine created → running → exited → removed (state.go), exec,
 //     and error classes (errors.go). A binary using it must dispatch

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// checkSandbox refuses what cannot be set up faithfully (seeds/001: a
+// checkSandbox refuses what cannot be set up faithfully (as in the CRI: a
 // runtime enforces all the configuration it is given or fails).
 func checkSandbox(cfg spec.Sandbox) error {
 	has := map[string]bool{}

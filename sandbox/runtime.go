@@ -9,7 +9,7 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-// Runtime is the imperative half of seeds/001's split: it does exactly what
+// Runtime is the imperative half of the CRI's split (kubelet above, a runtime below): it does exactly what
 // it is told to sandboxes and the processes in them, and reports status. It
 // never restarts, retries or reacts on its own; policy (restart, back-off,
 // probes, hooks, grace) belongs to its caller, the supervisor.

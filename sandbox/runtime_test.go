@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Every (state, event) pair, against the lifecycle of seeds/001: the legal
+// Every (state, event) pair, against the CRI-style lifecycle of state.go: the legal
 // moves land where the diagram says, every other pair is a
 // *TransitionError of class ErrFailedPrecondition (never a panic).
 func TestTransitionTablePairByPair(t *testing.T) {

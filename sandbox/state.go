@@ -1,6 +1,6 @@
 package sandbox
 
-// State is where a process is in seeds/001's lifecycle:
+// State is where a process is in its lifecycle (the CRI's container states):
 //
 //	      Create          Start             exit / Stop            Remove
 //	() ──────────► created ─────► running ─────────────► exited ─────────► removed
@@ -41,7 +41,7 @@ const (
 // transitions is the whole state machine: transitions[from][event] = to.
 // A pair not listed is illegal and yields a *TransitionError. Removing a
 // process that was created but never started is allowed (undoing a Create),
-// which seeds/001's list does not spell out.
+// which the CRI's list does not spell out.
 var transitions = map[State]map[Event]State{
 	StateCreated: {
 		EventStart:       StateRunning,

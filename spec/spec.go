@@ -1,7 +1,7 @@
 // Package spec owns what a podsup group, process, probe, hook and sandbox *is*:
 // plain Go types that a library user fills in code and the HCL loader fills
 // from a file, with kubelet's defaults and validation beside them
-// (../shared/SEMANTICS.md D1–D7, X2, X5, X12).
+// (docs/semantics.md D1–D7, X2, X5, X12).
 //
 // It depends on nothing else in podsup so that config, supervisor, probes,
 // hooks and sandbox can all import it without a cycle.

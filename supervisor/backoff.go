@@ -7,7 +7,7 @@ import (
 )
 
 // Backoff is client-go's flowcontrol.Backoff as the kubelet configures it for
-// CrashLoopBackOff (SEMANTICS B1–B4), without jitter (B14) and without a
+// CrashLoopBackOff (docs/semantics.md B1–B4), without jitter (B14) and without a
 // clock of its own: every call takes the current time as an argument, so it
 // is a pure function of its inputs and its entries.
 //

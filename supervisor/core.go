@@ -138,9 +138,12 @@ type signalAction struct {
 }
 
 // killTreeAction SIGKILLs everything the instance has (X10): after the
-// grace, on escalation, and after every exit to remove leftovers.
+// grace, on escalation, and after every exit to remove leftovers. Its
+// outcome comes back as killDoneInput. exited: the instance has exited;
+// once its tree is dead the worker removes it.
 type killTreeAction struct {
 	process, instance string
+	exited            bool
 }
 
 // preStopAction runs the pre_stop hook with a time budget (K3).
@@ -184,6 +187,11 @@ type coreConfig struct {
 	// idPrefix makes instance ids unique across cores of the same group
 	// (a group replaced by a reload starts a new core).
 	idPrefix string
+	// killRetry is how long after a SIGKILL of the tree the core looks
+	// again (doubling per attempt); killAttempts is how many SIGKILLs a
+	// shutdown tries before it gives up on an instance (faults.go).
+	killRetry    time.Duration
+	killAttempts int
 }
 
 // groupCore is one group's whole state. Only its worker touches it.
@@ -193,10 +201,13 @@ type groupCore struct {
 	grace    time.Duration
 	minGrace time.Duration
 	idPrefix string
-	backoff  *Backoff
-	inits    []*proc
-	mains    []*proc
-	byName   map[string]*proc
+	// killRetry and killAttempts: see coreConfig.
+	killRetry    time.Duration
+	killAttempts int
+	backoff      *Backoff
+	inits        []*proc
+	mains        []*proc
+	byName       map[string]*proc
 
 	// initNext is the index of the next init process to complete (I1).
 	initNext int
@@ -275,6 +286,10 @@ type instance struct {
 	started      bool
 	stop         *stopState
 	hooks        instHooks
+	// starting: the start is in flight (the worker runs it in a goroutine
+	// of its own); deferred is a stop requested meanwhile (faults.go).
+	starting bool
+	deferred *deferredStop
 
 	// startedWall is startedAt on the wall clock, for display (C9).
 	startedWall time.Time
@@ -304,17 +319,25 @@ type stopState struct {
 	restart bool
 	// preKill is the newest finished instance when a probe kill began (B8).
 	preKill *Termination
+	// kills counts the SIGKILLs of the tree sent; killing is set while one
+	// is in flight. In the killed phase, deadline is when to look again.
+	kills   int
+	killing bool
+	// killedAt is when the first SIGKILL of the tree was sent.
+	killedAt time.Time
 }
 
 func newGroupCore(c coreConfig) *groupCore {
 	g := &groupCore{
-		name:     c.group.Name,
-		spec:     c.group,
-		grace:    c.group.Grace(),
-		minGrace: c.minimumGrace,
-		idPrefix: c.idPrefix,
-		backoff:  NewBackoff(c.group.EffectiveBackoff(c.backoff)),
-		byName:   map[string]*proc{},
+		name:         c.group.Name,
+		spec:         c.group,
+		grace:        c.group.Grace(),
+		minGrace:     c.minimumGrace,
+		idPrefix:     c.idPrefix,
+		killRetry:    killRetryOrDefault(c.killRetry),
+		killAttempts: killAttemptsOrDefault(c.killAttempts),
+		backoff:      NewBackoff(c.group.EffectiveBackoff(c.backoff)),
+		byName:       map[string]*proc{},
 	}
 	for _, s := range c.group.Init {
 		p := &proc{spec: s, init: true, policy: c.group.EffectiveRestartPolicy(&s)}
@@ -362,6 +385,10 @@ func (g *groupCore) step(now time.Time, in input) plan {
 		g.minGrace = in.minimumGrace
 	case statusTextInput:
 		g.statusText(in)
+	case killDoneInput:
+		g.killDone(in)
+	case runtimeEventInput:
+		g.runtimeEvent(in)
 	case timerInput:
 	}
 	g.stepReload()
@@ -503,6 +530,9 @@ func (g *groupCore) startProc(p *proc, by string) {
 		p.startNow, p.startBy, p.b8 = true, by, nil
 		return
 	}
+	if d := p.inst.deferred; d != nil && !d.restart {
+		d.restart, d.by, d.reason = true, by, KillRestart
+	}
 	if st := p.inst.stop; st != nil && !st.restart {
 		st.restart, st.by = true, by
 		st.reason = KillRestart
@@ -545,6 +575,10 @@ func (g *groupCore) indexOfInit(p *proc) int {
 func (g *groupCore) beginStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
 	if p.inst.hooks.preStarting {
 		g.abortPreStart(p, reason, by, restart) // no process yet
+		return
+	}
+	if p.inst.starting {
+		g.deferStop(p, reason, override, probeGrace, by, restart) // no process yet either
 		return
 	}
 	grace := SelectGrace(reason, g.grace, probeGrace, override)
@@ -597,9 +631,8 @@ func (g *groupCore) escalate(p *proc, by string) {
 	if st.phase == stopKilled {
 		return
 	}
-	st.phase = stopKilled
 	g.emit(p, EventNormal, EventKilling, "Killing process %s now: second stop request by %s", p.spec.Name, who(by))
-	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+	g.killTree(p)
 }
 
 func (g *groupCore) runStopDeadlines() {
@@ -612,9 +645,10 @@ func (g *groupCore) runStopDeadlines() {
 			g.endPreStop(p) // K3: the hook outlived the grace; stop waiting
 		}
 		if st.phase == stopSignalled && !g.now.Before(st.deadline) {
-			st.phase = stopKilled
 			g.emit(p, EventNormal, EventKilling, "Killing process %s: grace period expired, sending SIGKILL to its process tree", p.spec.Name)
-			g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+			g.killTree(p)
+		} else if st.phase == stopKilled && !g.now.Before(st.deadline) {
+			g.killedDeadline(p)
 		}
 	}
 }
@@ -638,6 +672,7 @@ func (g *groupCore) started(in startedInput) {
 		return
 	}
 	inst := p.inst
+	inst.starting = false
 	inst.running = true
 	inst.pid = in.pid
 	inst.startedAt, inst.startedWall = g.now, g.wallNow()
@@ -653,6 +688,9 @@ func (g *groupCore) started(in startedInput) {
 	} else {
 		g.emit(p, EventNormal, EventStarted, "Started process %s", p.spec.Name)
 	}
+	if g.runDeferredStop(p) {
+		return // stopped before it started: no post_start
+	}
 	g.beginPostStart(p) // H1
 }
 
@@ -662,6 +700,8 @@ func (g *groupCore) startFailed(in startFailedInput) {
 		return
 	}
 	g.emit(p, EventWarning, EventFailed, "Error: %v", in.err)
+	p.inst.starting = false
+	g.deferredAsStop(p)
 	term := &Termination{
 		InstanceID: p.inst.id, ExitCode: startFailureCode(in.err), Reason: ReasonStartError,
 		Message: in.err.Error(), FinishedAt: g.now,
@@ -678,8 +718,9 @@ func (g *groupCore) exited(in exitedInput) {
 		InstanceID: p.inst.id, ExitCode: in.status.Code, Signal: in.status.Signal,
 		Reason: exitReason(in.status), StartedAt: p.inst.startedAt, FinishedAt: in.at,
 	}
-	// X10: whatever the instance left behind dies with it.
-	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+	// X10: whatever the instance left behind dies with it; then the
+	// worker removes the instance.
+	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id, exited: true})
 	g.requestPostStop(p) // X5
 	if term.ExitCode == 0 {
 		g.emit(p, EventNormal, EventCompleted, "Process %s completed (exit code 0)", p.spec.Name)
@@ -899,8 +940,8 @@ func (g *groupCore) nextWake() time.Time {
 		}
 	}
 	for _, p := range g.all() {
-		if p.inst != nil && p.inst.stop != nil && p.inst.stop.phase != stopKilled {
-			consider(p.inst.stop.deadline)
+		if p.inst != nil && p.inst.stop != nil {
+			consider(p.inst.stop.deadline) // in the killed phase: the kill's retry
 		}
 		if p.inst == nil {
 			consider(p.nextStart)

@@ -1,4 +1,4 @@
-// Package supervisor is podsup's declarative half (DESIGN.md): it owns what
+// Package supervisor is podsup's declarative half (docs/architecture.md): it owns what
 // should run and reacts to what did. Per group it owns the init order
 // (I1–I4), restart policies (R1–R5), the CrashLoopBackOff throttle (B1–B12
 // with X2–X4), graceful termination (K1–K6, X9, X10, X12), probe
@@ -17,11 +17,28 @@
 // current time as an argument and returns a plan: actions (start, stop
 // signal, SIGKILL of the tree, run pre_stop, emit an event, critical exit)
 // and the next wake-up. The worker then carries the plan out (decide, then
-// do, as the kubelet's computePodActions and SyncPod). Starting and
-// signalling are quick syscalls done inline, so an exit is answered by the
-// next start without another goroutine hop; slow effects (hooks) run in
-// goroutines of their own and report back through the mailbox. Readers get
-// immutable snapshots: Status copies, events through Subscribe.
+// do, as the kubelet's computePodActions and SyncPod). The worker never
+// waits for anything that may be slow: only the stop signal (a pidfd send)
+// is done inline; starts (which may create the group's sandbox), SIGKILLs
+// of a tree (a cgroup kill waits until the tree is empty) and hooks run in
+// goroutines of their own and report back through the mailbox, so status
+// reads and stop requests are never stuck behind them. A stop requested
+// while a start is in flight cancels the start and follows once it
+// returned. Readers get immutable snapshots: Status copies, events through
+// Subscribe.
+//
+// # Faults
+//
+// A SIGKILL of a tree that does not end the instance (a task stuck in the
+// kernel) is a FailedKill Warning naming what survives, and is tried again
+// on a deadline (Options.KillRetry, doubling); a shutdown gives up on such
+// an instance after Options.KillAttempts SIGKILLs, records it as
+// Unkillable and ends. The worker is the one owner of an instance's
+// cleanup: after the exit it kills what the instance left behind and then
+// removes it from the runtime (InstanceRemover), reporting any failure as
+// a Warning. A runtime reports what it did on its own account through
+// StartRequest.Report (LocalRuntime's SandboxChanged when it rebuilds a
+// dead sandbox).
 //
 // # Time
 //

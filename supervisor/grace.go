@@ -14,7 +14,7 @@ const (
 	// KillShutdown is podsup stopping everything (X9, X11).
 	KillShutdown KillReason = "Shutdown"
 	// KillLiveness and KillStartup are probe failures (R4, P11); the
-	// probe's own grace applies (K1.2). Reserved for the probes issue.
+	// probe's own grace applies (K1.2).
 	KillLiveness KillReason = "LivenessProbe"
 	KillStartup  KillReason = "StartupProbe"
 )

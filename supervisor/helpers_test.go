@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -71,6 +72,9 @@ func writePid(path string, pid int) {
 }
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HolderArg {
+		os.Exit(sandbox.HolderMain()) // the test binary is its own sandbox holder
+	}
 	if name := os.Getenv("PODSUP_TEST_HELPER"); name != "" {
 		f, ok := helpers[name]
 		if !ok {

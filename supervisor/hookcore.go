@@ -106,7 +106,7 @@ func (g *groupCore) launch(p *proc) {
 		g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PreStart, spec: p.spec})
 		return
 	}
-	g.do(startAction{process: p.spec.Name, instance: p.inst.id, spec: p.spec})
+	g.startInstance(p)
 }
 
 // preStartDone starts the process, or fails the start (X5): the failed
@@ -119,7 +119,7 @@ func (g *groupCore) preStartDone(in preStartDoneInput) {
 	}
 	p.inst.hooks.preStarting = false
 	if in.err == nil {
-		g.do(startAction{process: p.spec.Name, instance: p.inst.id, spec: p.spec})
+		g.startInstance(p)
 		return
 	}
 	g.emit(p, EventWarning, EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, in.err)

@@ -198,11 +198,6 @@ func TestRealStopLeavesNoDescendant(t *testing.T) {
 	}
 }
 
-func TestRealSetsidDaemonNeedsCgroups(t *testing.T) {
-	t.Skip("needs cgroups (sandbox issue): a double-forked setsid daemon leaves the process group, " +
-		"and SandboxRuntime kills process groups only until the cgroup TreeKiller lands")
-}
-
 func TestRealCriticalExitCode(t *testing.T) {
 	// X11: the critical process's exit code becomes the supervisor's, and
 	// the other groups are stopped (X9).

@@ -24,7 +24,7 @@ import (
 
 func init() {
 	// slow-term: on SIGTERM, takes 0.2 s to shut down, then exits 0 (the
-	// application of seeds/002, scaled).
+	// application of the five-restarts-then-CrashLoopBackOff case, scaled).
 	helpers["slow-term"] = func([]string) int {
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, syscall.SIGTERM)
@@ -50,7 +50,7 @@ func execHook(script string) *spec.Hook {
 }
 
 func TestRealSeed002LivenessInMiniature(t *testing.T) {
-	// seeds/002 scaled (T3, T6, B8, X4, R4, K7): an always-failing exec
+	// The five-restarts-then-CrashLoopBackOff case scaled (T3, T6, B8, X4, R4, K7): an always-failing exec
 	// liveness probe (initial delay 0.1 s, period 0.1 s, threshold 3) on a
 	// process that takes 0.2 s to exit after SIGTERM, back-off 100 ms /
 	// 1.6 s. Each instance lives at least 0.3 + 0.2 s, longer than the

@@ -19,6 +19,19 @@ import (
 // group's first start and deleted when the group's worker ends
 // (ReleaseGroup).
 //
+// A sandbox that died (its holder ended: everything in its PID namespace
+// with it) is rebuilt by the next start of one of the group's processes,
+// as the kubelet recreates a dead pod sandbox: the old one is deleted
+// (what is left in it killed), a new one created, and a SandboxChanged
+// event says why. Starts of one group are serialised by the group's own
+// lock, which is held across the sandbox's creation; other groups never
+// wait for it.
+//
+// The group's worker owns each instance's cleanup (Runtime): an instance's
+// record and cgroup stay until the worker removes it (InstanceRemover)
+// after its exit and final tree kill, or until the sandbox is deleted.
+// The exit status delivered is always the kernel's.
+//
 // Groups without a Sandbox run on the host path of SandboxRuntime (process
 // group kill) unless AllGroups is set, which gives every group a
 // cgroup-only sandbox: whole-tree kill that also catches a double-forked
@@ -30,109 +43,197 @@ type LocalRuntime struct {
 	// AllGroups puts groups without a Sandbox in a cgroup-only sandbox too.
 	AllGroups bool
 
-	mu        sync.Mutex
-	sandboxes map[string]bool // group name → sandbox created
+	mu     sync.Mutex
+	groups map[string]*localGroup // guarded by mu
+}
+
+// localGroup is one group's sandbox as the adapter knows it.
+type localGroup struct {
+	// mu serialises the group's starts and its release: creating or
+	// rebuilding the sandbox and forking into it.
+	mu      sync.Mutex
+	created bool // guarded by mu
 }
 
 var _ Runtime = (*LocalRuntime)(nil)
 
 // NewLocalRuntime adapts rt.
 func NewLocalRuntime(rt *sandbox.LocalRuntime, allGroups bool) *LocalRuntime {
-	return &LocalRuntime{RT: rt, AllGroups: allGroups, sandboxes: map[string]bool{}}
+	return &LocalRuntime{RT: rt, AllGroups: allGroups, groups: map[string]*localGroup{}}
 }
 
 func (l *LocalRuntime) sandboxed(req StartRequest) bool {
 	return req.Sandbox != nil || (l.AllGroups && l.RT.CgroupsEnabled())
 }
 
-// ensure creates the group's sandbox on first use.
-func (l *LocalRuntime) ensure(ctx context.Context, group string, sb *spec.Sandbox) error {
+func (l *LocalRuntime) group(name string) *localGroup {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.sandboxes[group] {
-		return nil
+	g := l.groups[name]
+	if g == nil {
+		g = &localGroup{}
+		l.groups[name] = g
 	}
+	return g
+}
+
+// ensure makes the group's sandbox ready: created on first use, rebuilt
+// when it died. The caller holds g.mu.
+func (l *LocalRuntime) ensure(ctx context.Context, g *localGroup, req StartRequest) error {
 	var cfg spec.Sandbox
-	if sb != nil {
-		cfg = *sb
+	if req.Sandbox != nil {
+		cfg = *req.Sandbox
 	}
-	if err := l.RT.CreateSandbox(ctx, group, cfg); err != nil {
+	if g.created {
+		st, err := l.RT.SandboxStatus(req.Group)
+		switch {
+		case err == nil && st.State == sandbox.SandboxReady:
+			return nil
+		case err == nil:
+			why := st.Message
+			if why == "" {
+				why = "it is " + string(st.State)
+			}
+			report(req, RuntimeEvent{Type: EventNormal, Reason: EventSandboxChanged,
+				Message: fmt.Sprintf("Sandbox of group %s changed (%s), it will be killed and re-created.", req.Group, why)})
+			if err := l.RT.DeleteSandbox(ctx, req.Group); err != nil && !sandbox.IsNotFound(err) {
+				return fmt.Errorf("deleting the group's dead sandbox: %w", err)
+			}
+		case !sandbox.IsNotFound(err):
+			return fmt.Errorf("reading the group's sandbox: %w", err)
+		}
+		g.created = false
+	}
+	if err := l.RT.CreateSandbox(ctx, req.Group, cfg); err != nil {
 		return err
 	}
-	l.sandboxes[group] = true
+	g.created = true
 	return nil
 }
 
-// Start starts one instance in its group's sandbox.
+func report(req StartRequest, e RuntimeEvent) {
+	if req.Report != nil {
+		req.Report(e)
+	}
+}
+
+// Start starts one instance in its group's sandbox, creating or rebuilding
+// the sandbox first when needed (slow: a holder's handshake).
 func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, error) {
 	if !l.sandboxed(req) {
 		return SandboxRuntime{}.Start(ctx, req)
 	}
-	if err := l.ensure(ctx, req.Group, req.Sandbox); err != nil {
+	g := l.group(req.Group)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := l.ensure(ctx, g, req); err != nil {
 		return nil, &StartError{Code: 128, Err: fmt.Errorf("unable to create the group's sandbox: %w", err)}
 	}
 	pr := req.Process
 	id := req.InstanceID
-	// OnExit of the sandbox runtime also fires when the start fails; the
-	// supervisor hears of that through Start's error instead.
-	var startedMu sync.Mutex
-	started := false
-	onExit := req.OnExit
+	gate := &startGate{onExit: req.OnExit}
 	err := l.RT.CreateProcess(ctx, id, sandbox.ProcessConfig{
 		Sandbox: req.Group, Command: pr.Command, Env: environ(pr.Env), Dir: pr.WorkingDir,
 		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
 		StopSignal: pr.EffectiveStopSignal(),
 		Cgroup:     pr.Name, // one cgroup per process, whichever instance
-		OnExit: func(st sandbox.ProcessStatus) {
-			startedMu.Lock()
-			ok := started
-			startedMu.Unlock()
-			if ok {
-				onExit(ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled})
-			}
-			// Free the record and its cgroup; the status was delivered.
-			go func() { _ = l.RT.RemoveProcess(context.Background(), id) }()
-		},
+		OnExit:     gate.exited,
 	})
 	if err != nil {
 		return nil, &StartError{Code: 128, Err: err}
 	}
-	startedMu.Lock()
-	err = l.RT.StartProcess(ctx, id)
-	started = err == nil
-	startedMu.Unlock()
+	pid, err := l.startProcess(ctx, id)
+	gate.settle(err == nil)
 	if err != nil {
+		// Ours to clean up: the supervisor never sees this instance.
+		if rerr := l.RT.RemoveProcess(context.Background(), id); rerr != nil && !sandbox.IsNotFound(rerr) {
+			err = fmt.Errorf("%w (and removing its record: %v)", err, rerr)
+		}
 		code := 128
 		if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrNotExecutable) {
 			code = sandbox.ExitCodeForStartError(err)
 		}
 		return nil, &StartError{Code: code, Err: err}
 	}
+	return localInstance{rt: l.RT, id: id, pid: pid}, nil
+}
+
+// startProcess starts a created process and reads its pid. The record
+// cannot go away meanwhile: only its worker removes it, after this
+// returned, and only a start of the same group (which waits for g.mu)
+// could rebuild the sandbox.
+func (l *LocalRuntime) startProcess(ctx context.Context, id string) (int, error) {
+	if err := l.RT.StartProcess(ctx, id); err != nil {
+		return 0, err
+	}
 	pid, err := l.RT.ProcessPid(id) // not ProcessStatus: no usage read on the restart path
 	if err != nil {
-		return nil, &StartError{Code: 128, Err: err}
+		return 0, fmt.Errorf("reading the started process: %w", err)
 	}
-	return localInstance{rt: l.RT, id: id, pid: pid}, nil
+	return pid, nil
+}
+
+// startGate passes an instance's exit on only once its start succeeded:
+// package sandbox reports a failed start through OnExit too (the
+// supervisor hears of it through Start's error), and a real exit may be
+// reaped before StartProcess returned. No lock is held across a call into
+// the runtime, so a failure path that calls OnExit synchronously cannot
+// deadlock on it.
+type startGate struct {
+	onExit func(ExitStatus)
+
+	mu      sync.Mutex
+	settled bool // StartProcess returned
+	ok      bool // ... and succeeded
+	pending *ExitStatus
+}
+
+func (g *startGate) exited(st sandbox.ProcessStatus) {
+	es := ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled}
+	g.mu.Lock()
+	if !g.settled {
+		g.pending = &es
+		g.mu.Unlock()
+		return
+	}
+	ok := g.ok
+	g.mu.Unlock()
+	if ok {
+		g.onExit(es)
+	}
+}
+
+func (g *startGate) settle(ok bool) {
+	g.mu.Lock()
+	g.settled, g.ok = true, ok
+	pending := g.pending
+	g.pending = nil
+	g.mu.Unlock()
+	if ok && pending != nil {
+		g.onExit(*pending)
+	}
 }
 
 // ReleaseGroup deletes the group's sandbox once its worker has ended.
 func (l *LocalRuntime) ReleaseGroup(group string) {
 	l.mu.Lock()
-	had := l.sandboxes[group]
-	delete(l.sandboxes, group)
+	g := l.groups[group]
+	delete(l.groups, group)
 	l.mu.Unlock()
-	if had {
-		_ = l.RT.DeleteSandbox(context.Background(), group) // kills what is left; nothing to report to
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.created {
+		_ = l.RT.DeleteSandbox(context.Background(), group) // kills what is left; the worker has ended, nothing to report to
 	}
 }
 
 // Spawner returns how exec probes and hooks of group start their commands:
 // inside the group's sandbox when it has one, on the host otherwise.
 func (l *LocalRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
-	l.mu.Lock()
-	ok := l.sandboxes[group]
-	l.mu.Unlock()
-	if !ok {
+	if _, err := l.RT.SandboxStatus(group); err != nil {
 		return sandbox.Start
 	}
 	return func(c *sandbox.Cmd) (*sandbox.Process, error) { return l.RT.Spawn(group, c) }
@@ -148,9 +249,25 @@ func (i localInstance) Pid() int { return i.pid }
 func (i localInstance) Signal(sig syscall.Signal) error {
 	return i.rt.SignalProcess(i.id, sig)
 }
+
+// KillTree kills the instance's cgroup. A record already gone went with
+// its sandbox (deleted or rebuilt), which killed the tree.
 func (i localInstance) KillTree(sig syscall.Signal) error {
-	return i.rt.KillProcessTree(i.id, sig)
+	if err := i.rt.KillProcessTree(i.id, sig); err != nil && !sandbox.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
+
+// Remove frees the instance's record and cgroup (InstanceRemover).
+func (i localInstance) Remove() error {
+	if err := i.rt.RemoveProcess(context.Background(), i.id); err != nil && !sandbox.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+var _ InstanceRemover = localInstance{}
 
 // GroupReleaser is a Runtime that holds per-group resources (a sandbox) to
 // release when a group's worker ends.

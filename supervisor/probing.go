@@ -168,6 +168,11 @@ func (w *worker) observeProbes() {
 		if p == nil {
 			continue
 		}
+		if !pw.running && p.inst != nil && p.inst.starting {
+			// Its first probe comes at once when it begins: let it begin
+			// with the instance the start in flight is about to run.
+			continue
+		}
 		view := w.probeView(p)
 		if pw.running && view == pw.seen {
 			continue

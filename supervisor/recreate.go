@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// This file is the public face of recreate requests (issue 7, SEMANTICS.md
+// This file is the public face of recreate requests (docs/semantics.md
 // part C with X8): the spec a caller fills, the status it reads back, and
 // the static checks of C1. The decisions are in recreate_decide.go (a pure
 // function of request, observed instances and now), the group core's side

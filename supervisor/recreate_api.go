@@ -8,7 +8,7 @@ import (
 )
 
 // Recreate asks for new instances of some processes of a group while the
-// others keep running (issue 7; SEMANTICS.md part C with X8). It checks the
+// others keep running (docs/semantics.md part C with X8). It checks the
 // spec (C1), queues the request behind any other request of the group (C2)
 // and returns its id; the group's worker carries it out. Follow it with
 // WaitRecreate, RecreateStatus, or the events tagged with the id

@@ -76,7 +76,7 @@ func appAndSidecar() spec.Group {
 }
 
 func TestRecreateDuringCrashLoopX7(t *testing.T) {
-	// Done-when of issue 7: a recreate during a crash loop starts the new
+	// A recreate during a crash loop starts the new
 	// instance at once (X7: no back-off wait, no back-off advance), and the
 	// crash back-off continues unchanged afterwards.
 	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 0, func(_ string, n int) simRun {

@@ -11,7 +11,7 @@ import (
 // reads no clock; the group core feeds it and carries out its orders.
 //
 // Time: now and every time it compares come from the supervisor's clock,
-// whose readings carry Go's monotonic clock (DESIGN.md "Time"). The wall
+// whose readings carry Go's monotonic clock (docs/semantics.md C9). The wall
 // readings in a request and an observation are for display and are never
 // compared (C9: kruise once judged "already recreated" by comparing a
 // container's StartedAt with the request's creation time, two clocks from

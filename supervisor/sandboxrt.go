@@ -14,15 +14,17 @@ import (
 // its pidfd, its exit delivered by the one reaper. It is the default
 // Runtime.
 //
-// Group sandboxes (namespaces, mounts, cgroups) are the sandbox issue's
-// work; until then a group with a Sandbox fails to start rather than run
-// unisolated.
+// It has no sandboxes: a group with a Sandbox needs LocalRuntime, and
+// SandboxRuntime refuses to start one rather than run it unisolated. Its
+// tree kill is the process group's, which a double-forked setsid daemon
+// escapes; podsup up uses LocalRuntime, which puts every process in a
+// cgroup.
 type SandboxRuntime struct{}
 
 var _ Runtime = SandboxRuntime{}
 
 // errSandboxUnsupported is the start error of a group with a Sandbox.
-var errSandboxUnsupported = errors.New("group sandboxes (namespaces, cgroups) are not implemented yet")
+var errSandboxUnsupported = errors.New("a group with a sandbox block needs the sandbox runtime (LocalRuntime), not SandboxRuntime")
 
 // Start starts req.Process. Its environment is podsup's own with the
 // process's Env on top; Stdout and Stderr default to podsup's own.

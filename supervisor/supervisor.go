@@ -30,6 +30,15 @@ type Options struct {
 	// EventBuffer is how many events a subscriber may fall behind before
 	// the oldest are dropped (DefaultEventBuffer when 0).
 	EventBuffer int
+	// KillRetry is how long after a SIGKILL of an instance's tree that did
+	// not end it the kill is tried again, doubling each time up to a
+	// minute (DefaultKillRetry when 0). KillAttempts is how many SIGKILLs
+	// a shutdown tries before it gives up on an instance whose tree
+	// survives them (a task stuck in the kernel), so that it ends
+	// (DefaultKillAttempts when 0). A stop that is not a shutdown never
+	// gives up.
+	KillRetry    time.Duration
+	KillAttempts int
 }
 
 // Errors returned by the request methods.
@@ -75,6 +84,8 @@ type Supervisor struct {
 	bus        *eventBus
 	minGrace   time.Duration
 	defBackoff spec.Backoff
+	killRetry  time.Duration
+	killTries  int
 	rc         recreateRegistry
 
 	mu sync.Mutex // guards everything below
@@ -118,6 +129,8 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		bus:        newEventBus(opts.Logger, opts.EventBuffer),
 		minGrace:   cfg.Supervisor.EffectiveMinimumGrace(),
 		defBackoff: cfg.Backoff,
+		killRetry:  opts.KillRetry,
+		killTries:  opts.KillAttempts,
 		cfg:        cfg,
 		workers:    map[string]*worker{},
 		retiring:   map[*worker]struct{}{},
@@ -137,7 +150,8 @@ func (s *Supervisor) coreConfig(g spec.Group) coreConfig {
 	gen := instanceGeneration.Add(1)
 	return coreConfig{
 		group: g, backoff: s.defBackoff, minimumGrace: s.minGrace,
-		idPrefix: g.Name + "." + strconv.FormatUint(gen, 36) + ".",
+		idPrefix:  g.Name + "." + strconv.FormatUint(gen, 36) + ".",
+		killRetry: s.killRetry, killAttempts: s.killTries,
 	}
 }
 
@@ -301,7 +315,7 @@ func (s *Supervisor) Subscribe() *Subscription { return s.bus.subscribe() }
 
 // ProbeResult delivers a changed probe result for one instance of a
 // group's process (P6: probe workers publish changes only). It is the
-// entry point for the probes issue: readiness sets ready (P12), startup
+// entry point for probe results: readiness sets ready (P12), startup
 // success sets started (P5), and a liveness or startup failure kills the
 // instance with the probe's grace (K1.2) and restarts it unless the policy
 // is never, with B8's pre-kill back-off check (R4, X4). Results for an

@@ -7,7 +7,7 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-// The worked timelines of SEMANTICS section T, reproduced on the pure core
+// The worked timelines of docs/semantics.md section T, reproduced on the pure core
 // with exact (millisecond) start times: the ideal schedule of B9/X3.
 
 func TestTimelineT1CrashImmediate(t *testing.T) {

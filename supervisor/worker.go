@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -9,15 +11,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 )
 
 // worker is the one goroutine that owns a group's state. It waits on its
 // mailbox and one timer, steps the core with each input and carries out
-// the plan (the executor). Start, Signal and KillTree are quick syscalls
-// and run inline, so an exit is answered by the next start without another
-// goroutine hop; hooks run in goroutines of their own and report back
-// through the mailbox.
+// the plan (the executor). It never waits for anything that may be slow:
+// only the stop signal (a pidfd send) runs inline; starts (which may
+// create the group's sandbox) and tree kills (which poll a cgroup until it
+// is empty) run as effects in goroutines of their own, and hooks likewise;
+// each reports back through the mailbox. So a stop request or a status
+// read is never stuck behind a start or a kill.
 type worker struct {
 	name  string
 	spec  spec.Group
@@ -37,6 +42,17 @@ type worker struct {
 	onStatus func()
 
 	insts map[string]Instance
+	// effects counts start and kill goroutines whose result the worker
+	// has not yet handled; starting holds the cancel of each start's ctx.
+	effects  int
+	starting map[string]context.CancelFunc
+	// cleaning holds, per process, the end of the tree kill that follows
+	// its last instance's exit: the next start waits for it, so that what
+	// the old instance left is killed before a new one may share its
+	// cgroup (X10).
+	cleaning map[string]chan struct{}
+	// barriers wait for the mailbox to be empty with no effect in flight.
+	barriers []barrierInput
 	// events waits for the end of handle: a subscriber who sees an event
 	// finds Status at least as new as it.
 	events []Event
@@ -72,6 +88,8 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 		onCritical: s.criticalExit,
 		onStatus:   s.statusChanged,
 		insts:      map[string]Instance{},
+		starting:   map[string]context.CancelFunc{},
+		cleaning:   map[string]chan struct{}{},
 		done:       make(chan struct{}),
 		registry:   &s.rc,
 	}
@@ -110,7 +128,7 @@ func (w *worker) run() {
 	}
 	w.handle(timerInput{})
 	w.drainMailbox(barriers)
-	for !(w.core.shutdown && w.core.idle() && w.hooksIdle()) {
+	for !(w.core.shutdown && w.core.idle() && w.hooksIdle() && w.effects == 0) {
 		var timerC <-chan time.Time
 		if w.timer != nil && !w.wake.IsZero() {
 			timerC = w.timer.C()
@@ -144,8 +162,10 @@ func (w *worker) run() {
 // drainMailbox handles every queued input, including those that handling
 // posts (an exit caused by a SIGKILL, say), and only then answers the
 // barriers met on the way: a barrier means "all that was queued before me,
-// and all that it caused, is done".
+// and all that it caused, is done", so it also waits for the effects in
+// flight (a start, a kill) to have reported back.
 func (w *worker) drainMailbox(barriers []barrierInput) {
+	w.barriers = append(w.barriers, barriers...)
 	for {
 		items := w.mb.drain()
 		if len(items) == 0 {
@@ -153,7 +173,7 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 		}
 		for _, in := range items {
 			if b, ok := in.(barrierInput); ok {
-				barriers = append(barriers, b)
+				w.barriers = append(w.barriers, b)
 				continue
 			}
 			w.step(in)
@@ -162,9 +182,13 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 		// 10,000 processes exiting at once would make it O(n²).
 		w.publish()
 	}
-	for _, b := range barriers {
+	if w.effects > 0 {
+		return // answered once the effects' results are handled
+	}
+	for _, b := range w.barriers {
 		close(b.done)
 	}
+	w.barriers = nil
 }
 
 // handle steps the core with in (step) and publishes the outcome (publish).
@@ -177,6 +201,7 @@ func (w *worker) handle(in input) {
 // results (started, start failed) back in and re-arms the timer.
 func (w *worker) step(in input) {
 	w.noteInput(in)
+	in = w.effectDone(in)
 	queue := []input{in}
 	var wake time.Time
 	for len(queue) > 0 {
@@ -246,18 +271,11 @@ func (w *worker) arm(wake time.Time) {
 func (w *worker) exec(a action) input {
 	switch a := a.(type) {
 	case startAction:
-		id := a.instance
-		inst, err := w.rt.Start(w.ctx, StartRequest{
-			Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.core.spec.Sandbox,
-			OnExit: func(st ExitStatus) {
-				w.mb.put(exitedInput{instance: id, status: st, at: w.clock.Now()})
-			},
-		})
-		if err != nil {
-			return startFailedInput{instance: id, err: err}
+		w.startInstance(a)
+	case cancelStartAction:
+		if cancel := w.starting[a.instance]; cancel != nil {
+			cancel()
 		}
-		w.insts[id] = inst
-		return startedInput{instance: id, pid: inst.Pid()}
 	case signalAction:
 		if inst := w.insts[a.instance]; inst != nil {
 			if err := inst.Signal(a.sig); err != nil {
@@ -266,11 +284,7 @@ func (w *worker) exec(a action) input {
 			}
 		}
 	case killTreeAction:
-		if inst := w.insts[a.instance]; inst != nil {
-			if err := inst.KillTree(syscall.SIGKILL); err != nil {
-				w.log.Debug().Err(err).Str("process", a.process).Str("instance", a.instance).Msg("SIGKILL of the process tree not delivered")
-			}
-		}
+		w.killTree(a)
 	case preStopAction:
 		w.runPreStop(a)
 	case hookAction:
@@ -289,6 +303,127 @@ func (w *worker) exec(a action) input {
 	return nil
 }
 
+// startInstance starts an instance in a goroutine of its own: a start may
+// create the group's sandbox, which takes a holder's handshake. Its
+// outcome comes back as startDoneInput, and an exit is held back until
+// then (exitGate), so the core hears "started" before "exited".
+func (w *worker) startInstance(a startAction) {
+	id := a.instance
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.starting[id] = cancel
+	w.effects++
+	gate := &exitGate{}
+	req := StartRequest{
+		Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.core.spec.Sandbox,
+		OnExit: func(st ExitStatus) {
+			gate.exited(w.mb, exitedInput{instance: id, status: st, at: w.clock.Now()})
+		},
+		Report: func(e RuntimeEvent) { w.mb.put(runtimeEventInput{event: e}) },
+	}
+	cleaned := w.cleaning[a.process]
+	go func() {
+		if cleaned != nil {
+			<-cleaned // the previous instance's leftovers are dead first
+		}
+		inst, err := w.rt.Start(ctx, req)
+		gate.started(w.mb, startDoneInput{instance: id, inst: inst, err: err})
+	}()
+}
+
+// exitGate orders an instance's exit after its start's result in the
+// mailbox: a runtime may report the exit before Start returned.
+type exitGate struct {
+	mu      sync.Mutex
+	posted  bool // the start's result is in the mailbox
+	failed  bool // ... and it was an error: no exit is delivered
+	pending *exitedInput
+}
+
+func (g *exitGate) exited(mb *mailbox, in exitedInput) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case !g.posted:
+		g.pending = &in
+	case !g.failed:
+		mb.put(in)
+	}
+}
+
+func (g *exitGate) started(mb *mailbox, done startDoneInput) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	mb.put(done)
+	g.posted, g.failed = true, done.err != nil
+	if g.pending != nil && !g.failed {
+		mb.put(*g.pending)
+	}
+	g.pending = nil
+}
+
+// killTree SIGKILLs an instance's tree in a goroutine of its own (a cgroup
+// kill waits until the tree is empty, or gives up after a while when a
+// task is stuck in the kernel) and reports the outcome as killDoneInput.
+// After the instance's exit the same goroutine then removes it: the worker
+// is the one owner of an instance's cleanup. One kill per instance is in
+// flight at a time; the core retries on its own deadline.
+func (w *worker) killTree(a killTreeAction) {
+	inst := w.insts[a.instance]
+	w.effects++
+	if inst == nil {
+		// Nothing to kill (the core defers stops of starts in flight):
+		// answer at once so the core's bookkeeping of kills in flight holds.
+		w.mb.put(killDoneInput{process: a.process, instance: a.instance, exited: a.exited})
+		return
+	}
+	var cleaned chan struct{}
+	if a.exited {
+		cleaned = make(chan struct{})
+		w.cleaning[a.process] = cleaned
+	}
+	go func() {
+		done := killDoneInput{process: a.process, instance: a.instance, exited: a.exited}
+		if err := inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
+			done.err = err
+		} else if r, ok := inst.(InstanceRemover); ok && a.exited {
+			done.removeErr = r.Remove()
+		}
+		if cleaned != nil {
+			close(cleaned) // before the result: the worker then forgets it
+		}
+		w.mb.put(done)
+	}()
+}
+
+// treeGone reports a kill error that only says there was nothing left.
+func treeGone(err error) bool {
+	return errors.Is(err, sandbox.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+}
+
+// effectDone books an effect's result and turns it into what the core
+// understands.
+func (w *worker) effectDone(in input) input {
+	switch in := in.(type) {
+	case startDoneInput:
+		w.effects--
+		if cancel := w.starting[in.instance]; cancel != nil {
+			cancel()
+			delete(w.starting, in.instance)
+		}
+		if in.err != nil {
+			return startFailedInput{instance: in.instance, err: in.err}
+		}
+		w.insts[in.instance] = in.inst
+		return startedInput{instance: in.instance, pid: in.inst.Pid()}
+	case killDoneInput:
+		w.effects--
+		if c := w.cleaning[in.process]; in.exited && c != nil && isDone(c) {
+			delete(w.cleaning, in.process)
+		}
+	}
+	return in
+}
+
 func (w *worker) runPreStop(a preStopAction) {
 	var pr spec.Process
 	if p := w.core.procByInstance(a.instance); p != nil {
@@ -304,5 +439,14 @@ func (w *worker) barrier() {
 	select {
 	case <-b.done:
 	case <-w.done:
+	}
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

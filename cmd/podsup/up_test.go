@@ -352,7 +352,7 @@ func TestUpRecreateLeavesTheSidecarAlone(t *testing.T) {
 	}
 }
 
-// TestUpSandboxedServerReachableOnlyInside is issue 5's acceptance case
+// TestUpSandboxedServerReachableOnlyInside is the end-to-end case of a namespaced sandbox
 // end to end: a server in a group with all five namespaces is probed ready
 // by an exec probe that runs inside the sandbox, answers `podsup exec`, and
 // cannot be reached from the host.

@@ -1,10 +1,10 @@
 // Package execrun owns running one short-lived command to completion for exec
 // probes and exec hooks: argv in, exit code and a capped copy of the combined
 // stdout+stderr out, with a timeout that kills the command's whole process
-// tree (SEMANTICS.md P10, X5, X10).
+// tree (docs/semantics.md P10, X5, X10).
 //
 // It never waits for a process itself: processes are started through package
-// sandbox, whose one reaper owns wait4 (DESIGN.md "One reaper"). The Runner
+// sandbox, whose one reaper owns wait4 (see package sandbox). The Runner
 // interface is the seam probes and hooks depend on, so their tests can fake
 // it and so a group's sandbox can supply its own spawner later (X6: exec
 // probes and hooks run inside the group's sandbox).

@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/spec"
 )
 
 // fakeCgroupfs imitates cgroupfs in a temp dir: mkdir makes the control
@@ -519,5 +522,75 @@ func TestFakeUnavailable(t *testing.T) {
 		if e.IsDir() {
 			t.Errorf("failed New left %s behind", e.Name())
 		}
+	}
+}
+
+func TestFakeV1FreezeBlocksForksOfItsGroupOnly(t *testing.T) {
+	// A freeze (v1 freezer) waits for the forks into its own group and
+	// holds them back while the tree is frozen; a fork into another group
+	// goes on meanwhile. Here the freeze of a/p is held in the middle (its
+	// FROZEN write blocks) while b/p and a/p fork.
+	f, l := newFake(t, "v1")
+	m := newFakeManager(t, f, l)
+	procs := map[string]*Process{}
+	for _, name := range []string{"a", "b"} {
+		g, err := m.NewGroup(name, spec.Resources{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if procs[name], err = g.NewProcess("p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range procs["a"].Dirs() {
+		f.set(filepath.Join(d, "cgroup.procs"), strconv.Itoa(noSuchPid))
+	}
+	freezing, release := make(chan struct{}), make(chan struct{})
+	write := m.fs.write
+	m.fs.write = func(file, value string) error {
+		if value == "FROZEN" && strings.Contains(file, "/a/p/") {
+			close(freezing)
+			<-release
+			for _, d := range procs["a"].Dirs() {
+				f.set(filepath.Join(d, "cgroup.procs"), "") // the tree died
+			}
+		}
+		return write(file, value)
+	}
+	killed := make(chan error, 1)
+	go func() { killed <- procs["a"].Kill() }()
+	<-freezing
+
+	forked := func(p *Process) <-chan error {
+		c := make(chan error, 1)
+		go func() { c <- p.Place(func(int) error { return nil }) }()
+		return c
+	}
+	select {
+	case err := <-forked(procs["b"]):
+		if err != nil {
+			t.Fatalf("fork into b: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		close(release)
+		t.Fatal("a freeze of group a blocked a fork into group b")
+	}
+	intoA := forked(procs["a"])
+	select {
+	case <-intoA:
+		t.Error("a fork into group a went on while a's tree was being frozen")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-killed; err != nil {
+		t.Errorf("kill: %v", err)
+	}
+	select {
+	case err := <-intoA:
+		if err != nil {
+			t.Errorf("fork into a after the thaw: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the fork into a never went on after the thaw")
 	}
 }

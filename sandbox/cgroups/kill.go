@@ -234,10 +234,10 @@ func (n *node) freezer() *freezer {
 // freezeKillThaw freezes the tree so nothing in it can fork, signals every
 // process listed while frozen, and thaws so the signals are delivered.
 func (n *node) freezeKillThaw(fz *freezer) (err error) {
-	// No podsup thread is in a child's cgroup while this is held (see
+	// No podsup thread is in this cgroup's tree while this is held (see
 	// Manager.placeMu): podsup never freezes itself.
-	n.m.placeMu.Lock()
-	defer n.m.placeMu.Unlock()
+	unlock := n.m.lockForFreeze(n.rel)
+	defer unlock()
 	if err := n.m.fs.write(fz.file, fz.freeze); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

@@ -74,11 +74,17 @@ type Manager struct {
 	moved        bool
 	enabledInOwn []string
 
-	// placeMu: Placement.Fork holds it shared while a thread sits in a
-	// child's v1 cgroups; freezing takes it exclusively, so a podsup thread
-	// is never frozen (a frozen thread could stall the Go runtime's
-	// stop-the-world and with it the goroutine that would thaw it).
-	placeMu sync.RWMutex
+	// placeMu and groupPlace keep podsup's threads out of frozen
+	// cgroups (a frozen thread could stall the Go runtime's stop-the-world
+	// and with it the goroutine that would thaw it). Placement.Fork holds
+	// placeMu shared and its group's lock shared while a thread sits in a
+	// child's v1 cgroups; freezing a group or a process cgroup holds
+	// placeMu shared and that group's lock exclusively, so it waits only
+	// for forks into the same group and never blocks another group's;
+	// freezing the root holds placeMu exclusively.
+	placeMu    sync.RWMutex
+	groupMu    sync.Mutex
+	groupPlace map[string]*sync.RWMutex // top-level cgroup name → its lock; guarded by groupMu
 
 	mu     sync.Mutex
 	groups map[string]*Group // guarded by mu

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,6 +50,7 @@ import (
 // Fork has the shape of package sandbox's Forker interface.
 type Placement struct {
 	m     *Manager
+	rel   string     // the target's cgroup, relative to the root
 	dir   *os.File   // the v2 directory, nil without v2
 	enter []*os.File // tasks files of the target's v1 cgroups
 	leave []*os.File // tasks files of podsup's own v1 cgroups, same order
@@ -55,7 +58,7 @@ type Placement struct {
 
 // OpenPlacement opens what a fork into p needs. Close it after the fork.
 func (p *Process) OpenPlacement() (*Placement, error) {
-	pl := &Placement{m: p.m}
+	pl := &Placement{m: p.m, rel: p.rel}
 	for _, h := range p.hiers() {
 		if h.Version == 2 {
 			f, err := os.Open(p.dir(h))
@@ -99,10 +102,10 @@ func (pl *Placement) Fork(fn func() error) error {
 	if len(pl.enter) == 0 {
 		return fn()
 	}
-	// Shared: forks run in parallel; only a freeze (which must not catch
-	// this thread) excludes them.
-	pl.m.placeMu.RLock()
-	defer pl.m.placeMu.RUnlock()
+	// Shared: forks run in parallel; only a freeze of the same group
+	// (which must not catch this thread) excludes them.
+	unlock := pl.m.lockForFork(pl.rel)
+	defer unlock()
 	runtime.LockOSThread()
 	tid := []byte(strconv.Itoa(unix.Gettid()))
 	for i, f := range pl.enter {
@@ -172,4 +175,42 @@ func (p *Process) AddProc(pid int) error {
 		}
 	}
 	return nil
+}
+
+// groupLock is the placement lock of the group that cgroup rel belongs to
+// (its first path element).
+func (m *Manager) groupLock(rel string) *sync.RWMutex {
+	top, _, _ := strings.Cut(rel, "/")
+	m.groupMu.Lock()
+	defer m.groupMu.Unlock()
+	if m.groupPlace == nil {
+		m.groupPlace = map[string]*sync.RWMutex{}
+	}
+	l := m.groupPlace[top]
+	if l == nil {
+		l = &sync.RWMutex{}
+		m.groupPlace[top] = l
+	}
+	return l
+}
+
+// lockForFork is held while a thread sits in rel's v1 cgroups.
+func (m *Manager) lockForFork(rel string) (unlock func()) {
+	m.placeMu.RLock()
+	g := m.groupLock(rel)
+	g.RLock()
+	return func() { g.RUnlock(); m.placeMu.RUnlock() }
+}
+
+// lockForFreeze is held while rel's tree is frozen: no fork into it may
+// be in progress, forks into other groups go on.
+func (m *Manager) lockForFreeze(rel string) (unlock func()) {
+	if rel == "" {
+		m.placeMu.Lock()
+		return m.placeMu.Unlock
+	}
+	m.placeMu.RLock()
+	g := m.groupLock(rel)
+	g.Lock()
+	return func() { g.Unlock(); m.placeMu.RUnlock() }
 }

@@ -1,5 +1,5 @@
 // Package onereaper is a vet analyzer that enforces podsup's one-reaper
-// rule (../shared/DESIGN.md, "One reaper"): only package sandbox (and the
+// rule (docs/architecture.md, package sandbox's doc): only package sandbox (and the
 // packages under it) may wait for processes. With sandbox's wait4(-1) loop
 // running, any other waiter — os/exec's Cmd.Wait/Run/Output/CombinedOutput,
 // os.Process.Wait, a stray wait4 — races it, and one of them loses the exit

@@ -1,0 +1,353 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/spec"
+)
+
+// Faults of the real runtime (LocalRuntime over package sandbox): real
+// processes, cgroups and namespaces. Root only.
+
+var localSeq atomic.Int64
+
+// localRun is a supervisor over a LocalRuntime of its own instance.
+type localRun struct {
+	*realRun
+	rt       *sandbox.LocalRuntime
+	instance string
+}
+
+func startLocal(t *testing.T, cfg spec.Config, opts Options, cg *cgroups.Options) *localRun {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates cgroups and namespaces (CI runs as root)")
+	}
+	inst := fmt.Sprintf("suptest-%d-%d", os.Getpid(), localSeq.Add(1))
+	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: inst, Cgroups: cg, ReadyTimeout: 10 * time.Second, KillTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Runtime = NewLocalRuntime(rt, false)
+	sup, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	go func() {
+		res, err := sup.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		r.res <- res
+	}()
+	t.Cleanup(func() {
+		r.sub.Close()
+		sup.Shutdown(nil)
+		sup.Shutdown(nil)
+		select {
+		case res := <-r.res:
+			r.res <- res
+		case <-time.After(60 * time.Second):
+			t.Error("supervisor did not stop")
+		}
+		if err := rt.Close(); err != nil {
+			t.Errorf("closing the runtime: %v", err)
+		}
+	})
+	return &localRun{realRun: r, rt: rt, instance: inst}
+}
+
+// ended waits for Run to return within d.
+func (r *localRun) ended(d time.Duration) bool {
+	select {
+	case res := <-r.res:
+		r.res <- res
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
+	// Item 1: a sandboxed group whose command does not exist fails its
+	// start (127) and backs off; a shutdown then ends the group at once.
+	// The adapter used to hold a lock across StartProcess, whose failure
+	// path reports the exit synchronously through the same lock.
+	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartAlways, Sandbox: &spec.Sandbox{},
+		Processes: []spec.Process{{Name: "missing", Command: []string{"/nonexistent/podsup-no-such-command"}}}}
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, nil)
+	e := r.next(EventFailed)
+	if !strings.Contains(e.Message, "no-such-command") {
+		t.Errorf("Failed event: %q", e.Message)
+	}
+	r.next(EventBackOff)
+	st, _ := r.sup.Status().Group("sb")
+	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 127 || p.LastTermination.Reason != ReasonStartError {
+		t.Errorf("last termination %+v, want 127 StartError", p.LastTermination)
+	}
+	r.sup.Shutdown(nil)
+	if !r.ended(15 * time.Second) {
+		t.Fatal("a sandboxed group whose start failed does not stop on shutdown")
+	}
+	if l := r.rt.ListSandboxes(); len(l) != 0 {
+		t.Errorf("sandboxes left after the group ended: %+v", l)
+	}
+}
+
+func TestLocalDeadSandboxIsRebuilt(t *testing.T) {
+	// Item 2: SIGKILL of the sandbox holder kills everything in its PID
+	// namespace; the next start deletes the dead sandbox, creates a new
+	// one (new holder) with a SandboxChanged event, and the process runs
+	// again.
+	p := fastHelper(t, "app", "sleep")
+	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartAlways,
+		Sandbox:   &spec.Sandbox{Namespaces: []string{"pid"}},
+		Processes: []spec.Process{p}}
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, nil)
+	first := r.next(EventStarted)
+	st, err := r.rt.SandboxStatus("sb")
+	if err != nil || st.HolderPid <= 1 {
+		t.Fatalf("sandbox status %+v %v", st, err)
+	}
+	killPid(t, st.HolderPid)
+	e := r.next(EventSandboxChanged)
+	if !strings.Contains(e.Message, "holder ended") || !strings.Contains(e.Message, "re-created") {
+		t.Errorf("SandboxChanged message %q does not say why", e.Message)
+	}
+	again := r.next(EventStarted)
+	if again.InstanceID == first.InstanceID {
+		t.Fatalf("no new instance after the sandbox died: %+v", again)
+	}
+	st2, err := r.rt.SandboxStatus("sb")
+	if err != nil || st2.State != sandbox.SandboxReady || st2.HolderPid == st.HolderPid {
+		t.Errorf("sandbox after rebuild: %+v %v (old holder %d)", st2, err, st.HolderPid)
+	}
+	// One record per live instance: the dead ones went with the old
+	// sandbox or were removed by the worker.
+	if !eventuallyTrue(func() bool { return len(r.rt.ListProcesses(sandbox.ProcessFilter{Sandbox: "sb"})) == 1 }) {
+		t.Errorf("process records after the rebuild: %+v", r.rt.ListProcesses(sandbox.ProcessFilter{Sandbox: "sb"}))
+	}
+}
+
+func TestLocalExitCodeKeptAndInstanceRemovedByItsWorker(t *testing.T) {
+	// Item 7: instances that exit at once keep their real exit code
+	// (never a StartError from a record removed under the start), and the
+	// worker, their one owner, removes each record after its exit.
+	var procs []spec.Process
+	for i := 0; i < 8; i++ {
+		procs = append(procs, spec.Process{Name: fmt.Sprintf("quick%d", i), Command: []string{"/bin/sh", "-c", "exit 7"}})
+	}
+	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartNever, Sandbox: &spec.Sandbox{}, Processes: procs}
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, nil)
+	done := func() bool {
+		st, _ := r.sup.Status().Group("sb")
+		for _, p := range st.Processes {
+			if p.Terminated == nil {
+				return false
+			}
+		}
+		return true
+	}
+	if !eventuallyTrue(done) {
+		t.Fatal("the processes never all ended")
+	}
+	st, _ := r.sup.Status().Group("sb")
+	for _, p := range st.Processes {
+		if lt := p.Terminated; lt.ExitCode != 7 || lt.Reason != ReasonError {
+			t.Errorf("%s ended %+v, want exit code 7 (Error)", p.Name, lt)
+		}
+	}
+	if !eventuallyTrue(func() bool { return len(r.rt.ListProcesses(sandbox.ProcessFilter{Sandbox: "sb"})) == 0 }) {
+		t.Errorf("records of exited instances left: %+v", r.rt.ListProcesses(sandbox.ProcessFilter{Sandbox: "sb"}))
+	}
+}
+
+func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
+	// Item 4 with a real unkillable task: the process is frozen by a v1
+	// freezer cgroup of the test's own (as a task in D state, it cannot
+	// act on SIGKILL), so the cgroup kill reports it busy. The stop
+	// retries on a deadline with Warnings naming it, status and other
+	// requests are served meanwhile, and the shutdown ends.
+	fz := freezerRoot(t)
+	p := fastHelper(t, "app", "sleep")
+	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartAlways, Sandbox: &spec.Sandbox{},
+		TerminationGracePeriod: spec.Durp(100 * time.Millisecond), Processes: []spec.Process{p}}
+	other := realGroup("other", spec.RestartAlways, fastHelper(t, "x", "sleep"))
+	cfg := spec.Config{Backoff: scaled, Groups: []spec.Group{g, other}}
+	cfg.Supervisor.MinimumGrace = spec.Durp(100 * time.Millisecond)
+	r := startLocal(t, cfg, Options{KillRetry: 300 * time.Millisecond, KillAttempts: 3}, &cgroups.Options{Timeout: 500 * time.Millisecond})
+	pid := waitStatus(t, r.realRun, "app", func(ps ProcessStatus) bool { return ps.Pid > 0 }).Pid
+	thaw := freeze(t, fz, pid)
+	defer thaw()
+	if err := r.sup.Stop("sb", "app", RequestOptions{Requester: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	e := r.next(EventFailedKill)
+	if e.Type != EventWarning || !strings.Contains(e.Message, strconv.Itoa(pid)) || e.Process != "app" || e.Group != "sb" {
+		t.Errorf("FailedKill does not name the surviving pid %d: %+v", pid, e)
+	}
+	// The worker is not wedged: status answers and requests are served.
+	if err := r.sup.Restart("other", "x", RequestOptions{Requester: "test"}); err != nil {
+		t.Errorf("restart of another group: %v", err)
+	}
+	if err := r.sup.Stop("sb", "app", RequestOptions{Requester: "test"}); err != nil {
+		t.Errorf("a second stop of the stuck process: %v", err)
+	}
+	if st, ok := r.sup.Status().Group("sb"); !ok || st.Phase != PhaseStopping {
+		t.Errorf("status of the stuck group: %+v", st)
+	}
+	r.next(EventFailedKill) // the retry, on its deadline
+	r.sup.Shutdown(nil)
+	if !r.ended(60 * time.Second) {
+		t.Fatal("shutdown did not end while a frozen task survived SIGKILL")
+	}
+	thaw()
+	if !eventuallyTrue(func() bool { return processGone(pid) }) {
+		t.Errorf("pid %d still alive after the thaw", pid)
+	}
+}
+
+func eventuallyTrue(cond func() bool) bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cond()
+}
+
+// killPid SIGKILLs pid through a pidfd; never a pid <= 1.
+func killPid(t *testing.T, pid int) {
+	t.Helper()
+	if pid <= 1 {
+		t.Fatalf("refusing to signal pid %d", pid)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd of %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatalf("SIGKILL of %d: %v", pid, err)
+	}
+}
+
+// freezerRoot is the v1 freezer hierarchy, or a skip saying why not.
+func freezerRoot(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: freezes a cgroup")
+	}
+	l, err := cgroups.Detect()
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	for _, h := range l.V1 {
+		if h.Version == 1 && h.Has("freezer") {
+			return h.Mount
+		}
+	}
+	t.Skip("no v1 freezer hierarchy on this host: the frozen-task simulation needs one (a v2 freeze lets SIGKILL through)")
+	return ""
+}
+
+// freeze moves pid into a fresh v1 freezer cgroup of the test's own and
+// freezes it; the returned thaw (safe to call twice) thaws it, moves what
+// is left back to the root and removes the cgroup.
+func freeze(t *testing.T, root string, pid int) func() {
+	t.Helper()
+	if pid <= 1 {
+		t.Fatalf("refusing to freeze pid %d", pid)
+	}
+	dir := filepath.Join(root, fmt.Sprintf("faulttest-%d-%d", os.Getpid(), localSeq.Add(1)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if thawed {
+			return
+		}
+		thawed = true
+		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			for _, f := range strings.Fields(string(b)) {
+				_ = os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(f), 0)
+			}
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("could not remove the test's freezer cgroup %s", dir)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		thaw()
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("FROZEN"), 0); err != nil {
+		thaw()
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, "freezer.state"))
+		if strings.TrimSpace(string(b)) == "FROZEN" {
+			return thaw
+		}
+		if time.Now().After(deadline) {
+			thaw()
+			t.Fatalf("pid %d did not freeze: %s", pid, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
+	// Item 7: the worker, the one owner of an exited instance's cleanup,
+	// reports what it could not do: here a child the process left behind
+	// is frozen (a task in D state), so the tree kill after the exit
+	// fails. The exit code stays the process's own.
+	fz := freezerRoot(t)
+	dir := t.TempDir()
+	child, gate := filepath.Join(dir, "child"), filepath.Join(dir, "go")
+	script := fmt.Sprintf("sleep 1000 & printf %%s $! > %s.tmp; mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.05; done; exit 3", child, child, child, gate)
+	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartNever, Sandbox: &spec.Sandbox{},
+		Processes: []spec.Process{{Name: "app", Command: []string{"/bin/sh", "-c", script}}}}
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, &cgroups.Options{Timeout: 500 * time.Millisecond})
+	pid := waitPidFile(t, child)
+	thaw := freeze(t, fz, pid)
+	defer thaw()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := r.next(EventFailedKill)
+	if e.Type != EventWarning || !strings.Contains(e.Message, "left behind") || !strings.Contains(e.Message, strconv.Itoa(pid)) {
+		t.Errorf("the failed cleanup is not reported with what survives (pid %d): %+v", pid, e)
+	}
+	st, _ := r.sup.Status().Group("sb")
+	if term := st.Processes[0].Terminated; term == nil || term.ExitCode != 3 || term.Reason != ReasonError {
+		t.Errorf("termination %+v, want the process's own exit code 3", term)
+	}
+	thaw()
+	if !eventuallyTrue(func() bool { return processGone(pid) }) {
+		t.Errorf("the left-behind child %d survived its thaw", pid)
+	}
+}

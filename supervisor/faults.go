@@ -1,0 +1,270 @@
+package supervisor
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// This file is the core's side of the runtime's slow and failing effects:
+// starts in flight, tree kills that fail or hang, and what a runtime did on
+// its own account (a sandbox rebuilt). The worker runs starts and kills in
+// goroutines of their own (worker.go); the core hears of their outcome as
+// inputs and decides, like everything else, on its own deadlines.
+//
+//	start ─► starting ──── started ────► running
+//	            │ stop requested
+//	            ▼
+//	   deferred: start's ctx cancelled; the stop runs once Start returned
+//
+//	killed ──► SIGKILL of the tree (in flight) ──► fails: FailedKill warning
+//	  ▲                                                │ at killed + retry
+//	  └──────────── retried, retry doubling ───────────┘
+//	  under shutdown, after killAttempts: given up (Unkillable)
+
+// Defaults for the kill retries: the first retry comes this long after a
+// SIGKILL that did not end the instance, each further one twice as late up
+// to the cap; a shutdown gives up on an instance after so many SIGKILLs.
+const (
+	DefaultKillRetry    = 2 * time.Second
+	maxKillRetry        = time.Minute
+	DefaultKillAttempts = 3
+)
+
+// EventFailedKill is a SIGKILL of an instance's tree that did not end it,
+// or leftovers of an exited instance that could not be killed or removed.
+// EventSandboxChanged is the runtime rebuilding a group's dead sandbox
+// (kubelet's wording).
+const (
+	EventFailedKill     = "FailedKill"
+	EventSandboxChanged = "SandboxChanged"
+)
+
+// ReasonUnkillable is the termination reason of an instance a shutdown
+// gave up on: its tree survived every SIGKILL.
+const ReasonUnkillable = "Unkillable"
+
+// startDoneInput is a start effect's outcome; the worker turns it into
+// startedInput or startFailedInput.
+type startDoneInput struct {
+	instance string
+	inst     Instance
+	err      error
+}
+
+// killDoneInput is a tree kill effect's outcome. exited: the kill followed
+// the instance's exit (X10), and removeErr is then the removal's.
+type killDoneInput struct {
+	process, instance string
+	exited            bool
+	err, removeErr    error
+}
+
+// runtimeEventInput is an event the runtime reports about the group.
+type runtimeEventInput struct{ event RuntimeEvent }
+
+func (startDoneInput) isInput()    {}
+func (killDoneInput) isInput()     {}
+func (runtimeEventInput) isInput() {}
+
+// cancelStartAction ends the ctx of an instance's start in flight: a stop
+// was requested before it returned.
+type cancelStartAction struct{ instance string }
+
+func (cancelStartAction) isAction() {}
+
+// deferredStop is a stop requested while the instance's start was in
+// flight: there is nothing to signal yet. It runs when the start returns.
+type deferredStop struct {
+	reason               KillReason
+	override, probeGrace *time.Duration
+	by                   string
+	restart              bool
+	// escalate: a second stop request came meanwhile (X9).
+	escalate bool
+}
+
+func isStopRequest(r KillReason) bool { return r == KillStop || r == KillShutdown }
+
+// startInstance asks the worker to start p's instance; it is starting
+// until the start's outcome comes back.
+func (g *groupCore) startInstance(p *proc) {
+	p.inst.starting = true
+	g.do(startAction{process: p.spec.Name, instance: p.inst.id, spec: p.spec})
+}
+
+// deferStop records a stop for an instance whose start is in flight and
+// cancels that start (a sandbox being created need not finish).
+func (g *groupCore) deferStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+	if d := p.inst.deferred; d != nil {
+		d.escalate = d.escalate || (isStopRequest(d.reason) && isStopRequest(reason))
+		d.reason, d.by, d.restart = reason, by, restart
+		if override != nil {
+			d.override = override
+		}
+		if probeGrace != nil {
+			d.probeGrace = probeGrace
+		}
+		return
+	}
+	p.inst.deferred = &deferredStop{reason: reason, override: override, probeGrace: probeGrace, by: by, restart: restart}
+	g.emit(p, EventNormal, EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(reason), who(by))
+	g.do(cancelStartAction{instance: p.inst.id})
+}
+
+// runDeferredStop carries out a stop deferred while the start was in
+// flight, now that the process runs.
+func (g *groupCore) runDeferredStop(p *proc) bool {
+	d := p.inst.deferred
+	if d == nil {
+		return false
+	}
+	p.inst.deferred = nil
+	g.beginStop(p, d.reason, d.override, d.probeGrace, d.by, d.restart)
+	if d.escalate && p.inst != nil && p.inst.stop != nil {
+		g.escalate(p, d.by)
+	}
+	return true
+}
+
+// deferredAsStop turns a deferred stop of a start that failed into the
+// stop state finish reads (a restart request still restarts).
+func (g *groupCore) deferredAsStop(p *proc) {
+	if d := p.inst.deferred; d != nil {
+		p.inst.deferred = nil
+		p.inst.stop = &stopState{reason: d.reason, by: d.by, restart: d.restart, begun: g.now, phase: stopKilled}
+	}
+}
+
+// killTree enters (or stays in) the killed phase: SIGKILL of the tree,
+// unless one is still in flight, and a deadline to look again.
+func (g *groupCore) killTree(p *proc) {
+	st := p.inst.stop
+	if st.phase != stopKilled {
+		st.killedAt = g.now
+	}
+	st.phase = stopKilled
+	st.deadline = g.now.Add(g.killRetryAfter(st.kills))
+	if st.killing {
+		return
+	}
+	st.killing = true
+	st.kills++
+	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+}
+
+func (g *groupCore) killRetryAfter(kills int) time.Duration {
+	d := g.killRetry
+	for i := 1; i < kills && d < maxKillRetry; i++ {
+		d *= 2
+	}
+	return min(d, maxKillRetry)
+}
+
+// killedDeadline is the killed phase's deadline: the instance outlived its
+// SIGKILL. Retry, or under shutdown after killAttempts give up on it, so
+// that podsup's shutdown ends.
+func (g *groupCore) killedDeadline(p *proc) {
+	st := p.inst.stop
+	if st.killing {
+		st.deadline = g.now.Add(g.killRetryAfter(st.kills)) // the kill has not returned yet
+		return
+	}
+	if g.shutdown && st.kills >= g.killAttempts {
+		g.abandon(p)
+		return
+	}
+	g.emit(p, EventWarning, EventFailedKill, "Process %s is still alive %s after SIGKILL of its tree; killing it again", p.spec.Name, g.now.Sub(st.killedAt).Round(time.Millisecond))
+	g.killTree(p)
+}
+
+// abandon gives up on an instance whose tree survives SIGKILL (a task
+// stuck in the kernel): it is recorded as ended so the group's worker can
+// end, and whatever survives stays in its cgroup for the runtime's
+// cleanup to try again.
+func (g *groupCore) abandon(p *proc) {
+	st := p.inst.stop
+	msg := fmt.Sprintf("its tree survived %d SIGKILLs", st.kills)
+	g.emit(p, EventWarning, EventFailedKill, "Giving up on process %s: %s; podsup stops without it", p.spec.Name, msg)
+	g.finish(p, &Termination{
+		InstanceID: p.inst.id, ExitCode: 128 + int(syscall.SIGKILL), Signal: syscall.SIGKILL,
+		Reason: ReasonUnkillable, Message: msg, StartedAt: p.inst.startedAt, FinishedAt: g.now,
+	})
+}
+
+// killDone hears how a tree kill went. A failure names what survives in a
+// Warning event; the retry waits for the killed phase's deadline.
+func (g *groupCore) killDone(in killDoneInput) {
+	if p := g.procByInstance(in.instance); p != nil && !in.exited {
+		st := p.inst.stop
+		if st == nil {
+			return
+		}
+		st.killing = false
+		if in.err != nil {
+			retry := g.killRetryAfter(st.kills)
+			if g.shutdown && st.kills >= g.killAttempts {
+				retry = g.killRetry
+			}
+			st.deadline = g.now.Add(retry)
+			g.emit(p, EventWarning, EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, in.err)
+		}
+		return
+	}
+	p := g.procNamed(in.process)
+	if in.err != nil {
+		g.emitFor(p, in.process, in.instance, EventWarning, EventFailedKill, fmt.Sprintf("SIGKILL of what process %s left behind failed: %v", in.process, in.err))
+	}
+	if in.removeErr != nil {
+		g.emitFor(p, in.process, in.instance, EventWarning, EventFailedKill, fmt.Sprintf("Removing instance %s of process %s failed: %v", in.instance, in.process, in.removeErr))
+	}
+}
+
+// procNamed finds a process by name, among those a reload removed too.
+func (g *groupCore) procNamed(name string) *proc {
+	if p, ok := g.byName[name]; ok {
+		return p
+	}
+	for _, q := range g.leaving {
+		if q.spec.Name == name {
+			return q
+		}
+	}
+	return nil
+}
+
+// emitFor is an event about a finished instance, which may no longer be
+// the process's newest.
+func (g *groupCore) emitFor(p *proc, process, instance string, typ EventType, reason, msg string) {
+	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Process: process, InstanceID: instance, Message: msg}
+	if p != nil {
+		e.RestartCount = max(p.starts-1, 0)
+		e.Request = p.recreateReq
+	}
+	g.do(emitAction{e})
+}
+
+// runtimeEvent publishes what the runtime did on its own account.
+func (g *groupCore) runtimeEvent(in runtimeEventInput) {
+	typ := in.event.Type
+	if typ == "" {
+		typ = EventNormal
+	}
+	g.emit(nil, typ, in.event.Reason, "%s", in.event.Message)
+}
+
+// killAttemptsOrDefault and killRetryOrDefault fill coreConfig's zero
+// values.
+func killRetryOrDefault(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultKillRetry
+	}
+	return d
+}
+
+func killAttemptsOrDefault(n int) int {
+	if n <= 0 {
+		return DefaultKillAttempts
+	}
+	return n
+}
