@@ -15,12 +15,36 @@ import (
 // capturingRuntime gives every instance's stdout and stderr to the logs hub
 // (or, with log { mode = "passthrough" }, podsup's own) before the inner
 // runtime starts it.
+//
+// It also bounds how many starts are under way at once: the supervisor
+// starts every instance on a goroutine of its own, and each start holds a
+// few fds until the child has them (its pipe's write end, the fork's pidfd,
+// its cgroup placement). Ten thousand processes starting together would
+// otherwise need twice the fds they need once running, and the last ones
+// would fail with "too many open files". Forks gain nothing from more
+// parallelism than a few per core.
 type capturingRuntime struct {
 	supervisor.Runtime
-	hub *logs.Hub
+	hub    *logs.Hub
+	starts chan struct{} // a slot per start under way; nil: unbounded
+}
+
+// maxStartsUnderWay bounds capturingRuntime's concurrent starts.
+const maxStartsUnderWay = 32
+
+func newCapturingRuntime(rt supervisor.Runtime, hub *logs.Hub) capturingRuntime {
+	return capturingRuntime{Runtime: rt, hub: hub, starts: make(chan struct{}, maxStartsUnderWay)}
 }
 
 func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+	if c.starts != nil {
+		select {
+		case c.starts <- struct{}{}:
+			defer func() { <-c.starts }()
+		case <-ctx.Done():
+			return nil, &supervisor.StartError{Code: 128, Err: ctx.Err()}
+		}
+	}
 	if req.Stdout != nil || req.Stderr != nil {
 		return c.Runtime.Start(ctx, req) // a wrapper above took the output (journal = true)
 	}

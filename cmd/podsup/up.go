@@ -173,7 +173,7 @@ func runUp(file, socketOverride string) (int, error) {
 	// Around the runtime, outermost first: readiness protocols and socket
 	// activation (package notify), journal output when stderr is the
 	// journal, output capture (package logs).
-	var started supervisor.Runtime = capturingRuntime{runtime, hub}
+	var started supervisor.Runtime = newCapturingRuntime(runtime, hub)
 	if journalOn {
 		started = &systemd.JournalRuntime{Next: started, Send: systemd.JournalSend}
 	}
