@@ -178,6 +178,7 @@ group "web" {
       max_size  = "10MiB"
       max_files = 5
       journal   = true
+      separate_streams = true
     }
   }
 }
@@ -241,7 +242,7 @@ group "web" {
 				PostStart: &spec.Hook{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080}}},
 				PreStop:   &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: 5 * time.Second}}},
 				PostStop:  &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/deregister"}}}},
-				Log:       spec.Log{Mode: "passthrough", MaxSize: 10 << 20, MaxFiles: 5, Journal: true},
+				Log:       spec.Log{Mode: "passthrough", MaxSize: 10 << 20, MaxFiles: 5, Journal: true, SeparateStreams: true},
 			}},
 		}},
 	}

@@ -156,6 +156,7 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema) spec.Pr
 		d.size(las, lp, "max_size", &pr.Log.MaxSize)
 		d.integerInt(las, lp, "max_files", &pr.Log.MaxFiles)
 		d.boolean(las, lp, "journal", &pr.Log.Journal)
+		d.boolean(las, lp, "separate_streams", &pr.Log.SeparateStreams)
 	}
 	return pr
 }

@@ -10,16 +10,17 @@ import (
 )
 
 // Attachment is the capture of one process instance: the write ends to give
-// the process, and Done for when this instance stopped being the current one.
+// the process, and Done for when the instance's output has ended.
 type Attachment struct {
 	hub  *Hub
 	proc *procLog
 	// inst lives inside the Attachment: one allocation per instance.
 	inst instance
+	c    *capture // nil with passthrough
 
-	// stdout and stderr are the process's capture pipes' write ends, shared
-	// by all its instances and owned by the hub (or podsup's own files
-	// with passthrough): the caller never closes them.
+	// stdout and stderr are the write ends to give the process: podsup's
+	// until CloseWriters, then only the process's (or podsup's own files
+	// with passthrough). Without SeparateStreams they are the same file.
 	stdout, stderr *os.File
 	passthrough    bool
 
@@ -31,17 +32,20 @@ type Attachment struct {
 	ended bool
 }
 
-// capture is the pair of pipes a process's instances write to. podsup keeps
-// both ends open across instances, so a restart costs no pipe or epoll
-// call; lines belong to the instance that is current when they are read.
-// Once retired (Forget, a change of log mode, a read error) its write ends
-// are closed and its read ends leave the loop at EOF, like any pipe.
+// capture is the pipe (or, with separate streams, the two pipes) one
+// instance writes to. podsup keeps only the read ends once the instance
+// has started (CloseWriters): a running process costs podsup one fd, and
+// its output ends, like any pipe's, when the instance and every child
+// holding its stdout have exited. Its lines are its instance's, however
+// late they are read.
 type capture struct {
-	proc    *procLog
+	att     *Attachment
+	inst    *instance
 	streams [2]stream
-	w       [2]*os.File // podsup's write ends; nil once retired
-	limits  fileLimits  // rotation of the process's file, from its latest spec
-	open    int         // streams not yet at EOF
+	n       int         // streams in use: 1, or 2 with separate streams
+	w       [2]*os.File // podsup's write ends until CloseWriters; Hub.mu guards them
+	limits  fileLimits  // rotation of the process's file, from this instance's spec
+	open    int         // streams not yet at EOF; Hub.readMu guards it
 }
 
 // stream is the read end of one capture pipe. Only the holder of Hub.readMu
@@ -55,21 +59,19 @@ type stream struct {
 
 // Attach prepares the capture of a new instance of group/process: with
 // l.Mode "passthrough" the process gets podsup's own stdout and stderr;
-// otherwise the process's capture pipes, made on its first instance and
-// kept for the next ones. What the previous instance wrote before Attach is
-// read and kept as its own; its tail becomes the previous one (--previous),
-// the new instance's the current one.
+// otherwise a new pipe whose write end is both its stdout and its stderr
+// (two pipes with l.SeparateStreams). The new instance's tail becomes the
+// current one and the one before it the previous one (--previous); what an
+// earlier instance (or a child it left) still writes stays its own.
 //
-// The caller hands Stdout and Stderr to sandbox.Cmd; they stay podsup's
-// (CloseWriters is kept for callers and closes nothing).
+// The caller hands Stdout and Stderr to sandbox.Cmd and calls CloseWriters
+// once the process has started, or failed to: until then podsup holds the
+// write ends, and the output cannot end.
 func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment, error) {
 	if l.Mode == "passthrough" {
 		return h.attachPassthrough(group, process)
 	}
 	key := group + "/" + process
-	h.readMu.Lock()
-	defer h.readMu.Unlock()
-
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -83,94 +85,67 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 		}
 		h.procs[key] = p
 	}
-	c := p.capture
-	if c != nil && c.open < 2 {
-		h.retireCapture(c) // a stream failed: start over with fresh pipes
-		c, p.capture = nil, nil
-	}
-	if c == nil {
-		var err error
-		if c, err = h.newCapture(p); err != nil {
-			h.mu.Unlock()
-			return nil, err
-		}
-		p.capture = c
-	}
+	a := &Attachment{hub: h, proc: p}
+	a.inst = instance{proc: p, instance: instanceID}
+	c, err := h.newCapture(a, l)
 	h.mu.Unlock()
-	h.widen(len(key))
-
-	// What the previous instance left in the pipes is its own.
-	h.drain(c)
-	c.limits = fileLimitsOf(l)
-	a := &Attachment{
-		hub:    h,
-		proc:   p,
-		inst:   instance{proc: p, instance: instanceID},
-		stdout: c.w[0],
-		stderr: c.w[1],
+	if err != nil {
+		return nil, err
 	}
+	h.widen(len(key))
+	a.c = c
+	a.stdout, a.stderr = c.w[0], c.w[c.n-1]
+
 	p.mu.Lock()
 	if p.cur != nil {
 		p.prev = p.cur
 	}
 	p.cur = &a.inst
-	old := p.att
-	p.att = a
 	p.mu.Unlock()
-	if old != nil {
-		old.end()
-	}
 	return a, nil
 }
 
-// newCapture makes p's two pipes and adds their read ends to the loop.
+// newCapture makes a's pipes and adds their read ends to the loop.
 // h.mu is held: the loop looks fds up under it.
-func (h *Hub) newCapture(p *procLog) (*capture, error) {
-	var out, errp [2]int
-	if err := unix.Pipe2(out[:], unix.O_CLOEXEC); err != nil {
-		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+func (h *Hub) newCapture(a *Attachment, l spec.Log) (*capture, error) {
+	c := &capture{att: a, inst: &a.inst, n: 1, limits: fileLimitsOf(l)}
+	kinds := []Stream{Stdout}
+	if l.SeparateStreams {
+		c.n, kinds = 2, []Stream{Stdout, Stderr}
 	}
-	if err := unix.Pipe2(errp[:], unix.O_CLOEXEC); err != nil {
-		closeFDs(out[0], out[1])
-		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+	var made []int // fds to close if a later step fails
+	fail := func(what string, err error) (*capture, error) {
+		closeFDs(made...) // closing a read end also takes it out of the epoll set
+		return nil, fmt.Errorf("%s for the output of %s: %w", what, a.proc.name, err)
 	}
-	// Only the read ends are non-blocking (each end is its own open file
-	// description): the process gets an ordinary blocking stdout.
-	for _, fd := range []int{out[0], errp[0]} {
-		if err := unix.SetNonblock(fd, true); err != nil {
-			closeFDs(out[0], out[1], errp[0], errp[1])
-			return nil, fmt.Errorf("making capture pipe non-blocking: %w", err)
+	for i, kind := range kinds {
+		var fds [2]int
+		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+			return fail("creating a pipe", err)
 		}
-	}
-	c := &capture{proc: p, open: 2}
-	c.streams = [2]stream{
-		{fd: int32(out[0]), kind: Stdout, c: c},
-		{fd: int32(errp[0]), kind: Stderr, c: c},
-	}
-	for i := range c.streams {
-		s := &c.streams[i]
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: s.fd}
-		if err := unix.EpollCtl(h.epfd, unix.EPOLL_CTL_ADD, int(s.fd), &ev); err != nil {
-			if i == 1 {
-				_ = unix.EpollCtl(h.epfd, unix.EPOLL_CTL_DEL, out[0], nil) // closing it would drop it anyway
-			}
-			closeFDs(out[0], out[1], errp[0], errp[1])
-			return nil, fmt.Errorf("watching capture pipe: %w", err)
+		made = append(made, fds[0], fds[1])
+		// Only the read end is non-blocking (each end is its own open
+		// file description): the process gets an ordinary blocking stdout.
+		if err := unix.SetNonblock(fds[0], true); err != nil {
+			return fail("making the capture pipe non-blocking", err)
 		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fds[0])}
+		if err := unix.EpollCtl(h.epfd, unix.EPOLL_CTL_ADD, fds[0], &ev); err != nil {
+			return fail("watching the capture pipe", err)
+		}
+		c.streams[i] = stream{fd: int32(fds[0]), kind: kind, c: c}
+		c.w[i] = os.NewFile(uintptr(fds[1]), a.proc.name+" "+kind.String())
 	}
-	c.w = [2]*os.File{
-		os.NewFile(uintptr(out[1]), p.name+" stdout"),
-		os.NewFile(uintptr(errp[1]), p.name+" stderr"),
-	}
-	for i := range c.streams {
+	c.open = c.n
+	for i := 0; i < c.n; i++ {
 		h.streams[c.streams[i].fd] = &c.streams[i]
 	}
+	a.proc.open += c.n
 	return c, nil
 }
 
-// retireCapture closes podsup's write ends of c: its read ends reach EOF,
-// and leave the loop, once every instance (and child) holding them is gone.
-func (h *Hub) retireCapture(c *capture) {
+// closeWriters closes podsup's write ends of c, once. h.mu is held.
+func closeWriters(c *capture) {
 	for i, f := range c.w {
 		if f != nil {
 			_ = f.Close() // a write end: nothing buffered in podsup
@@ -191,41 +166,18 @@ func (h *Hub) widen(n int) {
 
 func (h *Hub) attachPassthrough(group, process string) (*Attachment, error) {
 	key := group + "/" + process
-	h.readMu.Lock()
-	defer h.readMu.Unlock()
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.closed {
-		h.mu.Unlock()
 		return nil, ErrClosed
 	}
-	old := h.procs[key]
-	if old == nil || !old.passthrough {
+	// What earlier captured instances still write stays theirs (and goes
+	// to Out and the file) until their pipes end.
+	if old := h.procs[key]; old == nil || !old.passthrough {
 		h.procs[key] = &procLog{group: group, process: process, name: key, passthrough: true}
 	}
-	h.mu.Unlock()
-	if old != nil && !old.passthrough {
-		h.dropCapture(old)
-	}
-	// Nothing to drain: done at once.
+	// Nothing to read: done at once.
 	return &Attachment{hub: h, passthrough: true, stdout: h.opts.Stdout, stderr: h.opts.Stderr, ended: true}, nil
-}
-
-// dropCapture reads what p's pipes hold, retires them and ends p's current
-// attachment: p is no longer what its process's output goes to. h.readMu is
-// held.
-func (h *Hub) dropCapture(p *procLog) {
-	if c := p.capture; c != nil {
-		h.drain(c)
-		h.retireCapture(c)
-		p.capture = nil
-	}
-	p.mu.Lock()
-	a := p.att
-	p.att = nil
-	p.mu.Unlock()
-	if a != nil {
-		a.end()
-	}
 }
 
 // Stdout is the file to give the process as its stdout (sandbox.Cmd.Stdout).
@@ -238,16 +190,25 @@ func (a *Attachment) Stderr() *os.File { return a.stderr }
 // directly (nothing is captured).
 func (a *Attachment) Passthrough() bool { return a.passthrough }
 
-// CloseWriters closes nothing: the write ends are the process's capture
-// pipes, which the hub keeps open for its next instances (and closes on
-// Forget or Close). It stays so that callers need not know.
-func (a *Attachment) CloseWriters() error { return nil }
+// CloseWriters closes podsup's write ends: call it once the process has
+// started (it holds its own copies) or failed to start. From then on the
+// output ends, and Done is closed, when the instance and every child that
+// holds its stdout or stderr have exited. It does nothing with passthrough
+// and after the first call.
+func (a *Attachment) CloseWriters() error {
+	if a.c == nil {
+		return nil
+	}
+	a.hub.mu.Lock()
+	closeWriters(a.c)
+	a.hub.mu.Unlock()
+	return nil
+}
 
-// Done is closed when the attachment ended: the next instance of the
-// process attached, the process was forgotten, its log mode changed, or
-// the hub closed. It does not wait for the instance's output to end: the
-// pipes outlive instances, so there is no EOF per instance. Passthrough
-// attachments are done at once.
+// Done is closed when the instance's output has ended (every stream read
+// to its end after CloseWriters) or the hub closed: from then on every line
+// the instance wrote is in its tail, the followers' queues, Out's buffer
+// and the file. Passthrough attachments are done at once.
 func (a *Attachment) Done() <-chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()

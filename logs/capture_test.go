@@ -13,9 +13,26 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-func TestStdoutAndStderrAreDistinguished(t *testing.T) {
+func TestStdoutAndStderrShareOnePipeInOrderByDefault(t *testing.T) {
 	h := newTestHub(t, HubOptions{})
-	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `echo to-out; echo to-err >&2`)
+	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `for i in 1 2 3; do echo out-$i; echo err-$i >&2; done`)
+	if a.Stdout() != a.Stderr() {
+		t.Fatal("stdout and stderr are two pipes without separate_streams")
+	}
+	waitDone(t, a)
+	var got []string
+	for _, l := range mustTail(t, h, "web", "api", 0, false) {
+		got = append(got, l.Stream.String()+":"+l.Text)
+	}
+	want := []string{"stdout:out-1", "stdout:err-1", "stdout:out-2", "stdout:err-2", "stdout:out-3", "stdout:err-3"}
+	if !equalStrings(got, want) {
+		t.Fatalf("got %q, want %q (one pipe: the order written, all as stdout)", got, want)
+	}
+}
+
+func TestSeparateStreamsAreDistinguished(t *testing.T) {
+	h := newTestHub(t, HubOptions{})
+	_, a := startSh(t, h, "web", "api", "1", spec.Log{SeparateStreams: true}, `echo to-out; echo to-err >&2`)
 	waitDone(t, a)
 	got := map[string]Stream{}
 	for _, l := range mustTail(t, h, "web", "api", 0, false) {
@@ -99,11 +116,16 @@ func TestTailAndPreviousAcrossInstances(t *testing.T) {
 // test decides when it writes.
 func startEchoer(t *testing.T, h *Hub, group, process, inst string) *os.File {
 	t.Helper()
+	return startEchoerLog(t, h, group, process, inst, spec.Log{})
+}
+
+func startEchoerLog(t *testing.T, h *Hub, group, process, inst string, l spec.Log) *os.File {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	startCmd(t, h, group, process, inst, spec.Log{}, &sandbox.Cmd{
+	startCmd(t, h, group, process, inst, l, &sandbox.Cmd{
 		Path: "/bin/sh", Args: []string{"sh", "-c", `while read -r l; do echo "$l"; done`}, Stdin: r,
 	})
 	_ = r.Close() // the child has its copy

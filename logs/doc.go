@@ -7,21 +7,33 @@
 //
 // One Hub per podsup owns one goroutine running an epoll loop over the read
 // ends of every capture pipe, plus one goroutine that writes podsup's own
-// output. Nothing else runs per process: an idle process costs two pipes
-// (four fds) and a few hundred bytes of bookkeeping, and wakes nobody.
+// output. Nothing else runs per process: a running process costs podsup
+// one fd (the read end of its pipe) and a few hundred bytes of bookkeeping,
+// and wakes nobody.
 //
-// # Pipes per process, not per instance
+// # One pipe per instance, read end only
 //
-// A process's two capture pipes are made when its first instance attaches
-// and kept, both ends, across its restarts: every instance gets the same
-// write ends, so a restart costs no pipe, fcntl, epoll_ctl or close call.
-// As podsup holds a write end, a pipe never reaches EOF when an instance
-// exits; lines belong to the instance that is current when they are read,
-// and Attach first reads what the pipes hold, so the output of an instance
-// that exited before the next one attached (a restart) is all its own. A
-// child that outlives its instance and writes later is counted as the
-// current one's. Forget and a change to log mode "passthrough" close
-// podsup's write ends (the read ends leave at EOF); Close closes all.
+// Every instance gets a new pipe whose write end is both its stdout and
+// its stderr, as on a terminal: lines keep the order they were written in
+// and are all reported as stdout. podsup closes its copy of the write end
+// once the process has started (Attachment.CloseWriters), so it holds one
+// fd per running process and none once the output has ended: a process in
+// back-off, or removed by a reload, costs no fd. The pipe reaches EOF when
+// the instance and every child holding its output have exited; lines are
+// the instance's own however late they come (a child it left writing after
+// the next instance started adds to --previous).
+//
+// A process whose log block sets separate_streams = true gets two pipes,
+// one per stream, and its lines say which one they came from (the JSON
+// "stream" field, the CRI files' stream column, `podsup logs -o json`); it
+// costs one fd more while it runs, and the relative order of its stdout and
+// stderr lines is no longer kept. Without it, the stream column and field
+// still exist and say "stdout".
+//
+// The price of a pipe per instance is one pipe2, fcntl, epoll_ctl and two
+// close calls per restart (docs/benchmarks.md); keeping both ends of the
+// pipes across instances saved them but cost four fds per process at rest,
+// which ran podsup out of fds at about 4,000 processes.
 //
 //	process ──pipe──►┐
 //	process ──pipe──►├─ epoll loop ──┬─► tail ring per instance (bounded; grown lazily)
@@ -56,13 +68,14 @@
 //     ("TIME STREAM F|P TEXT"), rotated at line boundaries before exceeding
 //     spec.Log.MaxSize (default 10 MiB), keeping MaxFiles files in all
 //     (default 5): PROCESS.log, PROCESS.log.1, ... Opened on the first line,
-//     kept open across instances; closed on Forget (once the output ends)
-//     or Close.
+//     kept open while any of the process's output is open; closed when
+//     none is (reopened by the next line) or on Close.
 //
 // # Cost
 //
 // Fixed: two goroutines, a 64 KiB read buffer, an epoll fd and an eventfd.
-// Per captured process: two pipes and about 850 bytes of heap once it has
+// Per running captured process: one fd (two with separate_streams; one
+// more with log_dir once it has written) and about 850 bytes of heap once it has
 // written a line (TestMemoryPerCapturedProcess). Per restart: one empty
 // read per pipe and the new instance's tail. Throughput: a
 // process writing 100 MB of 100-byte lines is read in about 0.15 s.
@@ -70,14 +83,15 @@
 // # Use
 //
 //	a, err := hub.Attach("web", "api", "3", proc.Log)
-//	cmd.Stdout, cmd.Stderr = a.Stdout(), a.Stderr() // the hub's; never closed by the caller
+//	cmd.Stdout, cmd.Stderr = a.Stdout(), a.Stderr()
 //	p, err := sandbox.Start(cmd)
+//	a.CloseWriters() // the process has its copies; podsup keeps the read end only
 //	...
-//	<-a.Done()       // optional: the next instance attached, Forget or Close
+//	<-a.Done()       // optional: every line of the instance has been read
 //
 //	lines, err := hub.Tail("web", "api", 100, false) // podsup logs --tail 100 [--previous]
 //	ch, err := hub.Follow(ctx, "web", "api", 10)     // podsup logs -f
-//	hub.Forget("web", "api")                         // removed by a reload
+//	hub.Forget("web", "api")                         // removed by a reload, its last instance gone
 //
 // With log mode "passthrough" Attach makes no pipe: Stdout and Stderr are
 // podsup's own os.Stdout and os.Stderr and nothing is captured.

@@ -61,10 +61,9 @@ func startCmd(t testing.TB, h *Hub, group, process, inst string, l spec.Log, c *
 // processOf maps the attachments startCmd made to their processes.
 var processOf sync.Map // *Attachment -> *sandbox.Process
 
-// waitDone waits for the process of a (started by startCmd) to exit and then
-// reads what it left in its pipes, as Attach does for the next instance:
-// afterwards its whole output is in the tail, files and Out's buffer. It
-// must be the process's current attachment.
+// waitDone waits for the process of a (started by startCmd) to exit and its
+// output to end: afterwards its whole output is in the tail, files and
+// Out's buffer.
 func waitDone(t testing.TB, a *Attachment) {
 	t.Helper()
 	v, ok := processOf.Load(a)
@@ -76,15 +75,7 @@ func waitDone(t testing.TB, a *Attachment) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("process did not exit within 20s")
 	}
-	if a.passthrough {
-		return
-	}
-	h := a.hub
-	h.readMu.Lock()
-	defer h.readMu.Unlock()
-	if c := a.proc.capture; c != nil {
-		h.drain(c)
-	}
+	waitEnded(t, a)
 }
 
 // waitEnded waits for an attachment to end (Done).

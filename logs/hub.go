@@ -87,15 +87,14 @@ type Hub struct {
 	wakeups atomic.Uint64 // epoll_wait returns; tests check an idle hub sleeps
 
 	// readMu is held by whoever reads capture pipes and writes what they
-	// held: the loop, and Attach and Forget, which read what an instance
-	// left before it stops being current. It guards the streams, captures,
-	// files, buf and batch. Lock order: readMu, Hub.mu, procLog.mu,
-	// follower.mu; Attachment.mu is a leaf.
+	// held: the loop (and Close once it stopped). It guards the streams'
+	// partial lines, files, buf and batch. Lock order: readMu, Hub.mu,
+	// procLog.mu, follower.mu; Attachment.mu is a leaf.
 	readMu sync.Mutex
 	buf    []byte
 	batch  batch
 
-	// mu guards the maps and closed.
+	// mu guards the maps, closed, captures' write ends and procLog.open.
 	mu      sync.Mutex
 	closed  bool
 	streams map[int32]*stream
@@ -107,15 +106,13 @@ type procLog struct {
 	group, process, name string
 	passthrough          bool
 
-	// capture is the process's pipes, kept across its instances; nil with
-	// passthrough and once forgotten. Hub.readMu (and Hub.mu to change it)
-	// guards it.
-	capture *capture
+	// open counts the streams of the process's captures not yet at EOF;
+	// its file is closed when none is left. Hub.mu guards it.
+	open int
 
-	// mu guards cur, prev, their tails, att and followers.
+	// mu guards cur, prev, their tails and followers.
 	mu        sync.Mutex
 	cur, prev *instance
-	att       *Attachment // of cur; ended when it stops being current
 	followers []*follower
 
 	file *rotatingFile // nil without Dir; guarded by Hub.readMu
@@ -227,29 +224,27 @@ func (h *Hub) Close() error {
 	close(h.quit)
 	h.follows.Wait()
 
-	// The loop has stopped; Attach and Forget see closed.
+	// The loop has stopped; Attach sees closed.
 	h.readMu.Lock()
 	h.mu.Lock()
+	var ended []*Attachment
 	for fd, s := range h.streams {
 		_ = unix.Close(int(fd)) // a read end; nothing to flush
 		s.fd = -1
-		h.retireCapture(s.c)
-		if f := s.c.proc.file; f != nil {
+		c := s.c
+		if c.open--; c.open == 0 {
+			closeWriters(c) // a process that never started
+			ended = append(ended, c.att)
+		}
+		if f := c.inst.proc.file; f != nil {
 			f.close() // the process may have been forgotten: not in procs
 		}
 	}
 	clear(h.streams)
-	var ended []*Attachment
 	for _, p := range h.procs {
 		if p.file != nil {
 			p.file.close()
 		}
-		p.mu.Lock()
-		if p.att != nil {
-			ended = append(ended, p.att)
-			p.att = nil
-		}
-		p.mu.Unlock()
 	}
 	h.mu.Unlock()
 	h.readMu.Unlock()
@@ -271,21 +266,19 @@ func (h *Hub) Close() error {
 	return nil
 }
 
-// Forget drops everything kept about a process (a reload removed it). Its
-// followers end after the lines already queued for them, its attachment is
-// done, and podsup closes its copies of the process's pipes: an instance
-// still running keeps being captured until its output ends, into nowhere
-// but podsup's output and files, and then the pipes are gone.
+// Forget drops everything kept about a process: call it once the process
+// is no longer in the configuration and its last instance has exited. Its
+// followers end after the lines already queued for them, and `podsup logs`
+// no longer knows it. Output still in its pipes (or written later by a
+// child it left behind) is read to its end as before, into podsup's output
+// and its file, and then the pipes are closed: a forgotten process holds no
+// fd once its output has ended. A later instance of the same name starts
+// afresh.
 func (h *Hub) Forget(group, process string) {
-	h.readMu.Lock()
 	h.mu.Lock()
 	p := h.procs[group+"/"+process]
 	delete(h.procs, group+"/"+process)
 	h.mu.Unlock()
-	if p != nil && !p.passthrough {
-		h.dropCapture(p)
-	}
-	h.readMu.Unlock()
 	if p == nil {
 		return
 	}
@@ -295,6 +288,22 @@ func (h *Hub) Forget(group, process string) {
 	}
 	p.followers = nil
 	p.mu.Unlock()
+}
+
+// ForgetGroup forgets every process of group (Forget): the group is no
+// longer in the configuration, or is being replaced by a new spec of it.
+func (h *Hub) ForgetGroup(group string) {
+	h.mu.Lock()
+	var names []string
+	for _, p := range h.procs {
+		if p.group == group {
+			names = append(names, p.process)
+		}
+	}
+	h.mu.Unlock()
+	for _, n := range names {
+		h.Forget(group, n)
+	}
 }
 
 func (h *Hub) proc(group, process string) (*procLog, error) {

@@ -87,7 +87,7 @@ func (h *Hub) readStream(s *stream) int {
 		h.split(s, buf[:n], b)
 	} else {
 		if err != nil {
-			h.log.Debug().Err(err).Str("process", s.c.proc.name).Msg("reading captured output failed; treating as end of output")
+			h.log.Debug().Err(err).Str("process", s.c.inst.proc.name).Msg("reading captured output failed; treating as end of output")
 		}
 		if len(s.partial) > 0 {
 			b.add(s.partial, false)
@@ -102,26 +102,6 @@ func (h *Hub) readStream(s *stream) int {
 		return 0
 	}
 	return n
-}
-
-// drain reads what c's pipes hold now and flushes unterminated lines, all
-// as the current instance's: Attach calls it before the next instance
-// becomes current. A read that fills the buffer may have left more, so
-// reading goes on until one does not; an empty pipe costs one read.
-// h.readMu is held.
-func (h *Hub) drain(c *capture) {
-	for i := range c.streams {
-		s := &c.streams[i]
-		for s.fd >= 0 && h.readStream(s) == len(h.buf) {
-		}
-		if s.fd >= 0 && len(s.partial) > 0 {
-			b := &h.batch
-			b.reset()
-			b.add(s.partial, false)
-			s.partial = s.partial[:0]
-			h.dispatch(s, h.clock.Now(), b)
-		}
-	}
 }
 
 // split cuts data into lines, joining it to the stream's pending partial
@@ -160,7 +140,8 @@ func (h *Hub) split(s *stream, data []byte, b *batch) {
 // dispatch hands one read's lines to every consumer; none of them waits for
 // a reader.
 func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
-	p := s.c.proc
+	in := s.c.inst
+	p := in.proc
 	flags := byte(0)
 	if s.kind == Stderr {
 		flags |= flagStderr
@@ -168,11 +149,6 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 	unixNano := now.UnixNano()
 
 	p.mu.Lock()
-	in := p.cur
-	if in == nil {
-		p.mu.Unlock()
-		return // cannot happen: a capture's first instance is current before it is read
-	}
 	for _, r := range b.refs {
 		f := flags
 		if r.partial {
@@ -206,7 +182,7 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 // boundaries so no file grows past MaxSize (unless one line alone does).
 func (h *Hub) writeFile(s *stream, now time.Time, b *batch) {
 	c := s.c
-	r, lim := c.proc.file, c.limits
+	r, lim := c.inst.proc.file, c.limits
 	err := func() error {
 		if r.f == nil {
 			if err := r.open(); err != nil {
@@ -234,7 +210,7 @@ func (h *Hub) writeFile(s *stream, now time.Time, b *batch) {
 	}()
 	if err != nil {
 		if r.err == nil {
-			h.log.Error().Err(err).Str("process", c.proc.name).Msg("writing log file failed; lines lost until it works again")
+			h.log.Error().Err(err).Str("process", c.inst.proc.name).Msg("writing log file failed; lines lost until it works again")
 		}
 		r.err = err
 		r.close()
@@ -243,18 +219,27 @@ func (h *Hub) writeFile(s *stream, now time.Time, b *batch) {
 	r.err = nil
 }
 
-// retire removes a stream at EOF from the loop and closes its read end.
+// retire removes a stream at EOF from the loop and closes its read end;
+// the attachment is done once its last stream is retired, and the
+// process's file is closed once none of its streams is open (it reopens
+// on the next line). h.readMu is held.
 func (h *Hub) retire(s *stream) {
+	c := s.c
+	p := c.inst.proc
 	h.mu.Lock()
 	delete(h.streams, s.fd)
+	p.open--
+	idle := p.open == 0
 	h.mu.Unlock()
 	// Closing the fd removes it from the epoll set; the explicit delete
 	// keeps that true even if the fd were ever duplicated.
 	_ = unix.EpollCtl(h.epfd, unix.EPOLL_CTL_DEL, int(s.fd), nil)
 	_ = unix.Close(int(s.fd)) // a read end at EOF: nothing to flush
 	s.fd = -1
-	s.c.open--
-	if s.c.open == 0 && s.c.proc.file != nil {
-		s.c.proc.file.close() // reopened by the next write
+	if idle && p.file != nil {
+		p.file.close()
+	}
+	if c.open--; c.open == 0 {
+		c.att.end()
 	}
 }

@@ -35,7 +35,7 @@ func TestConsoleOutPrefixesLinesLikeCompose(t *testing.T) {
 func TestJSONOutDecodes(t *testing.T) {
 	var out syncBuffer
 	h := newTestHub(t, HubOptions{Out: &out, Format: FormatJSON})
-	_, a := startSh(t, h, "web", "api", "7", spec.Log{}, `printf 'say "hi"\t\\o/\n'; echo err >&2`)
+	_, a := startSh(t, h, "web", "api", "7", spec.Log{SeparateStreams: true}, `printf 'say "hi"\t\\o/\n'; echo err >&2`)
 	waitDone(t, a)
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestFilesRotateKeepingMaxFilesAndBoundedSizes(t *testing.T) {
 	dir := t.TempDir()
 	h := newTestHub(t, HubOptions{Dir: dir})
 	const maxSize = 2000
-	l := spec.Log{MaxSize: maxSize, MaxFiles: 3}
+	l := spec.Log{MaxSize: maxSize, MaxFiles: 3, SeparateStreams: true}
 	// ~50 bytes per record: about 40 records per file, 500 lines rotate
 	// a dozen times.
 	_, a := startSh(t, h, "web", "api", "1", l, `seq -f 'line %g' 1 500; echo to-stderr >&2`)

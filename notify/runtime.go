@@ -162,3 +162,11 @@ func (r *Runtime) ReleaseGroup(group string) {
 		gr.ReleaseGroup(group)
 	}
 }
+
+// ReleaseProcess passes the release of a process a reload removed on to
+// Next.
+func (r *Runtime) ReleaseProcess(group, process string) {
+	if pr, ok := r.Next.(supervisor.ProcessReleaser); ok {
+		pr.ReleaseProcess(group, process)
+	}
+}

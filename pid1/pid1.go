@@ -119,7 +119,7 @@ func Run(o Options) int {
 	waited := waitedSignals()
 	early := takePending(waited)
 	// CMD gets fds 0-2 and nothing else podsup happened to inherit.
-	closeInheritedFDsOnExec()
+	CloseInheritedOnExec()
 	// 2. The reaper.
 	sandbox.StartReaper()
 	if !sandbox.Stats().Subreaper {
@@ -356,10 +356,18 @@ func or[T comparable](v, def T) T {
 	return v
 }
 
-// closeInheritedFDsOnExec marks every fd above 2 close-on-exec. Go opens
-// its own fds that way already; this catches fds podsup's parent leaked to
-// it, which would otherwise reach CMD.
-func closeInheritedFDsOnExec() {
+// CloseInheritedOnExec marks every fd above 2 close-on-exec, so no fd
+// podsup's parent leaked to it reaches a process podsup starts. Go opens
+// its own fds close-on-exec already, and what podsup hands on deliberately
+// (socket-activation fds, a readiness pipe) goes through a Cmd's
+// ExtraFiles, which clears the flag in the child only. Call it once at
+// start-up, after taking what podsup keeps (package systemd's
+// ActivationFiles) and before the first process starts.
+func CloseInheritedOnExec() {
+	// One call on Linux 5.11 and later; the walk of /proc/self/fd otherwise.
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return

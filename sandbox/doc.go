@@ -38,6 +38,15 @@
 // placement is opened before the work goes to that thread (its mount
 // namespace cannot see podsup's /sys/fs/cgroup) and composed inside it.
 //
+// # Pidfds on demand
+//
+// A Process holds no fd while it runs: every signal to it opens a pidfd
+// under the reaper's lock, checks with waitid(P_PIDFD, WNOWAIT) that it
+// names a child not yet reaped, sends through it and closes it
+// (Process.withPidfd). A held pidfd per process would cost podsup one fd
+// per process, which at tens of thousands of processes is the difference
+// RLIMIT_NOFILE makes between running them all and failing to start them.
+//
 // # Trees and cgroups
 //
 // Each sandbox has a cgroup with its limits (package cgroups), each process

@@ -76,9 +76,10 @@ func startHolder(ctx context.Context, cfg spec.Sandbox, o holderOptions) (*holde
 		h.close(o.readyTimeout)
 		return nil, err
 	}
-	p.mu.RLock()
-	h.ns, err = startNSThread(p.pidfd, int(flags))
-	p.mu.RUnlock()
+	err = p.withPidfd(func(pidfd int) (err error) {
+		h.ns, err = startNSThread(pidfd, int(flags))
+		return err
+	})
 	if err != nil {
 		h.close(o.readyTimeout)
 		return nil, err

@@ -12,13 +12,15 @@ import (
 
 // keptCgroup is a process cgroup that outlives the process records placed
 // in it, one after another: the instances of one supervised process
-// (ProcessConfig.Cgroup). The first CreateProcess naming it creates it and
-// opens its placement; later ones reuse both, so a restart costs no mkdir,
-// rmdir or open. DeleteSandbox closes and removes it.
+// (ProcessConfig.Cgroup). The first CreateProcess naming it creates it;
+// later ones reuse it, so a restart costs no mkdir or rmdir. Its placement
+// is opened for each start and closed after it (an open and a close per
+// restart): kept open, it cost podsup an fd per process for the process's
+// whole life, and 10,000 processes would not fit in a 20,000-fd limit.
+// DeleteSandbox removes it.
 type keptCgroup struct {
 	name string
 	cg   *cgroups.Process
-	pl   *cgroups.Placement
 
 	// mu is held across every signal to the cgroup's tree and across a
 	// change of holder: a kill on behalf of an old record that checked it
@@ -57,14 +59,7 @@ func (rt *LocalRuntime) keepCgroup(sb *sandboxRec, name string, pr *procRec) (*k
 		}
 		return nil, err
 	}
-	// Opened here, in podsup's own mount namespace (package cgroups:
-	// Placement), and kept: every instance forks through it.
-	pl, err := cg.OpenPlacement()
-	if err != nil {
-		_ = cg.Delete() // just made and empty; the open's error is the one to report
-		return nil, err
-	}
-	k = &keptCgroup{name: name, cg: cg, pl: pl, holder: pr}
+	k = &keptCgroup{name: name, cg: cg, holder: pr}
 	rt.mu.Lock()
 	sb.kept[name] = k
 	rt.mu.Unlock()
@@ -99,15 +94,12 @@ func (rt *LocalRuntime) releaseKept(pr *procRec) {
 	pr.kept.mu.Unlock()
 }
 
-// closeKept closes the placements of sb's kept cgroups; DeleteSandbox
-// removes the directories with the group's.
+// closeKept forgets sb's kept cgroups; DeleteSandbox removes the
+// directories with the group's.
 func (rt *LocalRuntime) closeKept(sb *sandboxRec) {
 	sb.keptMu.Lock()
 	defer sb.keptMu.Unlock()
-	for name, k := range sb.kept {
-		_ = k.pl.Close() // read-only handles; nothing to report
-		delete(sb.kept, name)
-	}
+	clear(sb.kept)
 }
 
 // keptTree is the tree of a record in a kept cgroup: the cgroup while the

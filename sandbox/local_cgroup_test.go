@@ -49,7 +49,7 @@ func TestKeptCgroupOutlivesItsInstances(t *testing.T) {
 	needRoot(t)
 	t.Run("host layout", func(t *testing.T) { testKeptCgroup(t, nil, "") })
 	// As on a pure v1 host: the forking thread enters the v1 cgroups
-	// through the kept placement's open files, and kills freeze.
+	// through a placement opened for each start, and kills freeze.
 	t.Run("v1 only", func(t *testing.T) { testKeptCgroup(t, &cgroups.Options{DisableV2: true}, "pids") })
 }
 

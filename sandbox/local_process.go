@@ -154,17 +154,13 @@ func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (Forker, int
 	return f, fd, release, nil
 }
 
-// processForker is forker for pr: through its kept cgroup's placement,
-// opened once, or a placement opened for this start.
+// processForker is forker for pr: through a placement in its cgroup (its
+// kept one, or its own) opened for this start.
 func (rt *LocalRuntime) processForker(pr *procRec) (Forker, int, func(), error) {
 	if pr.kept == nil {
 		return rt.forker(pr.sb, pr.cg)
 	}
-	f := sandboxForker{pl: pr.kept.pl}
-	if pr.sb.holder != nil {
-		f.ns = pr.sb.holder.ns
-	}
-	return f, pr.kept.pl.CgroupFD(), func() {}, nil
+	return rt.forker(pr.sb, pr.kept.cg)
 }
 
 // StartProcess runs a created process. See Runtime.

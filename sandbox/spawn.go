@@ -102,9 +102,8 @@ type Process struct {
 	pid  int
 	pgid int
 	tree TreeKiller
-
-	// mu guards pidfd: exited closes it while Signal may be using it.
-	mu    sync.RWMutex
+	// pidfd is the pidfd from the fork, kept only until the pid is
+	// registered with the reaper; -1 afterwards.
 	pidfd int
 
 	done   chan struct{}
@@ -181,6 +180,11 @@ func Start(c *Cmd) (*Process, error) {
 			testHookBeforeRegister(pid)
 		}
 		r.register(s, p)
+		// The pidfd told this child's exit from an earlier process's with
+		// the same pid while registering; signals open their own
+		// (withPidfd), so a running process holds no fd.
+		_ = unix.Close(pidfd) // a pidfd: nothing to flush
+		p.pidfd = -1
 		return nil
 	}
 	if c.Forker != nil {
@@ -201,12 +205,41 @@ func Start(c *Cmd) (*Process, error) {
 // Pid is the process id.
 func (p *Process) Pid() int { return p.pid }
 
-// Signal sends sig to the process through its pidfd. After the exit is
-// known it returns ErrProcessDone and signals nothing.
+// Signal sends sig to the process through a pidfd (withPidfd). After the
+// exit is known it returns ErrProcessDone and signals nothing.
 func (p *Process) Signal(sig syscall.Signal) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return signalPidfd(p.pidfd, sig, 0)
+	return p.withPidfd(func(pidfd int) error { return signalPidfd(pidfd, sig, 0) })
+}
+
+// withPidfd calls fn with a pidfd naming the process, opened for the call
+// and closed after it: a process costs podsup no fd between signals, which
+// is what lets one podsup run tens of thousands of them within its
+// RLIMIT_NOFILE. The pidfd names this very process, never a later user of
+// its number: it is opened under the reaper's lock, which the reaper holds
+// across wait4 and the owner's lookup, while the process is registered,
+// i.e. not yet reaped, so its number cannot have been reused;
+// waitid(P_PIDFD, WNOWAIT) confirms that it names an unreaped child of
+// podsup before anything is sent.
+func (p *Process) withPidfd(fn func(pidfd int) error) error {
+	r := getReaper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owners[p.pid] != p {
+		return ErrProcessDone // its exit has been dispatched
+	}
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if err == unix.ESRCH {
+		return ErrProcessDone // reaped; the exit is on its way
+	}
+	if err != nil {
+		return fmt.Errorf("opening a pidfd for pid %d: %w", p.pid, err)
+	}
+	defer unix.Close(fd) // a pidfd: nothing to flush
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+		return ErrProcessDone // ECHILD: the number is no longer our child's
+	}
+	return fn(fd)
 }
 
 // KillTree sends sig to every process of the tree: the process group by
@@ -232,26 +265,13 @@ func (p *Process) Wait(ctx context.Context) (Exit, error) {
 	}
 }
 
-// Close releases the pidfd early. The reaper closes it on exit anyway.
-func (p *Process) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pidfd >= 0 {
-		_ = unix.Close(p.pidfd)
-		p.pidfd = -1
-	}
-	return nil
-}
+// Close releases nothing: a Process holds no fd (withPidfd). It stays for
+// callers that release what they started.
+func (p *Process) Close() error { return nil }
 
 // exited runs on the reaper goroutine.
 func (p *Process) exited(e Exit) {
-	p.mu.Lock()
-	if p.pidfd >= 0 {
-		_ = unix.Close(p.pidfd) // the process is gone; nothing left to signal
-		p.pidfd = -1
-	}
 	p.exit = e
-	p.mu.Unlock()
 	close(p.done)
 	if p.onExit != nil {
 		p.onExit(e)

@@ -18,17 +18,13 @@ type TreeKiller interface {
 type processGroup struct{ p *Process }
 
 func (g processGroup) KillTree(sig syscall.Signal) error {
-	g.p.mu.RLock()
-	defer g.p.mu.RUnlock()
-	if g.p.pidfd >= 0 {
-		// The leader is alive (or a zombie not yet reaped): the pidfd names
-		// it exactly, so its group is reached without trusting a number.
-		err := signalPidfd(g.p.pidfd, sig, pidfdSignalProcessGroup)
-		if err != unix.EINVAL {
-			return err
-		}
-		// EINVAL: a kernel older than 6.9; fall through to kill(2).
+	// While the leader is alive (or a zombie not yet reaped) a pidfd names
+	// it exactly, so its group is reached without trusting a number.
+	err := g.p.withPidfd(func(pidfd int) error { return signalPidfd(pidfd, sig, pidfdSignalProcessGroup) })
+	if err != ErrProcessDone && err != unix.EINVAL {
+		return err
 	}
+	// EINVAL: a kernel older than 6.9; fall through to kill(2).
 	// The leader has been reaped. While members of its group remain, the
 	// kernel keeps the number in use, so no new process can have it. A live
 	// process with pid == pgid therefore means the group is empty and the

@@ -148,6 +148,12 @@ type Log struct {
 	MaxFiles int
 	// Journal sends the output to journald when podsup runs under systemd.
 	Journal bool
+	// SeparateStreams captures stdout and stderr through two pipes, so
+	// every line says which one it came from (JSON output, log files,
+	// `podsup logs -o json`). By default they share one pipe, as on a
+	// terminal: lines keep the order they were written in, are all
+	// reported as stdout, and the process costs podsup one fd fewer.
+	SeparateStreams bool
 }
 
 // ProbeKind names the three probes (P1).

@@ -160,6 +160,11 @@ type criticalAction struct {
 	code    int
 }
 
+// releaseAction: a process a reload removed is gone for good; the runtime
+// may drop what it kept for it (ProcessReleaser).
+type releaseAction struct{ process string }
+
+func (releaseAction) isAction()  {}
 func (startAction) isAction()    {}
 func (signalAction) isAction()   {}
 func (killTreeAction) isAction() {}
@@ -419,9 +424,13 @@ func (g *groupCore) all() []*proc {
 }
 
 func (g *groupCore) procByInstance(id string) *proc {
-	for _, p := range g.all() {
-		if p.inst != nil && p.inst.id == id {
-			return p
+	// No g.all(): this runs for every input, and an allocation of every
+	// process per input adds up with thousands of processes.
+	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} {
+		for _, p := range ps {
+			if p.inst != nil && p.inst.id == id {
+				return p
+			}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -144,24 +145,32 @@ func (c *correlator) observe(e Event) (Event, bool) {
 func within(d, window time.Duration) bool { return d <= window && d >= -window }
 
 // makeRoom forgets the series that ended more than a window before now,
-// and when that is not enough the one seen least recently.
+// and when that is not enough the least recently seen quarter of them: one
+// scan then makes room for many new series, where evicting one at a time
+// scanned every series for every new one (10,000 processes stopping at
+// once each start a series of their own).
 func (c *correlator) makeRoom(now time.Time) {
 	if len(c.series) < c.max {
 		return
 	}
-	var oldest eventKey
-	var oldestAt time.Time
+	type seen struct {
+		k    eventKey
+		last time.Time
+	}
+	live := make([]seen, 0, len(c.series))
 	for k, s := range c.series {
 		if !within(now.Sub(s.last), c.window) {
 			delete(c.series, k)
 			continue
 		}
-		if oldestAt.IsZero() || s.last.Before(oldestAt) {
-			oldest, oldestAt = k, s.last
-		}
+		live = append(live, seen{k, s.last})
 	}
-	if len(c.series) >= c.max {
-		delete(c.series, oldest)
+	if len(c.series) < c.max {
+		return
+	}
+	slices.SortFunc(live, func(a, b seen) int { return a.last.Compare(b.last) })
+	for _, s := range live[:len(live)-c.max+max(c.max/4, 1)] {
+		delete(c.series, s.k)
 	}
 }
 

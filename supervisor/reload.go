@@ -101,6 +101,7 @@ func (g *groupCore) removeProc(p *proc) {
 	p.nextStart = time.Time{}
 	g.emit(p, EventNormal, EventReloaded, "Process %s removed by a reload", p.spec.Name)
 	if p.inst == nil {
+		g.release(p)
 		return
 	}
 	if st := p.inst.stop; st != nil {
@@ -136,9 +137,26 @@ func (g *groupCore) stepReload() {
 	for _, p := range g.leaving {
 		if p.inst != nil {
 			still = append(still, p)
+		} else {
+			g.release(p)
 		}
 	}
 	g.leaving = still
+}
+
+// release tells the runtime a removed process is gone for good: its last
+// instance has exited, and unless a later reload added a process of the
+// same name back (which then owns what the runtime keeps under that name).
+func (g *groupCore) release(p *proc) {
+	if g.byName[p.spec.Name] != nil {
+		return
+	}
+	for _, q := range g.leaving {
+		if q != p && q.inst != nil && q.spec.Name == p.spec.Name {
+			return // an older removal of the same name is still stopping
+		}
+	}
+	g.do(releaseAction{process: p.spec.Name})
 }
 
 // EventReloaded: a reload added, removed or changed a process.

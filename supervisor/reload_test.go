@@ -307,3 +307,70 @@ func TestReloadRemovedProcessStopsThroughTheKillPath(t *testing.T) {
 		t.Errorf("re-added b: %+v", b)
 	}
 }
+
+// releasingRuntime records when the supervisor releases a process.
+type releasingRuntime struct {
+	*commandsRuntime
+	mu       sync.Mutex
+	released []string // "name@seconds"
+}
+
+func (r *releasingRuntime) ReleaseProcess(group, process string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.released = append(r.released, fmt.Sprintf("%s/%s@%gs", group, process, r.clock.Now().Sub(clock.Epoch).Seconds()))
+}
+
+func (r *releasingRuntime) got() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprint(r.released)
+}
+
+func TestReloadReleasesARemovedProcessOnceItsLastInstanceExited(t *testing.T) {
+	// Instances exit 1 s after SIGTERM. A removed process is released (its
+	// captured output forgotten) when its instance is gone, a removed
+	// stopped one at once, and one that a later reload added back under
+	// the same name never.
+	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(30 * time.Second), Processes: procs("keep", "drop", "idle", "back")}
+	fc := clock.NewFake(clock.Epoch)
+	rt := &releasingRuntime{commandsRuntime: &commandsRuntime{
+		fakeRuntime: newFakeRuntime(fc, constant(simRun{runFor: -1, termExit: time.Second})), cmds: map[string][]string{}}}
+	sup, err := New(configOf(g), Options{Clock: fc, Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{t: t, clock: fc, rt: rt.fakeRuntime, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	t.Cleanup(f.sub.Close)
+	go func() {
+		res, err := sup.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		f.res <- res
+	}()
+	f.advanceTo(time.Second)
+	if err := sup.Stop("g", "idle", RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(3 * time.Second)
+
+	next := g
+	next.Processes = procs("keep")
+	if err := sup.Apply(configOf(next)); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(3500 * time.Millisecond)
+	if got := rt.got(); got != "[g/idle@3s]" {
+		t.Fatalf("released while drop and back are still stopping: %s, want only the stopped idle at once", got)
+	}
+	next.Processes = procs("keep", "back")
+	if err := sup.Apply(configOf(next)); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(10 * time.Second)
+	if got := rt.got(); got != "[g/idle@3s g/drop@4s]" {
+		t.Fatalf("releases %s, want idle at once and drop when its instance exited; back (added again) never", got)
+	}
+	f.shutdown()
+}

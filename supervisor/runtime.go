@@ -118,3 +118,14 @@ func startFailureCode(err error) int {
 	}
 	return 128
 }
+
+// ProcessReleaser is a Runtime that keeps something per process across its
+// instances (its captured output) to release when a reload removed the
+// process: the supervisor calls ReleaseProcess from the group's worker once
+// the process's last instance has exited and no process of that name is in
+// the group any more, so a process that a later reload adds back under the
+// same name starts afresh. A removed group's processes are released with
+// the group (GroupReleaser).
+type ProcessReleaser interface {
+	ReleaseProcess(group, process string)
+}

@@ -176,8 +176,11 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 				w.barriers = append(w.barriers, b)
 				continue
 			}
-			w.handle(in)
+			w.step(in)
 		}
+		// Once per batch, not per input: a snapshot is O(processes), and
+		// 10,000 processes exiting at once would make it O(n²).
+		w.publish()
 	}
 	if w.effects > 0 {
 		return // answered once the effects' results are handled
@@ -188,10 +191,15 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 	w.barriers = nil
 }
 
-// handle steps the core with in, executes the plan, feeds the executor's
-// results (started, start failed) back in, then re-arms the timer,
-// publishes a status snapshot and then the step's events.
+// handle steps the core with in (step) and publishes the outcome (publish).
 func (w *worker) handle(in input) {
+	w.step(in)
+	w.publish()
+}
+
+// step steps the core with in, executes the plan, feeds the executor's
+// results (started, start failed) back in and re-arms the timer.
+func (w *worker) step(in input) {
 	w.noteInput(in)
 	in = w.effectDone(in)
 	queue := []input{in}
@@ -217,6 +225,11 @@ func (w *worker) handle(in input) {
 		}
 	}
 	w.arm(wake)
+}
+
+// publish brings the probes and hooks in line with the core, then publishes
+// a status snapshot and the events of the steps since the last publish.
+func (w *worker) publish() {
 	w.syncLifecycle()
 	st := w.core.snapshot()
 	w.status.Store(&st)
@@ -280,6 +293,10 @@ func (w *worker) exec(a action) input {
 		w.events = append(w.events, a.event)
 	case criticalAction:
 		w.onCritical(w.name, a.process, a.code)
+	case releaseAction:
+		if r, ok := w.rt.(ProcessReleaser); ok {
+			r.ReleaseProcess(w.name, a.process)
+		}
 	case recreateReplyAction, recreateDoneAction, recreateGoneAction:
 		w.execRecreate(a)
 	}

@@ -71,3 +71,11 @@ func (j *JournalRuntime) ReleaseGroup(group string) {
 		r.ReleaseGroup(group)
 	}
 }
+
+// ReleaseProcess passes the release of a process a reload removed on to
+// Next.
+func (j *JournalRuntime) ReleaseProcess(group, process string) {
+	if r, ok := j.Next.(supervisor.ProcessReleaser); ok {
+		r.ReleaseProcess(group, process)
+	}
+}

@@ -15,12 +15,36 @@ import (
 // capturingRuntime gives every instance's stdout and stderr to the logs hub
 // (or, with log { mode = "passthrough" }, podsup's own) before the inner
 // runtime starts it.
+//
+// It also bounds how many starts are under way at once: the supervisor
+// starts every instance on a goroutine of its own, and each start holds a
+// few fds until the child has them (its pipe's write end, the fork's pidfd,
+// its cgroup placement). Ten thousand processes starting together would
+// otherwise need twice the fds they need once running, and the last ones
+// would fail with "too many open files". Forks gain nothing from more
+// parallelism than a few per core.
 type capturingRuntime struct {
 	supervisor.Runtime
-	hub *logs.Hub
+	hub    *logs.Hub
+	starts chan struct{} // a slot per start under way; nil: unbounded
+}
+
+// maxStartsUnderWay bounds capturingRuntime's concurrent starts.
+const maxStartsUnderWay = 32
+
+func newCapturingRuntime(rt supervisor.Runtime, hub *logs.Hub) capturingRuntime {
+	return capturingRuntime{Runtime: rt, hub: hub, starts: make(chan struct{}, maxStartsUnderWay)}
 }
 
 func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+	if c.starts != nil {
+		select {
+		case c.starts <- struct{}{}:
+			defer func() { <-c.starts }()
+		case <-ctx.Done():
+			return nil, &supervisor.StartError{Code: 128, Err: ctx.Err()}
+		}
+	}
 	if req.Stdout != nil || req.Stderr != nil {
 		return c.Runtime.Start(ctx, req) // a wrapper above took the output (journal = true)
 	}
@@ -28,16 +52,31 @@ func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest
 	if err != nil {
 		return nil, &supervisor.StartError{Code: 128, Err: err}
 	}
-	// The hub keeps these pipes open across the process's instances (a
-	// restart makes none); the child gets copies and they stay the hub's.
 	req.Stdout, req.Stderr = att.Stdout(), att.Stderr()
-	return c.Runtime.Start(ctx, req)
+	inst, err := c.Runtime.Start(ctx, req)
+	// Started or not, the child has (or needs) no more of podsup's write
+	// ends: podsup keeps the read end alone, and the output ends with the
+	// instance (package logs).
+	_ = att.CloseWriters() // closes pipe ends podsup made; nothing to flush
+	return inst, err
 }
 
-// ReleaseGroup passes the inner runtime's group release on.
+// ReleaseGroup forgets the group's captured output (its worker ended: the
+// group was removed, replaced or podsup is stopping) and passes the release
+// on.
 func (c capturingRuntime) ReleaseGroup(group string) {
+	c.hub.ForgetGroup(group)
 	if r, ok := c.Runtime.(supervisor.GroupReleaser); ok {
 		r.ReleaseGroup(group)
+	}
+}
+
+// ReleaseProcess forgets the captured output of a process a reload removed,
+// once its last instance has exited, and passes the release on.
+func (c capturingRuntime) ReleaseProcess(group, process string) {
+	c.hub.Forget(group, process)
+	if r, ok := c.Runtime.(supervisor.ProcessReleaser); ok {
+		r.ReleaseProcess(group, process)
 	}
 }
 
@@ -53,12 +92,15 @@ func (c capturingRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Pro
 // Every layer around the runtime passes these on; a layer that did not
 // would quietly run exec probes on the host or leak sandboxes.
 var (
-	_ supervisor.SandboxSpawner = capturingRuntime{}
-	_ supervisor.GroupReleaser  = capturingRuntime{}
-	_ supervisor.SandboxSpawner = (*notify.Runtime)(nil)
-	_ supervisor.GroupReleaser  = (*notify.Runtime)(nil)
-	_ supervisor.SandboxSpawner = (*systemd.JournalRuntime)(nil)
-	_ supervisor.GroupReleaser  = (*systemd.JournalRuntime)(nil)
+	_ supervisor.SandboxSpawner  = capturingRuntime{}
+	_ supervisor.GroupReleaser   = capturingRuntime{}
+	_ supervisor.ProcessReleaser = capturingRuntime{}
+	_ supervisor.SandboxSpawner  = (*notify.Runtime)(nil)
+	_ supervisor.GroupReleaser   = (*notify.Runtime)(nil)
+	_ supervisor.ProcessReleaser = (*notify.Runtime)(nil)
+	_ supervisor.SandboxSpawner  = (*systemd.JournalRuntime)(nil)
+	_ supervisor.GroupReleaser   = (*systemd.JournalRuntime)(nil)
+	_ supervisor.ProcessReleaser = (*systemd.JournalRuntime)(nil)
 )
 
 // hubLogs serves the API's logs endpoints from the hub.

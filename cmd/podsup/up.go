@@ -25,6 +25,7 @@ import (
 	"github.com/podsup/podsup/internal/memtrim"
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/notify"
+	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
@@ -104,11 +105,16 @@ func runUp(file, socketOverride string) (int, error) {
 	if socketOverride != "" {
 		cfg.Supervisor.Socket = socketOverride
 	}
+	// Before anything changes what a re-executed podsup would see.
+	fdWarning := fitFileLimit(cfg)
 	// Under systemd (package systemd): take NOTIFY_SOCKET, WATCHDOG_* and
 	// LISTEN_* out of the environment before anything starts, so no
 	// supervised process inherits them.
 	notifier, watchdog, notifyErr := systemd.NotifierFromEnv()
 	listenFiles := systemd.ActivationFiles()
+	// Every other fd podsup inherited stays podsup's: the activation fds
+	// reach only the processes that name them (sockets = [...]).
+	pid1.CloseInheritedOnExec()
 	journalOn := systemd.StderrIsJournal()
 	var logSink io.Writer = os.Stderr
 	logSettings := cfg.Supervisor
@@ -121,6 +127,9 @@ func runUp(file, socketOverride string) (int, error) {
 	log, level := newLogger(logSettings, logOut)
 	if notifyErr != nil {
 		log.Warn().Err(notifyErr).Msg("systemd's watchdog is not fed")
+	}
+	if fdWarning != "" {
+		log.Warn().Msg(fdWarning)
 	}
 
 	// Catch before anything starts, so no signal is lost.
@@ -164,7 +173,7 @@ func runUp(file, socketOverride string) (int, error) {
 	// Around the runtime, outermost first: readiness protocols and socket
 	// activation (package notify), journal output when stderr is the
 	// journal, output capture (package logs).
-	var started supervisor.Runtime = capturingRuntime{runtime, hub}
+	var started supervisor.Runtime = newCapturingRuntime(runtime, hub)
 	if journalOn {
 		started = &systemd.JournalRuntime{Next: started, Send: systemd.JournalSend}
 	}
