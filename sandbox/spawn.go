@@ -170,7 +170,9 @@ func Start(c *Cmd) (*Process, error) {
 
 	fork := func() error {
 		s := r.subscribe()
+		release := theForkGate.enter()
 		pid, err := syscall.ForkExec(path, args, attr)
+		release()
 		if err != nil {
 			r.abandon(s)
 			return err

@@ -158,14 +158,14 @@ func run(o options) (failures []string, err error) {
 		}
 	}
 	poll(time.Now().Add(o.warmup))
-	warm, err := resting(c, 5, lat)
+	warm, err := resting(c, 10, lat)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	restartsBefore := restarts(c)
 	poll(start.Add(o.duration))
-	end, err := resting(c, 5, lat)
+	end, err := resting(c, 10, lat)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func run(o options) (failures []string, err error) {
 	return failures, nil
 }
 
-// resting takes n samples a second apart and returns each figure's
+// resting takes n samples half a second apart and returns each figure's
 // minimum: probes and restarts in flight hold fds and goroutines for a
 // moment, and what must not grow is the level podsup comes back to.
 // Status latencies are recorded meanwhile.
@@ -238,7 +238,7 @@ func resting(c *api.Client, n int, lat *latencies) (sample, error) {
 		}
 		rss, fds, gs = append(rss, s.RSSBytes), append(fds, s.OpenFDs), append(gs, s.Goroutines)
 		lat.ask(c)
-		time.Sleep(time.Second)
+		time.Sleep(500 * time.Millisecond)
 	}
 	return sample{rss: slices.Min(rss), fds: slices.Min(fds), goroutines: slices.Min(gs)}, nil
 }
