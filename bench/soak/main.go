@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -142,6 +143,7 @@ func run(o options) (failures []string, err error) {
 			fmt.Println(tail(logPath, 40))
 		}
 	}()
+	stopOnInterrupt(p, dir)
 	c := api.NewClient(socket)
 	if !waitFor(30*time.Second, func() bool { _, err := c.Version(context.Background()); return err == nil }) {
 		return nil, fmt.Errorf("podsup up never answered on %s", socket)
@@ -360,6 +362,27 @@ func marked(id string) []int {
 		}
 	}
 	return out
+}
+
+// stopOnInterrupt makes ^C (or a SIGTERM to the soak) stop the podsup it
+// started, gracefully, before the soak exits: an interrupted soak must not
+// leave a podsup and its 400 processes behind.
+func stopOnInterrupt(p *sandbox.Process, dir string) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "soak: %s: stopping podsup\n", s)
+		_ = p.Signal(syscall.SIGTERM)
+		select {
+		case <-p.Done():
+		case <-time.After(30 * time.Second):
+			_ = p.Signal(syscall.SIGKILL)
+			<-p.Done()
+		}
+		_ = os.RemoveAll(dir)
+		os.Exit(130)
+	}()
 }
 
 func waitFor(d time.Duration, cond func() bool) bool {
