@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/podsup/podsup/internal/testfreeze"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/spec"
@@ -181,7 +182,7 @@ func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
 	// act on SIGKILL), so the cgroup kill reports it busy. The stop
 	// retries on a deadline with Warnings naming it, status and other
 	// requests are served meanwhile, and the shutdown ends.
-	fz := freezerRoot(t)
+	fz := testfreeze.Root(t)
 	p := fastHelper(t, "app", "sleep")
 	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartAlways, Sandbox: &spec.Sandbox{},
 		TerminationGracePeriod: spec.Durp(100 * time.Millisecond), Processes: []spec.Process{p}}
@@ -190,7 +191,7 @@ func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
 	cfg.Supervisor.MinimumGrace = spec.Durp(100 * time.Millisecond)
 	r := startLocal(t, cfg, Options{KillRetry: 300 * time.Millisecond, KillAttempts: 3}, &cgroups.Options{Timeout: 500 * time.Millisecond})
 	pid := waitStatus(t, r.realRun, "app", func(ps ProcessStatus) bool { return ps.Pid > 0 }).Pid
-	thaw := freeze(t, fz, pid)
+	thaw := testfreeze.Pid(t, fz, pid)
 	defer thaw()
 	if err := r.sup.Stop("sb", "app", RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
@@ -247,85 +248,12 @@ func killPid(t *testing.T, pid int) {
 	}
 }
 
-// freezerRoot is the v1 freezer hierarchy, or a skip saying why not.
-func freezerRoot(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: freezes a cgroup")
-	}
-	l, err := cgroups.Detect()
-	if err != nil {
-		t.Skipf("no cgroups here: %v", err)
-	}
-	for _, h := range l.V1 {
-		if h.Version == 1 && h.Has("freezer") {
-			return h.Mount
-		}
-	}
-	t.Skip("no v1 freezer hierarchy on this host: the frozen-task simulation needs one (a v2 freeze lets SIGKILL through)")
-	return ""
-}
-
-// freeze moves pid into a fresh v1 freezer cgroup of the test's own and
-// freezes it; the returned thaw (safe to call twice) thaws it, moves what
-// is left back to the root and removes the cgroup.
-func freeze(t *testing.T, root string, pid int) func() {
-	t.Helper()
-	if pid <= 1 {
-		t.Fatalf("refusing to freeze pid %d", pid)
-	}
-	dir := filepath.Join(root, fmt.Sprintf("faulttest-%d-%d", os.Getpid(), localSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	thawed := false
-	thaw := func() {
-		if thawed {
-			return
-		}
-		thawed = true
-		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-			for _, f := range strings.Fields(string(b)) {
-				_ = os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(f), 0)
-			}
-			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Errorf("could not remove the test's freezer cgroup %s", dir)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		thaw()
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("FROZEN"), 0); err != nil {
-		thaw()
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(filepath.Join(dir, "freezer.state"))
-		if strings.TrimSpace(string(b)) == "FROZEN" {
-			return thaw
-		}
-		if time.Now().After(deadline) {
-			thaw()
-			t.Fatalf("pid %d did not freeze: %s", pid, b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
 	// Item 7: the worker, the one owner of an exited instance's cleanup,
 	// reports what it could not do: here a child the process left behind
 	// is frozen (a task in D state), so the tree kill after the exit
 	// fails. The exit code stays the process's own.
-	fz := freezerRoot(t)
+	fz := testfreeze.Root(t)
 	dir := t.TempDir()
 	child, gate := filepath.Join(dir, "child"), filepath.Join(dir, "go")
 	script := fmt.Sprintf("sleep 1000 & printf %%s $! > %s.tmp; mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.05; done; exit 3", child, child, child, gate)
@@ -333,7 +261,7 @@ func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
 		Processes: []spec.Process{{Name: "app", Command: []string{"/bin/sh", "-c", script}}}}
 	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, &cgroups.Options{Timeout: 500 * time.Millisecond})
 	pid := waitPidFile(t, child)
-	thaw := freeze(t, fz, pid)
+	thaw := testfreeze.Pid(t, fz, pid)
 	defer thaw()
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/testfreeze"
 	"github.com/podsup/podsup/sandbox"
-	"github.com/podsup/podsup/sandbox/cgroups"
 )
 
 // Faults of the runtime end to end through `podsup up`: a sandboxed start
@@ -165,7 +164,7 @@ group "sb" {
 
 func TestUpFaultFrozenStopEnds(t *testing.T) {
 	needRoot(t)
-	fz := v1Freezer(t)
+	fz := testfreeze.Root(t)
 	// Leave nothing behind even if podsup could not remove its cgroups:
 	// after podsup has stopped (cleanups run last-registered first) and
 	// the task is thawed, a runtime of the same instance sweeps them.
@@ -200,7 +199,7 @@ group "other" {
 	pid := f.waitRunning(t, "web", "api")
 	f.waitRunning(t, "other", "x")
 	socket = f.socket
-	thaw := freezePid(t, fz, pid)
+	thaw := testfreeze.Pid(t, fz, pid)
 	t.Cleanup(thaw) // before podsup is stopped
 	if code, out := f.ctl(t, "stop", "web/api"); code != 0 {
 		t.Fatalf("stop: %d %s", code, out)
@@ -294,71 +293,6 @@ func killByPidfd(t *testing.T, pid int) {
 	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
 		t.Fatalf("SIGKILL of %d: %v", pid, err)
 	}
-}
-
-// v1Freezer is the v1 freezer hierarchy's mount, or a skip saying why.
-func v1Freezer(t *testing.T) string {
-	t.Helper()
-	l, err := cgroups.Detect()
-	if err != nil {
-		t.Skipf("no cgroups here: %v", err)
-	}
-	for _, h := range l.V1 {
-		if h.Version == 1 && h.Has("freezer") {
-			return h.Mount
-		}
-	}
-	t.Skip("no v1 freezer hierarchy on this host: the unkillable-task simulation needs one (a v2 freeze lets SIGKILL through)")
-	return ""
-}
-
-// freezePid moves pid into a v1 freezer cgroup of the test's own (not
-// named podsup-*) and freezes it: like a task in D state it cannot act on
-// SIGKILL. The returned thaw (safe to call twice) thaws it and removes the
-// cgroup.
-func freezePid(t *testing.T, root string, pid int) func() {
-	t.Helper()
-	if pid <= 1 {
-		t.Fatalf("refusing to freeze pid %d", pid)
-	}
-	dir := filepath.Join(root, fmt.Sprintf("faulttest-up-%d-%d", os.Getpid(), pid))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	thaw := func() {
-		if done {
-			return
-		}
-		done = true
-		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0)
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-			for _, p := range strings.Fields(string(b)) {
-				_ = os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(p), 0)
-			}
-			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Errorf("could not remove the test's freezer cgroup %s", dir)
-	}
-	for _, w := range []struct{ file, val string }{{"cgroup.procs", strconv.Itoa(pid)}, {"freezer.state", "FROZEN"}} {
-		if err := os.WriteFile(filepath.Join(dir, w.file), []byte(w.val), 0); err != nil {
-			thaw()
-			t.Fatalf("freezing pid %d: %v", pid, err)
-		}
-	}
-	if !eventually(func() bool {
-		b, _ := os.ReadFile(filepath.Join(dir, "freezer.state"))
-		return strings.TrimSpace(string(b)) == "FROZEN"
-	}) {
-		thaw()
-		t.Fatalf("pid %d did not freeze", pid)
-	}
-	return thaw
 }
 
 // sweepInstance removes what a podsup on socket left in its cgroups: a
