@@ -146,15 +146,38 @@ func checkNothingLeft(cgBefore map[string]bool) int {
 	}
 }
 
-// podsupCgroups lists podsup's cgroup roots on this machine.
+// podsupCgroups lists the cgroup roots of the podsup instances this
+// package's tests create: `podsup up` names its instance after its socket
+// (eight hex digits, instanceName) and the holder tests use cmdtest-PID.
+// Other packages' tests run at the same time and create podsup-sbtest-*,
+// podsup-suptest-* and the like; those are theirs to check.
 func podsupCgroups() map[string]bool {
 	out := map[string]bool{}
 	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/podsup-*")
 	more, _ := filepath.Glob("/sys/fs/cgroup/podsup-*")
 	for _, d := range append(dirs, more...) {
-		out[d] = true
+		if ownInstance(strings.TrimPrefix(filepath.Base(d), "podsup-")) {
+			out[d] = true
+		}
 	}
 	return out
+}
+
+// ownInstance reports whether a podsup instance name is one this
+// package's tests create.
+func ownInstance(name string) bool {
+	if name == fmt.Sprintf("cmdtest-%d", os.Getpid()) {
+		return true
+	}
+	if len(name) != 8 {
+		return false
+	}
+	for _, c := range name {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
 }
 
 func testExe(t testing.TB) string {
