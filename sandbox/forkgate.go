@@ -16,7 +16,9 @@ import (
 // the forks one at a time, 300 processes crash-looping on 2 cores: see
 // docs/benchmarks.md, the soak check). Why not a plain mutex: an exec stuck
 // on a hung filesystem or a frozen cgroup would then stall every spawn,
-// which is what holding the reaper's lock across exec used to do.
+// which is what holding the reaper's lock across exec used to do. (The Go
+// runtime's own stop-the-world still waits for a stuck exec: see "A limit
+// of Go" in docs/architecture.md.)
 type forkGate struct{ token chan struct{} }
 
 // forkGatePatience is how long a fork+exec keeps others waiting. An exec
