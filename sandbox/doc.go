@@ -40,10 +40,11 @@
 //
 // # Pidfds on demand
 //
-// A Process holds no fd while it runs: every signal to it opens a pidfd
-// under the reaper's lock, checks with waitid(P_PIDFD, WNOWAIT) that it
-// names a child not yet reaped, sends through it and closes it
-// (Process.withPidfd). A held pidfd per process would cost podsup one fd
+// A Process holds no fd while it runs: every signal to it opens a pidfd,
+// checks that the process is still registered with the reaper (so the
+// pidfd names it and not a later user of its number), sends through it and
+// closes it (Process.withPidfd). The reaper's lock is taken only for the
+// two lookups, never across a system call of a signal. A held pidfd per process would cost podsup one fd
 // per process, which at tens of thousands of processes is the difference
 // RLIMIT_NOFILE makes between running them all and failing to start them.
 //

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,26 +109,59 @@ func (r *reaper) reapAll() {
 }
 
 // reapOne reaps one exit and returns its owner, or nil when it is held or
-// counted as an orphan; ok is false when nothing is left to reap.
+// counted as an orphan, or was taken by someone else; ok is false when
+// nothing is left to reap.
 //
-// wait4 runs under mu so that reaping and filing are one step for a
-// spawner: when ForkExec's own wait for a failed child finds it already
-// reaped (ECHILD), the exit is filed before the spawner can take mu and
-// look for it. WNOHANG keeps that critical section short.
+// It first finds an exited child without reaping it (waitid with
+// WNOWAIT), outside mu: that call scans every child in the kernel, and
+// with ten thousand children it took long enough for the Go scheduler to
+// hand this goroutine's P away, leaving it queued behind every runnable
+// goroutine while it held mu, and every signal waited on mu (10,000
+// processes stopping at once took 13 s). Then, under mu, it reaps that pid
+// alone (wait4 of one pid is a lookup, not a scan) and files the exit, so
+// that reaping and filing stay one step for a spawner: when ForkExec's own
+// wait for a failed child finds it already reaped (ECHILD), the exit is
+// filed before the spawner can take mu and look for it.
 func (r *reaper) reapOne() (*Process, Exit, bool) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, Exit{}, false // ECHILD: no children
+		}
+		break
+	}
+	pid := siginfoPid(&info)
+	if pid <= 0 {
+		return nil, Exit{}, false // none has exited yet
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ws unix.WaitStatus
 	var ru unix.Rusage
-	pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, &ru)
+	got, err := unix.Wait4(pid, &ws, unix.WNOHANG|unix.WALL, &ru)
 	for err == unix.EINTR {
-		pid, err = unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, &ru)
+		got, err = unix.Wait4(pid, &ws, unix.WNOHANG|unix.WALL, &ru)
 	}
-	if err != nil || pid <= 0 {
-		return nil, Exit{}, false // ECHILD: no children; 0: none has exited yet
+	if err != nil || got != pid {
+		// ForkExec reaped its failed child between the two calls: not an
+		// exit of ours; look again.
+		return nil, Exit{}, true
 	}
 	e := Exit{Pid: pid, Status: ws, Rusage: ru, Time: time.Now()}
 	return r.file(e), e, true
+}
+
+// siginfoPid is si_pid of a siginfo_t that waitid filled: the first field
+// of the union after si_signo, si_errno and si_code, which the kernel
+// aligns as a pointer (offset 16 on 64-bit systems, 12 on 32-bit ones).
+func siginfoPid(info *unix.Siginfo) int {
+	const word = unsafe.Sizeof(uintptr(0))
+	off := (12 + word - 1) &^ (word - 1)
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))
 }
 
 // file records a reaped exit, with mu held: it returns the pid's owner, or
@@ -250,6 +284,13 @@ func (r *reaper) abandon(s *spawn) {
 }
 
 func (r *reaper) endSpawn(s *spawn) { delete(r.spawns, s) }
+
+// owns reports whether p is registered: started and not yet reaped.
+func (r *reaper) owns(p *Process) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.owners[p.pid] == p
+}
 
 // settleHeld counts as orphans the held exits that no spawn still in
 // flight can own: those reaped before the oldest of them subscribed.

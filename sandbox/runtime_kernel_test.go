@@ -123,7 +123,9 @@ func TestHolderReapsOrphans(t *testing.T) {
 	mustCreateSandbox(t, rt, "o", spec.Sandbox{Namespaces: []string{"pid", "mount"}})
 	st, _ := rt.SandboxStatus("o")
 	holder := st.HolderPid
-	runHelper(t, rt, "o", "maker", "orphans", "1000")
+	// They outlive the maker by seconds, so they are still there to be
+	// seen as the holder's when the maker's exit is known.
+	runHelper(t, rt, "o", "maker", "orphans", "1000", "3")
 	ps, err := rt.WaitProcess(testCtx(t), "maker")
 	if err != nil || ps.ExitCode != 0 {
 		t.Fatalf("orphan maker: %+v %v", ps, err)

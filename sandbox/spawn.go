@@ -217,16 +217,18 @@ func (p *Process) Signal(sig syscall.Signal) error {
 // and closed after it: a process costs podsup no fd between signals, which
 // is what lets one podsup run tens of thousands of them within its
 // RLIMIT_NOFILE. The pidfd names this very process, never a later user of
-// its number: it is opened under the reaper's lock, which the reaper holds
-// across wait4 and the owner's lookup, while the process is registered,
-// i.e. not yet reaped, so its number cannot have been reused;
-// waitid(P_PIDFD, WNOWAIT) confirms that it names an unreaped child of
-// podsup before anything is sent.
+// its number: the process is still registered with the reaper after the
+// pidfd was opened, and the reaper unregisters a pid in the same critical
+// section as the wait4 that reaps it, so the process was not reaped when
+// the pidfd was opened and its number could not have been reused.
+//
+// No system call runs under the reaper's lock: with thousands of processes
+// stopping at once, signals that opened, checked and sent under it queued
+// behind each other and starved the reaper (10,000 stopping took 13 s, most
+// of it with their exits waiting to be reaped).
 func (p *Process) withPidfd(fn func(pidfd int) error) error {
 	r := getReaper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.owners[p.pid] != p {
+	if !r.owns(p) {
 		return ErrProcessDone // its exit has been dispatched
 	}
 	fd, err := unix.PidfdOpen(p.pid, 0)
@@ -237,9 +239,8 @@ func (p *Process) withPidfd(fn func(pidfd int) error) error {
 		return fmt.Errorf("opening a pidfd for pid %d: %w", p.pid, err)
 	}
 	defer unix.Close(fd) // a pidfd: nothing to flush
-	var info unix.Siginfo
-	if err := unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
-		return ErrProcessDone // ECHILD: the number is no longer our child's
+	if !r.owns(p) {
+		return ErrProcessDone // reaped before the open: fd may name another process
 	}
 	return fn(fd)
 }

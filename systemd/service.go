@@ -77,6 +77,14 @@ func NewService(sup Supervisor, opts Options) *Service {
 // change, READY=1 when due, STOPPING=1 when the supervisor begins to shut
 // down, and the watchdog. Start it next to Supervisor.Run.
 func (s *Service) Run(ctx context.Context) {
+	if !s.n.Enabled() {
+		// Outside systemd there is no one to tell: following every
+		// status change would cost a full snapshot of every group per
+		// change for nothing (a tenth of podsup's CPU while 10,000
+		// processes stop).
+		<-ctx.Done()
+		return
+	}
 	changed := make(chan struct{}, 1)
 	stop := s.sup.NotifyStatus(changed)
 	defer stop()

@@ -13,9 +13,14 @@ import (
 
 // wedgeRuntime blocks every Start until released: a group's worker loop
 // stuck in a call, as a wedged podsup would be.
-type wedgeRuntime struct{ release chan struct{} }
+type wedgeRuntime struct {
+	release chan struct{}
+	entered chan struct{} // closed by the first Start
+	once    *sync.Once
+}
 
 func (r wedgeRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+	r.once.Do(func() { close(r.entered) })
 	<-r.release
 	return &idle{onExit: req.OnExit}, nil
 }
@@ -36,7 +41,7 @@ func (i *idle) KillTree(s syscall.Signal) error { return i.Signal(s) }
 // With a real supervisor whose worker is blocked, no WATCHDOG=1 goes out;
 // once it is unblocked, the watchdog is fed again.
 func TestWatchdogStarvesWhileTheSupervisorIsWedged(t *testing.T) {
-	rt := wedgeRuntime{release: make(chan struct{})}
+	rt := wedgeRuntime{release: make(chan struct{}), entered: make(chan struct{}), once: new(sync.Once)}
 	cfg := spec.Config{Groups: []spec.Group{{Name: "g", Processes: []spec.Process{{Name: "p", Command: []string{"x"}}}}}}
 	sup, err := supervisor.New(cfg, supervisor.Options{Runtime: rt})
 	if err != nil {
@@ -44,6 +49,13 @@ func TestWatchdogStarvesWhileTheSupervisorIsWedged(t *testing.T) {
 	}
 	runDone := make(chan struct{})
 	go func() { _, _ = sup.Run(context.Background()); close(runDone) }()
+	// Wedged from here on. (Before Run, Ping has no worker to ask and
+	// says alive: on a loaded machine the first ping could come first.)
+	select {
+	case <-rt.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the supervisor never called Start")
+	}
 	m := newFakeManager(t)
 	svc := NewService(sup, Options{Notifier: NewNotifier(m.path), Watchdog: 200 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())

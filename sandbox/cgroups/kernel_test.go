@@ -416,3 +416,43 @@ func TestKillTreeLeavesTheCgroupUsableForTheNextChild(t *testing.T) {
 	}
 	next.wait(t, 10*time.Second)
 }
+
+// A tree that keeps forking is dead after KillTree, which first chases it
+// pid by pid and then freezes it; the cgroup takes the next child.
+func TestKillTreeEndsAForkingTree(t *testing.T) {
+	m := newTestManager(t, Options{})
+	_, p := newGroupProcess(t, m, spec.Resources{})
+	forker := startIn(t, p, "", "/bin/sh", "-c", "while :; do sleep 300 & done")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pids, err := p.Procs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pids) >= 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the forker made only %d processes", len(pids))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := p.KillTree(unix.SIGKILL); err != nil {
+		t.Fatalf("KillTree: %v", err)
+	}
+	if pids, err := p.Procs(); err != nil || len(pids) != 0 {
+		t.Fatalf("after KillTree the tree still lists %v (%v)", pids, err)
+	}
+	if ws := forker.wait(t, 10*time.Second); ws.Signal() != unix.SIGKILL {
+		t.Fatalf("the forker ended with %v, want SIGKILL", ws)
+	}
+	next := startIn(t, p, "sleeper")
+	time.Sleep(200 * time.Millisecond) // a SIGKILL at fork lands at once
+	var ws unix.WaitStatus
+	if pid, err := unix.Wait4(next.pid, &ws, unix.WNOHANG, nil); err != nil || pid != 0 {
+		if pid == next.pid {
+			next.reaped = true
+		}
+		t.Fatalf("the next child in the cgroup ended at once: %v (wait4 %d, %v)", ws, pid, err)
+	}
+}

@@ -25,6 +25,9 @@ import (
 // Rounds after the first also signal every listed pid, which reaches a
 // process that sits only in a v1 cgroup.
 func (n *node) Kill() error {
+	if n.emptyV2Only() {
+		return nil
+	}
 	deadline := time.Now().Add(n.m.timeout)
 	delay := time.Millisecond
 	for round := 0; ; round++ {
@@ -106,9 +109,34 @@ func (n *node) KillTree(sig syscall.Signal) error {
 	return n.Kill()
 }
 
+// emptyV2Only reports whether the cgroup lives in v2 alone and its
+// cgroup.events says nothing runs in it or below: one read instead of a
+// walk of every child's cgroup.procs (a group of a hundred processes
+// being deleted). With v1 hierarchies in use a process may sit in one of
+// them only, so the walk stays.
+func (n *node) emptyV2Only() bool {
+	hs := n.hiers()
+	if n.m.v2 == nil || len(hs) != 1 || hs[0] != n.m.v2 || n.rel == supervisorLeaf {
+		return false
+	}
+	populated, err := readKeyed(filepath.Join(n.dir(n.m.v2), "cgroup.events"), "populated")
+	return err == nil && populated == 0
+}
+
 // killV2 is KillTree's SIGKILL through v2 alone, repeated until
 // cgroup.events says "populated 0". done is false where that does not
 // apply (no v2, no cgroup.events, podsup's own leaf): use Kill.
+//
+// It chases the tree before it freezes it: for the first chaseFor, each
+// round SIGKILLs, through pidfds, the listed processes it has not
+// signalled yet. A process with SIGKILL pending cannot complete a fork, so
+// a tree that does not grow faster than it is listed is dead after a round
+// or two, at the cost of a listing and a signal per process; stopping
+// thousands of processes at once, a freeze (a write, polls until frozen, a
+// thaw) for every one of them was a fifth of podsup's CPU. A tree still
+// populated after chaseFor (a fork bomb, or a pid of the tree reused
+// within it) is frozen, every listed process signalled, and thawed, each
+// round.
 func (n *node) killV2() (done bool, err error) {
 	v2 := n.m.v2
 	if v2 == nil || n.rel == supervisorLeaf {
@@ -118,6 +146,8 @@ func (n *node) killV2() (done bool, err error) {
 	events := filepath.Join(dir, "cgroup.events")
 	deadline := time.Now().Add(n.m.timeout)
 	delay := time.Millisecond
+	signalled := map[int]bool{}
+	chaseUntil := time.Now().Add(chaseFor)
 	for round := 0; ; round++ {
 		populated, err := readKeyed(events, "populated")
 		switch {
@@ -133,13 +163,21 @@ func (n *node) killV2() (done bool, err error) {
 			pids, _ := n.Procs()
 			return true, fmt.Errorf("killing %s: %w: pids %v", dir, ErrBusy, pids)
 		}
-		if fz := n.freezer(); fz != nil {
+		var pids []int
+		if pids, _, err = n.procs(); err != nil {
+			return true, fmt.Errorf("killing %s: %w", dir, err)
+		}
+		if fz := n.freezer(); fz != nil && time.Now().After(chaseUntil) {
 			err = n.freezeKillThaw(fz)
 		} else {
-			var pids []int
-			if pids, _, err = n.procs(); err == nil {
-				err = n.signalListed(pids, unix.SIGKILL)
+			var fresh []int
+			for _, pid := range pids {
+				if !signalled[pid] {
+					fresh = append(fresh, pid)
+					signalled[pid] = true
+				}
 			}
+			err = n.signalListed(fresh, unix.SIGKILL)
 		}
 		if err != nil {
 			return true, fmt.Errorf("killing %s: %w", dir, err)
@@ -148,6 +186,10 @@ func (n *node) killV2() (done bool, err error) {
 		delay = min(2*delay, 20*time.Millisecond)
 	}
 }
+
+// chaseFor is how long killV2 signals new processes one by one before it
+// freezes the tree to stop it from growing.
+const chaseFor = 100 * time.Millisecond
 
 // signalable is the guard every signal passes: never pid <= 0 (kill(2)
 // reads -1 as "everyone", 0 as "my group"), never init, never podsup.
