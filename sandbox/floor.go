@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 	"time"
 
@@ -41,4 +42,118 @@ func ForkExecFloor(argv []string, d time.Duration) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// StopFloorResult is what StopFloor measured.
+type StopFloorResult struct {
+	// Started is how long starting the n processes took.
+	Started time.Duration
+	// Signalled is from the first SIGTERM to the last one sent.
+	Signalled time.Duration
+	// Reaped is from the first SIGTERM to the last exit reaped.
+	Reaped time.Duration
+	// Removed is from the first SIGTERM to the last cgroup removed (equal
+	// to Reaped without cgroups).
+	Removed time.Duration
+	// SignallerCPU is this process's CPU time from the first SIGTERM to
+	// the last one sent: what signalling costs, apart from the exits.
+	SignallerCPU time.Duration
+}
+
+// StopFloor starts n copies of argv (which must run until signalled), each
+// in a cgroup2 directory of its own under cgroupDir when that is not "",
+// then sends each SIGTERM through a pidfd, reaps them all with wait4 and
+// removes the cgroups. It is the least any supervisor does to stop n
+// processes (no events, status, reaper hand-off or tree check), for
+// benchmarks that set podsup's stop beside it. Like ForkExecFloor it waits
+// itself, so it refuses to run once the reaper has started here.
+func StopFloor(argv []string, n int, cgroupDir string) (StopFloorResult, error) {
+	var res StopFloorResult
+	if theReaper != nil {
+		return res, ErrReaperRunning
+	}
+	pids := make([]int, 0, n)
+	var dirs []string
+	cleanup := func() {
+		for _, pid := range pids {
+			if pid > 1 {
+				if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+					_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+					_ = unix.Close(fd)
+				}
+			}
+		}
+		for range pids {
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(-1, &ws, 0, nil); err == unix.ECHILD {
+				break
+			}
+		}
+		for _, d := range dirs {
+			_ = unix.Rmdir(d)
+		}
+	}
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		sys := &syscall.SysProcAttr{Setpgid: true}
+		if cgroupDir != "" {
+			d := fmt.Sprintf("%s/%d", cgroupDir, i)
+			if err := unix.Mkdir(d, 0o755); err != nil {
+				cleanup()
+				return res, fmt.Errorf("creating cgroup %s: %w", d, err)
+			}
+			dirs = append(dirs, d)
+			fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				cleanup()
+				return res, err
+			}
+			sys.UseCgroupFD, sys.CgroupFD = true, fd
+		}
+		pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{Sys: sys})
+		if sys.UseCgroupFD {
+			_ = unix.Close(sys.CgroupFD) // an O_PATH fd: nothing to flush
+		}
+		if err != nil {
+			cleanup()
+			return res, err
+		}
+		pids = append(pids, pid)
+	}
+	res.Started = time.Since(t0)
+	time.Sleep(time.Second) // let the last ones reach their exec'd program
+	var ru0, ru1 unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+	t1 := time.Now()
+	for i, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			pids = pids[i:]
+			cleanup()
+			return res, err
+		}
+		_ = unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0)
+		_ = unix.Close(fd)
+	}
+	res.Signalled = time.Since(t1)
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru1)
+	res.SignallerCPU = time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	for range pids {
+		var ws unix.WaitStatus
+		for {
+			_, err := unix.Wait4(-1, &ws, 0, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+	}
+	pids = nil
+	res.Reaped = time.Since(t1)
+	for _, d := range dirs {
+		if err := unix.Rmdir(d); err != nil {
+			return res, fmt.Errorf("removing cgroup %s: %w", d, err)
+		}
+	}
+	res.Removed = time.Since(t1)
+	return res, nil
 }

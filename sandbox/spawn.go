@@ -286,7 +286,14 @@ func lookPath(file string, env []string) (string, error) {
 		return "", ErrCommandNotFound
 	}
 	if strings.Contains(file, "/") {
-		return file, nil // let execve tell ENOENT from EACCES
+		// The result does not matter (execve tells ENOENT from EACCES);
+		// the lookup does: on a hung filesystem it blocks here, in an
+		// ordinary system call, and not in the vfork of ForkExec, which
+		// would stall the Go runtime (docs/architecture.md, "A limit of
+		// Go").
+		var st unix.Stat_t
+		_ = unix.Stat(file, &st)
+		return file, nil
 	}
 	pathEnv := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	for _, kv := range env {
