@@ -78,13 +78,13 @@ func CheckForwarding(t testing.TB, layer supervisor.Runtime, rec *Recorder) {
 	before := len(rec.Calls())
 	if spawn := layer.Spawner("g"); spawn == nil {
 		t.Errorf("Spawner(g) returned nil, not the wrapped runtime's spawner")
-	} else if _, err := spawn(&sandbox.Cmd{Path: "probe"}); !errors.Is(err, ErrNoStart) {
+	} else if _, err := spawn(&sandbox.Cmd{Path: "/nonexistent/rttest-probe"}); !errors.Is(err, ErrNoStart) {
 		t.Errorf("the spawner Spawner(g) returned is not the wrapped runtime's: %v", err)
 	}
 	layer.ReleaseProcess("g", "p")
 	layer.ReleaseGroup("g")
 	got := rec.Calls()[before:]
-	want := []string{"Spawner(g)", "spawn(g: probe)", "ReleaseProcess(g/p)", "ReleaseGroup(g)"}
+	want := []string{"Spawner(g)", "spawn(g: /nonexistent/rttest-probe)", "ReleaseProcess(g/p)", "ReleaseGroup(g)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("calls that reached the wrapped runtime: %q, want %q", got, want)
 	}
