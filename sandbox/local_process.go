@@ -47,6 +47,12 @@ type procRec struct {
 	oom      bool
 	message  string
 	usage    Usage // guarded by rt.mu; final once exited
+	// treeGone records that a SIGKILL of the cgroup tree succeeded after
+	// the exit: the cgroup was seen empty with the main process gone, and
+	// nothing enters it again but a later record. Removal then skips its
+	// own leftover kill (the same cgroup.events read, on every restart's
+	// path). Guarded by rt.mu.
+	treeGone bool
 }
 
 func isClosed(c <-chan struct{}) bool {
@@ -385,9 +391,12 @@ func (rt *LocalRuntime) removeLocked(pr *procRec) error {
 		return err
 	}
 	p := pr.proc
+	treeGone := pr.treeGone
 	rt.mu.Unlock()
-	if err := rt.killLeftovers(pr, p); err != nil {
-		return err
+	if !treeGone {
+		if err := rt.killLeftovers(pr, p); err != nil {
+			return err
+		}
 	}
 	if pr.kept != nil {
 		rt.releaseKept(pr) // the cgroup stays for the next instance
@@ -547,6 +556,13 @@ func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
 	}
 	if err := p.KillTree(sig); err != nil && !errors.Is(err, ErrProcessDone) {
 		return fmt.Errorf("signalling the tree of process %q: %w", id, err)
+	}
+	if sig == unix.SIGKILL && pr.cg != nil {
+		rt.mu.Lock()
+		if pr.state == StateExited {
+			pr.treeGone = true
+		}
+		rt.mu.Unlock()
 	}
 	return nil
 }
