@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -79,10 +80,10 @@ func wireSample() any {
 		{ID: "rc-2", Phase: supervisor.RecreatePending, Spec: supervisor.RecreateSpec{Group: "web", Processes: []string{"api"}}},
 	}
 	out := struct {
-		Status    StatusResponse `json:"status"`
-		Events    []Event        `json:"events"`
-		Recreates RecreateList   `json:"recreates"`
-	}{Status: toStatus(status), Recreates: RecreateList{Recreates: []Recreate{}}}
+		Status    api.StatusResponse `json:"status"`
+		Events    []api.Event        `json:"events"`
+		Recreates api.RecreateList   `json:"recreates"`
+	}{Status: toStatus(status), Recreates: api.RecreateList{Recreates: []api.Recreate{}}}
 	for _, e := range events {
 		out.Events = append(out.Events, toEvent(e))
 	}
