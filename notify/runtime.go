@@ -15,11 +15,15 @@ import (
 
 // Runtime is a supervisor.Runtime that gives each instance the readiness
 // channel and the socket-activation fds its spec asks for, then starts it
-// with Next. Processes that ask for neither go straight to Next.
+// with Next. Processes that ask for neither go straight to Next. Everything
+// else of supervisor.Runtime it passes on to Next, adding its own
+// capabilities to Next's.
 type Runtime struct {
 	// Next starts the process; nil means supervisor.SandboxRuntime.
 	Next supervisor.Runtime
-	// Server serves readiness = "notify" and "fd:N"; nil fails such starts.
+	// Server serves readiness = "notify" and "fd:N". Without one the
+	// runtime does not report ReadinessProtocols, so the supervisor refuses
+	// a configuration with such processes (and a start of one fails).
 	Server *Server
 	// Sockets are the fds systemd passed to podsup, by name
 	// (systemd.ActivationFiles). They stay open for podsup's life.
@@ -40,10 +44,7 @@ var (
 
 // Start prepares req's readiness channel and sockets and starts it.
 func (r *Runtime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
-	next := r.Next
-	if next == nil {
-		next = supervisor.SandboxRuntime{}
-	}
+	next := r.next()
 	p := req.Process
 	if p.Readiness == "" && len(p.Sockets) == 0 {
 		return next.Start(ctx, req)
@@ -150,23 +151,31 @@ func startError(err error) error {
 // Spawner passes Next's sandbox spawner on, so exec probes and hooks
 // still run inside their group's sandbox (X6).
 func (r *Runtime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
-	if s, ok := r.Next.(supervisor.SandboxSpawner); ok {
-		return s.Spawner(group)
-	}
-	return sandbox.Start
+	return r.next().Spawner(group)
 }
 
 // ReleaseGroup passes the group's release (its sandbox) on to Next.
-func (r *Runtime) ReleaseGroup(group string) {
-	if gr, ok := r.Next.(supervisor.GroupReleaser); ok {
-		gr.ReleaseGroup(group)
-	}
-}
+func (r *Runtime) ReleaseGroup(group string) { r.next().ReleaseGroup(group) }
 
 // ReleaseProcess passes the release of a process a reload removed on to
 // Next.
 func (r *Runtime) ReleaseProcess(group, process string) {
-	if pr, ok := r.Next.(supervisor.ProcessReleaser); ok {
-		pr.ReleaseProcess(group, process)
+	r.next().ReleaseProcess(group, process)
+}
+
+// Capabilities is Next's with socket activation added, and the readiness
+// protocols when there is a Server to receive their messages.
+func (r *Runtime) Capabilities() supervisor.Capabilities {
+	c := r.next().Capabilities()
+	c.SocketActivation = true
+	c.ReadinessProtocols = c.ReadinessProtocols || r.Server != nil
+	return c
+}
+
+// next is the runtime that starts processes: Next, or SandboxRuntime.
+func (r *Runtime) next() supervisor.Runtime {
+	if r.Next == nil {
+		return supervisor.SandboxRuntime{}
 	}
+	return r.Next
 }

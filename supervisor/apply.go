@@ -35,8 +35,15 @@ func (s *Supervisor) Apply(cfg spec.Config) error {
 // caller's (changes.Supervisor names them). The top-level back-off is
 // part of the spec of every group that sets none of its own.
 // Before Run it only replaces the plan.
+//
+// A cfg that fails validation, or asks for something the Runtime cannot
+// honour (Capabilities; the error wraps ErrUnsupported), changes nothing:
+// the configuration in force stays.
 func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 	if err := cfg.Validate(); err != nil {
+		return spec.Changes{}, fmt.Errorf("unable to apply the configuration: %w", err)
+	}
+	if err := s.rt.Capabilities().Check(&cfg); err != nil {
 		return spec.Changes{}, fmt.Errorf("unable to apply the configuration: %w", err)
 	}
 	s.mu.Lock()

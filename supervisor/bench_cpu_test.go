@@ -43,16 +43,18 @@ func BenchmarkRestartCPU(b *testing.B) {
 	})
 }
 
-// countingRuntime closes done once the limit-th Start has returned.
+// countingRuntime closes done once the limit-th Start has returned; the
+// rest of Runtime is the wrapped one's (LocalRuntime's sandboxes are
+// released).
 type countingRuntime struct {
-	next  Runtime
+	Runtime
 	limit int
 	n     int // only the group's worker calls Start
 	done  chan struct{}
 }
 
 func (r *countingRuntime) Start(ctx context.Context, req StartRequest) (Instance, error) {
-	inst, err := r.next.Start(ctx, req)
+	inst, err := r.Runtime.Start(ctx, req)
 	if r.n++; r.n == r.limit {
 		close(r.done)
 	}
@@ -60,7 +62,7 @@ func (r *countingRuntime) Start(ctx context.Context, req StartRequest) (Instance
 }
 
 func restartCPU(b *testing.B, next Runtime, cmd []string) {
-	rt := &countingRuntime{next: next, limit: b.N + 1, done: make(chan struct{})}
+	rt := &countingRuntime{Runtime: next, limit: b.N + 1, done: make(chan struct{})}
 	g := spec.Group{
 		Name: "bench", Backoff: &spec.Backoff{}, // initial 0, max 0: no wait ever
 		Processes: []spec.Process{{Name: "true", Command: cmd}},

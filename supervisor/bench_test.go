@@ -15,7 +15,7 @@ import (
 // timingRuntime wraps SandboxRuntime and records, per instance, when its
 // exit was known (the reaper's callback) and when the next Start returned.
 type timingRuntime struct {
-	inner SandboxRuntime
+	SandboxRuntime
 	limit int
 	done  chan struct{}
 
@@ -33,7 +33,7 @@ func (r *timingRuntime) Start(ctx context.Context, req StartRequest) (Instance, 
 		r.mu.Unlock()
 		onExit(st)
 	}
-	inst, err := r.inner.Start(ctx, req)
+	inst, err := r.SandboxRuntime.Start(ctx, req)
 	now := time.Now()
 	r.mu.Lock()
 	r.returned = append(r.returned, now)

@@ -161,7 +161,7 @@ type criticalAction struct {
 }
 
 // releaseAction: a process a reload removed is gone for good; the runtime
-// may drop what it kept for it (ProcessReleaser).
+// may drop what it kept for it (Runtime.ReleaseProcess).
 type releaseAction struct{ process string }
 
 func (releaseAction) isAction()  {}

@@ -35,10 +35,38 @@
 // an instance after Options.KillAttempts SIGKILLs, records it as
 // Unkillable and ends. The worker is the one owner of an instance's
 // cleanup: after the exit it kills what the instance left behind and then
-// removes it from the runtime (InstanceRemover), reporting any failure as
+// removes it from the runtime (Instance.Remove), reporting any failure as
 // a Warning. A runtime reports what it did on its own account through
 // StartRequest.Report (LocalRuntime's SandboxChanged when it rebuilds a
 // dead sandbox).
+//
+// # Runtime
+//
+// Runtime is one interface with every runtime capability the supervisor
+// uses, and the supervisor discovers nothing by type assertion: Start,
+// Spawner (the group's exec seam for probes and hooks), ReleaseGroup and
+// ReleaseProcess (what the runtime holds for a group or a removed process),
+// and Capabilities. An Instance has Pid, Signal, KillTree and Remove. A
+// runtime that has nothing to do for one of them implements it as a no-op
+// (SandboxRuntime: no sandbox, nothing kept).
+//
+// A layer around another runtime (notify.Runtime, systemd.JournalRuntime,
+// podsup up's output capture) implements the whole interface: it passes
+// Spawner, ReleaseGroup and ReleaseProcess on to the runtime it wraps,
+// after its own part (the capture layer forgets the group's output first),
+// and reports the wrapped runtime's Capabilities with its own added. An
+// instance it starts through the wrapped runtime it returns unchanged, or
+// wraps with every Instance method passed on. Since every method is
+// required, a layer cannot drop one by forgetting it.
+//
+// Capabilities says what of a configuration the runtime can honour: a
+// sandbox block (Sandboxes), readiness = "notify" or "fd:N"
+// (ReadinessProtocols), sockets (SocketActivation), a log block
+// (OutputCapture; journal = true also with Journal). New and Reload refuse
+// a configuration that asks for more, with an error wrapping ErrUnsupported
+// that names every such setting by its path (group.web.sandbox); a refused
+// reload changes nothing. The runtime podsup up builds has all of them
+// (Journal when podsup runs under journald).
 //
 // # Time
 //
@@ -61,8 +89,8 @@
 // default) in goroutines of their own: pre_start vetoes a start, post_start
 // holds running/started and kills on failure, pre_stop is charged to the
 // grace (K3), post_stop follows every exit. Exec probes and hooks run in the
-// group's sandbox when the Runtime is a SandboxSpawner (X6). ProbeResult
-// lets a library user deliver results of their own.
+// group's sandbox, through the Runtime's Spawner (X6). ProbeResult lets a
+// library user deliver results of their own.
 //
 // # Reload
 //

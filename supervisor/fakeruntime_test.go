@@ -11,13 +11,32 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 )
 
+// runtimeBase is the part of Runtime a test fake has nothing to do for:
+// no sandbox (exec probes and hooks run on the host), nothing kept per
+// group or process. It claims caps.
+type runtimeBase struct{ caps Capabilities }
+
+func (runtimeBase) Spawner(string) func(*sandbox.Cmd) (*sandbox.Process, error) { return nil }
+func (runtimeBase) ReleaseGroup(string)                                         {}
+func (runtimeBase) ReleaseProcess(string, string)                               {}
+func (b runtimeBase) Capabilities() Capabilities                                { return b.caps }
+
+// allCapabilities is every field of Capabilities set.
+func allCapabilities() Capabilities {
+	return Capabilities{Sandboxes: true, ReadinessProtocols: true, SocketActivation: true, OutputCapture: true, Journal: true}
+}
+
 // fakeRuntime plays scripted instances on a fake clock: an instance exits
 // runFor after its start (a fake-clock AfterFunc), on the stop signal
-// after termExit unless it ignores it, and at once on SIGKILL.
+// after termExit unless it ignores it, and at once on SIGKILL. It claims
+// every capability: its instances stand for whatever the configuration
+// asks.
 type fakeRuntime struct {
+	runtimeBase
 	clock  *clock.Fake
 	script simScript
 
@@ -27,7 +46,7 @@ type fakeRuntime struct {
 }
 
 func newFakeRuntime(c *clock.Fake, script simScript) *fakeRuntime {
-	return &fakeRuntime{clock: c, script: script, starts: map[string][]time.Duration{}}
+	return &fakeRuntime{runtimeBase: runtimeBase{caps: allCapabilities()}, clock: c, script: script, starts: map[string][]time.Duration{}}
 }
 
 func (r *fakeRuntime) Start(_ context.Context, req StartRequest) (Instance, error) {
@@ -100,6 +119,8 @@ func (i *fakeInstance) KillTree(sig syscall.Signal) error {
 	return nil
 }
 
+func (i *fakeInstance) Remove() error { return nil }
+
 // fakeRun is a Supervisor on a fake clock and fake runtime, running.
 type fakeRun struct {
 	t     *testing.T
@@ -113,8 +134,13 @@ type fakeRun struct {
 
 func startFake(t *testing.T, cfg spec.Config, script simScript) *fakeRun {
 	t.Helper()
-	fc := clock.NewFake(clock.Epoch)
-	rt := newFakeRuntime(fc, script)
+	return startFakeOn(t, cfg, newFakeRuntime(clock.NewFake(clock.Epoch), script))
+}
+
+// startFakeOn is startFake on a fake runtime of the caller's.
+func startFakeOn(t *testing.T, cfg spec.Config, rt *fakeRuntime) *fakeRun {
+	t.Helper()
+	fc := rt.clock
 	sup, err := New(cfg, Options{Clock: fc, Runtime: rt})
 	if err != nil {
 		t.Fatal(err)

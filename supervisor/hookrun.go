@@ -19,21 +19,6 @@ import (
 // flight (a group is not done while a post_stop still runs), and posts
 // each end back into the mailbox as a value.
 
-// SandboxSpawner is implemented by a Runtime whose groups live in
-// sandboxes: exec probes and exec hooks of a group are spawned through it
-// so they run inside the group's namespaces and cgroup (X6). Without it
-// they run in podsup's own, through sandbox.Start.
-type SandboxSpawner interface {
-	// Spawner returns how to start a command inside group's sandbox as
-	// things stand now (sandbox.Start while the group has none). The
-	// supervisor asks again for every exec probe or hook, so a sandbox
-	// created by the group's first start is used from then on.
-	//
-	// A Runtime that wraps another must forward Spawner, or the group's
-	// exec probes and hooks run outside its sandbox.
-	Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error)
-}
-
 // DefaultHookRunner runs hooks with package hooks: exec hooks with the
 // process's environment, directory and user through the request's Spawn
 // (the group's sandbox), http_get and sleep hooks in podsup, each within
@@ -44,10 +29,7 @@ type DefaultHookRunner struct {
 	Clock clock.Clock
 }
 
-var (
-	_ HookRunner     = DefaultHookRunner{}
-	_ SandboxSpawner = (*LocalRuntime)(nil)
-)
+var _ HookRunner = DefaultHookRunner{}
 
 // HookError is a hook that failed: why, and what it printed.
 type HookError struct {
@@ -111,17 +93,13 @@ type lifecycle struct {
 	probeHandler func(process string, kind spec.ProbeKind) probes.Handler
 }
 
-// spawner is the group's exec seam (X6): nil means sandbox.Start. The
-// runtime is asked at each spawn, not once, because the sandbox of a group
-// appears with its first start, after its probe workers were built.
+// spawner is the group's exec seam (X6). The runtime is asked at each
+// spawn, not once, because the sandbox of a group appears with its first
+// start, after its probe workers were built.
 func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
-	s, ok := w.rt.(SandboxSpawner)
-	if !ok {
-		return nil
-	}
-	group := w.name
+	rt, group := w.rt, w.name
 	return func(c *sandbox.Cmd) (*sandbox.Process, error) {
-		spawn := s.Spawner(group)
+		spawn := rt.Spawner(group)
 		if spawn == nil {
 			spawn = sandbox.Start
 		}

@@ -381,8 +381,8 @@ func (r *spawnerRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Proc
 
 func TestRealExecProbesAndHooksGoThroughTheGroupsSpawner(t *testing.T) {
 	// X6: exec probes and exec hooks are spawned through the Runtime's
-	// SandboxSpawner for their group (inside its sandbox, once sandboxes
-	// exist); http/tcp probes and the processes themselves are not.
+	// Spawner for their group (inside its sandbox, once sandboxes exist);
+	// http/tcp probes and the processes themselves are not.
 	rt := &spawnerRuntime{}
 	p := fastHelper(t, "app", "sleep")
 	p.PreStart = execHook("true")

@@ -28,7 +28,7 @@ import (
 // wait for it.
 //
 // The group's worker owns each instance's cleanup (Runtime): an instance's
-// record and cgroup stay until the worker removes it (InstanceRemover)
+// record and cgroup stay until the worker removes it (Instance.Remove)
 // after its exit and final tree kill, or until the sandbox is deleted.
 // The exit status delivered is always the kernel's.
 //
@@ -214,6 +214,16 @@ func (g *startGate) settle(ok bool) {
 	}
 }
 
+// Capabilities is Sandboxes alone: the output of a process goes where
+// StartRequest says (/dev/null by default), so capture, readiness
+// protocols and activation sockets are for the layers around it.
+func (l *LocalRuntime) Capabilities() Capabilities { return Capabilities{Sandboxes: true} }
+
+// ReleaseProcess does nothing: package sandbox offers no way to delete one
+// process's kept cgroup, so a removed process's (empty) cgroup stays until
+// the group's sandbox is deleted (ReleaseGroup).
+func (l *LocalRuntime) ReleaseProcess(group, process string) {}
+
 // ReleaseGroup deletes the group's sandbox once its worker has ended.
 func (l *LocalRuntime) ReleaseGroup(group string) {
 	l.mu.Lock()
@@ -259,18 +269,10 @@ func (i localInstance) KillTree(sig syscall.Signal) error {
 	return nil
 }
 
-// Remove frees the instance's record and cgroup (InstanceRemover).
+// Remove frees the instance's record and cgroup.
 func (i localInstance) Remove() error {
 	if err := i.rt.RemoveProcess(context.Background(), i.id); err != nil && !sandbox.IsNotFound(err) {
 		return err
 	}
 	return nil
-}
-
-var _ InstanceRemover = localInstance{}
-
-// GroupReleaser is a Runtime that holds per-group resources (a sandbox) to
-// release when a group's worker ends.
-type GroupReleaser interface {
-	ReleaseGroup(group string)
 }

@@ -6,13 +6,23 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 )
 
 // Runtime is the imperative half of the CRI split (docs/architecture.md): it starts
 // processes and signals them, and knows nothing of policies. The supervisor
-// reaches the kernel only through it. The real one is SandboxRuntime; tests
-// use a fake.
+// reaches the kernel only through it. The real ones are SandboxRuntime (host
+// processes) and LocalRuntime (groups in sandboxes); tests use fakes.
+//
+// Every capability the supervisor uses is a method here, none is an optional
+// interface found by a type assertion: a layer around another Runtime (its
+// Next: notify.Runtime, systemd.JournalRuntime, podsup up's output capture)
+// must implement each one, so the compiler catches a forgotten one. Such a
+// wrapper passes Spawner, ReleaseGroup and ReleaseProcess on to Next (after
+// doing its own part), and reports Next's Capabilities with its own added. A
+// wrapper that dropped Spawner would run the group's exec probes and hooks on
+// the host; one that dropped ReleaseGroup would leave sandboxes behind.
 //
 // The group's worker never waits for a call that may be slow. Start runs
 // in a goroutine of its own and may take its time (creating the group's
@@ -29,11 +39,41 @@ import (
 // nothing behind: the runtime frees what it made for the instance.
 //
 // Who cleans up an instance: the group's worker, alone. After an instance
-// exited, the worker SIGKILLs its tree (X10) and then, when the Instance is
-// an InstanceRemover, removes it; nothing in a runtime removes an instance
-// on its own, so an exit is never raced by a second owner.
+// exited, the worker SIGKILLs its tree (X10) and then calls its Remove;
+// nothing in a runtime removes an instance on its own, so an exit is never
+// raced by a second owner.
 type Runtime interface {
+	// Start starts one instance of req.Process.
 	Start(ctx context.Context, req StartRequest) (Instance, error)
+
+	// Spawner returns how to start a command inside group's sandbox as
+	// things stand now, so that the group's exec probes and exec hooks run
+	// in its namespaces and cgroup (X6); nil (or sandbox.Start) means in
+	// podsup's own, as for a group without a sandbox. The supervisor asks
+	// again for every exec probe or hook, so a sandbox created by the
+	// group's first start is used from then on.
+	Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error)
+
+	// ReleaseGroup frees what the runtime holds for group (its sandbox,
+	// its captured output) once the group's worker has ended: the group
+	// was removed or replaced by a reload, or podsup is stopping. It is
+	// called exactly once per worker, before a replacement group of the
+	// same name starts.
+	ReleaseGroup(group string)
+
+	// ReleaseProcess frees what the runtime keeps per process across its
+	// instances (its captured output) when a reload removed the process:
+	// the supervisor calls it from the group's worker once the process's
+	// last instance has exited and no process of that name is in the group
+	// any more, so a process that a later reload adds back under the same
+	// name starts afresh. A removed group's processes are released with the
+	// group (ReleaseGroup).
+	ReleaseProcess(group, process string)
+
+	// Capabilities says what of a configuration the runtime can honour
+	// beyond plain processes. The supervisor refuses a configuration that
+	// asks for more, at New and at Reload (Capabilities.Check).
+	Capabilities() Capabilities
 }
 
 // StartRequest is everything a Runtime needs to start one instance.
@@ -45,8 +85,9 @@ type StartRequest struct {
 	Process    spec.Process
 	// Sandbox is the group's sandbox, nil for the host's namespaces.
 	Sandbox *spec.Sandbox
-	// Stdout and Stderr receive the process's output; nil means podsup's
-	// own (passthrough); podsup up's capture wrapper sets them.
+	// Stdout and Stderr receive the process's output; podsup up's capture
+	// wrapper sets them. nil means podsup's own with SandboxRuntime and
+	// /dev/null in a LocalRuntime sandbox.
 	Stdout, Stderr *os.File
 	// ExtraFiles become the process's fds 3, 4, ... (a nil entry leaves
 	// that fd closed): socket-activation fds, a readiness pipe. The
@@ -68,14 +109,6 @@ type RuntimeEvent struct {
 	Message string
 }
 
-// InstanceRemover is an Instance that holds resources after its exit (a
-// process record, a cgroup). The worker calls Remove exactly once, after
-// the instance exited and the tree kill that follows the exit returned;
-// an error is reported as a Warning event.
-type InstanceRemover interface {
-	Remove() error
-}
-
 // Instance is one started process as the runtime sees it.
 type Instance interface {
 	Pid() int
@@ -87,6 +120,15 @@ type Instance interface {
 	// SIGKILL it may wait until the tree is gone; an error says what
 	// survives (a task stuck in the kernel), and the worker retries.
 	KillTree(sig syscall.Signal) error
+	// Remove frees what the instance holds after its exit (a process
+	// record, a cgroup); an instance that holds nothing returns nil. The
+	// worker calls it exactly once, after the instance exited and the tree
+	// kill that follows the exit returned; an error is reported as a
+	// Warning event. It is a method of the instance, not of the Runtime,
+	// because only the layer that made the instance knows what it holds,
+	// and a layer that passes an instance on unchanged then has nothing to
+	// forward.
+	Remove() error
 }
 
 // ExitStatus is how an instance ended.
@@ -117,15 +159,4 @@ func startFailureCode(err error) int {
 		return se.Code
 	}
 	return 128
-}
-
-// ProcessReleaser is a Runtime that keeps something per process across its
-// instances (its captured output) to release when a reload removed the
-// process: the supervisor calls ReleaseProcess from the group's worker once
-// the process's last instance has exited and no process of that name is in
-// the group any more, so a process that a later reload adds back under the
-// same name starts afresh. A removed group's processes are released with
-// the group (GroupReleaser).
-type ProcessReleaser interface {
-	ReleaseProcess(group, process string)
 }

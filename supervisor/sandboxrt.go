@@ -57,8 +57,30 @@ func (SandboxRuntime) Start(_ context.Context, req StartRequest) (Instance, erro
 		}
 		return nil, &StartError{Code: code, Err: err}
 	}
-	return p, nil
+	return hostInstance{p}, nil
 }
+
+// Spawner is sandbox.Start: SandboxRuntime's groups have no sandbox, so
+// their exec probes and hooks run in podsup's namespaces.
+func (SandboxRuntime) Spawner(string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+	return sandbox.Start
+}
+
+// ReleaseGroup does nothing: SandboxRuntime keeps nothing per group.
+func (SandboxRuntime) ReleaseGroup(string) {}
+
+// ReleaseProcess does nothing: SandboxRuntime keeps nothing per process.
+func (SandboxRuntime) ReleaseProcess(string, string) {}
+
+// Capabilities is none: no sandboxes, and output goes to podsup's own
+// stdout and stderr unless StartRequest says otherwise.
+func (SandboxRuntime) Capabilities() Capabilities { return Capabilities{} }
+
+// hostInstance is a process SandboxRuntime started. Once it exited and was
+// reaped it holds nothing: Remove has nothing to free.
+type hostInstance struct{ *sandbox.Process }
+
+func (hostInstance) Remove() error { return nil }
 
 // environ is podsup's environment with extra on top, in a stable order.
 func environ(extra map[string]string) []string {

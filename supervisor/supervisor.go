@@ -107,7 +107,9 @@ type Supervisor struct {
 var instanceGeneration atomic.Uint64
 
 // New validates cfg and prepares a supervisor for it. Nothing starts
-// before Run.
+// before Run. A cfg that asks for something opts.Runtime cannot honour (a
+// sandbox block without sandboxes: Capabilities) is refused with an error
+// that wraps ErrUnsupported and names each such setting.
 //
 // A cfg.Backoff that is entirely zero means "not set" and takes kubelet's
 // defaults (X2: 10s / 5m / 10m); a group's own Backoff is taken literally.
@@ -117,6 +119,9 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 	}
 	if opts.Runtime == nil {
 		opts.Runtime = SandboxRuntime{}
+	}
+	if err := opts.Runtime.Capabilities().Check(&cfg); err != nil {
+		return nil, fmt.Errorf("unable to use the configuration: %w", err)
 	}
 	if opts.Hooks == nil {
 		opts.Hooks = DefaultHookRunner{Clock: opts.Clock}

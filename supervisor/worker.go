@@ -104,11 +104,7 @@ func (w *worker) run() {
 	defer close(w.done)
 	// Release per-group resources (a sandbox) before done closes, so a
 	// replacement group waiting on done can take the same name.
-	defer func() {
-		if r, ok := w.rt.(GroupReleaser); ok {
-			r.ReleaseGroup(w.name)
-		}
-	}()
+	defer w.rt.ReleaseGroup(w.name)
 	defer w.cancel()
 	if w.after != nil {
 		<-w.after
@@ -294,9 +290,7 @@ func (w *worker) exec(a action) input {
 	case criticalAction:
 		w.onCritical(w.name, a.process, a.code)
 	case releaseAction:
-		if r, ok := w.rt.(ProcessReleaser); ok {
-			r.ReleaseProcess(w.name, a.process)
-		}
+		w.rt.ReleaseProcess(w.name, a.process)
 	case recreateReplyAction, recreateDoneAction, recreateGoneAction:
 		w.execRecreate(a)
 	}
@@ -385,8 +379,8 @@ func (w *worker) killTree(a killTreeAction) {
 		done := killDoneInput{process: a.process, instance: a.instance, exited: a.exited}
 		if err := inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
 			done.err = err
-		} else if r, ok := inst.(InstanceRemover); ok && a.exited {
-			done.removeErr = r.Remove()
+		} else if a.exited {
+			done.removeErr = inst.Remove()
 		}
 		if cleaned != nil {
 			close(cleaned) // before the result: the worker then forgets it

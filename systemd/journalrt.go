@@ -17,7 +17,11 @@ import (
 //
 // Each such instance costs two pipes and two goroutines blocked in read
 // until the instance and everything it forked closed their ends.
+//
+// Everything else of supervisor.Runtime it passes on to Next, adding
+// Journal to Next's capabilities.
 type JournalRuntime struct {
+	// Next starts the processes; it must be set.
 	Next supervisor.Runtime
 	Send JournalSender
 }
@@ -59,23 +63,21 @@ func (j *JournalRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 
 // Spawner passes Next's sandbox spawner on (X6).
 func (j *JournalRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
-	if s, ok := j.Next.(supervisor.SandboxSpawner); ok {
-		return s.Spawner(group)
-	}
-	return sandbox.Start
+	return j.Next.Spawner(group)
 }
 
 // ReleaseGroup passes the group's release on to Next.
-func (j *JournalRuntime) ReleaseGroup(group string) {
-	if r, ok := j.Next.(supervisor.GroupReleaser); ok {
-		r.ReleaseGroup(group)
-	}
-}
+func (j *JournalRuntime) ReleaseGroup(group string) { j.Next.ReleaseGroup(group) }
 
 // ReleaseProcess passes the release of a process a reload removed on to
 // Next.
 func (j *JournalRuntime) ReleaseProcess(group, process string) {
-	if r, ok := j.Next.(supervisor.ProcessReleaser); ok {
-		r.ReleaseProcess(group, process)
-	}
+	j.Next.ReleaseProcess(group, process)
+}
+
+// Capabilities is Next's with the journal added.
+func (j *JournalRuntime) Capabilities() supervisor.Capabilities {
+	c := j.Next.Capabilities()
+	c.Journal = true
+	return c
 }

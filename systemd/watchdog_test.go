@@ -12,8 +12,10 @@ import (
 )
 
 // wedgeRuntime blocks every Start until released: a group's worker loop
-// stuck in a call, as a wedged podsup would be.
+// stuck in a call, as a wedged podsup would be. The rest of
+// supervisor.Runtime is SandboxRuntime's: no sandbox, nothing kept.
 type wedgeRuntime struct {
+	supervisor.SandboxRuntime
 	release chan struct{}
 	entered chan struct{} // closed by the first Start
 	once    *sync.Once
@@ -37,6 +39,7 @@ func (i *idle) Signal(s syscall.Signal) error {
 	return nil
 }
 func (i *idle) KillTree(s syscall.Signal) error { return i.Signal(s) }
+func (i *idle) Remove() error                   { return nil }
 
 // With a real supervisor whose worker is blocked, no WATCHDOG=1 goes out;
 // once it is unblocked, the watchdog is fed again.

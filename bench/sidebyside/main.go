@@ -53,7 +53,7 @@ func main() {
 		window     = flag.Duration("window", 3*time.Second, "S1: measured window per contestant per round (after 1s of warm-up)")
 		scenarios  = flag.String("s", "S5,S1", "scenarios to run")
 		wrappersFl = flag.String("wrappers", "podsup,tini,dumb-init,catatonit,none", "S5 contestants (those not installed are skipped)")
-		baseline   = flag.String("baseline", "", "S5: another podsup binary to measure beside (e.g. a build of main), shown as podsup-base")
+		baseline   = flag.String("baseline", "", "another podsup binary to measure beside in S5 and S1 (e.g. a build of main), shown as podsup-base")
 	)
 	flag.Parse()
 	if os.Geteuid() != 0 {
@@ -83,7 +83,7 @@ func main() {
 			}
 			runS5(self, work, ws, *rounds, *trials)
 		case "S1":
-			runS1(self, *podsup, work, *rounds, *window)
+			runS1(self, *podsup, *baseline, work, *rounds, *window)
 		default:
 			fatalf("unknown scenario %q (S1, S5)", s)
 		}

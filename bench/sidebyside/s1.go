@@ -28,24 +28,29 @@ const warmUp = time.Second
 // alternating, from the kernel's own fork/exec/exit event timestamps
 // (CLOCK_MONOTONIC, the proc connector): the child needs no clock of its
 // own, and both contestants are measured the same way.
-func runS1(self, podsup, work string, rounds int, window time.Duration) {
+func runS1(self, podsup, baseline, work string, rounds int, window time.Duration) {
 	fmt.Printf("\nS1: restart reaction, %s exit -> next exec (%d rounds x %s windows, µs)\n", s1Child, rounds, window)
 	type res struct{ p50, p99, perSec float64 }
 	all := map[string][]res{}
+	contestants := []string{"podsup", "floor"}
+	if baseline != "" {
+		contestants = append(contestants, "podsup-base")
+	}
 	for r := 0; r < rounds; r++ {
-		order := []string{"podsup", "floor"}
-		if r%2 == 1 {
-			order = []string{"floor", "podsup"}
-		}
+		// Rotate the order, so that the machine's drift hits all alike.
+		order := append(contestants[r%len(contestants):len(contestants):len(contestants)], contestants[:r%len(contestants)]...)
 		for _, who := range order {
 			var (
 				lat []float64
 				n   int
 				err error
 			)
-			if who == "podsup" {
+			switch who {
+			case "podsup":
 				lat, n, err = s1Podsup(podsup, work, window)
-			} else {
+			case "podsup-base":
+				lat, n, err = s1Podsup(baseline, work, window)
+			default:
 				lat, n, err = s1Floor(self, window)
 			}
 			if err != nil {
@@ -54,7 +59,7 @@ func runS1(self, podsup, work string, rounds int, window time.Duration) {
 			}
 			x := res{percentile(lat, .5), percentile(lat, .99), float64(n) / window.Seconds()}
 			all[who] = append(all[who], x)
-			fmt.Printf("  round %d %-6s p50 %6.0f  p99 %6.0f  %5.0f restarts/s (%d pairs)\n", r+1, who, x.p50, x.p99, x.perSec, len(lat))
+			fmt.Printf("  round %d %-11s p50 %6.0f  p99 %6.0f  %5.0f restarts/s (%d pairs)\n", r+1, who, x.p50, x.p99, x.perSec, len(lat))
 		}
 	}
 	pick := func(who string, f func(res) float64) []float64 {
@@ -66,16 +71,21 @@ func runS1(self, podsup, work string, rounds int, window time.Duration) {
 	}
 	p50 := func(x res) float64 { return x.p50 }
 	p99 := func(x res) float64 { return x.p99 }
-	for _, who := range []string{"podsup", "floor"} {
-		fmt.Printf("  %-6s p50 %6.0f µs (rounds %s), p99 %6.0f µs\n", who, median(pick(who, p50)), fmtList(pick(who, p50)), median(pick(who, p99)))
+	for _, who := range contestants {
+		fmt.Printf("  %-11s p50 %6.0f µs (rounds %s), p99 %6.0f µs\n", who, median(pick(who, p50)), fmtList(pick(who, p50)), median(pick(who, p99)))
 	}
-	a, b := pick("podsup", p50), pick("floor", p50)
-	if len(a) == len(b) && len(a) > 0 {
-		ratios := make([]float64, len(a))
-		for i := range a {
-			ratios[i] = a[i] / b[i]
+	for _, who := range contestants {
+		if who == "floor" {
+			continue
 		}
-		fmt.Printf("  podsup / floor p50: %.2fx (median of per-round ratios %s)\n", median(ratios), fmtRatios(ratios))
+		a, b := pick(who, p50), pick("floor", p50)
+		if len(a) == len(b) && len(a) > 0 {
+			ratios := make([]float64, len(a))
+			for i := range a {
+				ratios[i] = a[i] / b[i]
+			}
+			fmt.Printf("  %s / floor p50: %.2fx (median of per-round ratios %s)\n", who, median(ratios), fmtRatios(ratios))
+		}
 	}
 }
 

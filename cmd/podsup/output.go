@@ -6,10 +6,8 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/logs"
-	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/supervisor"
-	"github.com/podsup/podsup/systemd"
 )
 
 // capturingRuntime gives every instance's stdout and stderr to the logs hub
@@ -23,8 +21,11 @@ import (
 // otherwise need twice the fds they need once running, and the last ones
 // would fail with "too many open files". Forks gain nothing from more
 // parallelism than a few per core.
+//
+// Everything else of supervisor.Runtime it passes on to next, each method
+// written out so that none is dropped by a forgotten forward.
 type capturingRuntime struct {
-	supervisor.Runtime
+	next   supervisor.Runtime
 	hub    *logs.Hub
 	starts chan struct{} // a slot per start under way; nil: unbounded
 }
@@ -33,7 +34,7 @@ type capturingRuntime struct {
 const maxStartsUnderWay = 32
 
 func newCapturingRuntime(rt supervisor.Runtime, hub *logs.Hub) capturingRuntime {
-	return capturingRuntime{Runtime: rt, hub: hub, starts: make(chan struct{}, maxStartsUnderWay)}
+	return capturingRuntime{next: rt, hub: hub, starts: make(chan struct{}, maxStartsUnderWay)}
 }
 
 func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
@@ -46,14 +47,14 @@ func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest
 		}
 	}
 	if req.Stdout != nil || req.Stderr != nil {
-		return c.Runtime.Start(ctx, req) // a wrapper above took the output (journal = true)
+		return c.next.Start(ctx, req) // a wrapper above took the output (journal = true)
 	}
 	att, err := c.hub.Attach(req.Group, req.Process.Name, req.InstanceID, req.Process.Log)
 	if err != nil {
 		return nil, &supervisor.StartError{Code: 128, Err: err}
 	}
 	req.Stdout, req.Stderr = att.Stdout(), att.Stderr()
-	inst, err := c.Runtime.Start(ctx, req)
+	inst, err := c.next.Start(ctx, req)
 	// Started or not, the child has (or needs) no more of podsup's write
 	// ends: podsup keeps the read end alone, and the output ends with the
 	// instance (package logs).
@@ -66,42 +67,30 @@ func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest
 // on.
 func (c capturingRuntime) ReleaseGroup(group string) {
 	c.hub.ForgetGroup(group)
-	if r, ok := c.Runtime.(supervisor.GroupReleaser); ok {
-		r.ReleaseGroup(group)
-	}
+	c.next.ReleaseGroup(group)
 }
 
 // ReleaseProcess forgets the captured output of a process a reload removed,
 // once its last instance has exited, and passes the release on.
 func (c capturingRuntime) ReleaseProcess(group, process string) {
 	c.hub.Forget(group, process)
-	if r, ok := c.Runtime.(supervisor.ProcessReleaser); ok {
-		r.ReleaseProcess(group, process)
-	}
+	c.next.ReleaseProcess(group, process)
 }
 
 // Spawner passes the inner runtime's sandbox spawner on, so exec probes
 // and hooks run inside their group's sandbox (X6).
 func (c capturingRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
-	if s, ok := c.Runtime.(supervisor.SandboxSpawner); ok {
-		return s.Spawner(group)
-	}
-	return sandbox.Start
+	return c.next.Spawner(group)
 }
 
-// Every layer around the runtime passes these on; a layer that did not
-// would quietly run exec probes on the host or leak sandboxes.
-var (
-	_ supervisor.SandboxSpawner  = capturingRuntime{}
-	_ supervisor.GroupReleaser   = capturingRuntime{}
-	_ supervisor.ProcessReleaser = capturingRuntime{}
-	_ supervisor.SandboxSpawner  = (*notify.Runtime)(nil)
-	_ supervisor.GroupReleaser   = (*notify.Runtime)(nil)
-	_ supervisor.ProcessReleaser = (*notify.Runtime)(nil)
-	_ supervisor.SandboxSpawner  = (*systemd.JournalRuntime)(nil)
-	_ supervisor.GroupReleaser   = (*systemd.JournalRuntime)(nil)
-	_ supervisor.ProcessReleaser = (*systemd.JournalRuntime)(nil)
-)
+// Capabilities is the inner runtime's with output capture added.
+func (c capturingRuntime) Capabilities() supervisor.Capabilities {
+	caps := c.next.Capabilities()
+	caps.OutputCapture = true
+	return caps
+}
+
+var _ supervisor.Runtime = capturingRuntime{}
 
 // hubLogs serves the API's logs endpoints from the hub.
 type hubLogs struct{ hub *logs.Hub }

@@ -170,21 +170,15 @@ func runUp(file, socketOverride string) (int, error) {
 		return 0, err
 	}
 	defer hub.Close() // after the supervisor: the last output drains first
-	// Around the runtime, outermost first: readiness protocols and socket
-	// activation (package notify), journal output when stderr is the
-	// journal, output capture (package logs).
-	var started supervisor.Runtime = newCapturingRuntime(runtime, hub)
-	if journalOn {
-		started = &systemd.JournalRuntime{Next: started, Send: systemd.JournalSend}
-	}
 	bg, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
 	notifySrv, err := notify.NewServer(notify.Options{Dir: filepath.Dir(socket), Logger: log})
 	if err != nil {
-		log.Warn().Err(err).Msg("no notify server: processes with readiness = notify or fd:N cannot start")
+		log.Warn().Err(err).Msg("no notify server: a configuration with readiness = notify or fd:N is refused")
 		notifySrv = nil
 	}
-	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: &notify.Runtime{Next: started, Server: notifySrv, Sockets: listenFiles}})
+	stack := runtimeStack(runtime, hub, journalOn, notifySrv, listenFiles)
+	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: stack})
 	if err != nil {
 		return 0, err
 	}
@@ -246,6 +240,22 @@ func runUp(file, socketOverride string) (int, error) {
 		log.Warn().Int("exit_code", res.ExitCode).Msg("a critical process ended: podsup exits with its code")
 	}
 	return res.ExitCode, nil
+}
+
+// runtimeStack is the runtime podsup up supervises with: around local,
+// outermost first, readiness protocols and socket activation (package
+// notify, serving them with srv), journal output when stderr is the
+// journal, output capture (package logs). It has every capability of
+// supervisor.Capabilities, Journal only when journal is set (journal = true
+// falls back to capture) and ReadinessProtocols only with a srv, so the
+// supervisor refuses nothing of a valid configuration while the notify
+// server runs.
+func runtimeStack(local *supervisor.LocalRuntime, hub *logs.Hub, journal bool, srv *notify.Server, sockets map[string][]*os.File) supervisor.Runtime {
+	var started supervisor.Runtime = newCapturingRuntime(local, hub)
+	if journal {
+		started = &systemd.JournalRuntime{Next: started, Send: systemd.JournalSend}
+	}
+	return &notify.Runtime{Next: started, Server: srv, Sockets: sockets}
 }
 
 // publishRecovered tells, one event per group, what NewRuntime found and

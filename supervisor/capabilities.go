@@ -1,0 +1,115 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// Capabilities is what a Runtime can honour of a configuration beyond
+// starting plain processes. Each field names the configuration it covers
+// and the layer that provides it; a wrapper reports what its Next reports
+// with its own capability added. The supervisor refuses a configuration
+// that asks for something its Runtime lacks, at New and at Reload, rather
+// than run it without: a group with a sandbox block on the host, a
+// readiness protocol nobody serves, log rotation that never happens.
+type Capabilities struct {
+	// Sandboxes: a group's sandbox block (its namespaces, cgroup and
+	// resources). LocalRuntime.
+	Sandboxes bool
+	// ReadinessProtocols: readiness = "notify" (with its watchdog) and
+	// "fd:N". notify.Runtime with a Server.
+	ReadinessProtocols bool
+	// SocketActivation: sockets = [...], the fds systemd passed to podsup.
+	// notify.Runtime.
+	SocketActivation bool
+	// OutputCapture: a process's log block (mode, max_size, max_files,
+	// separate_streams; journal = true falls back to capture when podsup
+	// is not under journald). podsup up's capture layer, package logs.
+	OutputCapture bool
+	// Journal: log { journal = true }. systemd.JournalRuntime.
+	Journal bool
+}
+
+// ErrUnsupported is the class of a configuration its Runtime cannot
+// honour (Capabilities.Check).
+var ErrUnsupported = errors.New("not supported by the runtime")
+
+// Check returns every part of cfg that c cannot honour, one
+// spec.FieldError each, whose path names the group or process and the
+// setting, and whose message the capability missing and who provides it; nil when c covers cfg. The error wraps ErrUnsupported
+// and the spec.Errors (spec.AsErrors finds them).
+func (c Capabilities) Check(cfg *spec.Config) error {
+	var errs spec.Errors
+	add := func(path []string, format string, args ...any) {
+		errs = append(errs, &spec.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, g := range cfg.Groups {
+		gp := []string{"group", g.Name}
+		if g.Sandbox != nil && !c.Sandboxes {
+			add(fieldPath(gp, "sandbox"), "a sandbox block needs a runtime with sandboxes, and this one has none (supervisor.LocalRuntime makes them)")
+		}
+		for _, pr := range g.Init {
+			c.checkProcess(fieldPath(gp, "init", pr.Name), pr, add)
+		}
+		for _, pr := range g.Processes {
+			c.checkProcess(fieldPath(gp, "process", pr.Name), pr, add)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w:\n%w", ErrUnsupported, errs)
+}
+
+// checkProcess is Check for one process at path p.
+func (c Capabilities) checkProcess(p []string, pr spec.Process, add func([]string, string, ...any)) {
+	if pr.Readiness != "" && !c.ReadinessProtocols {
+		add(fieldPath(p, "readiness"), "readiness = %q needs a runtime that serves readiness protocols, and this one serves none (notify.Runtime with a Server does)", pr.Readiness)
+	}
+	if len(pr.Sockets) > 0 && !c.SocketActivation {
+		add(fieldPath(p, "sockets"), "sockets = [%s] need a runtime that hands out activation sockets, and this one does not (notify.Runtime does)", quoteAll(pr.Sockets))
+	}
+	if captured := capturedLogSettings(pr.Log); len(captured) > 0 && !c.OutputCapture {
+		add(fieldPath(p, "log"), "log settings (%s) need a runtime that captures output, and this one does not (podsup up's capture layer, package logs, does)", strings.Join(captured, ", "))
+	}
+	if pr.Log.Journal && !c.Journal && !c.OutputCapture {
+		add(fieldPath(p, "log", "journal"), "journal = true needs a journal layer (systemd.JournalRuntime) or output capture to fall back on, and the runtime has neither")
+	}
+}
+
+// capturedLogSettings names the settings of l that only output capture
+// honours: everything in the block but journal. Even mode = "passthrough"
+// needs the capture layer, which is what hands the process podsup's own
+// stdout; LocalRuntime alone gives it /dev/null.
+func capturedLogSettings(l spec.Log) []string {
+	var set []string
+	if l.Mode != "" {
+		set = append(set, fmt.Sprintf("mode = %q", l.Mode))
+	}
+	if l.MaxSize != 0 {
+		set = append(set, "max_size")
+	}
+	if l.MaxFiles != 0 {
+		set = append(set, "max_files")
+	}
+	if l.SeparateStreams {
+		set = append(set, "separate_streams")
+	}
+	return set
+}
+
+func fieldPath(path []string, more ...string) []string {
+	out := make([]string, 0, len(path)+len(more))
+	return append(append(out, path...), more...)
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
