@@ -1,17 +1,14 @@
-// Package api owns podsup's control protocol: HTTP/JSON over a unix socket,
-// versioned under /v1, the server that exposes a running supervisor, and the
-// Go client the CLI is built on. It holds no state of its own: every request
-// is answered by a Backend.
+// Package api is podsup's control protocol as a client sees it: the v1
+// wire objects (HTTP/JSON over a unix socket, versioned under /v1), the
+// error classes, and the Go client the CLI is built on.
 //
-// Trust is decided per connection from the kernel's SO_PEERCRED: root,
-// podsup's own uid, and (when configured) members of one group may talk to
-// it; everybody else gets 403 and a log line. The socket is created 0600
-// (0660 and chgrp'd to that group when one is configured) as a second wall.
+// It links no runtime: it imports the standard library alone, so a Go
+// program that only talks to a running podsup does not carry the
+// supervisor, the sandbox or the cgroup code (a test in this package
+// builds the import graph of such a program and fails when one of them
+// appears). The server that exposes a running supervisor over this
+// protocol is package api/apiserver.
 //
-// No request may crash or starve podsup: a request body is one JSON object
-// of at most 1 MiB (413 above; 400 for anything else malformed, trailing
-// data included) that must arrive within 30 s; headers are limited to
-// 64 KiB and 10 s, idle connections close after 2 minutes, and at most 128
-// connections are served at once. Streams (events, logs, exec) are not
-// timed: they last as long as their client.
+// The JSON of the wire objects is a stable format: `podsup ... -o json`
+// prints exactly these objects.
 package api

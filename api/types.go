@@ -1,15 +1,11 @@
 package api
 
-import (
-	"time"
-
-	"github.com/podsup/podsup/spec"
-	"github.com/podsup/podsup/supervisor"
-)
+import "time"
 
 // The v1 wire objects. They mirror the supervisor's snapshots with stable
 // snake_case names, so the protocol does not change when the supervisor's
-// Go types do. `podsup ... -o json` prints exactly these.
+// Go types do (package apiserver converts them). `podsup ... -o json`
+// prints exactly these.
 
 // StatusResponse is GET /v1/status.
 type StatusResponse struct {
@@ -141,65 +137,6 @@ type SelfResponse struct {
 	RSSBytes int64 `json:"rss_bytes"`
 }
 
-func toStatus(s supervisor.Status) StatusResponse {
-	out := StatusResponse{Groups: make([]GroupStatus, 0, len(s.Groups))}
-	for _, g := range s.Groups {
-		out.Groups = append(out.Groups, toGroup(g))
-	}
-	return out
-}
-
-func toGroup(g supervisor.GroupStatus) GroupStatus {
-	gs := GroupStatus{Name: g.Name, Phase: string(g.Phase), Ready: g.Ready, ReadinessHeldBy: g.ReadinessHeldBy, Processes: []ProcessStatus{}}
-	for _, p := range g.Init {
-		gs.Init = append(gs.Init, toProcess(p))
-	}
-	for _, p := range g.Processes {
-		gs.Processes = append(gs.Processes, toProcess(p))
-	}
-	return gs
-}
-
-func toProcess(p supervisor.ProcessStatus) ProcessStatus {
-	return ProcessStatus{
-		Name: p.Name, Init: p.Init, State: string(p.State), Reason: p.Reason, Message: p.Message,
-		Ready: p.Ready, Started: p.Started, RestartCount: p.RestartCount, StatusText: p.StatusText,
-		InstanceID: p.InstanceID, Pid: p.Pid,
-		StartedAt: timep(p.StartedAt), FinishedAt: timep(p.FinishedAt),
-		Terminated: toTermination(p.Terminated), LastTermination: toTermination(p.LastTermination),
-		NextStartAt: timep(p.NextStartAt),
-	}
-}
-
-func toTermination(t *supervisor.Termination) *Termination {
-	if t == nil {
-		return nil
-	}
-	out := &Termination{InstanceID: t.InstanceID, ExitCode: t.ExitCode, Reason: t.Reason, Message: t.Message,
-		StartedAt: timep(t.StartedAt), FinishedAt: timep(t.FinishedAt)}
-	if t.Signal != 0 {
-		out.Signal = spec.SignalName(t.Signal)
-	}
-	return out
-}
-
-func toEvent(e supervisor.Event) Event {
-	count, first := e.Count, e.FirstTime
-	if count == 0 { // not through the event bus (a library user's value)
-		count, first = 1, e.Time
-	}
-	return Event{Seq: e.Seq, Time: e.Time, Count: count, FirstTime: first, LastTime: e.Time,
-		Type: string(e.Type), Reason: e.Reason, Group: e.Group,
-		Process: e.Process, InstanceID: e.InstanceID, RestartCount: e.RestartCount, Pid: e.Pid, Message: e.Message}
-}
-
-func timep(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
 // RecreateRequest is the body of POST /v1/recreates: OpenKruise's
 // ContainerRecreateRequest for one group. Durations are Go durations.
 type RecreateRequest struct {
@@ -244,35 +181,4 @@ type RecreateProcess struct {
 // RecreateList is GET /v1/recreates.
 type RecreateList struct {
 	Recreates []Recreate `json:"recreates"`
-}
-
-func toRecreate(s supervisor.RecreateStatus) Recreate {
-	r := Recreate{ID: s.ID, Group: s.Spec.Group, Phase: string(s.Phase), Failed: s.Phase == supervisor.RecreateCompleted && s.Failed(),
-		Message: s.Message, Ordered: s.Spec.Ordered, FailurePolicy: string(s.Spec.FailurePolicy), HoldsReadiness: s.HoldsReadiness,
-		CreationTime: timep(s.CreationTime), StartTime: timep(s.StartTime), CompletionTime: timep(s.CompletionTime),
-		Requester: s.Spec.Requester, Processes: []RecreateProcess{}}
-	if r.FailurePolicy == "" {
-		r.FailurePolicy = string(supervisor.FailurePolicyFail)
-	}
-	for _, p := range s.Processes {
-		r.Processes = append(r.Processes, RecreateProcess{Name: p.Name, Phase: string(p.Phase), Message: p.Message,
-			PreviousInstanceID: p.PreviousInstanceID, InstanceID: p.InstanceID})
-	}
-	sp := s.Spec
-	r.Spec = RecreateRequest{Group: sp.Group, Processes: sp.Processes, Ordered: sp.Ordered, FailurePolicy: r.FailurePolicy,
-		Grace: durp(sp.TerminationGracePeriod), UnreadyGrace: durp(sp.UnreadyGracePeriod), TTL: durp(sp.TTLAfterFinished)}
-	if sp.MinStarted > 0 {
-		r.Spec.MinStarted = sp.MinStarted.String()
-	}
-	if sp.ActiveDeadline > 0 {
-		r.Spec.Deadline = sp.ActiveDeadline.String()
-	}
-	return r
-}
-
-func durp(d *time.Duration) string {
-	if d == nil {
-		return ""
-	}
-	return d.String()
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/api/apiserver"
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/internal/logging"
@@ -148,7 +148,7 @@ func runUp(file, socketOverride string) (int, error) {
 	// The socket first: it is the instance's lock. A podsup still running
 	// on it makes this one fail here, before NewRuntime would take its
 	// cgroups for a crashed predecessor's and kill its processes.
-	l, err := api.Listen(socket, gid)
+	l, err := apiserver.Listen(socket, gid)
 	if err != nil {
 		return 0, err
 	}
@@ -203,12 +203,12 @@ func runUp(file, socketOverride string) (int, error) {
 	defer history.Close()
 	publishRecovered(sup, rt.Recovered())
 
-	srv := api.NewServer(api.Backend{
+	srv := apiserver.New(apiserver.Backend{
 		Supervisor: sup, History: history, Version: version,
 		Reload: d.reload,
 		Exec:   d.exec,
 		Logs:   hubLogs{hub},
-	}, api.Policy{OwnerUID: os.Getuid(), GroupID: gid}, log)
+	}, apiserver.Policy{OwnerUID: os.Getuid(), GroupID: gid}, log)
 	go func() {
 		if err := srv.Serve(l); err != nil {
 			log.Error().Err(err).Msg("control socket stopped")

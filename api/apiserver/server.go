@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -35,9 +36,9 @@ type Backend struct {
 
 // LogSource is where process output is kept.
 type LogSource interface {
-	Tail(group, process string, n int, previous bool) ([]LogLine, error)
+	Tail(group, process string, n int, previous bool) ([]api.LogLine, error)
 	// Follow sends the last tail lines, then new ones, until ctx ends.
-	Follow(ctx context.Context, group, process string, tail int) (<-chan LogLine, error)
+	Follow(ctx context.Context, group, process string, tail int) (<-chan api.LogLine, error)
 }
 
 // Server serves the API on a unix socket.
@@ -48,8 +49,8 @@ type Server struct {
 	srv    *http.Server
 }
 
-// NewServer returns a server for b that admits the peers pol allows.
-func NewServer(b Backend, pol Policy, log zerolog.Logger) *Server {
+// New returns a server for b that admits the peers pol allows.
+func New(b Backend, pol Policy, log zerolog.Logger) *Server {
 	s := &Server{b: b, policy: pol, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/version", s.version)
@@ -91,7 +92,7 @@ func NewServer(b Backend, pol Policy, log zerolog.Logger) *Server {
 type pathError struct{ what string }
 
 func (e *pathError) Error() string { return "no such endpoint: " + e.what + " (see `podsup --help`)" }
-func (e *pathError) Unwrap() error { return ErrNotFound }
+func (e *pathError) Unwrap() error { return api.ErrNotFound }
 
 // Serve answers requests on l until Shutdown, at most maxConns
 // connections at a time: more wait to be accepted.
@@ -131,7 +132,7 @@ func (e *forbiddenError) Error() string {
 func (e *forbiddenError) Unwrap() error { return errForbidden }
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, VersionResponse{Version: s.b.Version, Pid: os.Getpid()})
+	writeJSON(w, http.StatusOK, api.VersionResponse{Version: s.b.Version, Pid: os.Getpid()})
 }
 
 // self reports podsup's own resource use, what a soak check or an operator
@@ -152,8 +153,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if process != "" {
-			var keep []ProcessStatus
-			for _, p := range append(append([]ProcessStatus{}, g.Init...), g.Processes...) {
+			var keep []api.ProcessStatus
+			for _, p := range append(append([]api.ProcessStatus{}, g.Init...), g.Processes...) {
 				if p.Name == process {
 					keep = append(keep, p)
 				}
@@ -164,14 +165,14 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			}
 			g.Init, g.Processes = nil, keep
 		}
-		writeJSON(w, http.StatusOK, StatusResponse{Groups: []GroupStatus{g}})
+		writeJSON(w, http.StatusOK, api.StatusResponse{Groups: []api.GroupStatus{g}})
 		return
 	}
 	writeError(w, notFound("no group %q", group))
 }
 
 func notFound(format string, args ...any) error {
-	return &wrapped{msg: sprintf(format, args...), err: ErrNotFound}
+	return &wrapped{msg: sprintf(format, args...), err: api.ErrNotFound}
 }
 
 type wrapped struct {
@@ -209,7 +210,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	group, process, action := r.PathValue("group"), r.PathValue("process"), r.PathValue("action")
-	var req ActionRequest
+	var req api.ActionRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -240,24 +241,24 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	if process != "" {
 		target += "/" + process
 	}
-	writeJSON(w, http.StatusAccepted, ActionResponse{Message: action + " of " + target + " requested"})
+	writeJSON(w, http.StatusAccepted, api.ActionResponse{Message: action + " of " + target + " requested"})
 }
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if s.b.Reload == nil {
-		writeError(w, &wrapped{"this podsup has no configuration file to reload", ErrUnavailable})
+		writeError(w, &wrapped{"this podsup has no configuration file to reload", api.ErrUnavailable})
 		return
 	}
 	msg, err := s.b.Reload()
 	if err != nil {
-		writeError(w, &wrapped{"reload failed, the running configuration stays:\n" + err.Error(), ErrBadRequest})
+		writeError(w, &wrapped{"reload failed, the running configuration stays:\n" + err.Error(), api.ErrBadRequest})
 		return
 	}
-	writeJSON(w, http.StatusOK, ReloadResponse{Message: msg})
+	writeJSON(w, http.StatusOK, api.ReloadResponse{Message: msg})
 }
 
 func (s *Server) shutdown(w http.ResponseWriter, r *http.Request) {
-	var req ActionRequest
+	var req api.ActionRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -268,13 +269,13 @@ func (s *Server) shutdown(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info().Str("peer", peerName(r)).Msg("shutdown requested through the API")
-	writeJSON(w, http.StatusAccepted, ActionResponse{Message: "shutdown requested"})
+	writeJSON(w, http.StatusAccepted, api.ActionResponse{Message: "shutdown requested"})
 	s.b.Supervisor.Shutdown(grace)
 }
 
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	if s.b.Logs == nil {
-		writeError(w, &wrapped{"process output is not captured by this podsup", ErrUnavailable})
+		writeError(w, &wrapped{"process output is not captured by this podsup", api.ErrUnavailable})
 		return
 	}
 	group, process := r.PathValue("group"), r.PathValue("process")
@@ -315,10 +316,10 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if s.b.Exec == nil {
-		writeError(w, &wrapped{"exec is not available", ErrUnavailable})
+		writeError(w, &wrapped{"exec is not available", api.ErrUnavailable})
 		return
 	}
-	var req ExecRequest
+	var req api.ExecRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -335,7 +336,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	st := newStream(w)
 	code, err := s.b.Exec(r.Context(), group, process, req.Command,
 		frameWriter{st, "stdout"}, frameWriter{st, "stderr"})
-	final := ExecFrame{ExitCode: &code}
+	final := api.ExecFrame{ExitCode: &code}
 	if err != nil {
 		final.Error = err.Error()
 	}
@@ -379,7 +380,7 @@ type frameWriter struct {
 }
 
 func (f frameWriter) Write(p []byte) (int, error) {
-	if err := f.s.send(ExecFrame{Stream: f.name, Data: append([]byte(nil), p...)}); err != nil {
+	if err := f.s.send(api.ExecFrame{Stream: f.name, Data: append([]byte(nil), p...)}); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -434,7 +435,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		_ = rc.SetReadDeadline(time.Time{})
 		return nil
 	case errors.As(err, &tooLarge):
-		return &wrapped{sprintf("the request body is larger than the %d bytes podsup accepts", tooLarge.Limit), ErrTooLarge}
+		return &wrapped{sprintf("the request body is larger than the %d bytes podsup accepts", tooLarge.Limit), api.ErrTooLarge}
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return badRequest("the request body did not arrive within %v", bodyReadTime)
 	}
@@ -451,9 +452,9 @@ var bodyReadTime = 30 * time.Second
 func classify(err error) error {
 	switch {
 	case errors.Is(err, supervisor.ErrNotFound):
-		return &wrapped{err.Error(), ErrNotFound}
+		return &wrapped{err.Error(), api.ErrNotFound}
 	case errors.Is(err, supervisor.ErrShuttingDown):
-		return &wrapped{err.Error(), ErrUnavailable}
+		return &wrapped{err.Error(), api.ErrUnavailable}
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package api
+package apiserver
 
 import (
 	"bufio"
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/podsup/podsup/api"
 )
 
 // serveTestAPI serves a Server without a supervisor on a socket in a
@@ -31,7 +33,7 @@ func serveTestAPI(t *testing.T) (*http.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(Backend{}, Policy{OwnerUID: os.Getuid(), GroupID: -1}, zerolog.Nop())
+	s := New(Backend{}, Policy{OwnerUID: os.Getuid(), GroupID: -1}, zerolog.Nop())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(l) }()
 	t.Cleanup(func() {
@@ -46,14 +48,14 @@ func serveTestAPI(t *testing.T) (*http.Client, string) {
 	return c, path
 }
 
-func post(t *testing.T, c *http.Client, path string, body io.Reader) (int, Error) {
+func post(t *testing.T, c *http.Client, path string, body io.Reader) (int, api.Error) {
 	t.Helper()
 	resp, err := c.Post("http://podsup"+path, "application/json", body)
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
 	}
 	defer resp.Body.Close()
-	var e Error
+	var e api.Error
 	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
 		t.Fatalf("POST %s: %d with a body that is not an API error: %v", path, resp.StatusCode, err)
 	}
@@ -194,9 +196,9 @@ func FuzzDecodeBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	targets := []func() any{
-		func() any { return &ActionRequest{} },
-		func() any { return &ExecRequest{} },
-		func() any { return &RecreateRequest{} },
+		func() any { return &api.ActionRequest{} },
+		func() any { return &api.ExecRequest{} },
+		func() any { return &api.RecreateRequest{} },
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, target := range targets {
@@ -213,7 +215,7 @@ func FuzzDecodeBody(f *testing.F) {
 			if code := statusOf(err); code != http.StatusBadRequest && code != http.StatusRequestEntityTooLarge || err.Error() == "" {
 				t.Fatalf("%T from %q: %d %v", v, body, code, err)
 			}
-			if errors.Is(err, ErrTooLarge) && len(body) <= maxBodySize {
+			if errors.Is(err, api.ErrTooLarge) && len(body) <= maxBodySize {
 				t.Fatalf("%d bytes: %v", len(body), err)
 			}
 		}

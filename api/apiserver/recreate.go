@@ -1,15 +1,16 @@
-package api
+package apiserver
 
 import (
 	"errors"
 	"net/http"
 	"time"
 
+	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/supervisor"
 )
 
 func (s *Server) createRecreate(w http.ResponseWriter, r *http.Request) {
-	var req RecreateRequest
+	var req api.RecreateRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -47,14 +48,14 @@ func (s *Server) createRecreate(w http.ResponseWriter, r *http.Request) {
 	st, err := s.b.Supervisor.RecreateStatus(id)
 	if err != nil {
 		// Already completed and forgotten (ttl 0): report the id alone.
-		writeJSON(w, http.StatusCreated, Recreate{ID: id, Group: req.Group})
+		writeJSON(w, http.StatusCreated, api.Recreate{ID: id, Group: req.Group})
 		return
 	}
 	writeJSON(w, http.StatusCreated, toRecreate(st))
 }
 
 func (s *Server) listRecreates(w http.ResponseWriter, r *http.Request) {
-	out := RecreateList{Recreates: []Recreate{}}
+	out := api.RecreateList{Recreates: []api.Recreate{}}
 	for _, st := range s.b.Supervisor.Recreates() {
 		out.Recreates = append(out.Recreates, toRecreate(st))
 	}
@@ -85,11 +86,11 @@ func (s *Server) getRecreate(w http.ResponseWriter, r *http.Request) {
 func classifyRecreate(err error) error {
 	switch {
 	case errors.Is(err, supervisor.ErrInvalidRecreate):
-		return &wrapped{err.Error(), ErrBadRequest}
+		return &wrapped{err.Error(), api.ErrBadRequest}
 	case errors.Is(err, supervisor.ErrGroupInactive):
-		return &wrapped{err.Error(), ErrConflict}
+		return &wrapped{err.Error(), api.ErrConflict}
 	case errors.Is(err, supervisor.ErrNotRunning):
-		return &wrapped{err.Error(), ErrUnavailable}
+		return &wrapped{err.Error(), api.ErrUnavailable}
 	}
 	return classify(err)
 }

@@ -1,15 +1,17 @@
-package api
+package apiserver
 
 import (
 	"bytes"
 	"os"
 	"runtime"
 	"strconv"
+
+	"github.com/podsup/podsup/api"
 )
 
 // readSelf gathers podsup's own resource use. Fields it cannot read stay 0.
-func readSelf() SelfResponse {
-	out := SelfResponse{Pid: os.Getpid(), Goroutines: runtime.NumGoroutine()}
+func readSelf() api.SelfResponse {
+	out := api.SelfResponse{Pid: os.Getpid(), Goroutines: runtime.NumGoroutine()}
 	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
 		out.OpenFDs = len(ents) - 1 // the directory's own fd while it is read
 	}

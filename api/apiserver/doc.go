@@ -1,0 +1,21 @@
+// Package apiserver serves podsup's control protocol (the wire objects and
+// error classes of package api) for a running supervisor: the /v1 handlers,
+// the conversion of the supervisor's snapshots and events into api's wire
+// objects, the control socket, and who may use it. It holds no state of
+// its own: every request is answered by a Backend.
+//
+// It is the half of the protocol that links the runtime. Clients import
+// package api alone and carry none of it.
+//
+// Trust is decided per connection from the kernel's SO_PEERCRED: root,
+// podsup's own uid, and (when configured) members of one group may talk to
+// it; everybody else gets 403 and a log line. The socket is created 0600
+// (0660 and chgrp'd to that group when one is configured) as a second wall.
+//
+// No request may crash or starve podsup: a request body is one JSON object
+// of at most 1 MiB (413 above; 400 for anything else malformed, trailing
+// data included) that must arrive within 30 s; headers are limited to
+// 64 KiB and 10 s, idle connections close after 2 minutes, and at most 128
+// connections are served at once. Streams (events, logs, exec) are not
+// timed: they last as long as their client.
+package apiserver

@@ -1,0 +1,94 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/supervisor"
+)
+
+var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.json from the current conversions")
+
+// TestWireFormatIsStable pins the JSON of the v1 objects built from the
+// supervisor's snapshots: `podsup ... -o json` prints exactly these, and
+// scripts read them, so a field's name, its omission when empty and the
+// shape of times and signals must not change by accident.
+func TestWireFormatIsStable(t *testing.T) {
+	got, err := json.MarshalIndent(wireSample(), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "wire.json")
+	if *updateWire {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the pinned wire format: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the wire format changed; got:\n%s\nwant (%s):\n%s", got, path, want)
+	}
+}
+
+// wireSample converts snapshots with every field set, and with every
+// optional one empty, into the wire objects.
+func wireSample() any {
+	t0 := time.Date(2026, 11, 25, 1, 2, 3, 456_000_000, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	dur := func(d time.Duration) *time.Duration { return &d }
+	full := supervisor.ProcessStatus{
+		Name: "api", State: supervisor.StateRunning, Reason: "Started", Message: "probe ok",
+		Ready: true, Started: true, StatusText: "serving 3 clients", RestartCount: 2,
+		InstanceID: "api-3", Pid: 4242, StartedAt: at(10), NextStartAt: at(40),
+		Terminated: &supervisor.Termination{InstanceID: "api-3", ExitCode: 137, Signal: syscall.SIGKILL,
+			Reason: "Error", Message: "killed", StartedAt: at(10), FinishedAt: at(20)},
+		LastTermination: &supervisor.Termination{InstanceID: "api-2", ExitCode: 1, Reason: "Error", StartedAt: at(1), FinishedAt: at(2)},
+		FinishedAt:      at(20),
+	}
+	status := supervisor.Status{Groups: []supervisor.GroupStatus{
+		{Name: "web", Phase: supervisor.PhaseRunning, Ready: true, ReadinessHeldBy: "rc-1",
+			Init:      []supervisor.ProcessStatus{{Name: "migrate", Init: true, State: supervisor.StateTerminated}},
+			Processes: []supervisor.ProcessStatus{full, {Name: "idle", State: supervisor.StateWaiting}}},
+		{Name: "empty", Phase: supervisor.PhasePending},
+	}}
+	events := []supervisor.Event{
+		{Seq: 7, Time: at(30), Count: 3, FirstTime: at(5), Type: supervisor.EventWarning, Reason: "BackOff",
+			Group: "web", Process: "api", InstanceID: "api-3", RestartCount: 2, Pid: 4242, Message: "back-off 20s"},
+		{Seq: 8, Time: at(31), Type: supervisor.EventNormal, Reason: "Started", Group: "web"},
+	}
+	recreates := []supervisor.RecreateStatus{
+		{ID: "rc-1", Phase: supervisor.RecreateCompleted, Message: "done", HoldsReadiness: true,
+			CreationTime: at(1), StartTime: at(2), CompletionTime: at(3),
+			Spec: supervisor.RecreateSpec{Group: "web", Processes: []string{"api", "idle"}, Ordered: true,
+				FailurePolicy: supervisor.FailurePolicyIgnore, TerminationGracePeriod: dur(10 * time.Second),
+				UnreadyGracePeriod: dur(time.Second), MinStarted: 5 * time.Second, ActiveDeadline: time.Minute,
+				TTLAfterFinished: dur(time.Hour), Requester: "api (uid 0, pid 1)"},
+			Processes: []supervisor.ProcessRecreateStatus{
+				{Name: "api", Phase: supervisor.ProcessRecreateSucceeded, PreviousInstanceID: "api-2", InstanceID: "api-3"},
+				{Name: "idle", Phase: supervisor.ProcessRecreateFailed, Message: "exited"}}},
+		{ID: "rc-2", Phase: supervisor.RecreatePending, Spec: supervisor.RecreateSpec{Group: "web", Processes: []string{"api"}}},
+	}
+	out := struct {
+		Status    api.StatusResponse `json:"status"`
+		Events    []api.Event        `json:"events"`
+		Recreates api.RecreateList   `json:"recreates"`
+	}{Status: toStatus(status), Recreates: api.RecreateList{Recreates: []api.Recreate{}}}
+	for _, e := range events {
+		out.Events = append(out.Events, toEvent(e))
+	}
+	for _, r := range recreates {
+		out.Recreates.Recreates = append(out.Recreates.Recreates, toRecreate(r))
+	}
+	return out
+}
