@@ -68,9 +68,23 @@ group "g" {
 	if fds := fdsOf(t, f.up.p.Pid()); !slices.Contains(fds, 9) {
 		t.Fatalf("podsup did not inherit fd 9 (it has %v): the test sets nothing up", fds)
 	}
+	leaked, err := leak.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"p", "passthrough"} {
 		pid := f.waitRunning(t, "g", name)
-		if fds := fdsOf(t, pid); !slices.Equal(fds, []int{0, 1, 2}) {
+		// The file podsup inherited must be open in no process of its.
+		for _, fd := range fdsOf(t, pid) {
+			if st, err := os.Stat(fmt.Sprintf("/proc/%d/fd/%d", pid, fd)); err == nil && os.SameFile(st, leaked) {
+				t.Errorf("g/%s has podsup's inherited file open as fd %d", name, fd)
+			}
+		}
+		// Nor any other fd of podsup's: once sleep's own start-up (its
+		// dynamic loader opens and closes a file or two) is over, it
+		// holds 0, 1 and 2 only.
+		var fds []int
+		if !eventually(func() bool { fds = fdsOf(t, pid); return slices.Equal(fds, []int{0, 1, 2}) }) {
 			t.Errorf("g/%s has fds %v, want 0 1 2 only: podsup's inherited fds reached it", name, fds)
 		}
 	}
