@@ -121,17 +121,24 @@ func threadMask(how int, set sigset) (sigset, error) {
 	return old, nil
 }
 
-// siginfo is the head of the kernel's siginfo_t: enough for signals sent
-// with kill(2), tgkill(2) or pidfd_send_signal(2).
+// siginfo is the kernel's siginfo_t (128 bytes), read as far as signals
+// sent with kill(2), tgkill(2) or pidfd_send_signal(2) fill it. Its union
+// of per-signal fields is aligned as a pointer: si_pid is at offset 16 on
+// 64-bit systems and 12 on 32-bit ones (ARMv7 devices among them).
 type siginfo struct {
 	Signo int32
 	Errno int32
 	Code  int32
-	_     int32
+	_     [siginfoPad]byte
 	Pid   int32 // the sender, as this process's PID namespace sees it (0 from an ancestor namespace)
 	UID   uint32
-	_     [104]byte
+	_     [siginfoSize - 12 - siginfoPad - 8]byte
 }
+
+const (
+	siginfoSize = 128
+	siginfoPad  = unsafe.Sizeof(uintptr(0)) - 4 // to the union's pointer alignment
+)
 
 // sigwait blocks until one signal of set is pending for this thread or
 // the process, takes it off the queue and returns it with its sender. It
