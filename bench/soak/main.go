@@ -253,22 +253,21 @@ func resting(c *api.Client, n int, lat *latencies) (sample, error) {
 
 // running counts the processes podsup reports running.
 func running(c *api.Client) int {
-	st, err := c.Status(context.Background(), "", "")
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, g := range st.Groups {
-		for _, p := range g.Processes {
-			if p.State == "running" {
-				n++
-			}
+	return sumProcesses(c, func(p api.ProcessStatus) int {
+		if p.State == "running" {
+			return 1
 		}
-	}
-	return n
+		return 0
+	})
 }
 
 func restarts(c *api.Client) int {
+	return sumProcesses(c, func(p api.ProcessStatus) int { return p.RestartCount })
+}
+
+// sumProcesses adds f over every process of one status answer (0 when
+// podsup does not answer).
+func sumProcesses(c *api.Client, f func(api.ProcessStatus) int) int {
 	st, err := c.Status(context.Background(), "", "")
 	if err != nil {
 		return 0
@@ -276,7 +275,7 @@ func restarts(c *api.Client) int {
 	n := 0
 	for _, g := range st.Groups {
 		for _, p := range g.Processes {
-			n += p.RestartCount
+			n += f(p)
 		}
 	}
 	return n

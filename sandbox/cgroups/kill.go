@@ -163,13 +163,13 @@ func (n *node) killV2() (done bool, err error) {
 			pids, _ := n.Procs()
 			return true, fmt.Errorf("killing %s: %w: pids %v", dir, ErrBusy, pids)
 		}
-		var pids []int
-		if pids, _, err = n.procs(); err != nil {
-			return true, fmt.Errorf("killing %s: %w", dir, err)
-		}
 		if fz := n.freezer(); fz != nil && time.Now().After(chaseUntil) {
-			err = n.freezeKillThaw(fz)
+			err = n.freezeKillThaw(fz) // lists the frozen tree itself
 		} else {
+			var pids []int
+			if pids, _, err = n.procs(); err != nil {
+				return true, fmt.Errorf("killing %s: %w", dir, err)
+			}
 			var fresh []int
 			for _, pid := range pids {
 				if !signalled[pid] {
