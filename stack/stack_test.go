@@ -68,7 +68,7 @@ func TestUpRuntimeStackHasEveryCapability(t *testing.T) {
 		t.Errorf("the stack outside journald: %+v, want %+v", elsewhere, want)
 	}
 
-	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.hcl"))
+	files, _ := filepath.Glob(filepath.Join("..", "examples", "*.hcl"))
 	if len(files) < 4 {
 		t.Fatalf("found %d examples, want at least 4", len(files))
 	}

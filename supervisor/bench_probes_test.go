@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -53,7 +54,7 @@ func idleGroupCPU(b *testing.B, n int, withProbes bool) {
 		}
 		g.Processes = append(g.Processes, p)
 	}
-	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{g}}, supervisor.Options{})
+	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{g}}, supervisor.Options{Runtime: hostrt.Runtime{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func oneProbeCPU(b *testing.B, period time.Duration, pass bool) {
 	// pointer before Run, to measure what the floor prevents.
 	asked := period
 	p.ReadinessProbe.Period = max(period, spec.MinProbePeriod)
-	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{{Name: "one", Processes: []spec.Process{p}}}}, supervisor.Options{})
+	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{{Name: "one", Processes: []spec.Process{p}}}}, supervisor.Options{Runtime: hostrt.Runtime{}})
 	if err != nil {
 		b.Fatal(err)
 	}

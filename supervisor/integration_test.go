@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -25,7 +26,7 @@ type realRun struct {
 
 func startReal(t *testing.T, cfg spec.Config) *realRun {
 	t.Helper()
-	sup, err := supervisor.New(cfg, supervisor.Options{})
+	sup, err := supervisor.New(cfg, supervisor.Options{Runtime: hostrt.Runtime{}})
 	if err != nil {
 		t.Fatal(err)
 	}

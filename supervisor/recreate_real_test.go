@@ -10,6 +10,7 @@ import (
 
 	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -27,6 +28,9 @@ func (packageHooks) Run(ctx context.Context, req supervisor.HookRequest) error {
 
 func startRealWith(t *testing.T, cfg spec.Config, opts supervisor.Options) *realRun {
 	t.Helper()
+	if opts.Runtime == nil {
+		opts.Runtime = hostrt.Runtime{}
+	}
 	sup, err := supervisor.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
