@@ -21,12 +21,17 @@
 // to a systemd above it, PID 1's duties. A Go program does the same with
 // what it needs of them.
 //
-// A minimal program (the function body of ExampleStart is one):
+// A minimal program (TestStartRunsASandboxedGroupWithCapturedOutput runs
+// one in full):
 //
-//	st, err := stack.Start(ctx, cfg, stack.Options{Instance: "myapp"})
-//	if err != nil { ... }
-//	defer st.Shutdown(context.Background())
-//	lines, _ := st.Logs().Tail("group", "process", 10, false)
+//	func main() {
+//		stack.ReexecMain() // the stack's sandbox holders are this program
+//		st, err := stack.Start(ctx, cfg, stack.Options{Instance: "myapp", Output: os.Stdout})
+//		if err != nil { ... }
+//		defer st.Shutdown(ctx) // graceful; SIGKILL what is left when ctx ends
+//		lines, err := st.Logs().Tail("web", "app", 10, false)
+//		...
+//	}
 //
 // New documents the stack's process-wide effects (the one reaper, the
 // child subreaper) and what they forbid to the rest of the program.

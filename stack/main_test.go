@@ -27,7 +27,7 @@ import (
 const subreaperChildEnv = "PODSUP_STACK_TEST_SUBREAPER"
 
 func TestMain(m *testing.M) {
-	stack.HolderMain() // the test binary is its own sandbox holder
+	stack.ReexecMain() // the test binary is its own sandbox holder
 	if v := os.Getenv(subreaperChildEnv); v != "" {
 		os.Exit(subreaperChild(v == "on"))
 	}

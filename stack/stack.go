@@ -106,8 +106,8 @@ type Stack struct {
 //     PID 1 reaps orphans in any case.
 //
 // The stack's sandboxes are held by this program re-executed
-// (/proc/self/exe) with sandbox.HolderArg: a program that runs groups
-// with a sandbox block calls HolderMain first thing in main.
+// (/proc/self/exe), and socket activation re-executes it as a shim: a
+// program that embeds a stack calls ReexecMain first thing in main.
 func New(cfg spec.Config, opts Options) (*Stack, error) {
 	if opts.Instance == "" {
 		return nil, errors.New("unable to assemble the runtime stack: Options.Instance is required")
@@ -321,13 +321,21 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// HolderMain turns this process into a sandbox holder when the stack
-// re-executed it as one (os.Args[1] is sandbox.HolderArg) and exits; it
-// returns at once otherwise. A program that embeds a Stack calls it first
-// thing in main, before flags are parsed or signals handled: the holder
-// does its own.
-func HolderMain() {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HolderArg {
+// ReexecMain runs this process as what the stack re-executed it to be
+// (/proc/self/exe with a hidden first argument) and exits: a sandbox's
+// holder (sandbox.HolderArg) or the socket-activation shim that sets
+// LISTEN_PID before it execs a process (notify.ListenPIDCommand). It
+// returns at once in any other process. A program that embeds a Stack
+// calls it first thing in main, before flags are parsed or signals
+// handled: the holder and the shim do their own.
+func ReexecMain() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case sandbox.HolderArg:
 		os.Exit(sandbox.HolderMain())
+	case notify.ListenPIDCommand:
+		os.Exit(notify.ListenPIDMain(os.Args[2:]))
 	}
 }

@@ -18,7 +18,7 @@ import (
 // A Go program gets what podsup up runs with one call: a group in its own
 // PID namespace and cgroup, its output captured, and a shutdown that
 // leaves nothing behind. The program is the body below up to Shutdown's
-// check: 24 lines (the checks of what is left after it are the test's).
+// check: 26 lines (what is left after it is the test's to check).
 func TestStartRunsASandboxedGroupWithCapturedOutput(t *testing.T) {
 	out, instance := newLineWriter(t), newInstance()
 	cfg := spec.Config{Groups: []spec.Group{{Name: "web", RestartPolicy: spec.RestartNever,

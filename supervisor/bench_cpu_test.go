@@ -19,7 +19,7 @@ import (
 // BenchmarkRestartCPU reports podsup's own CPU time (getrusage
 // RUSAGE_SELF: every thread of this process, not the children) per restart
 // of a host process (no sandbox block) that exits at once, at back-off
-// initial = 0, through SandboxRuntime (process group, no cgroup: the
+// initial = 0, through hostrt.Runtime (process group, no cgroup: the
 // host-spawn floor) and through LocalRuntime with every group in a cgroup.
 // Wall time on the shared machines swings more than the effect; CPU time
 // per restart does not, so that is the figure (docs/benchmarks.md):

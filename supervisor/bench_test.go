@@ -14,7 +14,7 @@ import (
 	"github.com/podsup/podsup/supervisor"
 )
 
-// timingRuntime wraps SandboxRuntime and records, per instance, when its
+// timingRuntime wraps hostrt.Runtime and records, per instance, when its
 // exit was known (the reaper's callback) and when the next Start returned.
 type timingRuntime struct {
 	hostrt.Runtime

@@ -73,7 +73,7 @@ func writePid(path string, pid int) {
 }
 
 func TestMain(m *testing.M) {
-	stack.HolderMain() // the test binary is its own sandbox holder
+	stack.ReexecMain() // the test binary is its own sandbox holder
 	if name := os.Getenv("PODSUP_TEST_HELPER"); name != "" {
 		f, ok := helpers[name]
 		if !ok {

@@ -13,7 +13,7 @@ import (
 	"github.com/podsup/podsup/supervisor"
 )
 
-// Integration with real processes through SandboxRuntime and the real
+// Integration with real processes through hostrt.Runtime and the real
 // clock. Bounds are generous (two noisy cores); lower bounds are exact
 // because nothing may ever happen early.
 

@@ -366,7 +366,7 @@ func waitStatus(t *testing.T, r *realRun, name string, cond func(supervisor.Proc
 	}
 }
 
-// spawnerRuntime is SandboxRuntime that also spawns exec probes and hooks,
+// spawnerRuntime is hostrt.Runtime that also spawns exec probes and hooks,
 // counting them per group: the seam a sandboxed runtime plugs into (X6).
 type spawnerRuntime struct {
 	hostrt.Runtime

@@ -14,7 +14,7 @@ import (
 	"github.com/podsup/podsup/supervisor"
 )
 
-// Recreate requests with real processes through SandboxRuntime and the
+// Recreate requests with real processes through hostrt.Runtime and the
 // real clock. Bounds are generous (two noisy cores).
 
 // packageHooks runs hooks with package hooks (real commands through
