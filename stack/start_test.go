@@ -81,14 +81,17 @@ func TestShutdownIsGraceful(t *testing.T) {
 // left, waits for it and returns ctx's error: a process that ignores
 // SIGTERM, with the default 30 s grace, is gone well before that grace.
 func TestShutdownKillsWhatIsLeftWhenContextEnds(t *testing.T) {
-	instance := newInstance()
+	out, instance := newLineWriter(t), newInstance()
 	cfg := spec.Config{Groups: []spec.Group{{Name: "g", Processes: []spec.Process{{Name: "p",
-		Command: []string{"sh", "-c", `trap '' TERM; while :; do sleep 0.1; done`}}}}}}
-	st, err := stack.Start(context.Background(), cfg, stack.Options{Instance: instance, RuntimeDir: t.TempDir()})
+		Command: []string{"sh", "-c", `trap '' TERM; echo up; while :; do sleep 0.1; done`}}}}}}
+	st, err := stack.Start(context.Background(), cfg, stack.Options{Instance: instance, Output: out, RuntimeDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid := runningPid(t, st.Supervisor(), "g", "p")
+	if l := out.next(t); l != "up" { // SIGTERM is ignored from now on
+		t.Fatalf("first line %q, want up", l)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	began := time.Now()
