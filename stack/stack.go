@@ -177,9 +177,11 @@ func layers(local *LocalRuntime, hub *logs.Hub, journal bool, srv *notify.Server
 	return &notify.Runtime{Next: started, Server: srv, Sockets: sockets}
 }
 
-// Start is New followed by Run in a goroutine of its own: the groups are
-// starting when it returns. Wait returns what Run did; Shutdown stops
-// them and closes the stack. The process-wide effects are New's.
+// Start is New followed by Run(ctx) in a goroutine of its own: the groups
+// are starting when it returns, and ctx's end stops them as Shutdown
+// does (gracefully). Wait returns what Run did; Shutdown stops them and
+// closes the stack, and is owed in any case (or Close once Wait
+// returned). The process-wide effects are New's.
 func Start(ctx context.Context, cfg spec.Config, opts Options) (*Stack, error) {
 	s, err := New(cfg, opts)
 	if err != nil {
