@@ -91,10 +91,10 @@ type Stack struct {
 // belong to the whole process:
 //
 //   - The first stack (or the first process start of package sandbox)
-//     installs package sandbox's reaper: a goroutine that, on every
-//     SIGCHLD, calls wait4(-1) for every child of the process and hands
-//     each exit to whoever started that pid, counting the rest as
-//     orphans. From then on nothing else in the process may wait for a
+//     installs package sandbox's reaper: a goroutine that waits for the
+//     exit of any child of the process (waitid on every pid, woken by the
+//     kernel or by SIGCHLD, which it catches), reaps it and hands it to
+//     whoever started that pid, counting the rest as orphans. From then on nothing else in the process may wait for a
 //     child: os/exec's Cmd.Wait, Run, Output and CombinedOutput,
 //     os.Process.Wait, or a wait4/waitpid of its own would lose exits to
 //     the reaper or steal them from it ("waitid: no child processes"). A
