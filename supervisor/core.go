@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/podsup/podsup/spec"
@@ -79,9 +78,12 @@ type startedInput struct {
 	pid      int
 }
 
+// startFailedInput is a start that failed before the program ran; code
+// is the exit code the failure is recorded with (StartError.Code).
 type startFailedInput struct {
 	instance string
 	err      error
+	code     int
 }
 
 type exitedInput struct {
@@ -134,7 +136,7 @@ type startAction struct {
 // signalAction sends the stop signal to the main process (K6).
 type signalAction struct {
 	process, instance string
-	sig               syscall.Signal
+	sig               spec.Signal
 }
 
 // killTreeAction SIGKILLs everything the instance has (X10): after the
@@ -703,7 +705,7 @@ func (g *groupCore) startFailed(in startFailedInput) {
 	p.inst.starting = false
 	g.deferredAsStop(p)
 	term := &Termination{
-		InstanceID: p.inst.id, ExitCode: startFailureCode(in.err), Reason: ReasonStartError,
+		InstanceID: p.inst.id, ExitCode: in.code, Reason: ReasonStartError,
 		Message: in.err.Error(), FinishedAt: g.now,
 	}
 	g.finish(p, term)

@@ -448,7 +448,7 @@ func TestCriticalX11(t *testing.T) {
 		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
 		s.core.step(s.now, timerInput{})
 		id := s.core.mains[0].inst.id
-		p := s.core.step(s.now, startFailedInput{instance: id, err: &StartError{Code: 127, Err: errString("not found")}})
+		p := s.core.step(s.now, startFailedInput{instance: id, err: errString("not found"), code: 127})
 		var got []criticalAction
 		for _, a := range p.actions {
 			if c, ok := a.(criticalAction); ok {

@@ -2,8 +2,9 @@ package supervisor
 
 import (
 	"fmt"
-	"syscall"
 	"time"
+
+	"github.com/podsup/podsup/spec"
 )
 
 // This file is the core's side of the runtime's slow and failing effects:
@@ -44,14 +45,6 @@ const (
 // gave up on: its tree survived every SIGKILL.
 const ReasonUnkillable = "Unkillable"
 
-// startDoneInput is a start effect's outcome; the worker turns it into
-// startedInput or startFailedInput.
-type startDoneInput struct {
-	instance string
-	inst     Instance
-	err      error
-}
-
 // killDoneInput is a tree kill effect's outcome. exited: the kill followed
 // the instance's exit (X10), and removeErr is then the removal's.
 type killDoneInput struct {
@@ -63,7 +56,6 @@ type killDoneInput struct {
 // runtimeEventInput is an event the runtime reports about the group.
 type runtimeEventInput struct{ event RuntimeEvent }
 
-func (startDoneInput) isInput()    {}
 func (killDoneInput) isInput()     {}
 func (runtimeEventInput) isInput() {}
 
@@ -187,7 +179,7 @@ func (g *groupCore) abandon(p *proc) {
 	msg := fmt.Sprintf("its tree survived %d SIGKILLs", st.kills)
 	g.emit(p, EventWarning, EventFailedKill, "Giving up on process %s: %s; podsup stops without it", p.spec.Name, msg)
 	g.finish(p, &Termination{
-		InstanceID: p.inst.id, ExitCode: 128 + int(syscall.SIGKILL), Signal: syscall.SIGKILL,
+		InstanceID: p.inst.id, ExitCode: 128 + int(spec.SIGKILL), Signal: spec.SIGKILL,
 		Reason: ReasonUnkillable, Message: msg, StartedAt: p.inst.startedAt, FinishedAt: g.now,
 	})
 }

@@ -136,7 +136,7 @@ type ExitStatus struct {
 	// Code is the exit code, or 128+N when signal N killed it.
 	Code int
 	// Signal is the signal that killed it, 0 when it exited.
-	Signal syscall.Signal
+	Signal spec.Signal
 	// OOMKilled is set when the kernel's OOM killer ended it.
 	OOMKilled bool
 }

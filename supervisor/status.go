@@ -1,8 +1,9 @@
 package supervisor
 
 import (
-	"syscall"
 	"time"
+
+	"github.com/podsup/podsup/spec"
 )
 
 // State is a process's state in kubelet's terms (S1–S4).
@@ -116,7 +117,7 @@ type ProcessStatus struct {
 type Termination struct {
 	InstanceID string
 	ExitCode   int
-	Signal     syscall.Signal
+	Signal     spec.Signal
 	Reason     string
 	Message    string
 	StartedAt  time.Time

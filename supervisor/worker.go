@@ -324,6 +324,16 @@ func (w *worker) startInstance(a startAction) {
 	}()
 }
 
+// startDoneInput is a start effect's outcome; the worker turns it into
+// startedInput or startFailedInput.
+type startDoneInput struct {
+	instance string
+	inst     Instance
+	err      error
+}
+
+func (startDoneInput) isInput() {}
+
 // exitGate orders an instance's exit after its start's result in the
 // mailbox: a runtime may report the exit before Start returned.
 type exitGate struct {
@@ -405,7 +415,7 @@ func (w *worker) effectDone(in input) input {
 			delete(w.starting, in.instance)
 		}
 		if in.err != nil {
-			return startFailedInput{instance: in.instance, err: in.err}
+			return startFailedInput{instance: in.instance, err: in.err, code: startFailureCode(in.err)}
 		}
 		w.insts[in.instance] = in.inst
 		return startedInput{instance: in.instance, pid: in.inst.Pid()}
