@@ -211,7 +211,7 @@ func (w *worker) noteInput(in input) {
 	case preStartDoneInput, postStartDoneInput, preStopDoneInput, postStopDoneInput:
 		w.lc.inflight--
 	case commandInput:
-		if in.kind == cmdShutdown && w.core.shutdown && w.lc.groupCancel != nil {
+		if in.kind == cmdShutdown && w.core.ShuttingDown() && w.lc.groupCancel != nil {
 			w.lc.groupCancel()
 		}
 	}
@@ -224,7 +224,7 @@ func (w *worker) hooksIdle() bool { return w.lc.inflight == 0 }
 // are gone are cancelled, and the probe workers see the new state.
 func (w *worker) syncLifecycle() {
 	for id, cancel := range w.lc.instances {
-		if w.core.procByInstance(id) == nil {
+		if _, live := w.core.InstanceSpec(id); !live {
 			cancel()
 			delete(w.lc.instances, id)
 			delete(w.lc.instCtx, id)

@@ -53,14 +53,15 @@ func (w *worker) startProbes() { w.reconcileProbes() }
 // of the core's current specs: a process-level reload may add, remove or
 // change processes (the new spec takes over once the old instance ended).
 func (w *worker) reconcileProbes() {
-	if w.lc.probesBuilt && w.lc.probesReload == w.core.reloads && !w.lc.probesPending {
+	if w.lc.probesBuilt && w.lc.probesReload == w.core.Reloads() && !w.lc.probesPending {
 		return
 	}
-	w.lc.probesBuilt, w.lc.probesReload, w.lc.probesPending = true, w.core.reloads, false
+	w.lc.probesBuilt, w.lc.probesReload, w.lc.probesPending = true, w.core.Reloads(), false
+	targets := w.core.ProbeTargets()
 	current := map[string]spec.Process{}
-	for _, p := range w.core.mains {
-		current[p.spec.Name] = p.spec
-		if p.nextSpec != nil {
+	for _, t := range targets {
+		current[t.Spec.Name] = t.Spec
+		if t.Pending {
 			w.lc.probesPending = true
 		}
 	}
@@ -81,8 +82,8 @@ func (w *worker) reconcileProbes() {
 		clk = w.lc.probeClock
 	}
 	spawn := w.spawner()
-	for _, p := range w.core.mains {
-		pr := p.spec
+	for _, t := range targets {
+		pr := t.Spec
 		if kept[pr.Name] {
 			continue
 		}
@@ -164,16 +165,16 @@ func (w *worker) stopProbes() {
 func (w *worker) observeProbes() {
 	w.reconcileProbes()
 	for _, pw := range w.lc.probes {
-		p := w.core.byName[pw.process]
-		if p == nil {
+		v, ok := w.core.ProbeViewOf(pw.process)
+		if !ok {
 			continue
 		}
-		if !pw.running && p.inst != nil && p.inst.starting {
+		if !pw.running && v.Starting {
 			// Its first probe comes at once when it begins: let it begin
 			// with the instance the start in flight is about to run.
 			continue
 		}
-		view := w.probeView(p)
+		view := w.probeView(v)
 		if pw.running && view == pw.seen {
 			continue
 		}
@@ -195,19 +196,13 @@ func (w *worker) observeProbes() {
 // returned); a finished one is not running (P8: its probes fail, and the
 // core ignores results of instances that are not current). When podsup
 // is shutting down, liveness and startup go quiet (P9).
-func (w *worker) probeView(p *proc) probes.Instance {
-	switch inst := p.inst; {
-	case inst != nil && inst.running:
-		return probes.Instance{
-			ID: inst.id, Running: true, StartedAt: inst.startedAt, Started: inst.started,
-			GroupStopping: w.core.shutdown,
-		}
-	case inst != nil:
+func (w *worker) probeView(v ProbeView) probes.Instance {
+	if v.ID == "" {
 		return probes.Instance{}
-	case p.last != nil:
-		return probes.Instance{ID: p.last.InstanceID, GroupStopping: w.core.shutdown}
-	default:
-		return probes.Instance{}
+	}
+	return probes.Instance{
+		ID: v.ID, Running: v.Running, StartedAt: v.StartedAt, Started: v.Started,
+		GroupStopping: w.core.ShuttingDown(),
 	}
 }
 

@@ -124,7 +124,7 @@ func (w *worker) run() {
 	}
 	w.handle(timerInput{})
 	w.drainMailbox(barriers)
-	for !(w.core.shutdown && w.core.idle() && w.hooksIdle() && w.effects == 0) {
+	for !(w.core.ShuttingDown() && w.core.idle() && w.hooksIdle() && w.effects == 0) {
 		var timerC <-chan time.Time
 		if w.timer != nil && !w.wake.IsZero() {
 			timerC = w.timer.C()
@@ -308,7 +308,7 @@ func (w *worker) startInstance(a startAction) {
 	w.effects++
 	gate := &exitGate{}
 	req := StartRequest{
-		Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.core.spec.Sandbox,
+		Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.core.Spec().Sandbox,
 		OnExit: func(st ExitStatus) {
 			gate.exited(w.mb, exitedInput{instance: id, status: st, at: w.clock.Now()})
 		},
@@ -429,10 +429,7 @@ func (w *worker) effectDone(in input) input {
 }
 
 func (w *worker) runPreStop(a preStopAction) {
-	var pr spec.Process
-	if p := w.core.procByInstance(a.instance); p != nil {
-		pr = p.spec
-	}
+	pr, _ := w.core.InstanceSpec(a.instance)
 	w.startHook(pr, a.instance, spec.PreStop, a.budget, w.instanceContext(a.instance))
 }
 
