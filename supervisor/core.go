@@ -36,168 +36,168 @@ import (
 //	  │                        killed ──── exit ──────────┤
 //	  └───── CrashLoopBackOff (timer at F + back-off) ◄───┘
 
-// input is everything that can happen to a group.
-type input interface{ isInput() }
+// Input is everything that can happen to a group.
+type Input interface{ isInput() }
 
-type commandKind int
+type CommandKind int
 
 const (
-	cmdStart commandKind = iota + 1
-	cmdStop
-	cmdRestart
-	cmdShutdown
+	CmdStart CommandKind = iota + 1
+	CmdStop
+	CmdRestart
+	CmdShutdown
 )
 
-func (k commandKind) String() string {
+func (k CommandKind) String() string {
 	switch k {
-	case cmdStart:
+	case CmdStart:
 		return "start"
-	case cmdStop:
+	case CmdStop:
 		return "stop"
-	case cmdRestart:
+	case CmdRestart:
 		return "restart"
-	case cmdShutdown:
+	case CmdShutdown:
 		return "shutdown"
 	}
 	return "unknown"
 }
 
-// commandInput is a request from a user (X7) or from podsup itself (X9).
-type commandInput struct {
-	kind commandKind
-	// process is "" for the whole group.
-	process string
-	// grace overrides K1 (K2).
-	grace *time.Duration
-	// by says who asked, for events (X7).
-	by string
+// CommandInput is a request from a user (X7) or from podsup itself (X9).
+type CommandInput struct {
+	Kind CommandKind
+	// Process is "" for the whole group.
+	Process string
+	// Grace overrides K1 (K2).
+	Grace *time.Duration
+	// By says who asked, for events (X7).
+	By string
 }
 
-type startedInput struct {
-	instance string
-	pid      int
+type StartedInput struct {
+	Instance string
+	Pid      int
 }
 
 // startFailedInput is a start that failed before the program ran; code
 // is the exit code the failure is recorded with (StartError.Code).
-type startFailedInput struct {
-	instance string
-	err      error
-	code     int
+type StartFailedInput struct {
+	Instance string
+	Err      error
+	Code     int
 }
 
-type exitedInput struct {
-	instance string
-	status   ExitStatus
+type ExitedInput struct {
+	Instance string
+	Status   ExitStatus
 	// at is the instance's FinishedAt, read from the supervisor's clock.
-	at time.Time
+	At time.Time
 }
 
 // timerInput is the wake-up the last plan asked for. It carries nothing:
 // the core re-evaluates every deadline against now, so an early or stale
 // timer never makes anything happen early.
-type timerInput struct{}
+type TimerInput struct{}
 
 // preStopDoneInput reports that an instance's pre_stop hook returned.
-type preStopDoneInput struct {
-	instance string
-	err      error
+type PreStopDoneInput struct {
+	Instance string
+	Err      error
 }
 
 // probeInput is a probe result that changed (P6: results publish only on
 // change). The probes issue sends these.
-type probeInput struct {
-	instance string
-	probe    spec.ProbeKind
-	success  bool
-	message  string
+type ProbeInput struct {
+	Instance string
+	Probe    spec.ProbeKind
+	Success  bool
+	Message  string
 	// reported: each failed probe already had its Unhealthy event
 	// (probeReportInput), so the threshold crossing adds none.
-	reported bool
+	Reported bool
 }
 
-func (commandInput) isInput()     {}
-func (startedInput) isInput()     {}
-func (startFailedInput) isInput() {}
-func (exitedInput) isInput()      {}
-func (timerInput) isInput()       {}
-func (preStopDoneInput) isInput() {}
-func (probeInput) isInput()       {}
+func (CommandInput) isInput()     {}
+func (StartedInput) isInput()     {}
+func (StartFailedInput) isInput() {}
+func (ExitedInput) isInput()      {}
+func (TimerInput) isInput()       {}
+func (PreStopDoneInput) isInput() {}
+func (ProbeInput) isInput()       {}
 
 // action is one thing the executor must do.
-type action interface{ isAction() }
+type Action interface{ isAction() }
 
-type startAction struct {
-	process  string
-	instance string
-	spec     spec.Process
+type StartAction struct {
+	Process  string
+	Instance string
+	Spec     spec.Process
 }
 
 // signalAction sends the stop signal to the main process (K6).
-type signalAction struct {
-	process, instance string
-	sig               spec.Signal
+type SignalAction struct {
+	Process, Instance string
+	Sig               spec.Signal
 }
 
 // killTreeAction SIGKILLs everything the instance has (X10): after the
 // grace, on escalation, and after every exit to remove leftovers. Its
 // outcome comes back as killDoneInput. exited: the instance has exited;
 // once its tree is dead the worker removes it.
-type killTreeAction struct {
-	process, instance string
-	exited            bool
+type KillTreeAction struct {
+	Process, Instance string
+	Exited            bool
 }
 
 // preStopAction runs the pre_stop hook with a time budget (K3).
-type preStopAction struct {
-	process, instance string
-	budget            time.Duration
+type PreStopAction struct {
+	Process, Instance string
+	Budget            time.Duration
 }
 
-type emitAction struct{ event Event }
+type EmitAction struct{ Event Event }
 
 // criticalAction: a critical process ended for good (X11).
-type criticalAction struct {
-	process string
-	code    int
+type CriticalAction struct {
+	Process string
+	Code    int
 }
 
 // releaseAction: a process a reload removed is gone for good; the runtime
 // may drop what it kept for it (Runtime.ReleaseProcess).
-type releaseAction struct{ process string }
+type ReleaseAction struct{ Process string }
 
-func (releaseAction) isAction()  {}
-func (startAction) isAction()    {}
-func (signalAction) isAction()   {}
-func (killTreeAction) isAction() {}
-func (preStopAction) isAction()  {}
-func (emitAction) isAction()     {}
-func (criticalAction) isAction() {}
+func (ReleaseAction) isAction()  {}
+func (StartAction) isAction()    {}
+func (SignalAction) isAction()   {}
+func (KillTreeAction) isAction() {}
+func (PreStopAction) isAction()  {}
+func (EmitAction) isAction()     {}
+func (CriticalAction) isAction() {}
 
 // plan is what one step decided.
-type plan struct {
-	actions []action
+type Plan struct {
+	Actions []Action
 	// wake is when the core must be stepped again; zero means never.
-	wake time.Time
+	Wake time.Time
 }
 
 // coreConfig is what a groupCore is built from.
-type coreConfig struct {
-	group        spec.Group
-	backoff      spec.Backoff
-	minimumGrace time.Duration
+type Config struct {
+	Group        spec.Group
+	Backoff      spec.Backoff
+	MinimumGrace time.Duration
 	// idPrefix makes instance ids unique across cores of the same group
 	// (a group replaced by a reload starts a new core).
-	idPrefix string
+	IDPrefix string
 	// killRetry is how long after a SIGKILL of the tree the core looks
 	// again (doubling per attempt); killAttempts is how many SIGKILLs a
 	// shutdown tries before it gives up on an instance (faults.go).
-	killRetry    time.Duration
-	killAttempts int
+	KillRetry    time.Duration
+	KillAttempts int
 }
 
 // groupCore is one group's whole state. Only its worker touches it.
-type groupCore struct {
+type Group struct {
 	name     string
 	spec     spec.Group
 	grace    time.Duration
@@ -232,7 +232,7 @@ type groupCore struct {
 
 	// now and out are the step in progress.
 	now time.Time
-	out *plan
+	out *Plan
 }
 
 // proc is one process (or init) of the group across its instances.
@@ -329,25 +329,25 @@ type stopState struct {
 	killedAt time.Time
 }
 
-func newGroupCore(c coreConfig) *groupCore {
-	g := &groupCore{
-		name:         c.group.Name,
-		spec:         c.group,
-		grace:        c.group.Grace(),
-		minGrace:     c.minimumGrace,
-		idPrefix:     c.idPrefix,
-		killRetry:    killRetryOrDefault(c.killRetry),
-		killAttempts: killAttemptsOrDefault(c.killAttempts),
-		backoff:      NewBackoff(c.group.EffectiveBackoff(c.backoff)),
+func NewGroup(c Config) *Group {
+	g := &Group{
+		name:         c.Group.Name,
+		spec:         c.Group,
+		grace:        c.Group.Grace(),
+		minGrace:     c.MinimumGrace,
+		idPrefix:     c.IDPrefix,
+		killRetry:    killRetryOrDefault(c.KillRetry),
+		killAttempts: killAttemptsOrDefault(c.KillAttempts),
+		backoff:      NewBackoff(c.Group.EffectiveBackoff(c.Backoff)),
 		byName:       map[string]*proc{},
 	}
-	for _, s := range c.group.Init {
-		p := &proc{spec: s, init: true, policy: c.group.EffectiveRestartPolicy(&s)}
+	for _, s := range c.Group.Init {
+		p := &proc{spec: s, init: true, policy: c.Group.EffectiveRestartPolicy(&s)}
 		g.inits = append(g.inits, p)
 		g.byName[s.Name] = p
 	}
-	for _, s := range c.group.Processes {
-		p := &proc{spec: s, policy: c.group.EffectiveRestartPolicy(&s), want: true}
+	for _, s := range c.Group.Processes {
+		p := &proc{spec: s, policy: c.Group.EffectiveRestartPolicy(&s), want: true}
 		g.mains = append(g.mains, p)
 		g.byName[s.Name] = p
 	}
@@ -355,56 +355,56 @@ func newGroupCore(c coreConfig) *groupCore {
 }
 
 // step feeds one input to the core at now and returns what to do.
-func (g *groupCore) step(now time.Time, in input) plan {
+func (g *Group) Step(now time.Time, in Input) Plan {
 	g.now = now
-	g.out = &plan{}
+	g.out = &Plan{}
 	switch in := in.(type) {
-	case commandInput:
+	case CommandInput:
 		g.command(in)
-	case startedInput:
+	case StartedInput:
 		g.started(in)
-	case startFailedInput:
+	case StartFailedInput:
 		g.startFailed(in)
-	case exitedInput:
+	case ExitedInput:
 		g.exited(in)
-	case preStopDoneInput:
+	case PreStopDoneInput:
 		g.preStopDone(in)
-	case probeInput:
+	case ProbeInput:
 		g.probeResult(in)
-	case probeReportInput:
+	case ProbeReportInput:
 		g.probeReport(in)
-	case preStartDoneInput:
+	case PreStartDoneInput:
 		g.preStartDone(in)
-	case postStartDoneInput:
+	case PostStartDoneInput:
 		g.postStartDone(in)
-	case postStopDoneInput:
+	case PostStopDoneInput:
 		g.postStopDone(in)
-	case recreateInput:
+	case RecreateInput:
 		g.addRecreate(in)
-	case reloadInput:
-		g.reload(in.group)
-	case settingsInput:
-		g.minGrace = in.minimumGrace
-	case statusTextInput:
+	case ReloadInput:
+		g.reload(in.Group)
+	case SettingsInput:
+		g.minGrace = in.MinimumGrace
+	case StatusTextInput:
 		g.statusText(in)
-	case killDoneInput:
+	case KillDoneInput:
 		g.killDone(in)
-	case runtimeEventInput:
+	case RuntimeEventInput:
 		g.runtimeEvent(in)
-	case timerInput:
+	case TimerInput:
 	}
 	g.stepReload()
 	g.stepRecreates()
 	g.reconcile()
 	out := *g.out
-	out.wake = g.nextWake()
+	out.Wake = g.nextWake()
 	g.out = nil
 	return out
 }
 
-func (g *groupCore) do(a action) { g.out.actions = append(g.out.actions, a) }
+func (g *Group) do(a Action) { g.out.Actions = append(g.out.Actions, a) }
 
-func (g *groupCore) emit(p *proc, typ EventType, reason, format string, args ...any) {
+func (g *Group) emit(p *proc, typ EventType, reason, format string, args ...any) {
 	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
 	if p != nil {
 		e.Process = p.spec.Name
@@ -418,14 +418,14 @@ func (g *groupCore) emit(p *proc, typ EventType, reason, format string, args ...
 			e.InstanceID = p.last.InstanceID
 		}
 	}
-	g.do(emitAction{e})
+	g.do(EmitAction{e})
 }
 
-func (g *groupCore) all() []*proc {
+func (g *Group) all() []*proc {
 	return append(append(append([]*proc(nil), g.inits...), g.mains...), g.leaving...)
 }
 
-func (g *groupCore) procByInstance(id string) *proc {
+func (g *Group) procByInstance(id string) *proc {
 	// No g.all(): this runs for every input, and an allocation of every
 	// process per input adds up with thousands of processes.
 	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} {
@@ -439,7 +439,7 @@ func (g *groupCore) procByInstance(id string) *proc {
 }
 
 // idle reports that no instance is alive.
-func (g *groupCore) idle() bool {
+func (g *Group) Idle() bool {
 	for _, p := range g.all() {
 		if p.inst != nil {
 			return false
@@ -448,7 +448,7 @@ func (g *groupCore) idle() bool {
 	return true
 }
 
-func (g *groupCore) anyMainWanted() bool {
+func (g *Group) anyMainWanted() bool {
 	for _, p := range g.mains {
 		if p.want && !p.done {
 			return true
@@ -459,50 +459,50 @@ func (g *groupCore) anyMainWanted() bool {
 
 // initCompleted reports that an init has exited 0 (I1) or can no longer
 // run because main processes have (I3).
-func (g *groupCore) initCompleted(p *proc) bool {
+func (g *Group) initCompleted(p *proc) bool {
 	return g.mainsRan || (p.done && p.last != nil && p.last.ExitCode == 0)
 }
 
 // ---- commands (X7, X9) ----
 
-func (g *groupCore) command(c commandInput) {
+func (g *Group) command(c CommandInput) {
 	var targets []*proc
-	if c.process == "" {
+	if c.Process == "" {
 		targets = g.all()
-	} else if p, ok := g.byName[c.process]; ok {
+	} else if p, ok := g.byName[c.Process]; ok {
 		targets = []*proc{p}
 	} else {
-		g.emit(nil, EventWarning, EventFailed, "%s request for unknown process %q ignored", c.kind, c.process)
+		g.emit(nil, EventWarning, EventFailed, "%s request for unknown process %q ignored", c.Kind, c.Process)
 		return
 	}
-	if g.shutdown && c.kind != cmdShutdown && c.kind != cmdStop {
-		g.emit(nil, EventWarning, EventFailed, "%s request by %s ignored: podsup is shutting down", c.kind, c.by)
+	if g.shutdown && c.Kind != CmdShutdown && c.Kind != CmdStop {
+		g.emit(nil, EventWarning, EventFailed, "%s request by %s ignored: podsup is shutting down", c.Kind, c.By)
 		return
 	}
-	if c.kind == cmdShutdown {
+	if c.Kind == CmdShutdown {
 		g.shutdown = true
 	}
 	for _, p := range targets {
-		if p.init && c.kind != cmdStop && c.kind != cmdShutdown && g.initCompleted(p) {
-			if c.process != "" {
-				g.emit(p, EventWarning, EventFailed, "%s request by %s ignored: init %s has completed and never runs again (I3)", c.kind, c.by, p.spec.Name)
+		if p.init && c.Kind != CmdStop && c.Kind != CmdShutdown && g.initCompleted(p) {
+			if c.Process != "" {
+				g.emit(p, EventWarning, EventFailed, "%s request by %s ignored: init %s has completed and never runs again (I3)", c.Kind, c.By, p.spec.Name)
 			}
 			continue
 		}
-		switch c.kind {
-		case cmdStop:
-			g.stopProc(p, KillStop, c.grace, c.by)
-		case cmdShutdown:
-			g.stopProc(p, KillShutdown, c.grace, c.by)
-		case cmdStart:
-			g.startProc(p, c.by)
-		case cmdRestart:
-			g.restartProc(p, c.grace, c.by)
+		switch c.Kind {
+		case CmdStop:
+			g.stopProc(p, KillStop, c.Grace, c.By)
+		case CmdShutdown:
+			g.stopProc(p, KillShutdown, c.Grace, c.By)
+		case CmdStart:
+			g.startProc(p, c.By)
+		case CmdRestart:
+			g.restartProc(p, c.Grace, c.By)
 		}
 	}
 }
 
-func (g *groupCore) stopProc(p *proc, reason KillReason, grace *time.Duration, by string) {
+func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by string) {
 	p.want = false
 	p.startNow, p.b8 = false, nil
 	p.nextStart = time.Time{}
@@ -523,7 +523,7 @@ func (g *groupCore) stopProc(p *proc, reason KillReason, grace *time.Duration, b
 	g.beginStop(p, reason, grace, nil, by, false)
 }
 
-func (g *groupCore) startProc(p *proc, by string) {
+func (g *Group) startProc(p *proc, by string) {
 	p.want, p.done = true, false
 	if p.init {
 		g.initFailed = false
@@ -541,7 +541,7 @@ func (g *groupCore) startProc(p *proc, by string) {
 	}
 }
 
-func (g *groupCore) restartProc(p *proc, grace *time.Duration, by string) {
+func (g *Group) restartProc(p *proc, grace *time.Duration, by string) {
 	p.want, p.done = true, false
 	if p.init {
 		g.initFailed = false
@@ -563,7 +563,7 @@ func (g *groupCore) restartProc(p *proc, grace *time.Duration, by string) {
 	g.beginStop(p, KillRestart, grace, nil, by, true)
 }
 
-func (g *groupCore) indexOfInit(p *proc) int {
+func (g *Group) indexOfInit(p *proc) int {
 	for i, q := range g.inits {
 		if q == p {
 			return i
@@ -574,7 +574,7 @@ func (g *groupCore) indexOfInit(p *proc) int {
 
 // ---- termination (K1–K6, X9, X10, X12) ----
 
-func (g *groupCore) beginStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+func (g *Group) beginStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
 	if p.inst.hooks.preStarting {
 		g.abortPreStart(p, reason, by, restart) // no process yet
 		return
@@ -607,7 +607,7 @@ func (g *groupCore) beginStop(p *proc, reason KillReason, override, probeGrace *
 	if p.spec.PreStop != nil && grace > 0 {
 		st.phase = stopPreStop
 		st.deadline = g.now.Add(grace)
-		g.do(preStopAction{process: p.spec.Name, instance: p.inst.id, budget: grace})
+		g.do(PreStopAction{Process: p.spec.Name, Instance: p.inst.id, Budget: grace})
 		return
 	}
 	g.sendStopSignal(p, grace)
@@ -615,20 +615,20 @@ func (g *groupCore) beginStop(p *proc, reason KillReason, override, probeGrace *
 
 // sendStopSignal is K5 then K6: the stop signal now, SIGKILL after grace
 // lifted to the minimum.
-func (g *groupCore) sendStopSignal(p *proc, grace time.Duration) {
+func (g *Group) sendStopSignal(p *proc, grace time.Duration) {
 	st := p.inst.stop
 	grace = MinimumGrace(grace, g.minGrace)
 	st.phase = stopSignalled
 	st.deadline = g.now.Add(grace)
-	g.do(signalAction{process: p.spec.Name, instance: p.inst.id, sig: p.spec.EffectiveStopSignal()})
+	g.do(SignalAction{Process: p.spec.Name, Instance: p.inst.id, Sig: p.spec.EffectiveStopSignal()})
 }
 
-func (g *groupCore) endPreStop(p *proc) {
+func (g *Group) endPreStop(p *proc) {
 	st := p.inst.stop
 	g.sendStopSignal(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
 }
 
-func (g *groupCore) escalate(p *proc, by string) {
+func (g *Group) escalate(p *proc, by string) {
 	st := p.inst.stop
 	if st.phase == stopKilled {
 		return
@@ -637,7 +637,7 @@ func (g *groupCore) escalate(p *proc, by string) {
 	g.killTree(p)
 }
 
-func (g *groupCore) runStopDeadlines() {
+func (g *Group) runStopDeadlines() {
 	for _, p := range g.all() {
 		if p.inst == nil || p.inst.stop == nil {
 			continue
@@ -655,28 +655,28 @@ func (g *groupCore) runStopDeadlines() {
 	}
 }
 
-func (g *groupCore) preStopDone(in preStopDoneInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) preStopDone(in PreStopDoneInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil || p.inst.stop == nil || p.inst.stop.phase != stopPreStop {
 		return
 	}
-	if in.err != nil {
-		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, in.err)
+	if in.Err != nil {
+		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, in.Err)
 	}
 	g.endPreStop(p)
 }
 
 // ---- observations ----
 
-func (g *groupCore) started(in startedInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) started(in StartedInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil {
 		return
 	}
 	inst := p.inst
 	inst.starting = false
 	inst.running = true
-	inst.pid = in.pid
+	inst.pid = in.Pid
 	inst.startedAt, inst.startedWall = g.now, g.wallNow()
 	// S3, S4, P4, P5: without a probe the flag is true from the start.
 	// A readiness protocol (sd_notify READY=1, a newline on fd N) holds
@@ -696,33 +696,33 @@ func (g *groupCore) started(in startedInput) {
 	g.beginPostStart(p) // H1
 }
 
-func (g *groupCore) startFailed(in startFailedInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) startFailed(in StartFailedInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil {
 		return
 	}
-	g.emit(p, EventWarning, EventFailed, "Error: %v", in.err)
+	g.emit(p, EventWarning, EventFailed, "Error: %v", in.Err)
 	p.inst.starting = false
 	g.deferredAsStop(p)
 	term := &Termination{
-		InstanceID: p.inst.id, ExitCode: in.code, Reason: ReasonStartError,
-		Message: in.err.Error(), FinishedAt: g.now,
+		InstanceID: p.inst.id, ExitCode: in.Code, Reason: ReasonStartError,
+		Message: in.Err.Error(), FinishedAt: g.now,
 	}
 	g.finish(p, term)
 }
 
-func (g *groupCore) exited(in exitedInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) exited(in ExitedInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil {
 		return
 	}
 	term := &Termination{
-		InstanceID: p.inst.id, ExitCode: in.status.Code, Signal: in.status.Signal,
-		Reason: exitReason(in.status), StartedAt: p.inst.startedAt, FinishedAt: in.at,
+		InstanceID: p.inst.id, ExitCode: in.Status.Code, Signal: in.Status.Signal,
+		Reason: exitReason(in.Status), StartedAt: p.inst.startedAt, FinishedAt: in.At,
 	}
 	// X10: whatever the instance left behind dies with it; then the
 	// worker removes the instance.
-	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id, exited: true})
+	g.do(KillTreeAction{Process: p.spec.Name, Instance: p.inst.id, Exited: true})
 	g.requestPostStop(p) // X5
 	if term.ExitCode == 0 {
 		g.emit(p, EventNormal, EventCompleted, "Process %s completed (exit code 0)", p.spec.Name)
@@ -747,7 +747,7 @@ func exitReason(s ExitStatus) string {
 }
 
 // finish records an instance's end and decides what follows it.
-func (g *groupCore) finish(p *proc, term *Termination) {
+func (g *Group) finish(p *proc, term *Termination) {
 	st := p.inst.stop
 	p.inst = nil
 	p.prev, p.last = p.last, term
@@ -769,7 +769,7 @@ func (g *groupCore) finish(p *proc, term *Termination) {
 	}
 }
 
-func (g *groupCore) initSucceeded(p *proc) {
+func (g *Group) initSucceeded(p *proc) {
 	p.done = true
 	if i := g.indexOfInit(p); i == g.initNext {
 		g.initNext++
@@ -777,7 +777,7 @@ func (g *groupCore) initSucceeded(p *proc) {
 }
 
 // naturalEnd is R1/R2 for an instance that ended on its own.
-func (g *groupCore) naturalEnd(p *proc, term *Termination) {
+func (g *Group) naturalEnd(p *proc, term *Termination) {
 	if g.shutdown {
 		return
 	}
@@ -809,40 +809,40 @@ func shouldRestart(policy spec.RestartPolicy, exitCode int) bool {
 	}
 }
 
-func (g *groupCore) endForGood(p *proc, term *Termination) {
+func (g *Group) endForGood(p *proc, term *Termination) {
 	p.done = true
 	if p.spec.Critical {
 		g.emit(p, EventWarning, EventCriticalExit, "Critical process %s ended for good with exit code %d: stopping everything", p.spec.Name, term.ExitCode)
-		g.do(criticalAction{process: p.spec.Name, code: term.ExitCode})
+		g.do(CriticalAction{Process: p.spec.Name, Code: term.ExitCode})
 	}
 }
 
 // probeResult reacts to a probe result change (R4, P5, P11, P12, S3).
-func (g *groupCore) probeResult(in probeInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) probeResult(in ProbeInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil || !p.inst.running || p.inst.stop != nil {
 		return
 	}
 	var probe *spec.Probe
 	reason := KillLiveness
-	switch in.probe {
+	switch in.Probe {
 	case spec.Readiness:
-		p.inst.ready = in.success
+		p.inst.ready = in.Success
 		return
 	case spec.Startup:
-		if in.success {
+		if in.Success {
 			p.inst.started = true
 			return
 		}
 		probe, reason = p.spec.StartupProbe, KillStartup
 	case spec.Liveness:
-		if in.success {
+		if in.Success {
 			return
 		}
 		probe = p.spec.LivenessProbe
 	}
-	if !in.reported {
-		g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.probe), in.message)
+	if !in.Reported {
+		g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.Probe), in.Message)
 	}
 	var probeGrace *time.Duration
 	if probe != nil {
@@ -854,7 +854,7 @@ func (g *groupCore) probeResult(in probeInput) {
 
 // ---- reconcile: decide starts ----
 
-func (g *groupCore) reconcile() {
+func (g *Group) reconcile() {
 	g.runStopDeadlines()
 	if g.shutdown {
 		return
@@ -879,7 +879,7 @@ func (g *groupCore) reconcile() {
 
 // tryStart is kubelet's doBackOff (B6) with X7's bypass and B8's pre-kill
 // check, followed by the start.
-func (g *groupCore) tryStart(p *proc) {
+func (g *Group) tryStart(p *proc) {
 	key := p.spec.Name
 	if p.startNow {
 		p.startNow = false
@@ -918,7 +918,7 @@ func (g *groupCore) tryStart(p *proc) {
 	g.start(p)
 }
 
-func (g *groupCore) start(p *proc) {
+func (g *Group) start(p *proc) {
 	p.nextStart = time.Time{}
 	p.inst = &instance{
 		id:           fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts),
@@ -934,7 +934,7 @@ func (g *groupCore) start(p *proc) {
 	g.launch(p) // pre_start, then the start (X5)
 }
 
-func (g *groupCore) nextWake() time.Time {
+func (g *Group) nextWake() time.Time {
 	var wake time.Time
 	consider := func(t time.Time) {
 		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
@@ -978,17 +978,17 @@ func who(by string) string {
 // ---- what the worker may read ----
 
 // ShuttingDown reports that podsup is stopping the group for good (X9).
-func (g *groupCore) ShuttingDown() bool { return g.shutdown }
+func (g *Group) ShuttingDown() bool { return g.shutdown }
 
 // Spec is the group's spec as the last reload left it.
-func (g *groupCore) Spec() spec.Group { return g.spec }
+func (g *Group) Spec() spec.Group { return g.spec }
 
 // Reloads counts the process-level reloads the core took.
-func (g *groupCore) Reloads() int { return g.reloads }
+func (g *Group) Reloads() int { return g.reloads }
 
 // InstanceSpec is the spec of the process whose live instance is id; ok
 // is false when id is no live instance.
-func (g *groupCore) InstanceSpec(id string) (s spec.Process, ok bool) {
+func (g *Group) InstanceSpec(id string) (s spec.Process, ok bool) {
 	if p := g.procByInstance(id); p != nil {
 		return p.spec, true
 	}
@@ -1004,7 +1004,7 @@ type ProbeTarget struct {
 }
 
 // ProbeTargets lists the group's main processes in order.
-func (g *groupCore) ProbeTargets() []ProbeTarget {
+func (g *Group) ProbeTargets() []ProbeTarget {
 	out := make([]ProbeTarget, 0, len(g.mains))
 	for _, p := range g.mains {
 		out = append(out, ProbeTarget{Spec: p.spec, Pending: p.nextSpec != nil})
@@ -1028,7 +1028,7 @@ type ProbeView struct {
 
 // ProbeViewOf is what the probes of the named main process see; ok is
 // false for a process the group does not have.
-func (g *groupCore) ProbeViewOf(process string) (v ProbeView, ok bool) {
+func (g *Group) ProbeViewOf(process string) (v ProbeView, ok bool) {
 	p := g.byName[process]
 	if p == nil {
 		return ProbeView{}, false

@@ -47,23 +47,23 @@ const ReasonUnkillable = "Unkillable"
 
 // killDoneInput is a tree kill effect's outcome. exited: the kill followed
 // the instance's exit (X10), and removeErr is then the removal's.
-type killDoneInput struct {
-	process, instance string
-	exited            bool
-	err, removeErr    error
+type KillDoneInput struct {
+	Process, Instance string
+	Exited            bool
+	Err, RemoveErr    error
 }
 
 // runtimeEventInput is an event the runtime reports about the group.
-type runtimeEventInput struct{ event RuntimeEvent }
+type RuntimeEventInput struct{ Event RuntimeEvent }
 
-func (killDoneInput) isInput()     {}
-func (runtimeEventInput) isInput() {}
+func (KillDoneInput) isInput()     {}
+func (RuntimeEventInput) isInput() {}
 
 // cancelStartAction ends the ctx of an instance's start in flight: a stop
 // was requested before it returned.
-type cancelStartAction struct{ instance string }
+type CancelStartAction struct{ Instance string }
 
-func (cancelStartAction) isAction() {}
+func (CancelStartAction) isAction() {}
 
 // deferredStop is a stop requested while the instance's start was in
 // flight: there is nothing to signal yet. It runs when the start returns.
@@ -80,14 +80,14 @@ func isStopRequest(r KillReason) bool { return r == KillStop || r == KillShutdow
 
 // startInstance asks the worker to start p's instance; it is starting
 // until the start's outcome comes back.
-func (g *groupCore) startInstance(p *proc) {
+func (g *Group) startInstance(p *proc) {
 	p.inst.starting = true
-	g.do(startAction{process: p.spec.Name, instance: p.inst.id, spec: p.spec})
+	g.do(StartAction{Process: p.spec.Name, Instance: p.inst.id, Spec: p.spec})
 }
 
 // deferStop records a stop for an instance whose start is in flight and
 // cancels that start (a sandbox being created need not finish).
-func (g *groupCore) deferStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+func (g *Group) deferStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
 	if d := p.inst.deferred; d != nil {
 		d.escalate = d.escalate || (isStopRequest(d.reason) && isStopRequest(reason))
 		d.reason, d.by, d.restart = reason, by, restart
@@ -101,12 +101,12 @@ func (g *groupCore) deferStop(p *proc, reason KillReason, override, probeGrace *
 	}
 	p.inst.deferred = &deferredStop{reason: reason, override: override, probeGrace: probeGrace, by: by, restart: restart}
 	g.emit(p, EventNormal, EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(reason), who(by))
-	g.do(cancelStartAction{instance: p.inst.id})
+	g.do(CancelStartAction{Instance: p.inst.id})
 }
 
 // runDeferredStop carries out a stop deferred while the start was in
 // flight, now that the process runs.
-func (g *groupCore) runDeferredStop(p *proc) bool {
+func (g *Group) runDeferredStop(p *proc) bool {
 	d := p.inst.deferred
 	if d == nil {
 		return false
@@ -121,7 +121,7 @@ func (g *groupCore) runDeferredStop(p *proc) bool {
 
 // deferredAsStop turns a deferred stop of a start that failed into the
 // stop state finish reads (a restart request still restarts).
-func (g *groupCore) deferredAsStop(p *proc) {
+func (g *Group) deferredAsStop(p *proc) {
 	if d := p.inst.deferred; d != nil {
 		p.inst.deferred = nil
 		p.inst.stop = &stopState{reason: d.reason, by: d.by, restart: d.restart, begun: g.now, phase: stopKilled}
@@ -130,7 +130,7 @@ func (g *groupCore) deferredAsStop(p *proc) {
 
 // killTree enters (or stays in) the killed phase: SIGKILL of the tree,
 // unless one is still in flight, and a deadline to look again.
-func (g *groupCore) killTree(p *proc) {
+func (g *Group) killTree(p *proc) {
 	st := p.inst.stop
 	if st.phase != stopKilled {
 		st.killedAt = g.now
@@ -142,10 +142,10 @@ func (g *groupCore) killTree(p *proc) {
 	}
 	st.killing = true
 	st.kills++
-	g.do(killTreeAction{process: p.spec.Name, instance: p.inst.id})
+	g.do(KillTreeAction{Process: p.spec.Name, Instance: p.inst.id})
 }
 
-func (g *groupCore) killRetryAfter(kills int) time.Duration {
+func (g *Group) killRetryAfter(kills int) time.Duration {
 	d := g.killRetry
 	for i := 1; i < kills && d < maxKillRetry; i++ {
 		d *= 2
@@ -156,7 +156,7 @@ func (g *groupCore) killRetryAfter(kills int) time.Duration {
 // killedDeadline is the killed phase's deadline: the instance outlived its
 // SIGKILL. Retry, or under shutdown after killAttempts give up on it, so
 // that podsup's shutdown ends.
-func (g *groupCore) killedDeadline(p *proc) {
+func (g *Group) killedDeadline(p *proc) {
 	st := p.inst.stop
 	if st.killing {
 		st.deadline = g.now.Add(g.killRetryAfter(st.kills)) // the kill has not returned yet
@@ -174,7 +174,7 @@ func (g *groupCore) killedDeadline(p *proc) {
 // stuck in the kernel): it is recorded as ended so the group's worker can
 // end, and whatever survives stays in its cgroup for the runtime's
 // cleanup to try again.
-func (g *groupCore) abandon(p *proc) {
+func (g *Group) abandon(p *proc) {
 	st := p.inst.stop
 	msg := fmt.Sprintf("its tree survived %d SIGKILLs", st.kills)
 	g.emit(p, EventWarning, EventFailedKill, "Giving up on process %s: %s; podsup stops without it", p.spec.Name, msg)
@@ -186,34 +186,34 @@ func (g *groupCore) abandon(p *proc) {
 
 // killDone hears how a tree kill went. A failure names what survives in a
 // Warning event; the retry waits for the killed phase's deadline.
-func (g *groupCore) killDone(in killDoneInput) {
-	if p := g.procByInstance(in.instance); p != nil && !in.exited {
+func (g *Group) killDone(in KillDoneInput) {
+	if p := g.procByInstance(in.Instance); p != nil && !in.Exited {
 		st := p.inst.stop
 		if st == nil {
 			return
 		}
 		st.killing = false
-		if in.err != nil {
+		if in.Err != nil {
 			retry := g.killRetryAfter(st.kills)
 			if g.shutdown && st.kills >= g.killAttempts {
 				retry = g.killRetry
 			}
 			st.deadline = g.now.Add(retry)
-			g.emit(p, EventWarning, EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, in.err)
+			g.emit(p, EventWarning, EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, in.Err)
 		}
 		return
 	}
-	p := g.procNamed(in.process)
-	if in.err != nil {
-		g.emitFor(p, in.process, in.instance, EventWarning, EventFailedKill, fmt.Sprintf("SIGKILL of what process %s left behind failed: %v", in.process, in.err))
+	p := g.procNamed(in.Process)
+	if in.Err != nil {
+		g.emitFor(p, in.Process, in.Instance, EventWarning, EventFailedKill, fmt.Sprintf("SIGKILL of what process %s left behind failed: %v", in.Process, in.Err))
 	}
-	if in.removeErr != nil {
-		g.emitFor(p, in.process, in.instance, EventWarning, EventFailedKill, fmt.Sprintf("Removing instance %s of process %s failed: %v", in.instance, in.process, in.removeErr))
+	if in.RemoveErr != nil {
+		g.emitFor(p, in.Process, in.Instance, EventWarning, EventFailedKill, fmt.Sprintf("Removing instance %s of process %s failed: %v", in.Instance, in.Process, in.RemoveErr))
 	}
 }
 
 // procNamed finds a process by name, among those a reload removed too.
-func (g *groupCore) procNamed(name string) *proc {
+func (g *Group) procNamed(name string) *proc {
 	if p, ok := g.byName[name]; ok {
 		return p
 	}
@@ -227,22 +227,22 @@ func (g *groupCore) procNamed(name string) *proc {
 
 // emitFor is an event about a finished instance, which may no longer be
 // the process's newest.
-func (g *groupCore) emitFor(p *proc, process, instance string, typ EventType, reason, msg string) {
+func (g *Group) emitFor(p *proc, process, instance string, typ EventType, reason, msg string) {
 	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Process: process, InstanceID: instance, Message: msg}
 	if p != nil {
 		e.RestartCount = max(p.starts-1, 0)
 		e.Request = p.recreateReq
 	}
-	g.do(emitAction{e})
+	g.do(EmitAction{e})
 }
 
 // runtimeEvent publishes what the runtime did on its own account.
-func (g *groupCore) runtimeEvent(in runtimeEventInput) {
-	typ := in.event.Type
+func (g *Group) runtimeEvent(in RuntimeEventInput) {
+	typ := in.Event.Type
 	if typ == "" {
 		typ = EventNormal
 	}
-	g.emit(nil, typ, in.event.Reason, "%s", in.event.Message)
+	g.emit(nil, typ, in.Event.Reason, "%s", in.Event.Message)
 }
 
 // killAttemptsOrDefault and killRetryOrDefault fill coreConfig's zero

@@ -58,52 +58,52 @@ const ReasonPreStartHookError = "PreStartHookError"
 // nor 127.
 const preStartFailureCode = 128
 
-type preStartDoneInput struct {
-	instance string
-	err      error
+type PreStartDoneInput struct {
+	Instance string
+	Err      error
 }
 
-type postStartDoneInput struct {
-	instance string
-	err      error
+type PostStartDoneInput struct {
+	Instance string
+	Err      error
 }
 
-type postStopDoneInput struct {
-	process, instance string
-	err               error
+type PostStopDoneInput struct {
+	Process, Instance string
+	Err               error
 }
 
 // probeReportInput is one failed probe (not a threshold crossing): the
 // kubelet records Unhealthy for each one.
-type probeReportInput struct {
-	instance string
-	probe    spec.ProbeKind
-	message  string
+type ProbeReportInput struct {
+	Instance string
+	Probe    spec.ProbeKind
+	Message  string
 }
 
-func (preStartDoneInput) isInput()  {}
-func (postStartDoneInput) isInput() {}
-func (postStopDoneInput) isInput()  {}
-func (probeReportInput) isInput()   {}
+func (PreStartDoneInput) isInput()  {}
+func (PostStartDoneInput) isInput() {}
+func (PostStopDoneInput) isInput()  {}
+func (ProbeReportInput) isInput()   {}
 
 // hookAction runs one hook of one instance; its end comes back as the
 // point's done input.
-type hookAction struct {
-	process, instance string
-	point             spec.HookPoint
+type HookAction struct {
+	Process, Instance string
+	Point             spec.HookPoint
 	// spec is the process as it was when the core asked: a reload may
 	// change or remove it before the hook runs.
-	spec spec.Process
+	Spec spec.Process
 }
 
-func (hookAction) isAction() {}
+func (HookAction) isAction() {}
 
 // launch is the last step of start: pre_start first when there is one,
 // else the process itself.
-func (g *groupCore) launch(p *proc) {
+func (g *Group) launch(p *proc) {
 	if p.spec.PreStart != nil {
 		p.inst.hooks.preStarting = true
-		g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PreStart, spec: p.spec})
+		g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PreStart, Spec: p.spec})
 		return
 	}
 	g.startInstance(p)
@@ -112,20 +112,20 @@ func (g *groupCore) launch(p *proc) {
 // preStartDone starts the process, or fails the start (X5): the failed
 // start is a finished instance, so restart policy and back-off apply to
 // the next one as for a crash.
-func (g *groupCore) preStartDone(in preStartDoneInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) preStartDone(in PreStartDoneInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil || !p.inst.hooks.preStarting {
 		return
 	}
 	p.inst.hooks.preStarting = false
-	if in.err == nil {
+	if in.Err == nil {
 		g.startInstance(p)
 		return
 	}
-	g.emit(p, EventWarning, EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, in.err)
+	g.emit(p, EventWarning, EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, in.Err)
 	g.finish(p, &Termination{
 		InstanceID: p.inst.id, ExitCode: preStartFailureCode, Reason: ReasonPreStartHookError,
-		Message: in.err.Error(), FinishedAt: g.now,
+		Message: in.Err.Error(), FinishedAt: g.now,
 	})
 }
 
@@ -133,7 +133,7 @@ func (g *groupCore) preStartDone(in preStartDoneInput) {
 // still in its pre_start hook: there is no process to stop, so the start
 // is dropped (the worker cancels the hook once the instance is gone). No
 // termination is recorded; the instance id stays used.
-func (g *groupCore) abortPreStart(p *proc, reason KillReason, by string, restart bool) {
+func (g *Group) abortPreStart(p *proc, reason KillReason, by string, restart bool) {
 	g.emit(p, EventNormal, EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(reason), who(by))
 	p.inst = nil
 	if restart {
@@ -144,19 +144,19 @@ func (g *groupCore) abortPreStart(p *proc, reason KillReason, by string, restart
 // beginPostStart holds a just-started instance out of running/started
 // until its post_start returns (H1). The Started event has been emitted:
 // the process does run.
-func (g *groupCore) beginPostStart(p *proc) {
+func (g *Group) beginPostStart(p *proc) {
 	if p.spec.PostStart == nil {
 		return
 	}
 	p.inst.running = false
 	p.inst.hooks.postStarting = true
-	g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PostStart, spec: p.spec})
+	g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PostStart, Spec: p.spec})
 }
 
 // postStartDone releases the instance into running (H1), or kills it
 // through the normal stop path with the group's grace (H2).
-func (g *groupCore) postStartDone(in postStartDoneInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) postStartDone(in PostStartDoneInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil || !p.inst.hooks.postStarting {
 		return
 	}
@@ -164,31 +164,31 @@ func (g *groupCore) postStartDone(in postStartDoneInput) {
 	if p.inst.stop != nil {
 		return // already stopping: it never shows as running
 	}
-	if in.err == nil {
+	if in.Err == nil {
 		p.inst.running = true
 		return
 	}
-	g.emit(p, EventWarning, EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, in.err)
+	g.emit(p, EventWarning, EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, in.Err)
 	g.beginStop(p, KillPostStartHook, nil, nil, "", false)
 }
 
 // requestPostStop asks for post_start's counterpart once per exited
 // instance, whatever ended it (X5). p.inst is the instance that exited.
-func (g *groupCore) requestPostStop(p *proc) {
+func (g *Group) requestPostStop(p *proc) {
 	if p.spec.PostStop != nil {
-		g.do(hookAction{process: p.spec.Name, instance: p.inst.id, point: spec.PostStop, spec: p.spec})
+		g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PostStop, Spec: p.spec})
 	}
 }
 
 // postStopDone: a failure is a warning event and changes nothing (X5).
-func (g *groupCore) postStopDone(in postStopDoneInput) {
-	if in.err == nil {
+func (g *Group) postStopDone(in PostStopDoneInput) {
+	if in.Err == nil {
 		return
 	}
-	p, ok := g.byName[in.process]
+	p, ok := g.byName[in.Process]
 	if !ok {
 		for _, q := range g.leaving { // removed by a reload, still stopping
-			if q.spec.Name == in.process {
+			if q.spec.Name == in.Process {
 				p, ok = q, true
 			}
 		}
@@ -197,22 +197,22 @@ func (g *groupCore) postStopDone(in postStopDoneInput) {
 		return
 	}
 	// The event names the instance that exited, not the one now running.
-	g.do(emitAction{Event{
+	g.do(EmitAction{Event{
 		Time: g.now, Type: EventWarning, Reason: EventFailedPostStopHook, Group: g.name,
-		Process: p.spec.Name, InstanceID: in.instance, RestartCount: max(p.starts-1, 0),
-		Message: fmt.Sprintf("PostStop hook for process %s failed: %v", p.spec.Name, in.err),
+		Process: p.spec.Name, InstanceID: in.Instance, RestartCount: max(p.starts-1, 0),
+		Message: fmt.Sprintf("PostStop hook for process %s failed: %v", p.spec.Name, in.Err),
 	}})
 }
 
 // probeReport is one failed probe of the current, running instance: an
 // Unhealthy event with the probe's output, as the kubelet records for
 // each failure. The kill waits for the threshold (probeResult, P6).
-func (g *groupCore) probeReport(in probeReportInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) probeReport(in ProbeReportInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil || !p.inst.running || p.inst.stop != nil {
 		return
 	}
-	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.probe), in.message)
+	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.Probe), in.Message)
 }
 
 // probeTitle is the probe kind as kubelet's events spell it ("Liveness").

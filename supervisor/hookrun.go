@@ -109,28 +109,28 @@ func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
 
 // runHook carries out a hookAction: the hook runs in a goroutine of its
 // own and its end is posted as the point's done input.
-func (w *worker) runHook(a hookAction) {
-	switch a.point {
+func (w *worker) runHook(a HookAction) {
+	switch a.Point {
 	case spec.PreStart, spec.PostStart:
-		w.startHook(a.spec, a.instance, a.point, 0, w.instanceContext(a.instance))
+		w.startHook(a.Spec, a.Instance, a.Point, 0, w.instanceContext(a.Instance))
 	case spec.PostStop:
-		w.startHook(a.spec, a.instance, a.point, 0, w.groupHookContext())
+		w.startHook(a.Spec, a.Instance, a.Point, 0, w.groupHookContext())
 	}
 }
 
 // startHook runs pr's hook at point for instance within budget.
 func (w *worker) startHook(pr spec.Process, instance string, point spec.HookPoint, budget time.Duration, ctx context.Context) {
 	process := pr.Name
-	done := func(err error) input {
+	done := func(err error) Input {
 		switch point {
 		case spec.PreStart:
-			return preStartDoneInput{instance: instance, err: err}
+			return PreStartDoneInput{Instance: instance, Err: err}
 		case spec.PostStart:
-			return postStartDoneInput{instance: instance, err: err}
+			return PostStartDoneInput{Instance: instance, Err: err}
 		case spec.PreStop:
-			return preStopDoneInput{instance: instance, err: err}
+			return PreStopDoneInput{Instance: instance, Err: err}
 		default:
-			return postStopDoneInput{process: process, instance: instance, err: err}
+			return PostStopDoneInput{Process: process, Instance: instance, Err: err}
 		}
 	}
 	w.lc.inflight++
@@ -206,12 +206,12 @@ func (w *worker) groupHookContext() context.Context {
 // noteInput is the executor's bookkeeping for an input about to be
 // handled: a hook's end leaves the in-flight count, and a second shutdown
 // request cuts post_stop hooks short (X9: the second request is "now").
-func (w *worker) noteInput(in input) {
+func (w *worker) noteInput(in Input) {
 	switch in := in.(type) {
-	case preStartDoneInput, postStartDoneInput, preStopDoneInput, postStopDoneInput:
+	case PreStartDoneInput, PostStartDoneInput, PreStopDoneInput, PostStopDoneInput:
 		w.lc.inflight--
-	case commandInput:
-		if in.kind == cmdShutdown && w.core.ShuttingDown() && w.lc.groupCancel != nil {
+	case CommandInput:
+		if in.Kind == CmdShutdown && w.core.ShuttingDown() && w.lc.groupCancel != nil {
 			w.lc.groupCancel()
 		}
 	}

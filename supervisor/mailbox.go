@@ -11,12 +11,12 @@ type mailbox struct {
 	ready chan struct{} // holds a token while items may be non-empty
 
 	mu    sync.Mutex
-	items []input
+	items []Input
 }
 
 func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
 
-func (m *mailbox) put(in input) {
+func (m *mailbox) put(in Input) {
 	m.mu.Lock()
 	m.items = append(m.items, in)
 	m.mu.Unlock()
@@ -26,7 +26,7 @@ func (m *mailbox) put(in input) {
 	}
 }
 
-func (m *mailbox) drain() []input {
+func (m *mailbox) drain() []Input {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	items := m.items

@@ -12,21 +12,21 @@ import (
 
 // statusTextInput is the free-form status line an instance reported
 // (sd_notify STATUS=).
-type statusTextInput struct {
-	instance string
-	text     string
+type StatusTextInput struct {
+	Instance string
+	Text     string
 }
 
-func (statusTextInput) isInput() {}
+func (StatusTextInput) isInput() {}
 
 // statusText records an instance's status line; a line for an instance
 // that is no longer current is dropped.
-func (g *groupCore) statusText(in statusTextInput) {
-	p := g.procByInstance(in.instance)
+func (g *Group) statusText(in StatusTextInput) {
+	p := g.procByInstance(in.Instance)
 	if p == nil || p.inst == nil {
 		return
 	}
-	p.inst.statusText = in.text
+	p.inst.statusText = in.Text
 }
 
 // ReportStatus sets the status line one instance of a group's process
@@ -39,7 +39,7 @@ func (s *Supervisor) ReportStatus(group, instanceID, text string) error {
 	if !ok {
 		return fmt.Errorf("unable to deliver a status line to group %q: %w", group, ErrNotFound)
 	}
-	w.mb.put(statusTextInput{instance: instanceID, text: text})
+	w.mb.put(StatusTextInput{Instance: instanceID, Text: text})
 	return nil
 }
 

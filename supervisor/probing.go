@@ -128,14 +128,14 @@ func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec
 			if u.Initial {
 				return // P4's initial values are the core's own (S3, S4)
 			}
-			mb.put(probeInput{
-				instance: u.InstanceID, probe: u.Kind, success: u.Result == probes.Success,
-				message: probeMessage(u, withOutput), reported: true,
+			mb.put(ProbeInput{
+				Instance: u.InstanceID, Probe: u.Kind, Success: u.Result == probes.Success,
+				Message: probeMessage(u, withOutput), Reported: true,
 			})
 		},
 		Report: func(u probes.Update) {
 			if u.Result == probes.Failure {
-				mb.put(probeReportInput{instance: u.InstanceID, probe: u.Kind, message: probeMessage(u, withOutput)})
+				mb.put(ProbeReportInput{Instance: u.InstanceID, Probe: u.Kind, Message: probeMessage(u, withOutput)})
 			}
 		},
 	})

@@ -47,7 +47,7 @@ func (s *Supervisor) Recreate(spec RecreateSpec) (string, error) {
 	s.forgetEndedRecreates()
 	id, seq := s.rc.add(w)
 	reply := make(chan error, 1)
-	w.mb.put(recreateInput{req: recreateState{id: id, seq: seq, spec: spec}, reply: reply})
+	w.mb.put(RecreateInput{req: recreateState{id: id, seq: seq, spec: spec}, Reply: reply})
 	s.mu.Unlock()
 
 	// The worker answers while it handles the request; the barrier also
@@ -151,14 +151,14 @@ func (s *Supervisor) forgetEndedRecreates() {
 	}
 }
 
-func (w *worker) execRecreate(a action) {
+func (w *worker) execRecreate(a Action) {
 	switch a := a.(type) {
-	case recreateReplyAction:
-		a.reply <- a.err // buffered: never blocks
-	case recreateDoneAction:
-		w.registry.finish(a.status)
-	case recreateGoneAction:
-		w.registry.remove(a.id)
+	case RecreateReplyAction:
+		a.Reply <- a.Err // buffered: never blocks
+	case RecreateDoneAction:
+		w.registry.finish(a.Status)
+	case RecreateGoneAction:
+		w.registry.remove(a.ID)
 	}
 }
 

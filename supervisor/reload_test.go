@@ -260,7 +260,7 @@ func TestReloadStopsTheOldInstanceWithItsOwnSpec(t *testing.T) {
 	next := g
 	next.Processes = procs("a", "b")
 	next.Processes[1].Command = []string{"b", "v2"}
-	s.feed(reloadInput{group: next})
+	s.feed(ReloadInput{Group: next})
 	s.runUntil(10 * time.Second)
 	assertTimes(t, "K3 stop signal after the old pre_stop", s.signalsOf("b"), secs(3))
 	if term := s.status("b").LastTermination; term == nil || term.InstanceID != old.InstanceID || term.Signal != syscall.SIGINT {
@@ -287,8 +287,8 @@ func TestReloadRemovedProcessStopsThroughTheKillPath(t *testing.T) {
 	s.runUntil(time.Second)
 	next := g
 	next.Processes = procs("a")
-	s.feed(reloadInput{group: next})
-	if _, ok := s.core.snapshot().Process("b"); ok {
+	s.feed(ReloadInput{Group: next})
+	if _, ok := s.core.Snapshot().Process("b"); ok {
 		t.Error("a removed process is still shown")
 	}
 	s.runUntil(time.Minute)
@@ -301,7 +301,7 @@ func TestReloadRemovedProcessStopsThroughTheKillPath(t *testing.T) {
 		t.Errorf("leaving %v, a starts %v", s.core.leaving, s.starts["a"])
 	}
 	// Added again later, under the same name: new, unique instance ids.
-	s.feed(reloadInput{group: g})
+	s.feed(ReloadInput{Group: g})
 	s.runUntil(2 * time.Minute)
 	if b := s.status("b"); b.State != StateRunning || b.RestartCount != 0 || b.InstanceID == "b-0" {
 		t.Errorf("re-added b: %+v", b)

@@ -145,18 +145,18 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		s.defBackoff = spec.DefaultBackoff()
 	}
 	for _, g := range cfg.Groups {
-		s.workers[g.Name] = newWorker(s.coreConfig(g), s)
+		s.workers[g.Name] = newWorker(s.Config(g), s)
 		s.order = append(s.order, g.Name)
 	}
 	return s, nil
 }
 
-func (s *Supervisor) coreConfig(g spec.Group) coreConfig {
+func (s *Supervisor) Config(g spec.Group) Config {
 	gen := instanceGeneration.Add(1)
-	return coreConfig{
-		group: g, backoff: s.defBackoff, minimumGrace: s.minGrace,
-		idPrefix:  g.Name + "." + strconv.FormatUint(gen, 36) + ".",
-		killRetry: s.killRetry, killAttempts: s.killTries,
+	return Config{
+		Group: g, Backoff: s.defBackoff, MinimumGrace: s.minGrace,
+		IDPrefix:  g.Name + "." + strconv.FormatUint(gen, 36) + ".",
+		KillRetry: s.killRetry, KillAttempts: s.killTries,
 	}
 }
 
@@ -219,10 +219,10 @@ func (s *Supervisor) shutdownLocked(grace *time.Duration, by string) {
 		close(s.stopping)
 	}
 	for _, w := range s.workers {
-		w.mb.put(commandInput{kind: cmdShutdown, grace: grace, by: by})
+		w.mb.put(CommandInput{Kind: CmdShutdown, Grace: grace, By: by})
 	}
 	for w := range s.retiring {
-		w.mb.put(commandInput{kind: cmdShutdown, grace: grace, by: by})
+		w.mb.put(CommandInput{Kind: CmdShutdown, Grace: grace, By: by})
 	}
 }
 
@@ -241,14 +241,14 @@ func (s *Supervisor) criticalExit(group, process string, code int) {
 // waiting for its back-off (X7). The request is queued; events report
 // what happened.
 func (s *Supervisor) Start(group, process string, opts RequestOptions) error {
-	return s.request(cmdStart, group, process, opts)
+	return s.request(CmdStart, group, process, opts)
 }
 
 // Stop stops a group (process "": all its processes, in parallel) or one
 // process through K1–K6; it stays stopped until started. A second stop of
 // a process still stopping SIGKILLs it at once.
 func (s *Supervisor) Stop(group, process string, opts RequestOptions) error {
-	return s.request(cmdStop, group, process, opts)
+	return s.request(CmdStop, group, process, opts)
 }
 
 // Restart stops a group's processes (or one process) through K1–K6 and
@@ -256,10 +256,10 @@ func (s *Supervisor) Stop(group, process string, opts RequestOptions) error {
 // neither waits for nor advances the back-off (X7); the restart count
 // still increases (R5).
 func (s *Supervisor) Restart(group, process string, opts RequestOptions) error {
-	return s.request(cmdRestart, group, process, opts)
+	return s.request(CmdRestart, group, process, opts)
 }
 
-func (s *Supervisor) request(kind commandKind, group, process string, opts RequestOptions) error {
+func (s *Supervisor) request(kind CommandKind, group, process string, opts RequestOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, ok := s.workers[group]
@@ -269,14 +269,14 @@ func (s *Supervisor) request(kind commandKind, group, process string, opts Reque
 	if process != "" && !w.hasProcess(process) {
 		return fmt.Errorf("unable to %s process %q of group %q: %w", kind, process, group, ErrNotFound)
 	}
-	if s.shutdowns > 0 && kind != cmdStop {
+	if s.shutdowns > 0 && kind != CmdStop {
 		return fmt.Errorf("unable to %s %s: %w", kind, group, ErrShuttingDown)
 	}
 	by := opts.Requester
 	if by == "" {
 		by = "library caller"
 	}
-	w.mb.put(commandInput{kind: kind, process: process, grace: opts.Grace, by: by})
+	w.mb.put(CommandInput{Kind: kind, Process: process, Grace: opts.Grace, By: by})
 	return nil
 }
 
@@ -332,6 +332,6 @@ func (s *Supervisor) ProbeResult(group, instanceID string, kind spec.ProbeKind, 
 	if !ok {
 		return fmt.Errorf("unable to deliver a %s probe result to group %q: %w", kind, group, ErrNotFound)
 	}
-	w.mb.put(probeInput{instance: instanceID, probe: kind, success: success, message: message})
+	w.mb.put(ProbeInput{Instance: instanceID, Probe: kind, Success: success, Message: message})
 	return nil
 }
