@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/podsup/podsup/spec"
 )
 
@@ -60,7 +62,7 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 	}
 	if slices.Contains(ch.Supervisor, "minimum_grace") {
 		for _, w := range s.workers {
-			w.mb.put(SettingsInput{MinimumGrace: s.minGrace})
+			w.mb.put(core.SettingsInput{MinimumGrace: s.minGrace})
 		}
 	}
 	keep := map[string]bool{}
@@ -78,10 +80,10 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 			// Only main processes changed: the group keeps its core and
 			// only those processes are touched (reload.go).
 			old.spec = g
-			old.mb.put(ReloadInput{Group: g})
+			old.mb.put(core.ReloadInput{Group: g})
 			continue
 		}
-		w := newWorker(s.Config(g), s)
+		w := newWorker(s.coreConfig(g), s)
 		s.workers[g.Name] = w
 		switch {
 		case !s.running:
@@ -107,7 +109,7 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 // retire stops a worker's group for good; s.mu is held.
 // A second Shutdown reaches it through s.retiring until it is done.
 func (s *Supervisor) retire(w *worker, by string) {
-	w.mb.put(CommandInput{Kind: CmdShutdown, By: by})
+	w.mb.put(core.CommandInput{Kind: core.CmdShutdown, By: by})
 	s.retiring[w] = struct{}{}
 	s.wg.Add(1)
 	go func() {

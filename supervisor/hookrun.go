@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/internal/execrun"
@@ -109,7 +111,7 @@ func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
 
 // runHook carries out a hookAction: the hook runs in a goroutine of its
 // own and its end is posted as the point's done input.
-func (w *worker) runHook(a HookAction) {
+func (w *worker) runHook(a core.HookAction) {
 	switch a.Point {
 	case spec.PreStart, spec.PostStart:
 		w.startHook(a.Spec, a.Instance, a.Point, 0, w.instanceContext(a.Instance))
@@ -121,16 +123,16 @@ func (w *worker) runHook(a HookAction) {
 // startHook runs pr's hook at point for instance within budget.
 func (w *worker) startHook(pr spec.Process, instance string, point spec.HookPoint, budget time.Duration, ctx context.Context) {
 	process := pr.Name
-	done := func(err error) Input {
+	done := func(err error) core.Input {
 		switch point {
 		case spec.PreStart:
-			return PreStartDoneInput{Instance: instance, Err: err}
+			return core.PreStartDoneInput{Instance: instance, Err: err}
 		case spec.PostStart:
-			return PostStartDoneInput{Instance: instance, Err: err}
+			return core.PostStartDoneInput{Instance: instance, Err: err}
 		case spec.PreStop:
-			return PreStopDoneInput{Instance: instance, Err: err}
+			return core.PreStopDoneInput{Instance: instance, Err: err}
 		default:
-			return PostStopDoneInput{Process: process, Instance: instance, Err: err}
+			return core.PostStopDoneInput{Process: process, Instance: instance, Err: err}
 		}
 	}
 	w.lc.inflight++
@@ -206,12 +208,12 @@ func (w *worker) groupHookContext() context.Context {
 // noteInput is the executor's bookkeeping for an input about to be
 // handled: a hook's end leaves the in-flight count, and a second shutdown
 // request cuts post_stop hooks short (X9: the second request is "now").
-func (w *worker) noteInput(in Input) {
-	switch in := in.(type) {
-	case PreStartDoneInput, PostStartDoneInput, PreStopDoneInput, PostStopDoneInput:
+func (w *worker) noteInput(item any) {
+	switch in := item.(type) {
+	case core.PreStartDoneInput, core.PostStartDoneInput, core.PreStopDoneInput, core.PostStopDoneInput:
 		w.lc.inflight--
-	case CommandInput:
-		if in.Kind == CmdShutdown && w.core.ShuttingDown() && w.lc.groupCancel != nil {
+	case core.CommandInput:
+		if in.Kind == core.CmdShutdown && w.core.ShuttingDown() && w.lc.groupCancel != nil {
 			w.lc.groupCancel()
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/probes"
@@ -128,14 +130,14 @@ func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec
 			if u.Initial {
 				return // P4's initial values are the core's own (S3, S4)
 			}
-			mb.put(ProbeInput{
+			mb.put(core.ProbeInput{
 				Instance: u.InstanceID, Probe: u.Kind, Success: u.Result == probes.Success,
 				Message: probeMessage(u, withOutput), Reported: true,
 			})
 		},
 		Report: func(u probes.Update) {
 			if u.Result == probes.Failure {
-				mb.put(ProbeReportInput{Instance: u.InstanceID, Probe: u.Kind, Message: probeMessage(u, withOutput)})
+				mb.put(core.ProbeReportInput{Instance: u.InstanceID, Probe: u.Kind, Message: probeMessage(u, withOutput)})
 			}
 		},
 	})
@@ -196,7 +198,7 @@ func (w *worker) observeProbes() {
 // returned); a finished one is not running (P8: its probes fail, and the
 // core ignores results of instances that are not current). When podsup
 // is shutting down, liveness and startup go quiet (P9).
-func (w *worker) probeView(v ProbeView) probes.Instance {
+func (w *worker) probeView(v core.ProbeView) probes.Instance {
 	if v.ID == "" {
 		return probes.Instance{}
 	}

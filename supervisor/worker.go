@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
@@ -26,7 +28,7 @@ import (
 type worker struct {
 	name  string
 	spec  spec.Group
-	core  *Group
+	core  *core.Group
 	clock clock.Clock
 	rt    Runtime
 	hooks HookRunner
@@ -71,12 +73,12 @@ type worker struct {
 	lc lifecycle
 }
 
-func newWorker(c Config, s *Supervisor) *worker {
+func newWorker(c core.Config, s *Supervisor) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{
 		name:       c.Group.Name,
 		spec:       c.Group,
-		core:       NewGroup(c),
+		core:       core.NewGroup(c),
 		clock:      s.clock,
 		rt:         s.rt,
 		hooks:      s.hooks,
@@ -122,7 +124,7 @@ func (w *worker) run() {
 		}
 		w.handle(in)
 	}
-	w.handle(TimerInput{})
+	w.handle(core.TimerInput{})
 	w.drainMailbox(barriers)
 	for !(w.core.ShuttingDown() && w.core.Idle() && w.hooksIdle() && w.effects == 0) {
 		var timerC <-chan time.Time
@@ -146,7 +148,7 @@ func (w *worker) run() {
 		}
 		if fired {
 			w.wake = time.Time{}
-			w.handle(TimerInput{})
+			w.handle(core.TimerInput{})
 		}
 		w.drainMailbox(nil)
 	}
@@ -188,17 +190,16 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 }
 
 // handle steps the core with in (step) and publishes the outcome (publish).
-func (w *worker) handle(in Input) {
+func (w *worker) handle(in any) {
 	w.step(in)
 	w.publish()
 }
 
 // step steps the core with in, executes the plan, feeds the executor's
 // results (started, start failed) back in and re-arms the timer.
-func (w *worker) step(in Input) {
-	w.noteInput(in)
-	in = w.effectDone(in)
-	queue := []Input{in}
+func (w *worker) step(item any) {
+	w.noteInput(item)
+	queue := []core.Input{w.effectDone(item)}
 	var wake time.Time
 	for len(queue) > 0 {
 		in := queue[0]
@@ -210,14 +211,14 @@ func (w *worker) step(in Input) {
 				queue = append(queue, fb)
 			}
 		}
-		if ex, ok := in.(ExitedInput); ok {
+		if ex, ok := in.(core.ExitedInput); ok {
 			delete(w.insts, ex.Instance)
 		}
 		wake = p.Wake
 		// The core never asks for a wake-up in the past, but if it did,
 		// step again now rather than lose it.
 		if len(queue) == 0 && !wake.IsZero() && !wake.After(w.clock.Now()) {
-			queue = append(queue, TimerInput{})
+			queue = append(queue, core.TimerInput{})
 		}
 	}
 	w.arm(wake)
@@ -264,34 +265,34 @@ func (w *worker) arm(wake time.Time) {
 
 // exec carries out one action; it returns the input that reports its
 // outcome when the core must hear of it at once.
-func (w *worker) exec(a Action) Input {
+func (w *worker) exec(a core.Action) core.Input {
 	switch a := a.(type) {
-	case StartAction:
+	case core.StartAction:
 		w.startInstance(a)
-	case CancelStartAction:
+	case core.CancelStartAction:
 		if cancel := w.starting[a.Instance]; cancel != nil {
 			cancel()
 		}
-	case SignalAction:
+	case core.SignalAction:
 		if inst := w.insts[a.Instance]; inst != nil {
 			if err := inst.Signal(a.Sig); err != nil {
 				// Usually the process is already gone; its exit is on the way.
 				w.log.Debug().Err(err).Str("process", a.Process).Str("instance", a.Instance).Msg("stop signal not delivered")
 			}
 		}
-	case KillTreeAction:
+	case core.KillTreeAction:
 		w.killTree(a)
-	case PreStopAction:
+	case core.PreStopAction:
 		w.runPreStop(a)
-	case HookAction:
+	case core.HookAction:
 		w.runHook(a)
-	case EmitAction:
+	case core.EmitAction:
 		w.events = append(w.events, a.Event)
-	case CriticalAction:
+	case core.CriticalAction:
 		w.onCritical(w.name, a.Process, a.Code)
-	case ReleaseAction:
+	case core.ReleaseAction:
 		w.rt.ReleaseProcess(w.name, a.Process)
-	case RecreateReplyAction, RecreateDoneAction, RecreateGoneAction:
+	case core.RecreateReplyAction, core.RecreateDoneAction, core.RecreateGoneAction:
 		w.execRecreate(a)
 	}
 	return nil
@@ -301,7 +302,7 @@ func (w *worker) exec(a Action) Input {
 // create the group's sandbox, which takes a holder's handshake. Its
 // outcome comes back as startDoneInput, and an exit is held back until
 // then (exitGate), so the core hears "started" before "exited".
-func (w *worker) startInstance(a StartAction) {
+func (w *worker) startInstance(a core.StartAction) {
 	id := a.Instance
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.starting[id] = cancel
@@ -310,9 +311,9 @@ func (w *worker) startInstance(a StartAction) {
 	req := StartRequest{
 		Group: w.name, InstanceID: id, Process: a.Spec, Sandbox: w.core.Spec().Sandbox,
 		OnExit: func(st ExitStatus) {
-			gate.exited(w.mb, ExitedInput{Instance: id, Status: st, At: w.clock.Now()})
+			gate.exited(w.mb, core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()})
 		},
-		Report: func(e RuntimeEvent) { w.mb.put(RuntimeEventInput{Event: e}) },
+		Report: func(e RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
 	cleaned := w.cleaning[a.Process]
 	go func() {
@@ -332,18 +333,16 @@ type startDoneInput struct {
 	err      error
 }
 
-func (startDoneInput) isInput() {}
-
 // exitGate orders an instance's exit after its start's result in the
 // mailbox: a runtime may report the exit before Start returned.
 type exitGate struct {
 	mu      sync.Mutex
 	posted  bool // the start's result is in the mailbox
 	failed  bool // ... and it was an error: no exit is delivered
-	pending *ExitedInput
+	pending *core.ExitedInput
 }
 
-func (g *exitGate) exited(mb *mailbox, in ExitedInput) {
+func (g *exitGate) exited(mb *mailbox, in core.ExitedInput) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -371,13 +370,13 @@ func (g *exitGate) started(mb *mailbox, done startDoneInput) {
 // After the instance's exit the same goroutine then removes it: the worker
 // is the one owner of an instance's cleanup. One kill per instance is in
 // flight at a time; the core retries on its own deadline.
-func (w *worker) killTree(a KillTreeAction) {
+func (w *worker) killTree(a core.KillTreeAction) {
 	inst := w.insts[a.Instance]
 	w.effects++
 	if inst == nil {
 		// Nothing to kill (the core defers stops of starts in flight):
 		// answer at once so the core's bookkeeping of kills in flight holds.
-		w.mb.put(KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited})
+		w.mb.put(core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited})
 		return
 	}
 	var cleaned chan struct{}
@@ -386,7 +385,7 @@ func (w *worker) killTree(a KillTreeAction) {
 		w.cleaning[a.Process] = cleaned
 	}
 	go func() {
-		done := KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited}
+		done := core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited}
 		if err := inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
 			done.Err = err
 		} else if a.Exited {
@@ -406,8 +405,8 @@ func treeGone(err error) bool {
 
 // effectDone books an effect's result and turns it into what the core
 // understands.
-func (w *worker) effectDone(in Input) Input {
-	switch in := in.(type) {
+func (w *worker) effectDone(item any) core.Input {
+	switch in := item.(type) {
 	case startDoneInput:
 		w.effects--
 		if cancel := w.starting[in.instance]; cancel != nil {
@@ -415,20 +414,21 @@ func (w *worker) effectDone(in Input) Input {
 			delete(w.starting, in.instance)
 		}
 		if in.err != nil {
-			return StartFailedInput{Instance: in.instance, Err: in.err, Code: startFailureCode(in.err)}
+			return core.StartFailedInput{Instance: in.instance, Err: in.err, Code: startFailureCode(in.err)}
 		}
 		w.insts[in.instance] = in.inst
-		return StartedInput{Instance: in.instance, Pid: in.inst.Pid()}
-	case KillDoneInput:
+		return core.StartedInput{Instance: in.instance, Pid: in.inst.Pid()}
+	case core.KillDoneInput:
 		w.effects--
 		if c := w.cleaning[in.Process]; in.Exited && c != nil && isDone(c) {
 			delete(w.cleaning, in.Process)
 		}
+		return in
 	}
-	return in
+	return item.(core.Input)
 }
 
-func (w *worker) runPreStop(a PreStopAction) {
+func (w *worker) runPreStop(a core.PreStopAction) {
 	pr, _ := w.core.InstanceSpec(a.Instance)
 	w.startHook(pr, a.Instance, spec.PreStop, a.Budget, w.instanceContext(a.Instance))
 }

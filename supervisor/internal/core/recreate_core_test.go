@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ func (s *sim) recreate(id string, rs RecreateSpec) error {
 	if err := s.core.checkRecreate(rs); err != nil {
 		return err
 	}
-	s.feed(RecreateInput{req: recreateState{id: id, spec: rs}, Reply: make(chan error, 1)})
+	s.feed(RecreateInput{ID: id, Spec: rs, Reply: make(chan error, 1)})
 	return nil
 }
 

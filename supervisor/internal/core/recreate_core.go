@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"fmt"
@@ -21,10 +21,15 @@ type recreateQueue struct {
 	wake time.Time
 }
 
-// recreateInput is a new request. The core checks it against the group as
-// it is now (C1's live part) and answers on reply (buffered).
+// RecreateInput is a new request, already checked against C1's static
+// part (ValidateRecreate). The core checks it against the group as it is
+// now (C1's live part) and answers on Reply (buffered).
 type RecreateInput struct {
-	req   recreateState
+	// ID names the request; Seq orders the requests of a group (C2).
+	ID   string
+	Seq  uint64
+	Spec RecreateSpec
+	// Reply gets nil once the request is queued, or why it was refused.
 	Reply chan<- error
 }
 
@@ -54,12 +59,12 @@ func (g *Group) wallNow() time.Time {
 }
 
 func (g *Group) addRecreate(in RecreateInput) {
-	err := g.checkRecreate(in.req.spec)
+	err := g.checkRecreate(in.Spec)
 	g.do(RecreateReplyAction{Reply: in.Reply, Err: err})
 	if err != nil {
 		return
 	}
-	r := in.req.clone()
+	r := recreateState{id: in.ID, seq: in.Seq, spec: in.Spec.clone()}
 	r.phase = RecreatePending
 	r.created, r.createdWall = g.now, g.wallNow()
 	r.procs = nil

@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"errors"
@@ -186,8 +186,6 @@ var (
 	// ErrGroupInactive: the group is stopped, finished or failed, or the
 	// process is stopped (C1: only an active pod's containers).
 	ErrGroupInactive = errors.New("group is not active")
-	// ErrNotRunning: the supervisor's Run has not started the group (yet).
-	ErrNotRunning = errors.New("group is not running")
 )
 
 // RecreateSpecError lists every C1 problem of a spec.
