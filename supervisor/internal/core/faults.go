@@ -68,10 +68,7 @@ func (CancelStartAction) isAction() {}
 // deferredStop is a stop requested while the instance's start was in
 // flight: there is nothing to signal yet. It runs when the start returns.
 type deferredStop struct {
-	reason               KillReason
-	override, probeGrace *time.Duration
-	by                   string
-	restart              bool
+	stopRequest
 	// escalate: a second stop request came meanwhile (X9).
 	escalate bool
 }
@@ -81,42 +78,31 @@ func isStopRequest(r KillReason) bool { return r == KillStop || r == KillShutdow
 // startInstance asks the worker to start p's instance; it is starting
 // until the start's outcome comes back.
 func (g *Group) startInstance(p *proc) {
-	p.inst.starting = true
+	p.inst.phase = phaseStarting
 	g.do(StartAction{Process: p.spec.Name, Instance: p.inst.id, Spec: p.spec})
 }
 
 // deferStop records a stop for an instance whose start is in flight and
-// cancels that start (a sandbox being created need not finish).
-func (g *Group) deferStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+// cancels that start (a sandbox being created need not finish). A stop
+// that comes while one is deferred replaces it, keeping grace overrides
+// it does not give.
+func (g *Group) deferStop(p *proc, ev event) {
+	r := ev.stop
 	if d := p.inst.deferred; d != nil {
-		d.escalate = d.escalate || (isStopRequest(d.reason) && isStopRequest(reason))
-		d.reason, d.by, d.restart = reason, by, restart
-		if override != nil {
-			d.override = override
+		d.escalate = d.escalate || (isStopRequest(d.reason) && isStopRequest(r.reason))
+		d.reason, d.by, d.restart = r.reason, r.by, r.restart
+		if r.override != nil {
+			d.override = r.override
 		}
-		if probeGrace != nil {
-			d.probeGrace = probeGrace
+		if r.probeGrace != nil {
+			d.probeGrace = r.probeGrace
 		}
 		return
 	}
-	p.inst.deferred = &deferredStop{reason: reason, override: override, probeGrace: probeGrace, by: by, restart: restart}
-	g.emit(p, EventNormal, EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(reason), who(by))
+	p.inst.phase = phaseStartCancelled
+	p.inst.deferred = &deferredStop{stopRequest: r}
+	g.emit(p, EventNormal, EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	g.do(CancelStartAction{Instance: p.inst.id})
-}
-
-// runDeferredStop carries out a stop deferred while the start was in
-// flight, now that the process runs.
-func (g *Group) runDeferredStop(p *proc) bool {
-	d := p.inst.deferred
-	if d == nil {
-		return false
-	}
-	p.inst.deferred = nil
-	g.beginStop(p, d.reason, d.override, d.probeGrace, d.by, d.restart)
-	if d.escalate && p.inst != nil && p.inst.stop != nil {
-		g.escalate(p, d.by)
-	}
-	return true
 }
 
 // deferredAsStop turns a deferred stop of a start that failed into the
@@ -124,23 +110,19 @@ func (g *Group) runDeferredStop(p *proc) bool {
 func (g *Group) deferredAsStop(p *proc) {
 	if d := p.inst.deferred; d != nil {
 		p.inst.deferred = nil
-		p.inst.stop = &stopState{reason: d.reason, by: d.by, restart: d.restart, begun: g.now, phase: stopKilled}
+		p.inst.stop = &stopState{reason: d.reason, by: d.by, restart: d.restart, begun: g.now}
 	}
 }
 
-// killTree enters (or stays in) the killed phase: SIGKILL of the tree,
-// unless one is still in flight, and a deadline to look again.
+// killTree sends SIGKILL to the instance's tree and enters the killing
+// phase, with a deadline to look again.
 func (g *Group) killTree(p *proc) {
 	st := p.inst.stop
-	if st.phase != stopKilled {
+	if ph := p.inst.phase; ph != phaseKilling && ph != phaseKilled {
 		st.killedAt = g.now
 	}
-	st.phase = stopKilled
 	st.deadline = g.now.Add(g.killRetryAfter(st.kills))
-	if st.killing {
-		return
-	}
-	st.killing = true
+	p.inst.phase = phaseKilling
 	st.kills++
 	g.do(KillTreeAction{Process: p.spec.Name, Instance: p.inst.id})
 }
@@ -153,15 +135,18 @@ func (g *Group) killRetryAfter(kills int) time.Duration {
 	return min(d, maxKillRetry)
 }
 
+// killStillInFlight is the killing phase's deadline: the SIGKILL has not
+// returned yet; look again later.
+func (g *Group) killStillInFlight(p *proc, _ event) {
+	st := p.inst.stop
+	st.deadline = g.now.Add(g.killRetryAfter(st.kills))
+}
+
 // killedDeadline is the killed phase's deadline: the instance outlived its
 // SIGKILL. Retry, or under shutdown after killAttempts give up on it, so
 // that podsup's shutdown ends.
-func (g *Group) killedDeadline(p *proc) {
+func (g *Group) killedDeadline(p *proc, _ event) {
 	st := p.inst.stop
-	if st.killing {
-		st.deadline = g.now.Add(g.killRetryAfter(st.kills)) // the kill has not returned yet
-		return
-	}
 	if g.shutdown && st.kills >= g.killAttempts {
 		g.abandon(p)
 		return
@@ -188,19 +173,7 @@ func (g *Group) abandon(p *proc) {
 // Warning event; the retry waits for the killed phase's deadline.
 func (g *Group) killDone(in KillDoneInput) {
 	if p := g.procByInstance(in.Instance); p != nil && !in.Exited {
-		st := p.inst.stop
-		if st == nil {
-			return
-		}
-		st.killing = false
-		if in.Err != nil {
-			retry := g.killRetryAfter(st.kills)
-			if g.shutdown && st.kills >= g.killAttempts {
-				retry = g.killRetry
-			}
-			st.deadline = g.now.Add(retry)
-			g.emit(p, EventWarning, EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, in.Err)
-		}
+		g.fire(p, event{on: onKillDone, err: in.Err})
 		return
 	}
 	p := g.procNamed(in.Process)
@@ -210,6 +183,23 @@ func (g *Group) killDone(in KillDoneInput) {
 	if in.RemoveErr != nil {
 		g.emitFor(p, in.Process, in.Instance, EventWarning, EventFailedKill, fmt.Sprintf("Removing instance %s of process %s failed: %v", in.Instance, in.Process, in.RemoveErr))
 	}
+}
+
+// killDoneAlive: the SIGKILL of a live instance's tree returned. A
+// failure is a Warning naming what survives; the next look waits for the
+// deadline.
+func (g *Group) killDoneAlive(p *proc, ev event) {
+	p.inst.phase = phaseKilled
+	if ev.err == nil {
+		return
+	}
+	st := p.inst.stop
+	retry := g.killRetryAfter(st.kills)
+	if g.shutdown && st.kills >= g.killAttempts {
+		retry = g.killRetry
+	}
+	st.deadline = g.now.Add(retry)
+	g.emit(p, EventWarning, EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, ev.err)
 }
 
 // procNamed finds a process by name, among those a reload removed too.

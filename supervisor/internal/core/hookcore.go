@@ -23,15 +23,6 @@ import (
 //	   kill path: pre_stop ─► stop signal ─► SIGKILL ─► exit ─► post_stop (warn only)
 //	   natural exit ───────────────────────────────────► exit ─► post_stop
 
-// instHooks is where one instance stands in its start hooks.
-type instHooks struct {
-	// preStarting: pre_start runs; no process exists yet (X5).
-	preStarting bool
-	// postStarting: post_start runs; the process runs but counts as
-	// neither running nor started, and is not probed (H1).
-	postStarting bool
-}
-
 // KillPostStartHook is the kill after a failed post_start (H2): the
 // group's grace, pre_stop included, and afterwards restart policy and
 // back-off as for any exit.
@@ -102,30 +93,37 @@ func (HookAction) isAction() {}
 // else the process itself.
 func (g *Group) launch(p *proc) {
 	if p.spec.PreStart != nil {
-		p.inst.hooks.preStarting = true
+		p.inst.phase = phasePreStart
 		g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PreStart, Spec: p.spec})
 		return
 	}
 	g.startInstance(p)
 }
 
-// preStartDone starts the process, or fails the start (X5): the failed
-// start is a finished instance, so restart policy and back-off apply to
-// the next one as for a crash.
+// preStartDone hears pre_start's end: the process starts, or the start
+// failed (X5).
 func (g *Group) preStartDone(in PreStartDoneInput) {
 	p := g.procByInstance(in.Instance)
-	if p == nil || !p.inst.hooks.preStarting {
-		return
+	switch {
+	case p == nil:
+	case in.Err == nil:
+		g.fire(p, event{on: onPreStartDone})
+	default:
+		g.fire(p, event{on: onPreStartFailed, err: in.Err})
 	}
-	p.inst.hooks.preStarting = false
-	if in.Err == nil {
-		g.startInstance(p)
-		return
-	}
-	g.emit(p, EventWarning, EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, in.Err)
+}
+
+// preStartSucceeded starts the process itself.
+func (g *Group) preStartSucceeded(p *proc, _ event) { g.startInstance(p) }
+
+// preStartFailed fails the start (X5): the failed start is a finished
+// instance, so restart policy and back-off apply to the next one as for a
+// crash.
+func (g *Group) preStartFailed(p *proc, ev event) {
+	g.emit(p, EventWarning, EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, ev.err)
 	g.finish(p, &Termination{
 		InstanceID: p.inst.id, ExitCode: preStartFailureCode, Reason: ReasonPreStartHookError,
-		Message: in.Err.Error(), FinishedAt: g.now,
+		Message: ev.err.Error(), FinishedAt: g.now,
 	})
 }
 
@@ -133,11 +131,12 @@ func (g *Group) preStartDone(in PreStartDoneInput) {
 // still in its pre_start hook: there is no process to stop, so the start
 // is dropped (the worker cancels the hook once the instance is gone). No
 // termination is recorded; the instance id stays used.
-func (g *Group) abortPreStart(p *proc, reason KillReason, by string, restart bool) {
-	g.emit(p, EventNormal, EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(reason), who(by))
+func (g *Group) abortPreStart(p *proc, ev event) {
+	r := ev.stop
+	g.emit(p, EventNormal, EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	p.inst = nil
-	if restart {
-		p.startNow, p.startBy = true, by
+	if r.restart {
+		p.startNow, p.startBy = true, r.by
 	}
 }
 
@@ -145,30 +144,30 @@ func (g *Group) abortPreStart(p *proc, reason KillReason, by string, restart boo
 // until its post_start returns (H1). The Started event has been emitted:
 // the process does run.
 func (g *Group) beginPostStart(p *proc) {
-	if p.spec.PostStart == nil {
-		return
-	}
-	p.inst.running = false
-	p.inst.hooks.postStarting = true
+	p.inst.phase = phasePostStart
 	g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PostStart, Spec: p.spec})
 }
 
-// postStartDone releases the instance into running (H1), or kills it
-// through the normal stop path with the group's grace (H2).
+// postStartDone hears post_start's end. A result for an instance already
+// stopping changes nothing: it never shows as running.
 func (g *Group) postStartDone(in PostStartDoneInput) {
 	p := g.procByInstance(in.Instance)
-	if p == nil || !p.inst.hooks.postStarting {
-		return
+	switch {
+	case p == nil:
+	case in.Err == nil:
+		g.fire(p, event{on: onPostStartDone})
+	default:
+		g.fire(p, event{on: onPostStartFailed, err: in.Err})
 	}
-	p.inst.hooks.postStarting = false
-	if p.inst.stop != nil {
-		return // already stopping: it never shows as running
-	}
-	if in.Err == nil {
-		p.inst.running = true
-		return
-	}
-	g.emit(p, EventWarning, EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, in.Err)
+}
+
+// postStartSucceeded releases the instance into running (H1).
+func (g *Group) postStartSucceeded(p *proc, _ event) { p.inst.phase = phaseRunning }
+
+// postStartFailed kills the instance through the normal stop path with
+// the group's grace (H2).
+func (g *Group) postStartFailed(p *proc, ev event) {
+	g.emit(p, EventWarning, EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, ev.err)
 	g.beginStop(p, KillPostStartHook, nil, nil, "", false)
 }
 
@@ -204,15 +203,18 @@ func (g *Group) postStopDone(in PostStopDoneInput) {
 	}})
 }
 
-// probeReport is one failed probe of the current, running instance: an
-// Unhealthy event with the probe's output, as the kubelet records for
-// each failure. The kill waits for the threshold (probeResult, P6).
+// probeReport is one failed probe: an Unhealthy event with the probe's
+// output, as the kubelet records for each failure, if the instance is
+// the current, running one. The kill waits for the threshold
+// (probeResult, P6).
 func (g *Group) probeReport(in ProbeReportInput) {
-	p := g.procByInstance(in.Instance)
-	if p == nil || !p.inst.running || p.inst.stop != nil {
-		return
+	if p := g.procByInstance(in.Instance); p != nil {
+		g.fire(p, event{on: onProbeReport, probe: ProbeInput{Instance: in.Instance, Probe: in.Probe, Message: in.Message}})
 	}
-	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.Probe), in.Message)
+}
+
+func (g *Group) probeUnhealthy(p *proc, ev event) {
+	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(ev.probe.Probe), ev.probe.Message)
 }
 
 // probeTitle is the probe kind as kubelet's events spell it ("Liveness").

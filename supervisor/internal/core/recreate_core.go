@@ -255,7 +255,7 @@ func (g *Group) observeForRecreate(name string) observedProcess {
 	o := observedProcess{exists: true, wanted: p.want, done: p.done}
 	if p.inst != nil {
 		o.current = p.inst.id
-		o.running = p.inst.running && p.inst.stop == nil
+		o.running = p.inst.phase == phaseRunning
 		o.ready = p.inst.ready
 		o.startedAt, o.startedWall = p.inst.startedAt, p.inst.startedWall
 	}
@@ -293,7 +293,7 @@ func (g *Group) readiness() (ready bool, heldBy string) {
 			continue
 		}
 		n++
-		if p.inst == nil || !p.inst.running || p.inst.stop != nil || !p.inst.ready {
+		if p.inst == nil || p.inst.phase != phaseRunning || !p.inst.ready {
 			return false, heldBy
 		}
 	}

@@ -136,6 +136,9 @@ func (s *sim) exec(a Action) Input {
 		}
 	case EmitAction:
 		s.events = append(s.events, a.Event)
+		if a.Event.Reason == EventInternalError {
+			s.t.Errorf("at %s: %s", s.elapsed(), a.Event.Message) // a transition the table does not allow
+		}
 	case CriticalAction:
 		s.criticals = append(s.criticals, a)
 	}

@@ -19,7 +19,7 @@ func (g *Group) Snapshot() GroupStatus {
 func (g *Group) procStatus(p *proc) ProcessStatus {
 	ps := ProcessStatus{Name: p.spec.Name, Init: p.init, RestartCount: max(p.starts-1, 0)}
 	switch {
-	case p.inst != nil && p.inst.running:
+	case p.inst != nil && p.inst.running():
 		ps.State = StateRunning
 		ps.InstanceID, ps.Pid = p.inst.id, p.inst.pid
 		ps.StartedAt = p.inst.startedAt
@@ -61,7 +61,7 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 func (g *Group) phase() GroupPhase {
 	alive, wanted, failed := false, false, false
 	for _, p := range g.all() {
-		if p.inst != nil && p.inst.stop != nil {
+		if p.inst != nil && p.inst.phase.stopping() {
 			return PhaseStopping
 		}
 		if p.inst != nil {
