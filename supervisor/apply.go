@@ -27,7 +27,7 @@ func (s *Supervisor) Apply(cfg spec.Config) error {
 //     for a spec change, inits run again);
 //   - a group whose main processes alone changed keeps running and only
 //     the added, removed or changed processes are started, stopped or
-//     restarted (reload.go);
+//     restarted (the core's process-level reload);
 //   - an unchanged group is not touched.
 //
 // The supervisor block is no part of any group's spec: changing it
@@ -78,7 +78,7 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 			continue
 		case ok && !groupChanged && s.running:
 			// Only main processes changed: the group keeps its core and
-			// only those processes are touched (reload.go).
+			// only those processes are touched (the core's process-level reload).
 			old.spec = g
 			old.mb.put(core.ReloadInput{Group: g})
 			continue

@@ -109,7 +109,7 @@ func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
 	}
 }
 
-// runHook carries out a hookAction: the hook runs in a goroutine of its
+// runHook carries out a HookAction: the hook runs in a goroutine of its
 // own and its end is posted as the point's done input.
 func (w *worker) runHook(a core.HookAction) {
 	switch a.Point {

@@ -25,8 +25,8 @@ import (
 // probe worker while it handles inputs (only Observe and Trigger, which
 // do not block, and Stop at the very end), so neither can stall the other.
 //
-//	probe worker ──Report (each failed probe)──► probeReportInput ─► Unhealthy event
-//	             ──Publish (threshold change)──► probeInput ────────► ready / started / kill (R4)
+//	probe worker ──Report (each failed probe)──► ProbeReportInput ─► Unhealthy event
+//	             ──Publish (threshold change)──► ProbeInput ────────► ready / started / kill (R4)
 //	group worker ──Observe (after each input)──► the instance the probes see
 
 // probeWorker is one probe kind of one process.

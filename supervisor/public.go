@@ -81,7 +81,7 @@ const (
 	EventBackOff   = core.EventBackOff   // a start must wait (B6.2)
 	EventCompleted = core.EventCompleted // an instance exited 0
 	EventExited    = core.EventExited    // an instance exited non-zero or by a signal
-	EventUnhealthy = core.EventUnhealthy // a probe failed (probes issue)
+	EventUnhealthy = core.EventUnhealthy // a probe failed
 	// EventCriticalExit is a critical process that ended for good (X11).
 	EventCriticalExit = core.EventCriticalExit
 	// EventFailedPreStopHook: the pre_stop hook failed; termination

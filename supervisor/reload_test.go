@@ -12,7 +12,7 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-// Process-level live reload (reload.go), on the fake runtime and clock,
+// Process-level live reload, on the fake runtime and clock,
 // then with real processes.
 
 // commandsRuntime records the command of every start, then plays the

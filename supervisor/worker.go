@@ -69,7 +69,7 @@ type worker struct {
 	after   <-chan struct{}
 	waiting atomic.Bool
 	done    chan struct{}
-	// lc runs hooks and probe workers (hookrun.go, probing.go).
+	// lc runs hooks and probe workers.
 	lc lifecycle
 }
 
@@ -326,7 +326,7 @@ func (w *worker) startInstance(a core.StartAction) {
 }
 
 // startDoneInput is a start effect's outcome; the worker turns it into
-// startedInput or startFailedInput.
+// StartedInput or StartFailedInput.
 type startDoneInput struct {
 	instance string
 	inst     Instance
@@ -366,7 +366,7 @@ func (g *exitGate) started(mb *mailbox, done startDoneInput) {
 
 // killTree SIGKILLs an instance's tree in a goroutine of its own (a cgroup
 // kill waits until the tree is empty, or gives up after a while when a
-// task is stuck in the kernel) and reports the outcome as killDoneInput.
+// task is stuck in the kernel) and reports the outcome as KillDoneInput.
 // After the instance's exit the same goroutine then removes it: the worker
 // is the one owner of an instance's cleanup. One kill per instance is in
 // flight at a time; the core retries on its own deadline.

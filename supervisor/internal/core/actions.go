@@ -9,7 +9,7 @@ import (
 // The actions a step asks the worker to carry out, and the Plan that
 // carries them with the next wake-up.
 
-// action is one thing the executor must do.
+// Action is one thing the executor must do.
 type Action interface{ isAction() }
 
 type StartAction struct {
@@ -18,22 +18,22 @@ type StartAction struct {
 	Spec     spec.Process
 }
 
-// signalAction sends the stop signal to the main process (K6).
+// SignalAction sends the stop signal to the main process (K6).
 type SignalAction struct {
 	Process, Instance string
 	Sig               spec.Signal
 }
 
-// killTreeAction SIGKILLs everything the instance has (X10): after the
+// KillTreeAction SIGKILLs everything the instance has (X10): after the
 // grace, on escalation, and after every exit to remove leftovers. Its
-// outcome comes back as killDoneInput. exited: the instance has exited;
+// outcome comes back as KillDoneInput. exited: the instance has exited;
 // once its tree is dead the worker removes it.
 type KillTreeAction struct {
 	Process, Instance string
 	Exited            bool
 }
 
-// preStopAction runs the pre_stop hook with a time budget (K3).
+// PreStopAction runs the pre_stop hook with a time budget (K3).
 type PreStopAction struct {
 	Process, Instance string
 	Budget            time.Duration
@@ -41,13 +41,13 @@ type PreStopAction struct {
 
 type EmitAction struct{ Event Event }
 
-// criticalAction: a critical process ended for good (X11).
+// CriticalAction: a critical process ended for good (X11).
 type CriticalAction struct {
 	Process string
 	Code    int
 }
 
-// releaseAction: a process a reload removed is gone for good; the runtime
+// ReleaseAction: a process a reload removed is gone for good; the runtime
 // may drop what it kept for it (Runtime.ReleaseProcess).
 type ReleaseAction struct{ Process string }
 
@@ -59,7 +59,7 @@ func (PreStopAction) isAction()  {}
 func (EmitAction) isAction()     {}
 func (CriticalAction) isAction() {}
 
-// plan is what one step decided.
+// Plan is what one step decided.
 type Plan struct {
 	Actions []Action
 	// wake is when the core must be stepped again; zero means never.

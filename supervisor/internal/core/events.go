@@ -18,7 +18,7 @@ const (
 	EventBackOff   = "BackOff"   // a start must wait (B6.2)
 	EventCompleted = "Completed" // an instance exited 0
 	EventExited    = "Exited"    // an instance exited non-zero or by a signal
-	EventUnhealthy = "Unhealthy" // a probe failed (probes issue)
+	EventUnhealthy = "Unhealthy" // a probe failed
 	// EventCriticalExit is a critical process that ended for good (X11).
 	EventCriticalExit = "CriticalExit"
 	// EventFailedPreStopHook: the pre_stop hook failed; termination
@@ -29,17 +29,10 @@ const (
 	EventRecovered = "Recovered"
 )
 
-// Event is one thing that happened to a process or group.
-//
-// Identical events (same group, process, type, reason, message and
-// recreate request) that follow one another within EventSeriesWindow are
-// one event that happened Count times, as kubelet's event correlator makes
-// them: every repeat is published again, with the next Seq, a Count one
-// higher, the FirstTime of the series and its own Time, and History keeps
-// only its newest publication. A probe that fails at every period is one
-// Unhealthy event with a growing count, not one event per failure. The
-// Logger gets the first of a series, each power-of-two count and at most
-// one other line per EventLogInterval.
+// Event is one thing that happened to a process or group. The core fills
+// in what happened (Time, Type, Reason, the process and instance, Message,
+// Request); the supervisor numbers, folds and publishes it (Seq, Count,
+// FirstTime, Series).
 type Event struct {
 	// Seq numbers events in publication order; a gap seen by a
 	// subscriber means it dropped events.

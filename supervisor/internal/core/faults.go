@@ -10,18 +10,19 @@ import (
 // This file is the core's side of the runtime's slow and failing effects:
 // starts in flight, tree kills that fail or hang, and what a runtime did on
 // its own account (a sandbox rebuilt). The worker runs starts and kills in
-// goroutines of their own (worker.go); the core hears of their outcome as
+// goroutines of their own; the core hears of their outcome as
 // inputs and decides, like everything else, on its own deadlines.
 //
-//	start ─► starting ──── started ────► running
-//	            │ stop requested
-//	            ▼
-//	   deferred: start's ctx cancelled; the stop runs once Start returned
+//	Starting ──── started ────► PostStart or Running
+//	   │ stop requested
+//	   ▼
+//	StartCancelled: the start's ctx is cancelled; the stop runs once
+//	                the start returned (started), or the failed start ends it
 //
-//	killed ──► SIGKILL of the tree (in flight) ──► fails: FailedKill warning
-//	  ▲                                                │ at killed + retry
-//	  └──────────── retried, retry doubling ───────────┘
-//	  under shutdown, after killAttempts: given up (Unkillable)
+//	Killing (SIGKILL of the tree in flight) ── returned ──► Killed
+//	   ▲        fails: FailedKill warning                     │ deadline:
+//	   └────────────── retried, the retry doubling ───────────┘ killed + retry
+//	   under shutdown, after killAttempts: given up (Unkillable)
 
 // Defaults for the kill retries: the first retry comes this long after a
 // SIGKILL that did not end the instance, each further one twice as late up
@@ -45,7 +46,7 @@ const (
 // gave up on: its tree survived every SIGKILL.
 const ReasonUnkillable = "Unkillable"
 
-// killDoneInput is a tree kill effect's outcome. exited: the kill followed
+// KillDoneInput is a tree kill effect's outcome. exited: the kill followed
 // the instance's exit (X10), and removeErr is then the removal's.
 type KillDoneInput struct {
 	Process, Instance string
@@ -53,13 +54,13 @@ type KillDoneInput struct {
 	Err, RemoveErr    error
 }
 
-// runtimeEventInput is an event the runtime reports about the group.
+// RuntimeEventInput is an event the runtime reports about the group.
 type RuntimeEventInput struct{ Event RuntimeEvent }
 
 func (KillDoneInput) isInput()     {}
 func (RuntimeEventInput) isInput() {}
 
-// cancelStartAction ends the ctx of an instance's start in flight: a stop
+// CancelStartAction ends the ctx of an instance's start in flight: a stop
 // was requested before it returned.
 type CancelStartAction struct{ Instance string }
 
@@ -235,7 +236,7 @@ func (g *Group) runtimeEvent(in RuntimeEventInput) {
 	g.emit(nil, typ, in.Event.Reason, "%s", in.Event.Message)
 }
 
-// killAttemptsOrDefault and killRetryOrDefault fill coreConfig's zero
+// killAttemptsOrDefault and killRetryOrDefault fill Config's zero
 // values.
 func killRetryOrDefault(d time.Duration) time.Duration {
 	if d <= 0 {

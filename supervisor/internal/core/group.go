@@ -10,7 +10,7 @@ import (
 // A group's core: its configuration, its processes, and Step, the one
 // entry point that feeds it an input and returns the plan.
 
-// coreConfig is what a groupCore is built from.
+// Config is what a Group is built from.
 type Config struct {
 	Group        spec.Group
 	Backoff      spec.Backoff
@@ -20,19 +20,19 @@ type Config struct {
 	IDPrefix string
 	// killRetry is how long after a SIGKILL of the tree the core looks
 	// again (doubling per attempt); killAttempts is how many SIGKILLs a
-	// shutdown tries before it gives up on an instance (faults.go).
+	// shutdown tries before it gives up on an instance.
 	KillRetry    time.Duration
 	KillAttempts int
 }
 
-// groupCore is one group's whole state. Only its worker touches it.
+// Group is one group's whole state. Only its worker touches it.
 type Group struct {
 	name     string
 	spec     spec.Group
 	grace    time.Duration
 	minGrace time.Duration
 	idPrefix string
-	// killRetry and killAttempts: see coreConfig.
+	// killRetry and killAttempts: see Config.
 	killRetry    time.Duration
 	killAttempts int
 	backoff      *Backoff
@@ -49,13 +49,13 @@ type Group struct {
 	// shutdown is X9: podsup is stopping; nothing starts again.
 	shutdown bool
 
-	// rc is the group's recreate requests (recreate_core.go).
+	// rc is the group's recreate requests.
 	rc recreateQueue
 	// wall, when set, stamps display times (events, recreate status)
 	// instead of now; tests use it to skew the wall clock (C9).
 	wall func() time.Time
 	// leaving holds processes a reload removed until their instance is
-	// gone; reloads counts process-level reloads (reload.go).
+	// gone; reloads counts process-level reloads.
 	leaving []*proc
 	reloads int
 
@@ -94,7 +94,7 @@ type proc struct {
 	recreateReq string
 	// nextSpec is a reload's new spec, taken once the old instance is
 	// gone; idPrefix keeps instance ids unique for processes added by a
-	// reload (reload.go).
+	// reload.
 	nextSpec *spec.Process
 	idPrefix string
 }
@@ -130,7 +130,7 @@ func NewGroup(c Config) *Group {
 	return g
 }
 
-// step feeds one input to the core at now and returns what to do.
+// Step feeds one input to the core at now and returns what to do.
 func (g *Group) Step(now time.Time, in Input) Plan {
 	g.now = now
 	g.out = &Plan{}
@@ -214,7 +214,7 @@ func (g *Group) procByInstance(id string) *proc {
 	return nil
 }
 
-// idle reports that no instance is alive.
+// Idle reports that no instance is alive.
 func (g *Group) Idle() bool {
 	for _, p := range g.all() {
 		if p.inst != nil {

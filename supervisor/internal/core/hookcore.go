@@ -9,7 +9,7 @@ import (
 
 // This file is the core's side of lifecycle hooks (X5, H1–H4) and of probe
 // reports: what each hook's end means, as pure state transitions. Running
-// the hooks is the worker's (hookrun.go); the core only asks for them with
+// the hooks is the supervisor's worker's; the core only asks for them with
 // actions and hears back through inputs.
 //
 // An instance's life with every hook:
@@ -64,7 +64,7 @@ type PostStopDoneInput struct {
 	Err               error
 }
 
-// probeReportInput is one failed probe (not a threshold crossing): the
+// ProbeReportInput is one failed probe (not a threshold crossing): the
 // kubelet records Unhealthy for each one.
 type ProbeReportInput struct {
 	Instance string
@@ -77,7 +77,7 @@ func (PostStartDoneInput) isInput() {}
 func (PostStopDoneInput) isInput()  {}
 func (ProbeReportInput) isInput()   {}
 
-// hookAction runs one hook of one instance; its end comes back as the
+// HookAction runs one hook of one instance; its end comes back as the
 // point's done input.
 type HookAction struct {
 	Process, Instance string

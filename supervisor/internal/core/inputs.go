@@ -53,7 +53,7 @@ type StartedInput struct {
 	Pid      int
 }
 
-// startFailedInput is a start that failed before the program ran; code
+// StartFailedInput is a start that failed before the program ran; code
 // is the exit code the failure is recorded with (StartError.Code).
 type StartFailedInput struct {
 	Instance string
@@ -68,26 +68,27 @@ type ExitedInput struct {
 	At time.Time
 }
 
-// timerInput is the wake-up the last plan asked for. It carries nothing:
+// TimerInput is the wake-up the last plan asked for. It carries nothing:
 // the core re-evaluates every deadline against now, so an early or stale
 // timer never makes anything happen early.
 type TimerInput struct{}
 
-// preStopDoneInput reports that an instance's pre_stop hook returned.
+// PreStopDoneInput reports that an instance's pre_stop hook returned.
 type PreStopDoneInput struct {
 	Instance string
 	Err      error
 }
 
-// probeInput is a probe result that changed (P6: results publish only on
-// change). The probes issue sends these.
+// ProbeInput is a probe result that changed (P6: results publish only on
+// change). The worker's probe workers send these, and so may a library
+// user (Supervisor.ProbeResult).
 type ProbeInput struct {
 	Instance string
 	Probe    spec.ProbeKind
 	Success  bool
 	Message  string
 	// reported: each failed probe already had its Unhealthy event
-	// (probeReportInput), so the threshold crossing adds none.
+	// (ProbeReportInput), so the threshold crossing adds none.
 	Reported bool
 }
 

@@ -11,7 +11,7 @@ import (
 // part C with X8): the spec a caller fills, the status it reads back, and
 // the static checks of C1. The decisions are in recreate_decide.go (a pure
 // function of request, observed instances and now), the group core's side
-// in recreate_core.go, the Supervisor methods in recreate_api.go.
+// in recreate_core.go; the Supervisor's methods carry requests to it.
 //
 // A request's life:
 //

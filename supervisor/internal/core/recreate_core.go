@@ -35,16 +35,16 @@ type RecreateInput struct {
 
 func (RecreateInput) isInput() {}
 
-// recreateReplyAction answers a recreateInput.
+// RecreateReplyAction answers a RecreateInput.
 type RecreateReplyAction struct {
 	Reply chan<- error
 	Err   error
 }
 
-// recreateDoneAction reports a completed request (waiters wake up).
+// RecreateDoneAction reports a completed request (waiters wake up).
 type RecreateDoneAction struct{ Status RecreateStatus }
 
-// recreateGoneAction reports a request removed after its TTL.
+// RecreateGoneAction reports a request removed after its TTL.
 type RecreateGoneAction struct{ ID string }
 
 func (RecreateReplyAction) isAction() {}
@@ -300,7 +300,7 @@ func (g *Group) readiness() (ready bool, heldBy string) {
 	return n > 0 && heldBy == "" && !g.shutdown, heldBy
 }
 
-// recreateSnapshot is the public status of every request of the group.
+// RecreateSnapshot is the public status of every request of the group.
 func (g *Group) RecreateSnapshot() []RecreateStatus {
 	out := make([]RecreateStatus, 0, len(g.rc.reqs))
 	for _, r := range g.rc.reqs {

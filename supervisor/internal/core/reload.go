@@ -26,13 +26,13 @@ import (
 // process (R4: a spec change always restarts).
 const KillReload KillReason = "Reload"
 
-// reloadInput hands a group's new spec to its core; the group-level
+// ReloadInput hands a group's new spec to its core; the group-level
 // settings are the same as before, only main processes differ.
 type ReloadInput struct{ Group spec.Group }
 
 func (ReloadInput) isInput() {}
 
-// settingsInput hands the core the supervisor-wide settings a reload
+// SettingsInput hands the core the supervisor-wide settings a reload
 // changed that apply live: minimum_grace (X12), which lifts the grace of
 // every stop signal sent from now on. A stop under way keeps the deadline
 // it has, as a changed grace period does in kubelet.

@@ -2,7 +2,7 @@ package core
 
 import "fmt"
 
-// snapshot builds the group's status from the core's state. The result
+// Snapshot builds the group's status from the core's state. The result
 // shares nothing with the core.
 func (g *Group) Snapshot() GroupStatus {
 	gs := GroupStatus{Name: g.name, Phase: g.phase()}
