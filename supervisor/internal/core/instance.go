@@ -15,15 +15,18 @@ import (
 // a bug, reported as an InternalError event (never a panic: podsup may be
 // PID 1). The model is s6-supervise's state × event table.
 //
-//	 pre_start ok             started (no post_start)
-//	PreStart ──────► Starting ───────────────────────────────► Running
-//	   │ failed /       │ stop           started   post_start ok ▲   │ stop, probe kill,
-//	   │ stop: ended    ▼                 ┌──────► PostStart ─────┘   │ post_start failed
-//	   ▼           StartCancelled         │            │ stop         ▼
-//	 (gone)            │ started: the stop runs        └────────► PreStop ──► Signalled
-//	                   └──────────────────────────────────────────────┘         │ grace
-//	 every phase that has a process: exited → (gone)       second stop ──► Killing ◄┘
-//	 Killing ── kill returned ──► Killed ── deadline: again ──► Killing, or (gone) under shutdown
+//	PreStart ── pre_start ok ──► Starting ── started ──► PostStart ── post_start ok ──► Running
+//	   │ pre_start failed,         │ stop      (without post_start: straight to Running) │
+//	   │ or stop                   ▼                                                    │ stop, probe kill
+//	   ▼                     StartCancelled ── started: the deferred stop runs ──┐      │ (or post_start
+//	 (gone)                        │ start failed ──► (gone)                     ▼      ▼  failed)
+//	                                                         PreStop ── pre_stop done ──► Signalled
+//	                                                            │ second stop             │ grace over,
+//	                                                            └─────────► Killing ◄─────┘ second stop
+//	                                                   SIGKILL returned │   ▲ deadline: again
+//	                                                                    ▼   │
+//	                                                                  Killed ── shutdown, attempts spent ──► (gone)
+//	from PostStart on, in every phase: exited ──► (gone)
 
 // phase is where an instance stands in its life.
 type phase uint8
