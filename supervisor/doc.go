@@ -36,9 +36,11 @@
 // Unkillable and ends. The worker is the one owner of an instance's
 // cleanup: after the exit it kills what the instance left behind and then
 // removes it from the runtime (Instance.Remove), reporting any failure as
-// a Warning. A runtime reports what it did on its own account through
-// StartRequest.Report (LocalRuntime's SandboxChanged when it rebuilds a
-// dead sandbox).
+// a Warning. Each instance's state changes only through a transition
+// table of the core; a change the table does not allow (a bug) is an
+// InternalError Warning event, and the group goes on. A runtime reports
+// what it did on its own account through StartRequest.Report
+// (LocalRuntime's SandboxChanged when it rebuilds a dead sandbox).
 //
 // # Runtime
 //

@@ -162,7 +162,11 @@ const (
 	// process (R4: a spec change always restarts).
 	KillReload = core.KillReload
 	// EventReloaded: a reload added, removed or changed a process.
-	EventReloaded           = core.EventReloaded
+	EventReloaded = core.EventReloaded
+	// EventInternalError is a Warning about a bug in the supervisor: an
+	// instance's state changed in a way its state machine does not allow.
+	// The group goes on; the event says what happened, for a bug report.
+	EventInternalError      = core.EventInternalError
 	StateWaiting            = core.StateWaiting
 	StateRunning            = core.StateRunning
 	StateTerminated         = core.StateTerminated
