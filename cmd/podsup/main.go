@@ -11,9 +11,6 @@ import (
 	"github.com/podsup/podsup/stack"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	// podsup re-executed as a sandbox holder or the socket-activation
 	// shim (package stack): before any flag parsing or signal setup,
