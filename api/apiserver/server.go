@@ -58,6 +58,8 @@ func New(b Backend, pol Policy, log zerolog.Logger) *Server {
 	mux.HandleFunc("GET /v1/status", s.status)
 	mux.HandleFunc("GET /v1/status/{group}", s.status)
 	mux.HandleFunc("GET /v1/status/{group}/{process}", s.status)
+	mux.HandleFunc("GET /v1/describe/{group}", s.describe)
+	mux.HandleFunc("GET /v1/describe/{group}/{process}", s.describe)
 	mux.HandleFunc("GET /v1/events", s.events)
 	mux.HandleFunc("POST /v1/groups/{group}/{action}", s.action)
 	mux.HandleFunc("POST /v1/groups/{group}/processes/{process}/{action}", s.action)
@@ -143,6 +145,9 @@ func (s *Server) self(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	st := toStatus(s.b.Supervisor.Status())
+	if r.URL.Query().Get("wide") == "true" {
+		addCgroups(st)
+	}
 	group, process := r.PathValue("group"), r.PathValue("process")
 	if group == "" {
 		writeJSON(w, http.StatusOK, st)
@@ -169,6 +174,22 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, notFound("no group %q", group))
+}
+
+// addCgroups fills in each running process's cgroup (status -o wide).
+func addCgroups(st api.StatusResponse) {
+	for _, g := range st.Groups {
+		for _, list := range [][]api.ProcessStatus{g.Init, g.Processes} {
+			for i, p := range list {
+				if p.State != string(supervisor.StateRunning) {
+					continue
+				}
+				if dirs, ok := processCgroup(p.Pid); ok {
+					list[i].Cgroup = dirs.name()
+				}
+			}
+		}
+	}
 }
 
 func notFound(format string, args ...any) error {
