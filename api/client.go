@@ -70,6 +70,15 @@ func (c *Client) StatusWide(ctx context.Context, group, process string) (StatusR
 	return s, c.do(ctx, http.MethodGet, statusPath(group, process)+"?wide=true", nil, &s)
 }
 
+// WatchStatus calls fn with the status of every group (of one, or of one
+// process) and then, until ctx ends, with each change: the groups that
+// changed, holding only the processes that changed. wide fills in cgroups
+// as StatusWide does.
+func (c *Client) WatchStatus(ctx context.Context, group, process string, wide bool, fn func(StatusResponse) error) error {
+	q := url.Values{"watch": {"true"}, "wide": {strconv.FormatBool(wide)}}
+	return streamGet(c, ctx, statusPath(group, process)+"?"+q.Encode(), fn)
+}
+
 // Describe returns a group (or, with process, one of its processes) with
 // its configuration, cgroup usage and recent events.
 func (c *Client) Describe(ctx context.Context, group, process string) (DescribeResponse, error) {
@@ -79,13 +88,6 @@ func (c *Client) Describe(ctx context.Context, group, process string) (DescribeR
 	}
 	var d DescribeResponse
 	return d, c.do(ctx, http.MethodGet, p, nil, &d)
-}
-
-// EventsSince is Events after the event with sequence number since: with
-// follow, the stream of what happens next without the history before it.
-func (c *Client) EventsSince(ctx context.Context, since uint64, follow bool, fn func(Event) error) error {
-	q := url.Values{"follow": {strconv.FormatBool(follow)}, "since": {strconv.FormatUint(since, 10)}}
-	return streamGet(c, ctx, "/v1/events?"+q.Encode(), fn)
 }
 
 // Events calls fn for each kept event and, with follow, each new one until

@@ -144,14 +144,35 @@ func (s *Server) self(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := toStatus(s.b.Supervisor.Status())
-	if r.URL.Query().Get("wide") == "true" {
+	q := r.URL.Query()
+	wide := q.Get("wide") == "true"
+	if q.Get("watch") == "true" {
+		s.watchStatus(w, r, wide)
+		return
+	}
+	st, err := s.currentStatus(r.PathValue("group"), r.PathValue("process"), wide)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// currentStatus is the status of every group, of one, or of one process;
+// wide adds each running process's cgroup.
+func (s *Server) currentStatus(group, process string, wide bool) (api.StatusResponse, error) {
+	st, err := filterStatus(toStatus(s.b.Supervisor.Status()), group, process)
+	if err == nil && wide {
 		addCgroups(st)
 	}
-	group, process := r.PathValue("group"), r.PathValue("process")
+	return st, err
+}
+
+// filterStatus keeps group (when not empty) and, of it, process (when not
+// empty); an unknown one is ErrNotFound.
+func filterStatus(st api.StatusResponse, group, process string) (api.StatusResponse, error) {
 	if group == "" {
-		writeJSON(w, http.StatusOK, st)
-		return
+		return st, nil
 	}
 	for _, g := range st.Groups {
 		if g.Name != group {
@@ -165,15 +186,13 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if len(keep) == 0 {
-				writeError(w, notFound("group %q has no process %q", group, process))
-				return
+				return api.StatusResponse{}, notFound("group %q has no process %q", group, process)
 			}
 			g.Init, g.Processes = nil, keep
 		}
-		writeJSON(w, http.StatusOK, api.StatusResponse{Groups: []api.GroupStatus{g}})
-		return
+		return api.StatusResponse{Groups: []api.GroupStatus{g}}, nil
 	}
-	writeError(w, notFound("no group %q", group))
+	return api.StatusResponse{}, notFound("no group %q", group)
 }
 
 // addCgroups fills in each running process's cgroup (status -o wide).
