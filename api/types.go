@@ -139,7 +139,7 @@ type Usage struct {
 // configuration, usage and events.
 type ProcessDescription struct {
 	ProcessStatus
-	Command       []string `json:"command"`
+	Command       []string `json:"command,omitempty"`
 	WorkingDir    string   `json:"working_dir,omitempty"`
 	User          string   `json:"user,omitempty"`
 	RestartPolicy string   `json:"restart_policy,omitempty"`

@@ -11,6 +11,10 @@ import (
 	"github.com/podsup/podsup/supervisor"
 )
 
+// readCgroup finds a process's cgroup; tests replace it to describe
+// processes whose pids are not theirs.
+var readCgroup = processCgroup
+
 // describeEvents bounds the events a description carries per object, like
 // the tail of `kubectl describe`.
 const describeEvents = 20
@@ -91,7 +95,7 @@ func describeGroup(gs supervisor.GroupStatus, gspec *spec.Group, defBackoff spec
 		if p.State != string(supervisor.StateRunning) || p.Pid <= 0 {
 			continue
 		}
-		if dir, ok := processCgroup(p.Pid); ok && dir.podsupOwned() {
+		if dir, ok := readCgroup(p.Pid); ok && dir.podsupOwned() {
 			g := dir.parent()
 			d.Cgroup, d.Usage = g.name(), g.usage()
 			break
@@ -183,7 +187,7 @@ func describeProcess(st api.ProcessStatus, ps *spec.Process, g *spec.Group, evs 
 		}
 	}
 	if st.State == string(supervisor.StateRunning) && st.Pid > 0 {
-		if dir, ok := processCgroup(st.Pid); ok && dir.podsupOwned() {
+		if dir, ok := readCgroup(st.Pid); ok && dir.podsupOwned() {
 			d.Cgroup, d.Usage = dir.name(), dir.usage()
 		}
 	}
