@@ -92,8 +92,8 @@ func templated(kind string, meta metav1.ObjectMeta, t corev1.PodTemplateSpec, pr
 	m.Name = meta.Name
 	return &workload{kind: kind, name: meta.Name, meta: m, pod: t.Spec, prefix: prefix, ownFields: append(own, "metadata.name", "metadata.labels", prefix+"metadata.labels"),
 		why: map[string]string{
-			"spec.replicas":            "podsup runs one copy of the pod",
-			"metadata.annotations":     "the workload's own annotations are not read: podsup.dev/ annotations belong on the pod template",
+			"spec.replicas":          "podsup runs one copy of the pod",
+			"metadata.annotations":   "the workload's own annotations are not read: podsup.dev/ annotations belong on the pod template",
 			prefix + "metadata.name": "the group is named after the workload",
 		}}
 }
@@ -184,13 +184,13 @@ func trimPrefix(s, prefix string) string {
 
 // fieldWhy says more than "not supported" for fields users often write.
 var fieldWhy = map[string]string{
-	"spec.volumes":                        "podsup has no volumes: processes see the host's (or the rootfs') files; use a sandbox mount: ignored",
-	"spec.containers[].volumeMounts":      "podsup has no volumes: use a sandbox mount: ignored",
-	"spec.containers[].ports":             "podsup publishes no ports: processes listen on the host's network: ignored",
-	"spec.containers[].imagePullPolicy":   "podsup pulls no images: ignored",
-	"spec.hostNetwork":                    "podsup's processes always use the host's network: ignored",
-	"spec.containers[].envFrom":           "podsup has no ConfigMaps or Secrets: write the variables in env: ignored",
-	"spec.initContainers[].volumeMounts":  "podsup has no volumes: use a sandbox mount: ignored",
+	"spec.volumes":                                    "podsup has no volumes: processes see the host's (or the rootfs') files; use a sandbox mount: ignored",
+	"spec.containers[].volumeMounts":                  "podsup has no volumes: use a sandbox mount: ignored",
+	"spec.containers[].ports":                         "podsup publishes no ports: processes listen on the host's network: ignored",
+	"spec.containers[].imagePullPolicy":               "podsup pulls no images: ignored",
+	"spec.hostNetwork":                                "podsup's processes always use the host's network: ignored",
+	"spec.containers[].envFrom":                       "podsup has no ConfigMaps or Secrets: write the variables in env: ignored",
+	"spec.initContainers[].volumeMounts":              "podsup has no volumes: use a sandbox mount: ignored",
 	"spec.containers[].lifecycle.postStart.tcpSocket": "kubelet never runs a tcpSocket hook (deprecated): ignored",
 	"spec.containers[].lifecycle.preStop.tcpSocket":   "kubelet never runs a tcpSocket hook (deprecated): ignored",
 }
