@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -307,15 +308,7 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		c.r.fail(c.path(at+".command"), "container %q has no command: %s; write the full command line in command (and args)", ct.Name, what)
 	}
 	p.Command = append(append([]string(nil), ct.Command...), ct.Args...)
-	for i, arg := range p.Command {
-		if strings.Contains(arg, "$(") {
-			field, n := "command", i
-			if i >= len(ct.Command) {
-				field, n = "args", i-len(ct.Command)
-			}
-			c.r.warn(c.path(fmt.Sprintf("%s.%s[%d]", at, field, n)), "podsup does not expand $(VAR) references: the argument is passed as written")
-		}
-	}
+	c.expansions(ct, at)
 	for i, e := range ct.Env {
 		if e.ValueFrom != nil {
 			c.r.fail(c.path(fmt.Sprintf("%s.env[%d].valueFrom", at, i)), "podsup has no downward API, ConfigMaps or Secrets: write the value of %s", e.Name)
@@ -343,6 +336,32 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		}
 	}
 	return p, true
+}
+
+// varRef is Kubernetes' $(VAR) reference in command, args and env
+// values.
+var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)`)
+
+// expansions warns about the $(VAR) references kubelet would expand: those
+// naming a variable of the container's env (kubelet leaves any other as
+// written, as podsup does; a shell's $(command) is one of those).
+func (c *converter) expansions(ct *corev1.Container, at string) {
+	defined := map[string]bool{}
+	for _, e := range ct.Env {
+		defined[e.Name] = true
+	}
+	check := func(field string, list []string) {
+		for i, arg := range list {
+			for _, m := range varRef.FindAllStringSubmatch(arg, -1) {
+				if defined[m[1]] {
+					c.r.warn(c.path(fmt.Sprintf("%s.%s[%d]", at, field, i)), "kubelet would replace $(%s) with its value; podsup passes the argument as written", m[1])
+					break
+				}
+			}
+		}
+	}
+	check("command", ct.Command)
+	check("args", ct.Args)
 }
 
 // identity is the container's runAsUser and runAsGroup, else the pod's.

@@ -332,7 +332,7 @@ func TestConvertDocumentationManifests(t *testing.T) {
 func TestConvertWarnsWithPaths(t *testing.T) {
 	_, res := convertAndParse(t, manifests[5].yaml, Options{}) // the Deployment
 	want := []string{
-		"Deployment/nginx-deployment: spec.replicas: podsup runs one copy of the pod: ignored",
+		"Deployment/nginx-deployment: spec.replicas: podsup runs one copy of the pod, not 3: ignored",
 		"Deployment/nginx-deployment: spec.template.spec.containers[0].image: podsup runs no images",
 	}
 	got := findingsText(res.Findings)
@@ -343,6 +343,29 @@ func TestConvertWarnsWithPaths(t *testing.T) {
 	}
 	if strings.Contains(got, "labels") || strings.Contains(got, "selector") {
 		t.Errorf("labels and selectors are part of a well-formed Deployment, not findings:\n%s", got)
+	}
+}
+
+// kubelet expands $(VAR) when VAR is the container's; a shell's
+// $(command) it leaves alone, as podsup does.
+func TestConvertWarnsAboutVariableReferences(t *testing.T) {
+	_, res := convertAndParse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: c
+    command: ["sh", "-c", "echo $(hostname)"]
+    args: ["$(GREETING) world"]
+    env:
+    - {name: GREETING, value: hello}
+`, Options{})
+	got := findingsText(res.Findings)
+	if !strings.Contains(got, "Pod/p: spec.containers[0].args[0]: kubelet would replace $(GREETING) with its value") {
+		t.Errorf("no warning for $(GREETING):\n%s", got)
+	}
+	if strings.Contains(got, "command[2]") {
+		t.Errorf("$(hostname) names no variable, kubelet leaves it:\n%s", got)
 	}
 }
 

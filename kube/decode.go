@@ -33,6 +33,9 @@ type workload struct {
 	// selector), and why reports fields with a message of their own.
 	ownFields []string
 	why       map[string]string
+	// replicas is the workload's spec.replicas, when it has one: podsup
+	// runs one copy, so only another number is worth a warning.
+	replicas *int32
 }
 
 func (w *workload) label() string { return w.kind + "/" + w.name }
@@ -48,13 +51,13 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 	{"apps/v1", "Deployment"}: func() (any, func(any) *workload) {
 		return &appsv1.Deployment{}, func(o any) *workload {
 			d := o.(*appsv1.Deployment)
-			return templated("Deployment", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector")
+			return replicated(templated("Deployment", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector"), d.Spec.Replicas)
 		}
 	},
 	{"apps/v1", "StatefulSet"}: func() (any, func(any) *workload) {
 		return &appsv1.StatefulSet{}, func(o any) *workload {
 			d := o.(*appsv1.StatefulSet)
-			return templated("StatefulSet", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector", "spec.serviceName")
+			return replicated(templated("StatefulSet", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector", "spec.serviceName"), d.Spec.Replicas)
 		}
 	},
 	{"apps/v1", "DaemonSet"}: func() (any, func(any) *workload) {
@@ -66,7 +69,7 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 	{"apps/v1", "ReplicaSet"}: func() (any, func(any) *workload) {
 		return &appsv1.ReplicaSet{}, func(o any) *workload {
 			d := o.(*appsv1.ReplicaSet)
-			return templated("ReplicaSet", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector")
+			return replicated(templated("ReplicaSet", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector"), d.Spec.Replicas)
 		}
 	},
 	{"batch/v1", "Job"}: func() (any, func(any) *workload) {
@@ -96,6 +99,14 @@ func templated(kind string, meta metav1.ObjectMeta, t corev1.PodTemplateSpec, pr
 			"metadata.annotations":   "the workload's own annotations are not read: podsup.dev/ annotations belong on the pod template",
 			prefix + "metadata.name": "the group is named after the workload",
 		}}
+}
+
+// replicated is w with a spec.replicas that the walk leaves to
+// unmappedFields.
+func replicated(w *workload, n *int32) *workload {
+	w.replicas = n
+	w.ownFields = append(w.ownFields, "spec.replicas")
+	return w
 }
 
 // decodeAll splits a multi-document YAML stream and decodes each document
@@ -163,6 +174,9 @@ func decodeOne(doc []byte) (*workload, error) {
 func (w *workload) unmappedFields(r *reporter) {
 	patterns := append(mappedPodPatterns(w.prefix), "apiVersion", "kind")
 	patterns = append(patterns, w.ownFields...)
+	if w.replicas != nil && *w.replicas != 1 {
+		r.warn("spec.replicas", "podsup runs one copy of the pod, not %d: ignored", *w.replicas)
+	}
 	t := newFieldTable(patterns, w.why)
 	t.unmapped(reflect.ValueOf(w.object), func(path, pattern string) {
 		msg := "not supported by podsup: ignored"

@@ -215,6 +215,7 @@ spec:
       containers:
       - {name: c, command: ["sleep", "1"]}
 `
-	w := templated("Deployment", metav1.ObjectMeta{}, corev1.PodTemplateSpec{}, "spec.template.", "spec.selector")
+	// spec.replicas is read (only a number other than 1 is reported).
+	w := replicated(templated("Deployment", metav1.ObjectMeta{}, corev1.PodTemplateSpec{}, "spec.template.", "spec.selector"), nil)
 	checkEveryUnmappedFieldIsReported(t, base, &appsv1.Deployment{}, "spec.template.", w.ownFields)
 }
