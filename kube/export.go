@@ -298,10 +298,17 @@ func prune(m map[string]any) {
 	delete(m, "status")
 	delete(m, "creationTimestamp")
 	for k, v := range m {
-		if sub, ok := v.(map[string]any); ok {
-			prune(sub)
-			if len(sub) == 0 && (k == "metadata" || k == "strategy" || k == "resources") {
+		switch v := v.(type) {
+		case map[string]any:
+			prune(v)
+			if len(v) == 0 && (k == "metadata" || k == "strategy" || k == "resources") {
 				delete(m, k)
+			}
+		case []any:
+			for _, e := range v {
+				if sub, ok := e.(map[string]any); ok {
+					prune(sub)
+				}
 			}
 		}
 	}
