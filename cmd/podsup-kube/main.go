@@ -101,12 +101,12 @@ func (f *convertFlags) options() (kube.Options, error) {
 
 // convertFile reads a manifest ("-" is stdin) and converts it, printing
 // the warnings on stderr.
-func convertFile(name string, f *convertFlags, stderr io.Writer) (*kube.Result, error) {
+func convertFile(name string, f *convertFlags, stdin io.Reader, stderr io.Writer) (*kube.Result, error) {
 	o, err := f.options()
 	if err != nil {
 		return nil, err
 	}
-	in, closeIn, err := open(name)
+	in, closeIn, err := open(name, stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +121,9 @@ func convertFile(name string, f *convertFlags, stderr io.Writer) (*kube.Result, 
 	return res, nil
 }
 
-func open(name string) (io.Reader, func(), error) {
+func open(name string, stdin io.Reader) (io.Reader, func(), error) {
 	if name == "-" {
-		return os.Stdin, func() {}, nil
+		return stdin, func() {}, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -145,7 +145,7 @@ func newConvertCmd() *cobra.Command {
   podsup-kube convert --rootfs nginx:1.27=/srv/rootfs/nginx web.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := convertFile(args[0], &f, cmd.ErrOrStderr())
+			res, err := convertFile(args[0], &f, cmd.InOrStdin(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

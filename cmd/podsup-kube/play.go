@@ -34,7 +34,7 @@ else the first on PATH; PODSUP_BIN names another.`,
   podsup status     # in another terminal`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := convertFile(args[0], &f, cmd.ErrOrStderr())
+			res, err := convertFile(args[0], &f, cmd.InOrStdin(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
