@@ -161,13 +161,10 @@ func processDelta(want, got *spec.Process) spec.Process {
 	return out
 }
 
-// fieldNames lists the HCL names a fragment sets, for the warning.
+// fragmentBody is the HCL that write writes, formatted, without the
+// file's trailing newline: an annotation's value.
 func fragmentBody(write func(*hclwrite.Body)) string {
 	f := hclwrite.NewEmptyFile()
 	write(f.Body())
 	return strings.TrimSpace(string(hclwrite.Format(f.Bytes())))
 }
-
-func slicesContains(l []string, s string) bool { return slices.Contains(l, s) }
-
-func slicesSort(l []string) { slices.Sort(l) }

@@ -15,6 +15,9 @@
 //	spec.terminationGracePeriodSeconds  termination_grace_period
 //	spec.hostname                       sandbox hostname, in a uts namespace
 //	spec.shareProcessNamespace: true    sandbox pid and mount namespaces, /proc mounted
+//	spec.hostNetwork                    nothing to do: processes always use the host's
+//	                                    network (a pod without it gets no network
+//	                                    namespace either; probes reach 127.0.0.1)
 //	spec.securityContext.runAsUser/Group  every process's user/group
 //	spec.resources (pod-level)          sandbox resources: limits.memory → memory,
 //	                                    limits.cpu → cpu, requests.cpu → cpu_weight

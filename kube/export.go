@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,10 +92,10 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 		ps.TerminationGracePeriodSeconds = wholeSeconds(*d)
 	}
 	if s := g.Sandbox; s != nil {
-		if slicesContains(s.Namespaces, "uts") {
+		if slices.Contains(s.Namespaces, "uts") {
 			ps.Hostname = s.Hostname
 		}
-		if slicesContains(s.Namespaces, "pid") {
+		if slices.Contains(s.Namespaces, "pid") {
 			t := true
 			ps.ShareProcessNamespace = &t
 		}
@@ -324,7 +325,7 @@ func sortedEnv(m map[string]string) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slicesSort(keys)
+	slices.Sort(keys)
 	return keys
 }
 

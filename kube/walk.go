@@ -22,6 +22,9 @@ var (
 		"metadata.name", "metadata.annotations",
 		"spec.restartPolicy", "spec.terminationGracePeriodSeconds",
 		"spec.hostname", "spec.shareProcessNamespace",
+		// podsup's processes use the host's network: hostNetwork: true
+		// is what they get.
+		"spec.hostNetwork",
 		"spec.securityContext.runAsUser", "spec.securityContext.runAsGroup",
 		"spec.resources.limits", "spec.resources.requests",
 	}
