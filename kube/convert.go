@@ -33,7 +33,8 @@ type Result struct {
 	// errors).
 	Findings []Finding
 	// Images are the containers' images by group and process name, for the
-	// HCL output's comments.
+	// HCL output's comments, with where they run from: "IMAGE" (this
+	// machine's files) or "IMAGE=DIR" (a --rootfs).
 	Images map[[2]string]string
 }
 
@@ -400,6 +401,7 @@ func (c *converter) image(ct *corev1.Container, at string, p *spec.Process) {
 		return
 	}
 	c.usedImages[ct.Image] = true
+	c.images[[2]string{c.w.name, ct.Name}] = ct.Image + "=" + dir
 	switch {
 	case c.rootfs == "":
 		c.rootfs, c.rootfsFrom = dir, at

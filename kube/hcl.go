@@ -76,7 +76,12 @@ func writeConfig(body *hclwrite.Body, cfg *spec.Config, images map[[2]string]str
 }
 
 func imageComment(b *hclwrite.Body, image string) {
-	if image != "" {
+	img, dir, rootfs := strings.Cut(image, "=")
+	switch {
+	case image == "":
+	case rootfs:
+		comment(b, fmt.Sprintf("image: %s (run from its unpacked root filesystem %s)", img, dir))
+	default:
 		comment(b, fmt.Sprintf("image: %s (podsup runs no images: the command runs on this machine's files)", image))
 	}
 }

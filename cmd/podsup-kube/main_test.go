@@ -76,7 +76,7 @@ func TestConvertCommandRootfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, `rootfs     = "`+dir+`"`) {
+	if !strings.Contains(out, `rootfs     = "`+dir+`"`) || !strings.Contains(out, "# image: python:3.12-slim (run from its unpacked root filesystem "+dir+")") {
 		t.Errorf("no rootfs in the sandbox:\n%s", out)
 	}
 	for _, bad := range []string{"nodir", "img=" + filepath.Join(dir, "missing")} {
