@@ -34,6 +34,8 @@ func run(t *testing.T, manifest string) *running {
 	t.Helper()
 	cfg, _ := convertAndParse(t, manifest, Options{})
 	cfg.Supervisor.MinimumGrace = spec.Durp(100 * time.Millisecond)
+	// The supervisor over its default (sandbox) runtime: the one place
+	// these tests choose what runs the converted configuration.
 	sup, err := supervisor.New(*cfg, supervisor.Options{})
 	if err != nil {
 		t.Fatal(err)
