@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -50,5 +52,33 @@ func TestFakeStopAndReset(t *testing.T) {
 	f.Advance(time.Second)
 	if fired != 1 {
 		t.Fatalf("reset timer fired %d times, want 1", fired)
+	}
+}
+
+func TestFakeBlockUntilWaitsForTimersToBeArmed(t *testing.T) {
+	f := NewFake(Epoch)
+	go func() {
+		f.AfterFunc(time.Second, func() {})
+		f.NewTimer(2 * time.Second)
+	}()
+	f.BlockUntil(2)
+	if n := f.Pending(); n != 2 {
+		t.Fatalf("BlockUntil(2) returned with %d timers armed", n)
+	}
+
+	// A fired timer no longer counts; re-arming it with Reset does.
+	tm := f.NewTimer(time.Second)
+	f.Advance(time.Second)
+	if n := f.Pending(); n != 1 {
+		t.Fatalf("after the 1s timers fired: %d armed, want 1", n)
+	}
+	go tm.Reset(time.Second)
+	f.BlockUntil(2)
+
+	// With too few timers it waits until its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := f.BlockUntilContext(ctx, 3); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("BlockUntilContext(3) with 2 armed: %v, want the context's deadline", err)
 	}
 }
