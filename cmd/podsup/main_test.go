@@ -105,7 +105,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	raiseParallel(8)
+	raiseParallel(4)
 	cgBefore := podsupCgroups()
 	code := m.Run()
 	if code == 0 {
@@ -293,7 +293,17 @@ func (s *started) line(t *testing.T) string {
 	}
 }
 
+// rest reads podsup's output to its end: podsup must have exited (or be
+// about to), or rest waits for it.
 func (s *started) rest(t *testing.T) string {
+	b, _ := io.ReadAll(s.out)
+	return string(b)
+}
+
+// sofar is what podsup has written until now, for the message of a test
+// that fails while podsup still runs (rest would wait for its exit).
+func (s *started) sofar(t *testing.T) string {
+	_ = s.r.SetReadDeadline(time.Now().Add(time.Second))
 	b, _ := io.ReadAll(s.out)
 	return string(b)
 }

@@ -16,6 +16,7 @@ import (
 )
 
 func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
@@ -47,6 +48,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestRunForwardsEverySignal(t *testing.T) {
+	t.Parallel()
 	r, w, _ := os.Pipe()
 	c := podsupCmd(t, append([]string{"run", "--"}, helperArgv(t, "sigecho")...)...)
 	c.Stdin = r
@@ -71,6 +73,7 @@ func TestRunForwardsEverySignal(t *testing.T) {
 }
 
 func TestRunPassesArgsStdinStdoutVerbatim(t *testing.T) {
+	t.Parallel()
 	code, out := runPodsup(t, "run", "--", "printf", "%s|", "a b", "", `"q"`, "$HOME", "-x")
 	if code != 0 || out != `a b||"q"|$HOME|-x|` {
 		t.Fatalf("args: %d %q", code, out)
@@ -96,6 +99,7 @@ func TestRunPassesArgsStdinStdoutVerbatim(t *testing.T) {
 }
 
 func TestRunChildHasOnlyFds012AndAnEmptySignalMask(t *testing.T) {
+	t.Parallel()
 	leak, err := os.Open("/dev/null")
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +135,7 @@ func TestRunChildHasOnlyFds012AndAnEmptySignalMask(t *testing.T) {
 }
 
 func TestRunGraceKillsATermIgnoringChild(t *testing.T) {
+	t.Parallel()
 	s := start(t, podsupCmd(t, "run", "--grace", "300ms", "--", "sh", "-c", `trap "" TERM; echo ready; while :; do sleep 0.05; done`))
 	if l := s.line(t); l != "ready" {
 		t.Fatal(l)
@@ -142,6 +147,7 @@ func TestRunGraceKillsATermIgnoringChild(t *testing.T) {
 }
 
 func TestRunGroupFlagSignalsTheWholeGroup(t *testing.T) {
+	t.Parallel()
 	s := start(t, podsupCmd(t, "run", "-g", "--", "sh", "-c", `sleep 100 & echo $!; wait`))
 	kid, _ := strconv.Atoi(s.line(t))
 	if kid <= 0 {
@@ -155,6 +161,7 @@ func TestRunGroupFlagSignalsTheWholeGroup(t *testing.T) {
 }
 
 func TestRunKillLeftovers(t *testing.T) {
+	t.Parallel()
 	code, out := runPodsup(t, "run", "--kill-leftovers", "--grace", "5s", "--", "sh", "-c", `sleep 100 & echo $!; exit 4`)
 	kid, _ := strconv.Atoi(strings.TrimSpace(out))
 	if code != 4 || kid <= 0 {
@@ -169,6 +176,7 @@ func TestRunKillLeftovers(t *testing.T) {
 // new PID namespace, 200 double-forked sleeps leave no zombie behind once
 // they have ended.
 func TestRunReapsOrphansAsPID1(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates a PID namespace (CI runs as root)")
 	}
@@ -193,7 +201,7 @@ func TestRunReapsOrphansAsPID1(t *testing.T) {
 }
 
 func eventually(cond func() bool) bool {
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // generous: tests run in parallel on a shared machine
 	for time.Now().Before(deadline) {
 		if cond() {
 			return true
@@ -238,6 +246,7 @@ func zombieChildren(ppid int) []int {
 // script(1) makes one): the child must be the terminal's foreground process
 // group, so a ^C typed there reaches it and job control works.
 func TestRunInATerminal(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/bin/script"); err != nil {
 		t.Skip("needs script(1) from util-linux to make a pty (.ci/run installs it)")
 	}
