@@ -15,7 +15,7 @@ import (
 func TestBridgeKnowsEverySpecField(t *testing.T) {
 	known := map[reflect.Type][]string{
 		reflect.TypeFor[spec.Config]():          {"Supervisor", "Backoff", "Groups"},
-		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady"},
+		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote"},
 		reflect.TypeFor[spec.Backoff]():         {"Initial", "Max", "Reset"},
 		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes"},
 		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources"},

@@ -49,6 +49,8 @@ func writeConfig(body *hclwrite.Body, cfg *spec.Config, images map[[2]string]str
 		str(sb, "log_dir", s.LogDir)
 		durp(sb, "minimum_grace", s.MinimumGrace)
 		str(sb, "notify_ready", s.NotifyReady)
+		str(sb, "metrics_listen", s.MetricsListen)
+		boolean(sb, "metrics_allow_remote", s.MetricsAllowRemote)
 		body.AppendNewline()
 	}
 	if cfg.Backoff != spec.DefaultBackoff() && cfg.Backoff != (spec.Backoff{}) {
