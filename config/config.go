@@ -55,42 +55,73 @@ func Find(explicit string) (string, error) {
 	return "", fmt.Errorf("%w (looked at %s): name one with -f FILE", ErrNotFound, strings.Join(DefaultPaths, ", "))
 }
 
-// Load reads and parses the file at path; see Parse. It reads at most
-// MaxFileSize bytes (and one more, to tell a file that is too large), so
-// that neither a huge file nor a device such as /dev/zero can exhaust
-// podsup's memory.
+// Load reads and parses the file at path; see Parse. It is LoadFiles
+// with one path.
 func Load(path string) (*spec.Config, error) {
+	return LoadFiles(path)
+}
+
+// LoadFiles loads several files and directories as one configuration;
+// see Options.Load. Variables come from their defaults and PODSUP_VAR_*.
+func LoadFiles(paths ...string) (*spec.Config, error) {
+	return Options{}.Load(paths...)
+}
+
+// readConfigFile reads at most MaxFileSize bytes (and one more, to tell a
+// file that is too large), so that neither a huge file nor a device such
+// as /dev/zero can exhaust podsup's memory.
+func readConfigFile(path string) ([]byte, *Error, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading config file: %w", err)
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
-		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())}, nil)
+		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())}, nil), nil
 	}
 	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading config file: %w", err)
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
-	return Parse(src, path)
+	return src, nil, nil
 }
 
 // Parse decodes and validates an HCL configuration; filename is used in
-// positions. A file over the limits (MaxFileSize, MaxTokens, MaxNesting)
-// or not UTF-8 is refused first, with that one problem. Any problem
-// returns a *Error holding all of them; on success
-// the config has spec's back-off defaults filled in (X2) and has passed
-// spec.Config.Validate.
+// positions, and its directory is where relative env_file paths start. A
+// file over the limits (MaxFileSize, MaxTokens, MaxNesting) or not UTF-8
+// is refused first, with that one problem. Any problem returns a *Error
+// holding all of them; on success the config has spec's back-off
+// defaults filled in (X2) and has passed spec.Config.Validate.
 func Parse(src []byte, filename string) (*spec.Config, error) {
-	return parse(src, filename, os.LookupEnv)
+	return Options{}.parse([]source{{name: filename, src: src}})
 }
 
 func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (*spec.Config, error) {
-	if diags := checkLimits(src, filename); diags.HasErrors() {
-		return nil, limitsError(diags, src)
+	return Options{LookupEnv: lookupEnv}.parse([]source{{name: filename, src: src}})
+}
+
+// source is one configuration file's name and bytes.
+type source struct {
+	name string
+	src  []byte
+}
+
+// parse decodes srcs as one configuration: their top-level blocks are
+// taken in order, as if the files were one.
+func (o Options) parse(srcs []source) (*spec.Config, error) {
+	o = o.withDefaults()
+	files := map[string]*hcl.File{}
+	var bodies []hcl.Body
+	var diags hcl.Diagnostics
+	for _, s := range srcs {
+		if ld := checkLimits(s.src, s.name); ld.HasErrors() {
+			return nil, limitsError(ld, s.src)
+		}
+		file, fd := hclsyntax.ParseConfig(s.src, s.name, hcl.InitialPos)
+		files[s.name] = file
+		diags = append(diags, fd...)
+		bodies = append(bodies, file.Body)
 	}
-	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
-	files := map[string]*hcl.File{filename: file}
 	if diags.HasErrors() {
 		// A syntax error leaves a partial tree: decoding it would only add
 		// confusing follow-on errors.
@@ -98,19 +129,25 @@ func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (
 	}
 	d := &decoder{
 		ctx: &hcl.EvalContext{Functions: map[string]function.Function{
-			"env": envFunction(lookupEnv),
+			"env": envFunction(o.LookupEnv),
 		}},
+		opts:   o,
+		files:  files,
 		diags:  diags,
 		ranges: map[string][]location{},
 		bad:    map[string]bool{},
 		seen:   map[string]int{},
 	}
-	cfg := d.file(file.Body)
+	fallback := hcl.Range{Filename: "(no configuration file)"}
+	if len(bodies) > 0 {
+		fallback = bodies[0].MissingItemRange()
+	}
+	cfg := d.file(hcl.MergeBodies(bodies))
 	if es, ok := spec.AsErrors(cfg.Validate()); ok {
-		d.diags = append(d.diags, d.locate(es, file.Body.MissingItemRange())...)
+		d.diags = append(d.diags, d.locate(es, fallback)...)
 	}
 	if d.diags.HasErrors() {
-		sortDiagnostics(d.diags)
+		sortDiagnostics(d.diags, fileOrder(srcs))
 		return nil, &Error{Diagnostics: d.diags, Files: files}
 	}
 	return cfg, nil
@@ -221,12 +258,22 @@ func summaryFor(path []string) string {
 }
 
 // sortDiagnostics orders diagnostics by position, so that decoding errors
-// and validation errors read in file order.
-func sortDiagnostics(diags hcl.Diagnostics) {
+// and validation errors read in file order: the configuration files in
+// the order they were loaded (order), then any other (a var file) by name.
+func sortDiagnostics(diags hcl.Diagnostics, order map[string]int) {
+	rank := func(name string) int {
+		if n, ok := order[name]; ok {
+			return n
+		}
+		return len(order)
+	}
 	sort.SliceStable(diags, func(i, j int) bool {
 		a, b := diags[i].Subject, diags[j].Subject
 		if a == nil || b == nil {
 			return a != nil && b == nil
+		}
+		if ra, rb := rank(a.Filename), rank(b.Filename); ra != rb {
+			return ra < rb
 		}
 		if a.Filename != b.Filename {
 			return a.Filename < b.Filename
