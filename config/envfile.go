@@ -336,7 +336,7 @@ func (d *decoder) readEnv(f envFileRef) []envVar {
 			return nil
 		}
 		d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read env file",
-			Detail: fmt.Sprintf("%s. A relative path starts at the directory of the file that names it; a path starting with - names an optional file.", err),
+			Detail:  fmt.Sprintf("%s. A relative path starts at the directory of the file that names it; a path starting with - names an optional file.", err),
 			Subject: f.at.Ptr(), Context: f.context})
 		return nil
 	}
