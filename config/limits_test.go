@@ -283,7 +283,8 @@ func TestNestingScannerSeesAtLeastHCLsDepth(t *testing.T) {
 // parser's fatal recursion).
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{minimal, `x = "${a}%{if b}c%{endif}"`, "x = <<-EOT\n  ${\"y\"}\n  EOT\n",
-		"x = [(1 + -2) * !a ? b : c]", "/* [ */ x = \"[\" # [\n", `x = "$${[" + "%%{["`, "a = <<EOT\nEOT"} {
+		"x = [(1 + -2) * !a ? b : c]", "/* [ */ x = \"[\" # [\n", `x = "$${[" + "%%{["`, "a = <<EOT\nEOT",
+		"variable \"v\" { default = [1] }\ngroup \"g\" {\n  env_file = [\"-a.env\", var.v]\n  process \"p\" {\n    command = [var.v]\n    env_file = \"x\"\n  }\n}\n"} {
 		f.Add([]byte(s))
 	}
 	for _, src := range deepInputs(3) {
