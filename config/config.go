@@ -1,8 +1,50 @@
 // Package config owns podsup's HCL file format: the schema, decoding into
 // spec values (with spec's defaults), validation with diagnostics that point
-// at file:line:col, and finding the file. It starts nothing. What a reload
+// at file:line:col, and finding the files. It starts nothing. What a reload
 // changes is spec.Diff's to say, on the decoded values: the supervisor
 // acts on it and the CLI reports it, so both give the same answer.
+//
+// # Files
+//
+// Load reads one file; LoadFiles and Options.Load read several files and
+// directories as one configuration, a directory standing for its *.hcl
+// files in lexical order (a conf.d). Their top-level blocks are taken in
+// order as if they were one file: a group defined twice is an error
+// naming both places, and so is a supervisor or top-level backoff block
+// in more than one file (podsup's own settings are written once; there is
+// no merge). Every Load reads everything again, so a reload sees added
+// and removed files.
+//
+// # Environment
+//
+// A process's environment is podsup's own, overridden by (lowest first):
+// the group's env_file files in order, the group's env, the process's
+// env_file files in order, the process's env. env_file takes one path or
+// a list, relative to the directory of the file that names it; a path
+// starting with "-" is optional (a missing file is skipped, as systemd's
+// EnvironmentFile=-). The format is docker compose's and systemd's
+// (docs/configuration.md has the details): KEY=VALUE lines, # comments,
+// quotes, "export ", no $ expansion. The files are read when the configuration is loaded, into
+// spec.Process.Env: a reload reads them again, and spec.Diff restarts
+// exactly the processes whose environment changed. A missing or bad file
+// is an error at the env_file entry naming the file and line; no error
+// quotes a value, and no value reaches podsup's API, events or log (the
+// API does not expose a process's environment).
+//
+// # Variables and functions
+//
+// A `variable "name" { default = ... }` block declares var.name, usable in
+// any expression of any file. Its value is, from the lowest precedence to
+// the highest (Terraform's and Nomad's order): the default, the
+// environment variable PODSUP_VAR_name, each Options.VarFiles file (HCL
+// attributes, literals only) in order, each Options.Vars NAME=VALUE in
+// order. Values from the environment and from Vars are strings; HCL
+// converts them where a number or bool is expected. A variable with no
+// value, or a value for an undeclared variable from a var file or Vars,
+// is an error naming it. The only function is env("NAME") or
+// env("NAME", "default"), the environment at load time.
+//
+// # Errors
 //
 // Every problem in a file is reported at once, each with its position, a
 // source snippet and what would be right: syntax errors and unknown fields
@@ -13,7 +55,9 @@
 // No file may crash or starve the caller: before HCL parses it, a file
 // larger than MaxFileSize, longer than MaxTokens, nested deeper than
 // MaxNesting or not UTF-8 is refused with a diagnostic at the place that
-// crosses the limit (limits.go says why each exists).
+// crosses the limit (limits.go says why each exists); the limits apply to
+// each file, var files included. An env file is at most MaxEnvFileSize
+// and must be a regular file.
 package config
 
 import (
