@@ -11,6 +11,10 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
+// ErrNoFiles means the paths given to Load hold no configuration file:
+// only directories without a *.hcl file.
+var ErrNoFiles = errors.New("no configuration file to load")
+
 // Options are what a configuration is loaded with besides its files: the
 // values of its variables and the environment env() and PODSUP_VAR_*
 // read. The zero value reads the process's environment.
@@ -42,7 +46,7 @@ func (o Options) withDefaults() Options {
 // Load reads every path as one configuration. A path that is a directory
 // stands for every *.hcl file in it (not in its subdirectories), in
 // lexical order, as systemd and nginx read a conf.d; a directory with
-// none adds nothing. The top-level blocks of all the files are taken in
+// none adds nothing, but paths that hold no file at all are ErrNoFiles. The top-level blocks of all the files are taken in
 // order, as if they were one file: a group defined in two files is an
 // error naming both places, and so is a supervisor or top-level backoff
 // block in more than one file. Each file is refused on its own when it
@@ -54,6 +58,11 @@ func (o Options) Load(paths ...string) (*spec.Config, error) {
 	names, err := expand(paths)
 	if err != nil {
 		return nil, err
+	}
+	if len(names) == 0 {
+		// A directory of misnamed files (*.conf) would run nothing without
+		// a word; a file with no group says what it means.
+		return nil, fmt.Errorf("%w: no *.hcl file in %s", ErrNoFiles, strings.Join(paths, ", "))
 	}
 	srcs := make([]source, 0, len(names))
 	for _, name := range names {

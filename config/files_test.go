@@ -325,6 +325,15 @@ group "base" {
 	}
 }
 
+func TestOnlyEmptyDirectoriesAreAnError(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"conf.d/app.conf": minimal})
+	_, err := Options{LookupEnv: noEnv}.Load(filepath.Join(dir, "conf.d"))
+	if !errors.Is(err, ErrNoFiles) || !strings.Contains(err.Error(), "no *.hcl file in "+filepath.Join(dir, "conf.d")) {
+		t.Errorf("Load(a directory without *.hcl) = %v, want ErrNoFiles naming it", err)
+	}
+}
+
 func TestSameGroupInTwoFilesNamesBothPlaces(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
