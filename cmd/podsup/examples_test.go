@@ -23,7 +23,8 @@ func TestExamplesRun(t *testing.T) {
 	files = append(files, filepath.Join("..", "..", "examples", "conf.d"))
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			args := []string{"up", "-f", file, "--socket", filepath.Join(t.TempDir(), "podsup.sock")}
+			socket := filepath.Join(t.TempDir(), "podsup.sock")
+			args := []string{"up", "-f", file, "--socket", socket}
 			if filepath.Base(file) == "conf.d" {
 				args = append(args, "--var", "http_port=8091")
 			} else {
@@ -35,7 +36,6 @@ func TestExamplesRun(t *testing.T) {
 					t.Skip("needs root: the example has sandboxes (CI runs as root)")
 				}
 			}
-			socket := args[4]
 			up := start(t, podsupCmd(t, args...))
 			c := api.NewClient(socket)
 			var last api.StatusResponse
