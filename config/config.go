@@ -24,9 +24,10 @@
 // starting with "-" is optional (a missing file is skipped, as systemd's
 // EnvironmentFile=-). The format is docker compose's and systemd's
 // (docs/configuration.md has the details): KEY=VALUE lines, # comments,
-// quotes, "export ", no $ expansion. The files are read when the configuration is loaded, into
-// spec.Process.Env: a reload reads them again, and spec.Diff restarts
-// exactly the processes whose environment changed. A missing or bad file
+// quotes, "export ", no $ expansion. The files are read when the
+// configuration is loaded, into spec.Process.Env: a reload reads them
+// again, and spec.Diff restarts exactly the processes whose environment
+// changed. A missing or bad file
 // is an error at the env_file entry naming the file and line; no error
 // quotes a value, and no value reaches podsup's API, events or log (the
 // API does not expose a process's environment).

@@ -3,10 +3,9 @@ package config
 import (
 	"strconv"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/hashicorp/hcl/v2"
 	"github.com/podsup/podsup/spec"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // The functions below walk the schema of schema.go top down. Each takes the
