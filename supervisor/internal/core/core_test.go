@@ -1,0 +1,512 @@
+package core
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// Decision tables for the group core, each case citing its rule.
+
+func TestRestartPolicyDecision(t *testing.T) {
+	// R1, R2: the exit code alone decides; per group, overridable per process.
+	cases := []struct {
+		rule    string
+		group   spec.RestartPolicy
+		process spec.RestartPolicy
+		code    int
+		restart bool
+	}{
+		{"R1 always restarts exit 0", spec.RestartAlways, "", 0, true},
+		{"R1 always restarts exit 1", spec.RestartAlways, "", 1, true},
+		{"R1 on-failure restarts exit 1", spec.RestartOnFailure, "", 1, true},
+		{"R2 on-failure does not restart exit 0", spec.RestartOnFailure, "", 0, false},
+		{"R1 never does not restart exit 1", spec.RestartNever, "", 1, false},
+		{"R1 never does not restart exit 0", spec.RestartNever, "", 0, false},
+		{"D2 default policy is always", "", "", 0, true},
+		{"per-process never overrides group always", spec.RestartAlways, spec.RestartNever, 1, false},
+		{"per-process always overrides group never", spec.RestartNever, spec.RestartAlways, 0, true},
+		{"per-process on-failure overrides group always", spec.RestartAlways, spec.RestartOnFailure, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			g := oneProcess(c.group)
+			g.Processes[0].RestartPolicy = c.process
+			s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: time.Second, code: c.code}))
+			s.runUntil(5 * time.Second)
+			if got := len(s.starts["app"]) > 1; got != c.restart {
+				t.Errorf("%s: restarted=%v, want %v", c.rule, got, c.restart)
+			}
+		})
+	}
+}
+
+func TestRestartCountAndEvents(t *testing.T) {
+	// R5, B12: restart count = previous instances, and it keeps counting
+	// through back-off; events carry group, process, instance, count, pid.
+	s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{code: 3}))
+	s.runUntil(800 * time.Millisecond)
+	started := s.eventsWith(EventStarted)
+	if len(started) != 5 {
+		t.Fatalf("want 5 starts by 0.7s, got %d", len(started))
+	}
+	seen := map[string]bool{}
+	for i, e := range started {
+		if e.RestartCount != i || e.Group != "g" || e.Process != "app" || e.Pid == 0 || e.InstanceID == "" {
+			t.Errorf("R5: Started event %d = %+v", i, e)
+		}
+		if seen[e.InstanceID] {
+			t.Errorf("instance id %q reused", e.InstanceID)
+		}
+		seen[e.InstanceID] = true
+	}
+	if ex := s.eventsWith(EventExited); len(ex) == 0 || !strings.Contains(ex[0].Message, "code 3") || ex[0].Type != EventWarning {
+		t.Errorf("Exited events: %+v", ex)
+	}
+	if ps := s.status("app"); ps.RestartCount != 4 || ps.State != StateWaiting {
+		t.Errorf("R5/B12: status %+v", ps)
+	}
+}
+
+func TestInitProcesses(t *testing.T) {
+	group := func(policy spec.RestartPolicy) spec.Group {
+		return spec.Group{
+			Name: "g", RestartPolicy: policy,
+			Init: []spec.Process{
+				{Name: "i1", Command: []string{"x"}},
+				{Name: "i2", Command: []string{"x"}},
+			},
+			Processes: []spec.Process{
+				{Name: "a", Command: []string{"x"}},
+				{Name: "b", Command: []string{"x"}},
+			},
+		}
+	}
+	t.Run("I1 one at a time, in order, mains after the last", func(t *testing.T) {
+		s := newSim(t, group(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, func(p string, n int) simRun {
+			if p == "i1" || p == "i2" {
+				return simRun{runFor: time.Second}
+			}
+			return simRun{runFor: -1}
+		})
+		s.runUntil(10 * time.Second)
+		assertTimes(t, "i1", s.starts["i1"], secs(0))
+		assertTimes(t, "i2", s.starts["i2"], secs(1))
+		assertTimes(t, "a", s.starts["a"], secs(2))
+		assertTimes(t, "b", s.starts["b"], secs(2))
+		if ps := s.status("i1"); ps.State != StateTerminated || ps.Reason != ReasonCompleted {
+			t.Errorf("I1: i1 status %s/%s", ps.State, ps.Reason)
+		}
+	})
+	t.Run("I1 mains wait while an init runs", func(t *testing.T) {
+		s := newSim(t, group(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: time.Second}))
+		s.runUntil(500 * time.Millisecond)
+		if ps := s.status("a"); ps.State != StateWaiting || ps.Reason != ReasonPodInitializing {
+			t.Errorf("I1: main status %s/%s, want waiting/PodInitializing", ps.State, ps.Reason)
+		}
+		if st := s.core.Snapshot(); st.Phase != PhasePending {
+			t.Errorf("phase %s, want Pending", st.Phase)
+		}
+	})
+	t.Run("I2 failure retried with back-off on its own key, earlier inits not rerun", func(t *testing.T) {
+		s := newSim(t, group(spec.RestartOnFailure), spec.DefaultBackoff(), 2*time.Second, func(p string, n int) simRun {
+			switch {
+			case p == "i1":
+				return simRun{}
+			case p == "i2" && n < 3:
+				return simRun{code: 1}
+			case p == "i2":
+				return simRun{}
+			}
+			return simRun{runFor: -1}
+		})
+		s.runUntil(100 * time.Second)
+		assertTimes(t, "i1", s.starts["i1"], secs(0))
+		if len(s.starts["i1"]) != 1 {
+			t.Errorf("I2: i1 ran %d times", len(s.starts["i1"]))
+		}
+		assertTimes(t, "i2 (B7: first retry immediate)", s.starts["i2"], secs(0, 0, 10, 30))
+		assertTimes(t, "a", s.starts["a"], secs(30))
+		if s.core.backoff.Get("a") != 0 {
+			t.Error("I2: mains must not inherit the init's back-off")
+		}
+	})
+	t.Run("I2 failure under never fails the group", func(t *testing.T) {
+		s := newSim(t, group(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, func(p string, n int) simRun {
+			if p == "i1" {
+				return simRun{code: 2}
+			}
+			return simRun{runFor: -1}
+		})
+		s.runUntil(100 * time.Second)
+		if len(s.starts["i1"]) != 1 || len(s.starts["i2"]) != 0 || len(s.starts["a"]) != 0 {
+			t.Errorf("I2: starts %v", s.starts)
+		}
+		if st := s.core.Snapshot(); st.Phase != PhaseFailed {
+			t.Errorf("I2: phase %s, want Failed", st.Phase)
+		}
+	})
+	t.Run("I3 inits never rerun once mains ran", func(t *testing.T) {
+		s := newSim(t, group(spec.RestartAlways), spec.DefaultBackoff(), 0, func(p string, n int) simRun {
+			if p == "i1" || p == "i2" {
+				return simRun{}
+			}
+			return simRun{runFor: -1}
+		})
+		s.runUntil(time.Second)
+		s.command(CmdStop, "", nil, "test")
+		s.runUntil(2 * time.Second)
+		s.command(CmdStart, "", nil, "test")
+		s.runUntil(3 * time.Second)
+		s.command(CmdRestart, "", nil, "test")
+		s.command(CmdStart, "i1", nil, "test")
+		s.runUntil(4 * time.Second)
+		if len(s.starts["i1"]) != 1 || len(s.starts["i2"]) != 1 {
+			t.Errorf("I3: inits reran: %v", s.starts)
+		}
+		if len(s.starts["a"]) != 3 {
+			t.Errorf("mains: %v, want 3 starts (start, explicit start, restart)", s.starts["a"])
+		}
+	})
+}
+
+// graceGroup is one process with a 30 s grace whose instance ignores
+// SIGTERM unless told otherwise.
+func graceGroup(preStop bool) spec.Group {
+	g := oneProcess(spec.RestartAlways)
+	g.TerminationGracePeriod = spec.Durp(30 * time.Second)
+	if preStop {
+		g.Processes[0].PreStop = &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: time.Second}}}
+	}
+	return g
+}
+
+func TestGracefulStopK8(t *testing.T) {
+	ignoreTerm := constant(simRun{runFor: -1, ignoreTerm: true})
+	cases := []struct {
+		rule       string
+		preStop    bool
+		hookTakes  time.Duration // < 0: hangs
+		override   *time.Duration
+		wantSignal time.Duration
+		wantKill   time.Duration
+	}{
+		{"K8 grace 30, no pre_stop, TERM ignored: SIGKILL at 30s", false, 0, nil, 0, 30 * time.Second},
+		{"K8 pre_stop takes 25.9s: SIGTERM at 25.9, SIGKILL 5s later", true, 25900 * time.Millisecond, nil, 25900 * time.Millisecond, 30900 * time.Millisecond},
+		{"K8 pre_stop hangs: SIGTERM at 30s, SIGKILL 2s later", true, -1, nil, 30 * time.Second, 32 * time.Second},
+		{"K8 grace 0 override: SIGTERM, SIGKILL 2s later (K5)", false, 0, spec.Durp(0), 0, 2 * time.Second},
+		{"K3 grace 0 override skips pre_stop", true, 5 * time.Second, spec.Durp(0), 0, 2 * time.Second},
+		{"K2 override replaces the group grace", false, 0, spec.Durp(10 * time.Second), 0, 10 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.rule, func(t *testing.T) {
+			s := newSim(t, graceGroup(c.preStop), spec.DefaultBackoff(), 2*time.Second, ignoreTerm)
+			if c.hookTakes >= 0 {
+				s.preStop["app"] = c.hookTakes
+			}
+			s.runUntil(0)
+			s.command(CmdStop, "app", c.override, "test")
+			s.runUntil(100 * time.Second)
+			if len(s.signals) != 1 || s.signals[0].at != c.wantSignal {
+				t.Errorf("stop signal at %v, want once at %s", s.signals, c.wantSignal)
+			}
+			if len(s.kills) < 1 || s.kills[0].at != c.wantKill {
+				t.Errorf("SIGKILL at %v, want %s", s.kills, c.wantKill)
+			}
+			if ps := s.status("app"); ps.State != StateTerminated || ps.Terminated.Signal != syscall.SIGKILL || ps.Terminated.ExitCode != 137 {
+				t.Errorf("K6: status %+v, want terminated by SIGKILL (137)", ps)
+			}
+			if len(s.starts["app"]) != 1 {
+				t.Error("a stopped process must not restart")
+			}
+		})
+	}
+}
+
+func TestStopSemantics(t *testing.T) {
+	t.Run("K6 honoured SIGTERM gives 143 and no SIGKILL of the main process", func(t *testing.T) {
+		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, termExit: time.Second}))
+		s.runUntil(0)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(100 * time.Second)
+		ps := s.status("app")
+		if ps.Terminated == nil || ps.Terminated.ExitCode != 143 || ps.Reason != ReasonError {
+			t.Errorf("K6: %+v", ps)
+		}
+		if len(s.eventsWith(EventKilling)) != 1 {
+			t.Errorf("K6: one Killing event expected, got %+v", s.eventsWith(EventKilling))
+		}
+	})
+	t.Run("K6 custom stop signal", func(t *testing.T) {
+		g := graceGroup(false)
+		g.Processes[0].StopSignal = syscall.SIGINT
+		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1}))
+		s.runUntil(0)
+		s.command(CmdStop, "", nil, "test")
+		s.runUntil(time.Second)
+		if ps := s.status("app"); ps.Terminated == nil || ps.Terminated.Signal != syscall.SIGINT {
+			t.Errorf("K6: %+v", ps)
+		}
+	})
+	t.Run("X9 second stop request escalates to SIGKILL at once", func(t *testing.T) {
+		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s.runUntil(0)
+		s.command(CmdShutdown, "", nil, "test")
+		s.runUntil(3 * time.Second)
+		s.command(CmdShutdown, "", nil, "test")
+		s.runUntil(100 * time.Second)
+		if len(s.kills) == 0 || s.kills[0].at != 3*time.Second {
+			t.Errorf("X9: SIGKILL at %v, want 3s", s.kills)
+		}
+		if !s.core.shutdown || !s.core.Idle() {
+			t.Error("X9: group should be shut down and idle")
+		}
+	})
+	t.Run("X9 a restart in progress becomes a stop; the next stop escalates", func(t *testing.T) {
+		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s.runUntil(0)
+		s.command(CmdRestart, "app", nil, "test")
+		s.runUntil(time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(2 * time.Second)
+		if len(s.kills) != 0 {
+			t.Fatalf("first stop during a restart must not escalate: %v", s.kills)
+		}
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(100 * time.Second)
+		if len(s.kills) == 0 || s.kills[0].at != 2*time.Second || len(s.starts["app"]) != 1 {
+			t.Errorf("kills %v starts %v", s.kills, s.starts["app"])
+		}
+	})
+	t.Run("group stop stops its processes in parallel", func(t *testing.T) {
+		g := graceGroup(false)
+		g.Processes = append(g.Processes, spec.Process{Name: "b", Command: []string{"x"}}, spec.Process{Name: "c", Command: []string{"x"}})
+		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s.runUntil(time.Second)
+		s.command(CmdStop, "", nil, "test")
+		s.runUntil(100 * time.Second)
+		if len(s.signals) != 3 || len(s.kills) != 3 {
+			t.Fatalf("signals %v kills %v", s.signals, s.kills)
+		}
+		for i := range s.signals {
+			if s.signals[i].at != time.Second || s.kills[i].at != 31*time.Second {
+				t.Errorf("not parallel: signals %v kills %v", s.signals, s.kills)
+			}
+		}
+		if st := s.core.Snapshot(); st.Phase != PhaseStopped {
+			t.Errorf("phase %s, want Stopped", st.Phase)
+		}
+	})
+	t.Run("X10 the tree is killed after every exit", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: time.Second}))
+		var trees int
+		s.runUntil(0)
+		p := s.core.Step(s.now.Add(time.Second), ExitedInput{Instance: s.core.mains[0].inst.id, At: s.now.Add(time.Second)})
+		for _, a := range p.Actions {
+			if _, ok := a.(KillTreeAction); ok {
+				trees++
+			}
+		}
+		if trees != 1 {
+			t.Errorf("X10: %d tree kills after a natural exit, want 1", trees)
+		}
+	})
+	t.Run("a stopped process in back-off stops waiting", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{code: 1}))
+		s.runUntil(5 * time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(100 * time.Second)
+		if len(s.starts["app"]) != 2 {
+			t.Errorf("starts %v", s.starts["app"])
+		}
+		if ps := s.status("app"); ps.State != StateTerminated || !ps.NextStartAt.IsZero() {
+			t.Errorf("status %+v", ps)
+		}
+	})
+}
+
+func TestExplicitRequestsX7(t *testing.T) {
+	t.Run("restart of a process waiting in back-off: at once, no advance", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 0, func(_ string, n int) simRun {
+			if n < 3 {
+				return simRun{code: 1}
+			}
+			return simRun{runFor: -1}
+		})
+		s.runUntil(11 * time.Second) // starts 0, 0, 10; waiting until 30
+		before := s.core.backoff.Get("app")
+		s.command(CmdRestart, "app", nil, "alice")
+		s.runUntil(40 * time.Second)
+		assertTimes(t, "X7 starts", s.starts["app"], secs(0, 0, 10, 11))
+		if got := s.core.backoff.Get("app"); got != before {
+			t.Errorf("X7: back-off advanced from %s to %s", before, got)
+		}
+	})
+	t.Run("restart of a running process", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 0, func(_ string, n int) simRun {
+			if n < 2 {
+				return simRun{code: 1}
+			}
+			return simRun{runFor: -1, termExit: 100 * time.Millisecond}
+		})
+		s.runUntil(15 * time.Second) // starts 0, 0, 10; running since 10
+		before := s.core.backoff.Get("app")
+		s.command(CmdRestart, "app", nil, "alice")
+		s.runUntil(16 * time.Second)
+		assertTimes(t, "X7 starts", s.starts["app"], secs(0, 0, 10, 15.1))
+		if got := s.core.backoff.Get("app"); got != before {
+			t.Errorf("X7: back-off advanced from %s to %s", before, got)
+		}
+		st := s.eventsWith(EventStarted)
+		last := st[len(st)-1]
+		if last.RestartCount != 3 || !strings.Contains(last.Message, "alice") {
+			t.Errorf("X7/R5: last Started event %+v", last)
+		}
+		k := s.eventsWith(EventKilling)
+		if len(k) != 1 || !strings.Contains(k[0].Message, "restart requested by alice") {
+			t.Errorf("X7: Killing event %+v", k)
+		}
+	})
+	t.Run("start of a process waiting in CrashLoopBackOff is immediate", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 0, func(_ string, n int) simRun {
+			if n < 2 {
+				return simRun{code: 1}
+			}
+			return simRun{runFor: -1}
+		})
+		s.runUntil(3 * time.Second)
+		before := s.core.backoff.Get("app")
+		s.command(CmdStart, "app", nil, "bob")
+		s.runUntil(4 * time.Second)
+		assertTimes(t, "X7 starts", s.starts["app"], secs(0, 0, 3))
+		if s.core.backoff.Get("app") != before {
+			t.Error("X7: explicit start advanced the back-off")
+		}
+	})
+	t.Run("start of a completed process", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second}))
+		s.runUntil(2 * time.Second)
+		s.command(CmdStart, "", nil, "bob")
+		s.runUntil(2500 * time.Millisecond)
+		assertTimes(t, "starts", s.starts["app"], secs(0, 2))
+	})
+	t.Run("start of a stopped group restarts all its processes", func(t *testing.T) {
+		g := oneProcess(spec.RestartAlways)
+		g.Processes = append(g.Processes, spec.Process{Name: "b", Command: []string{"x"}})
+		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s.runUntil(time.Second)
+		s.command(CmdStop, "", nil, "bob")
+		s.runUntil(2 * time.Second)
+		s.command(CmdStart, "", nil, "bob")
+		s.runUntil(3 * time.Second)
+		assertTimes(t, "app", s.starts["app"], secs(0, 2))
+		assertTimes(t, "b", s.starts["b"], secs(0, 2))
+	})
+}
+
+func TestCriticalX11(t *testing.T) {
+	crit := func(policy spec.RestartPolicy) spec.Group {
+		g := oneProcess(policy)
+		g.Processes[0].Critical = true
+		return g
+	}
+	t.Run("ends for good: critical action with its exit code", func(t *testing.T) {
+		s := newSim(t, crit(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second, code: 7}))
+		s.runUntil(5 * time.Second)
+		if len(s.criticals) != 1 || s.criticals[0].Code != 7 {
+			t.Errorf("X11: %+v", s.criticals)
+		}
+	})
+	t.Run("killed by a signal: 128+N", func(t *testing.T) {
+		s := newSim(t, crit(spec.RestartOnFailure), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second, code: 0}))
+		s.runUntil(5 * time.Second)
+		if len(s.criticals) != 1 || s.criticals[0].Code != 0 {
+			t.Errorf("X11: exit 0 under on-failure ends for good: %+v", s.criticals)
+		}
+	})
+	t.Run("restarted by its policy: not critical", func(t *testing.T) {
+		s := newSim(t, crit(spec.RestartAlways), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second, code: 7}))
+		s.runUntil(5 * time.Second)
+		if len(s.criticals) != 0 {
+			t.Errorf("X11: %+v", s.criticals)
+		}
+	})
+	t.Run("stopped on request: not critical", func(t *testing.T) {
+		s := newSim(t, crit(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s.runUntil(time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(5 * time.Second)
+		if len(s.criticals) != 0 {
+			t.Errorf("X11: %+v", s.criticals)
+		}
+	})
+	t.Run("start failure that ends for good is critical (127)", func(t *testing.T) {
+		g := crit(spec.RestartNever)
+		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s.core.Step(s.now, TimerInput{})
+		id := s.core.mains[0].inst.id
+		p := s.core.Step(s.now, StartFailedInput{Instance: id, Err: errString("not found"), Code: 127})
+		var got []CriticalAction
+		for _, a := range p.Actions {
+			if c, ok := a.(CriticalAction); ok {
+				got = append(got, c)
+			}
+		}
+		if len(got) != 1 || got[0].Code != 127 {
+			t.Errorf("X11: %+v", got)
+		}
+		if ps := s.status("app"); ps.State != StateTerminated || ps.Reason != ReasonStartError || ps.Terminated.ExitCode != 127 {
+			t.Errorf("status %+v", ps)
+		}
+	})
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func TestProbeSeam(t *testing.T) {
+	t.Run("K1.2 liveness kill uses the probe's grace; R4 restarts under on-failure even after exit 0", func(t *testing.T) {
+		g := oneProcess(spec.RestartOnFailure)
+		g.Processes[0].LivenessProbe = &spec.Probe{
+			Handler:                spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}},
+			TerminationGracePeriod: spec.Durp(5 * time.Second),
+		}
+		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, func(_ string, n int) simRun {
+			if n == 0 {
+				return simRun{runFor: -1, ignoreTerm: true, livenessFailAfter: time.Second}
+			}
+			return simRun{runFor: -1}
+		})
+		s.runUntil(100 * time.Second)
+		if len(s.kills) == 0 || s.kills[0].at != 6*time.Second {
+			t.Errorf("K1.2: SIGKILL at %v, want 6s", s.kills)
+		}
+		assertTimes(t, "R4 starts", s.starts["app"], secs(0, 6))
+		k := s.eventsWith(EventKilling)
+		if len(k) == 0 || !strings.Contains(k[0].Message, "failed liveness probe, will be restarted") {
+			t.Errorf("K7: %+v", k)
+		}
+	})
+	t.Run("P12 S3 readiness drives ready only", func(t *testing.T) {
+		g := oneProcess(spec.RestartAlways)
+		g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
+		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s.runUntil(0)
+		if s.status("app").Ready {
+			t.Error("P4: readiness starts as not ready")
+		}
+		id := s.core.mains[0].inst.id
+		s.feed(ProbeInput{Instance: id, Probe: spec.Readiness, Success: true})
+		if !s.status("app").Ready {
+			t.Error("ready after a readiness success")
+		}
+		s.feed(ProbeInput{Instance: id, Probe: spec.Readiness, Success: false})
+		if s.status("app").Ready || len(s.signals) != 0 {
+			t.Error("P12: readiness failure only clears ready")
+		}
+	})
+}

@@ -1,0 +1,102 @@
+package core
+
+import "fmt"
+
+// Snapshot builds the group's status from the core's state. The result
+// shares nothing with the core.
+func (g *Group) Snapshot() GroupStatus {
+	gs := GroupStatus{Name: g.name, Phase: g.phase()}
+	gs.Ready, gs.ReadinessHeldBy = g.readiness()
+	for _, p := range g.inits {
+		gs.Init = append(gs.Init, g.procStatus(p))
+	}
+	for _, p := range g.mains {
+		gs.Processes = append(gs.Processes, g.procStatus(p))
+	}
+	return gs
+}
+
+func (g *Group) procStatus(p *proc) ProcessStatus {
+	ps := ProcessStatus{Name: p.spec.Name, Init: p.init, RestartCount: max(p.starts-1, 0)}
+	switch {
+	case p.inst != nil && p.inst.running():
+		ps.State = StateRunning
+		ps.InstanceID, ps.Pid = p.inst.id, p.inst.pid
+		ps.StartedAt = p.inst.startedAt
+		ps.Ready, ps.Started = p.inst.ready, p.inst.started
+		ps.StatusText = p.inst.statusText
+		ps.LastTermination = p.last.clone()
+	case p.inst != nil:
+		ps.State, ps.Reason = StateWaiting, ReasonContainerCreating
+		ps.InstanceID = p.inst.id
+		ps.LastTermination = p.last.clone()
+	case !p.nextStart.IsZero():
+		ps.State, ps.Reason = StateWaiting, ReasonCrashLoopBackOff // S1
+		ps.NextStartAt = p.nextStart
+		ps.Message = fmt.Sprintf("back-off %s restarting failed process %s", g.backoff.Get(p.spec.Name), p.spec.Name)
+		ps.InstanceID = p.last.InstanceID
+		ps.LastTermination = p.last.clone()
+	case p.last != nil:
+		ps.State = StateTerminated // S2
+		ps.Reason, ps.Message = p.last.Reason, p.last.Message
+		ps.InstanceID = p.last.InstanceID
+		ps.StartedAt, ps.FinishedAt = p.last.StartedAt, p.last.FinishedAt
+		ps.Terminated = p.last.clone()
+		ps.LastTermination = p.prev.clone()
+	default:
+		ps.State = StateWaiting
+		switch {
+		case !p.init && !p.want:
+			ps.Reason = ReasonStopped
+		case p.init || !g.mainsRan:
+			ps.Reason = ReasonPodInitializing // I1: waiting for its turn
+		default:
+			ps.Reason = ReasonContainerCreating
+		}
+	}
+	return ps
+}
+
+// phase summarises the group like a pod phase.
+func (g *Group) phase() GroupPhase {
+	alive, wanted, failed := false, false, false
+	for _, p := range g.all() {
+		if p.inst != nil && p.inst.phase.stopping() {
+			return PhaseStopping
+		}
+		if p.inst != nil {
+			alive = true
+		}
+	}
+	if g.initFailed {
+		return PhaseFailed
+	}
+	for _, p := range g.mains {
+		if p.want && !p.done {
+			wanted = true
+		}
+		if p.done && p.last != nil && p.last.ExitCode != 0 {
+			failed = true
+		}
+	}
+	switch {
+	case !g.mainsRan && (wanted || alive):
+		return PhasePending
+	case alive || wanted:
+		return PhaseRunning
+	}
+	anyWantedDone := false
+	for _, p := range g.mains {
+		if p.want && p.done {
+			anyWantedDone = true
+		}
+	}
+	switch {
+	case !anyWantedDone:
+		return PhaseStopped
+	case failed:
+		return PhaseFailed
+	default:
+		return PhaseSucceeded
+	}
+}
