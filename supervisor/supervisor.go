@@ -340,3 +340,13 @@ func (s *Supervisor) ProbeResult(group, instanceID string, kind spec.ProbeKind, 
 	w.mb.put(core.ProbeInput{Instance: instanceID, Probe: kind, Success: success, Message: message})
 	return nil
 }
+
+// Config returns the configuration in force: the one New was given, or the
+// last Reload's. It shares its slices and pointers with the supervisor,
+// which never modifies them (Reload replaces the whole value): the caller
+// must not modify them either.
+func (s *Supervisor) Config() spec.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
