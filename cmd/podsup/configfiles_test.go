@@ -126,8 +126,12 @@ group "other" {
 		t.Errorf("the reload error shows an env file's value:\n%s", out)
 	}
 
-	for _, args := range [][]string{{"status", "-o", "json"}, {"status"}, {"events", "-o", "json"}, {"events"}} {
-		_, out := f.ctl(t, args...)
+	for _, args := range [][]string{{"status", "-o", "json"}, {"status"}, {"events", "-o", "json"}, {"events"},
+		{"describe", "app"}, {"describe", "app/secret", "-o", "json"}} {
+		code, out := f.ctl(t, args...)
+		if code != 0 {
+			t.Errorf("podsup %s: %d %s", strings.Join(args, " "), code, out)
+		}
 		if strings.Contains(out, secretBefore) || strings.Contains(out, secretAfter) {
 			t.Errorf("podsup %s shows an env file's value:\n%s", strings.Join(args, " "), out)
 		}
