@@ -15,6 +15,7 @@ import (
 // process must come up running, then SIGTERM must stop everything and
 // podsup must exit 0 (X9).
 func TestExamplesRun(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.hcl"))
 	if len(files) < 4 {
 		t.Fatalf("found %d examples, want at least 4", len(files))
@@ -23,6 +24,7 @@ func TestExamplesRun(t *testing.T) {
 	files = append(files, filepath.Join("..", "..", "examples", "conf.d"))
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel() // each has its own socket, so its own instance and cgroups
 			socket := filepath.Join(t.TempDir(), "podsup.sock")
 			args := []string{"up", "-f", file, "--socket", socket}
 			if filepath.Base(file) == "conf.d" {
@@ -54,7 +56,7 @@ func TestExamplesRun(t *testing.T) {
 				}
 				return true
 			}) {
-				t.Fatalf("not every process of %s came up: %+v\n%s", file, last, up.rest(t))
+				t.Fatalf("not every process of %s came up: %+v\n%s", file, last, up.sofar(t))
 			}
 			_ = up.p.Signal(syscall.SIGTERM)
 			if e := up.wait(t); e.Code() != 0 {

@@ -72,6 +72,7 @@ func occurrences(evs []api.Event) int {
 }
 
 func TestUpFaultSandboxMissingCommandStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	f := startUp(t, `
 supervisor {
@@ -113,6 +114,7 @@ group "sb" {
 }
 
 func TestUpFaultHolderKilledSandboxRebuilt(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	f := startUp(t, `
 supervisor {
@@ -163,6 +165,7 @@ group "sb" {
 }
 
 func TestUpFaultFrozenStopEnds(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	fz := testfreeze.Root(t)
 	// Leave nothing behind even if podsup could not remove its cgroups:
