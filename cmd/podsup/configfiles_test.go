@@ -24,6 +24,7 @@ const (
 // env file restarts exactly the process that reads it, a new file in the
 // directory adds its group, a removed one stops its group.
 func TestUpConfDirEnvFilesAndVariables(t *testing.T) {
+	t.Parallel() // its own directory and socket
 	dir := t.TempDir()
 	confd := filepath.Join(dir, "conf.d")
 	socket := filepath.Join(dir, "podsup.sock")
@@ -148,6 +149,7 @@ group "other" {
 // TestValidateSeveralFilesNamesBothPlacesOfADuplicate: validate takes -f
 // more than once; a group in two files is an error at both.
 func TestValidateSeveralFilesNamesBothPlacesOfADuplicate(t *testing.T) {
+	t.Parallel() // its own directory and socket
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "base.hcl"), filepath.Join(dir, "site.hcl")
 	group := "group \"web\" {\n  process \"p\" {\n    command = [\"sleep\", \"1\"]\n  }\n}\n"
