@@ -1,8 +1,51 @@
 // Package config owns podsup's HCL file format: the schema, decoding into
 // spec values (with spec's defaults), validation with diagnostics that point
-// at file:line:col, and finding the file. It starts nothing. What a reload
+// at file:line:col, and finding the files. It starts nothing. What a reload
 // changes is spec.Diff's to say, on the decoded values: the supervisor
 // acts on it and the CLI reports it, so both give the same answer.
+//
+// # Files
+//
+// Load reads one file; LoadFiles and Options.Load read several files and
+// directories as one configuration, a directory standing for its *.hcl
+// files in lexical order (a conf.d). Their top-level blocks are taken in
+// order as if they were one file: a group defined twice is an error
+// naming both places, and so is a supervisor or top-level backoff block
+// in more than one file (podsup's own settings are written once; there is
+// no merge). Every Load reads everything again, so a reload sees added
+// and removed files.
+//
+// # Environment
+//
+// A process's environment is podsup's own, overridden by (lowest first):
+// the group's env_file files in order, the group's env, the process's
+// env_file files in order, the process's env. env_file takes one path or
+// a list, relative to the directory of the file that names it; a path
+// starting with "-" is optional (a missing file is skipped, as systemd's
+// EnvironmentFile=-). The format is docker compose's and systemd's
+// (docs/configuration.md has the details): KEY=VALUE lines, # comments,
+// quotes, "export ", no $ expansion. The files are read when the
+// configuration is loaded, into spec.Process.Env: a reload reads them
+// again, and spec.Diff restarts exactly the processes whose environment
+// changed. A missing or bad file
+// is an error at the env_file entry naming the file and line; no error
+// quotes a value, and no value reaches podsup's API, events or log (the
+// API does not expose a process's environment).
+//
+// # Variables and functions
+//
+// A `variable "name" { default = ... }` block declares var.name, usable in
+// any expression of any file. Its value is, from the lowest precedence to
+// the highest (Terraform's and Nomad's order): the default, the
+// environment variable PODSUP_VAR_name, each Options.VarFiles file (HCL
+// attributes, literals only) in order, each Options.Vars NAME=VALUE in
+// order. Values from the environment and from Vars are strings; HCL
+// converts them where a number or bool is expected. A variable with no
+// value, or a value for an undeclared variable from a var file or Vars,
+// is an error naming it. The only function is env("NAME") or
+// env("NAME", "default"), the environment at load time.
+//
+// # Errors
 //
 // Every problem in a file is reported at once, each with its position, a
 // source snippet and what would be right: syntax errors and unknown fields
@@ -13,7 +56,9 @@
 // No file may crash or starve the caller: before HCL parses it, a file
 // larger than MaxFileSize, longer than MaxTokens, nested deeper than
 // MaxNesting or not UTF-8 is refused with a diagnostic at the place that
-// crosses the limit (limits.go says why each exists).
+// crosses the limit (limits.go says why each exists); the limits apply to
+// each file, var files included. An env file is at most MaxEnvFileSize
+// and must be a regular file.
 package config
 
 import (
@@ -55,42 +100,73 @@ func Find(explicit string) (string, error) {
 	return "", fmt.Errorf("%w (looked at %s): name one with -f FILE", ErrNotFound, strings.Join(DefaultPaths, ", "))
 }
 
-// Load reads and parses the file at path; see Parse. It reads at most
-// MaxFileSize bytes (and one more, to tell a file that is too large), so
-// that neither a huge file nor a device such as /dev/zero can exhaust
-// podsup's memory.
+// Load reads and parses the file at path; see Parse. It is LoadFiles
+// with one path.
 func Load(path string) (*spec.Config, error) {
+	return LoadFiles(path)
+}
+
+// LoadFiles loads several files and directories as one configuration;
+// see Options.Load. Variables come from their defaults and PODSUP_VAR_*.
+func LoadFiles(paths ...string) (*spec.Config, error) {
+	return Options{}.Load(paths...)
+}
+
+// readConfigFile reads at most MaxFileSize bytes (and one more, to tell a
+// file that is too large), so that neither a huge file nor a device such
+// as /dev/zero can exhaust podsup's memory.
+func readConfigFile(path string) ([]byte, *Error, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading config file: %w", err)
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
-		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())}, nil)
+		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())}, nil), nil
 	}
 	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading config file: %w", err)
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
-	return Parse(src, path)
+	return src, nil, nil
 }
 
 // Parse decodes and validates an HCL configuration; filename is used in
-// positions. A file over the limits (MaxFileSize, MaxTokens, MaxNesting)
-// or not UTF-8 is refused first, with that one problem. Any problem
-// returns a *Error holding all of them; on success
-// the config has spec's back-off defaults filled in (X2) and has passed
-// spec.Config.Validate.
+// positions, and its directory is where relative env_file paths start. A
+// file over the limits (MaxFileSize, MaxTokens, MaxNesting) or not UTF-8
+// is refused first, with that one problem. Any problem returns a *Error
+// holding all of them; on success the config has spec's back-off
+// defaults filled in (X2) and has passed spec.Config.Validate.
 func Parse(src []byte, filename string) (*spec.Config, error) {
-	return parse(src, filename, os.LookupEnv)
+	return Options{}.parse([]source{{name: filename, src: src}})
 }
 
 func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (*spec.Config, error) {
-	if diags := checkLimits(src, filename); diags.HasErrors() {
-		return nil, limitsError(diags, src)
+	return Options{LookupEnv: lookupEnv}.parse([]source{{name: filename, src: src}})
+}
+
+// source is one configuration file's name and bytes.
+type source struct {
+	name string
+	src  []byte
+}
+
+// parse decodes srcs as one configuration: their top-level blocks are
+// taken in order, as if the files were one.
+func (o Options) parse(srcs []source) (*spec.Config, error) {
+	o = o.withDefaults()
+	files := map[string]*hcl.File{}
+	var bodies []hcl.Body
+	var diags hcl.Diagnostics
+	for _, s := range srcs {
+		if ld := checkLimits(s.src, s.name); ld.HasErrors() {
+			return nil, limitsError(ld, s.src)
+		}
+		file, fd := hclsyntax.ParseConfig(s.src, s.name, hcl.InitialPos)
+		files[s.name] = file
+		diags = append(diags, fd...)
+		bodies = append(bodies, file.Body)
 	}
-	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
-	files := map[string]*hcl.File{filename: file}
 	if diags.HasErrors() {
 		// A syntax error leaves a partial tree: decoding it would only add
 		// confusing follow-on errors.
@@ -98,19 +174,25 @@ func parse(src []byte, filename string, lookupEnv func(string) (string, bool)) (
 	}
 	d := &decoder{
 		ctx: &hcl.EvalContext{Functions: map[string]function.Function{
-			"env": envFunction(lookupEnv),
+			"env": envFunction(o.LookupEnv),
 		}},
+		opts:   o,
+		files:  files,
 		diags:  diags,
 		ranges: map[string][]location{},
 		bad:    map[string]bool{},
 		seen:   map[string]int{},
 	}
-	cfg := d.file(file.Body)
+	fallback := hcl.Range{Filename: "(no configuration file)"}
+	if len(bodies) > 0 {
+		fallback = bodies[0].MissingItemRange()
+	}
+	cfg := d.file(hcl.MergeBodies(bodies))
 	if es, ok := spec.AsErrors(cfg.Validate()); ok {
-		d.diags = append(d.diags, d.locate(es, file.Body.MissingItemRange())...)
+		d.diags = append(d.diags, d.locate(es, fallback)...)
 	}
 	if d.diags.HasErrors() {
-		sortDiagnostics(d.diags)
+		sortDiagnostics(d.diags, fileOrder(srcs))
 		return nil, &Error{Diagnostics: d.diags, Files: files}
 	}
 	return cfg, nil
@@ -221,12 +303,22 @@ func summaryFor(path []string) string {
 }
 
 // sortDiagnostics orders diagnostics by position, so that decoding errors
-// and validation errors read in file order.
-func sortDiagnostics(diags hcl.Diagnostics) {
+// and validation errors read in file order: the configuration files in
+// the order they were loaded (order), then any other (a var file) by name.
+func sortDiagnostics(diags hcl.Diagnostics, order map[string]int) {
+	rank := func(name string) int {
+		if n, ok := order[name]; ok {
+			return n
+		}
+		return len(order)
+	}
 	sort.SliceStable(diags, func(i, j int) bool {
 		a, b := diags[i].Subject, diags[j].Subject
 		if a == nil || b == nil {
 			return a != nil && b == nil
+		}
+		if ra, rb := rank(a.Filename), rank(b.Filename); ra != rb {
+			return ra < rb
 		}
 		if a.Filename != b.Filename {
 			return a.Filename < b.Filename

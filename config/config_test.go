@@ -276,7 +276,7 @@ group "web" {
     command = ["/bin/true"]
     colour = "red"
   }
-}`, "5:5", `A process block takes arguments command, env, working_dir`},
+}`, "5:5", `A process block takes arguments command, env, env_file, working_dir`},
 		{"unknown block lists what is allowed", `
 group "web" {
   process "api" {
@@ -288,7 +288,7 @@ group "web" {
 }`, "6:7", `Blocks of type "tcp_socket" are not expected here. A hook block takes arguments timeout; blocks exec, http_get, sleep.`},
 		{"unknown top-level block", `
 proces "api" {}
-`, "2:1", `The top level of the file takes blocks supervisor, backoff, group.`},
+`, "2:1", `The top level of a file takes blocks supervisor, backoff, variable, group.`},
 		{"bad duration", `
 group "web" {
   termination_grace_period = "ten seconds"

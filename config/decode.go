@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/podsup/podsup/spec"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // The functions below walk the schema of schema.go top down. Each takes the
@@ -14,6 +15,8 @@ import (
 func (d *decoder) file(body hcl.Body) *spec.Config {
 	cfg := &spec.Config{Backoff: spec.DefaultBackoff()}
 	_, bs := d.content(body, fileSchema, nil)
+	// Variables first: every other block may use them, in any file.
+	d.ctx.Variables = map[string]cty.Value{"var": d.variables(bs["variable"])}
 	for _, b := range bs["supervisor"] {
 		cfg.Supervisor = d.supervisor(b)
 	}
@@ -67,6 +70,7 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	d.str(as, p, "restart_policy", &policy)
 	g.RestartPolicy = spec.RestartPolicy(policy)
 	d.durationPtr(as, p, "termination_grace_period", &g.TerminationGracePeriod)
+	env := d.environment(as, p, nil)
 	for _, bb := range bs["backoff"] {
 		bo := d.backoff(bb, at(p, "backoff"), defaultBackoff)
 		g.Backoff = &bo
@@ -75,10 +79,10 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 		g.Sandbox = d.sandbox(sb, at(p, "sandbox"))
 	}
 	for _, ib := range bs["init"] {
-		g.Init = append(g.Init, d.process(ib, d.named(p, "init", ib.Labels[0]), initSchema))
+		g.Init = append(g.Init, d.process(ib, d.named(p, "init", ib.Labels[0]), initSchema, env))
 	}
 	for _, pb := range bs["process"] {
-		g.Processes = append(g.Processes, d.process(pb, d.named(p, "process", pb.Labels[0]), processSchema))
+		g.Processes = append(g.Processes, d.process(pb, d.named(p, "process", pb.Labels[0]), processSchema, env))
 	}
 	return g
 }
@@ -114,12 +118,16 @@ func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
 	return s
 }
 
-func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema) spec.Process {
+// process decodes a process or init block; groupEnv is its group's
+// environment, which its own env_file and env override.
+func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEnv map[string]string) spec.Process {
 	pr := spec.Process{Name: b.Labels[0]}
 	d.block(b, p)
 	as, bs := d.content(b.Body, schema, p)
 	d.strList(as, p, "command", `["/bin/sh", "-c", "exec my-server"]`, &pr.Command)
-	d.strMap(as, p, "env", &pr.Env)
+	if env := d.environment(as, p, groupEnv); len(env) > 0 {
+		pr.Env = env
+	}
 	d.str(as, p, "working_dir", &pr.WorkingDir)
 	d.str(as, p, "user", &pr.User)
 	d.str(as, p, "group", &pr.Group)

@@ -19,7 +19,10 @@ import (
 // it meets leaves its source range in ranges under its spec path, so that
 // spec's validation errors can be pointed back at the file.
 type decoder struct {
-	ctx    *hcl.EvalContext
+	ctx  *hcl.EvalContext
+	opts Options
+	// files are the parsed sources, for snippets; a var file joins them.
+	files  map[string]*hcl.File
 	diags  hcl.Diagnostics
 	ranges map[string][]location
 	// bad holds the paths whose value could not be decoded: spec's
@@ -100,9 +103,13 @@ func (d *decoder) content(body hcl.Body, s *blockSchema, path []string) (hcl.Att
 	byType := c.Blocks.ByType()
 	for typ, bs := range byType {
 		if s.single[typ] && len(bs) > 1 {
+			holder := "A " + s.name + " block takes"
+			if s == fileSchema {
+				holder = "A configuration, in all its files, takes"
+			}
 			for _, extra := range bs[1:] {
 				d.errorAt(at(path, typ), extra.DefRange.Ptr(), nil, fmt.Sprintf("Duplicate %s block", typ),
-					fmt.Sprintf("A %s block takes one %s block; another was defined at %s. Merge them into one.", s.name, typ, position(bs[0].DefRange)))
+					fmt.Sprintf("%s one %s block; another was defined at %s. Merge them into one.", holder, typ, position(bs[0].DefRange)))
 			}
 			byType[typ] = bs[:1]
 		}
@@ -154,21 +161,28 @@ func (d *decoder) strList(attrs hcl.Attributes, path []string, name, example str
 	if !ok {
 		return
 	}
+	d.strListValue(v, a, at(path, name), example, dst)
+}
+
+// strListValue converts an attribute's value v to a list of strings.
+func (d *decoder) strListValue(v cty.Value, a *hcl.Attribute, path []string, example string, dst *[]string) bool {
+	name := a.Name
 	l, err := convert.Convert(v, cty.List(cty.String))
 	if err != nil || !l.IsWhollyKnown() {
-		d.invalid(at(path, name), a, "%s must be a list of strings, e.g. %s = %s; got %s.", name, name, example, v.Type().FriendlyName())
-		return
+		d.invalid(path, a, "%s must be a list of strings, e.g. %s = %s; got %s.", name, name, example, v.Type().FriendlyName())
+		return false
 	}
 	var out []string
 	for it := l.ElementIterator(); it.Next(); {
 		_, e := it.Element()
 		if e.IsNull() {
-			d.invalid(at(path, name), a, "%s must not contain null.", name)
-			return
+			d.invalid(path, a, "%s must not contain null.", name)
+			return false
 		}
 		out = append(out, e.AsString())
 	}
 	*dst = out
+	return true
 }
 
 func (d *decoder) strMap(attrs hcl.Attributes, path []string, name string, dst *map[string]string) {

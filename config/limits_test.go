@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -282,7 +283,8 @@ func TestNestingScannerSeesAtLeastHCLsDepth(t *testing.T) {
 // parser's fatal recursion).
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{minimal, `x = "${a}%{if b}c%{endif}"`, "x = <<-EOT\n  ${\"y\"}\n  EOT\n",
-		"x = [(1 + -2) * !a ? b : c]", "/* [ */ x = \"[\" # [\n", `x = "$${[" + "%%{["`, "a = <<EOT\nEOT"} {
+		"x = [(1 + -2) * !a ? b : c]", "/* [ */ x = \"[\" # [\n", `x = "$${[" + "%%{["`, "a = <<EOT\nEOT",
+		"variable \"v\" { default = [1] }\ngroup \"g\" {\n  env_file = [\"-a.env\", var.v]\n  process \"p\" {\n    command = [var.v]\n    env_file = \"x\"\n  }\n}\n"} {
 		f.Add([]byte(s))
 	}
 	for _, src := range deepInputs(3) {
@@ -297,7 +299,9 @@ func FuzzLoad(f *testing.F) {
 		if ref, ok := referenceDepth(src); ok && s.maxDepth < ref && scanErr == nil {
 			t.Fatalf("the scanner saw depth %d where HCL's tokens nest %d: %q", s.maxDepth, ref, src)
 		}
-		_, err := parse(src, "fuzz.hcl", noEnv)
+		// No env file is read: the input could name any file, a device too.
+		noFiles := func(string) ([]byte, error) { return nil, fs.ErrNotExist }
+		_, err := Options{LookupEnv: noEnv, readEnvFile: noFiles}.parse([]source{{name: "fuzz.hcl", src: src}})
 		if err == nil {
 			return
 		}

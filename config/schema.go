@@ -60,7 +60,7 @@ func (s *blockSchema) allowed() string {
 	}
 	where := "A " + s.name + " block"
 	if s == fileSchema {
-		where = "The top level of the file"
+		where = "The top level of a file"
 	}
 	return where + " takes " + strings.Join(parts, "; ") + "."
 }
@@ -85,7 +85,9 @@ func named(types ...string) []hcl.BlockHeaderSchema {
 // (docs/semantics.md X1); the attribute lists are the contract users see.
 var (
 	fileSchema = newSchema("top-level", nil, nil,
-		append(blocks("supervisor", "backoff"), named("group")...), "group")
+		append(blocks("supervisor", "backoff"), named("variable", "group")...), "variable", "group")
+
+	variableSchema = newSchema("variable", []string{"default", "description"}, nil, nil)
 
 	supervisorSchema = newSchema("supervisor",
 		[]string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote"}, nil, nil)
@@ -93,7 +95,7 @@ var (
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 
 	groupSchema = newSchema("group",
-		[]string{"restart_policy", "termination_grace_period"}, nil,
+		[]string{"restart_policy", "termination_grace_period", "env", "env_file"}, nil,
 		append(blocks("backoff", "sandbox"), named("init", "process")...), "init", "process")
 
 	sandboxSchema = newSchema("sandbox",
@@ -105,7 +107,7 @@ var (
 	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids"}, nil, nil)
 
 	processSchema = newSchema("process",
-		[]string{"command", "env", "working_dir", "user", "group", "stop_signal", "restart_policy",
+		[]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
 			"critical", "readiness", "watchdog", "sockets"}, nil,
 		blocks("startup_probe", "liveness_probe", "readiness_probe",
 			"pre_start", "post_start", "pre_stop", "post_stop", "log"))

@@ -5,7 +5,7 @@ package examples
 
 import "embed"
 
-// FS holds every examples/*.hcl file.
+// FS holds every examples/*.hcl file and the conf.d directory.
 //
-//go:embed *.hcl
+//go:embed *.hcl conf.d
 var FS embed.FS

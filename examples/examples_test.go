@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -109,4 +110,40 @@ func TestPID1HasCriticalProcess(t *testing.T) {
 		}
 	}
 	t.Error("pid1.hcl has no critical process")
+}
+
+// TestConfDirExample loads examples/conf.d as podsup up -f examples/conf.d/
+// does: three files as one configuration, the worker's environment from
+// app.env, and a variable's default overridden by --var.
+func TestConfDirExample(t *testing.T) {
+	files, err := filepath.Glob("conf.d/*.hcl")
+	if err != nil || len(files) != 3 {
+		t.Fatalf("conf.d holds %v (%v), want three files", files, err)
+	}
+	src, err := fs.ReadFile(FS, "conf.d/00-base.hcl")
+	if err != nil {
+		t.Fatalf("not embedded: %v", err)
+	}
+	if !strings.Contains(string(src), "podsup up -f examples/conf.d/") {
+		t.Error("conf.d/00-base.hcl does not say how to run it (podsup up -f examples/conf.d/)")
+	}
+	cfg, err := config.Options{Vars: []string{"http_port=8091"}, LookupEnv: func(string) (string, bool) { return "", false }}.Load("conf.d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Groups) != 2 || cfg.Groups[0].Name != "web" || cfg.Groups[1].Name != "worker" {
+		t.Fatalf("groups = %+v, want web then worker", cfg.Groups)
+	}
+	http := cfg.Groups[0].Processes[0]
+	if got := http.Command[len(http.Command)-1]; got != "8091" || http.ReadinessProbe.TCPSocket.Port != 8091 {
+		t.Errorf("--var http_port=8091 did not reach the command (%q) and the probe (%v)", got, http.ReadinessProbe.TCPSocket.Port)
+	}
+	greeter := cfg.Groups[1].Processes[0]
+	want := map[string]string{"APP_NAME": "podsup-example", "INTERVAL": "5", "GREETING": "hello"}
+	if !maps.Equal(greeter.Env, want) {
+		t.Errorf("worker/greeter env = %q, want %q", greeter.Env, want)
+	}
+	for _, p := range []spec.Process{http, greeter} {
+		lookPath(t, p.Name, p.Command)
+	}
 }

@@ -20,18 +20,25 @@ func TestExamplesRun(t *testing.T) {
 	if len(files) < 4 {
 		t.Fatalf("found %d examples, want at least 4", len(files))
 	}
+	// The conf.d example is a directory, run with a variable set.
+	files = append(files, filepath.Join("..", "..", "examples", "conf.d"))
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel() // each has its own socket, so its own instance and cgroups
-			src, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(string(src), "sandbox {") && os.Geteuid() != 0 {
-				t.Skip("needs root: the example has sandboxes (CI runs as root)")
-			}
 			socket := filepath.Join(t.TempDir(), "podsup.sock")
-			up := start(t, podsupCmd(t, "up", "-f", file, "--socket", socket))
+			args := []string{"up", "-f", file, "--socket", socket}
+			if filepath.Base(file) == "conf.d" {
+				args = append(args, "--var", "http_port=8091")
+			} else {
+				src, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(src), "sandbox {") && os.Geteuid() != 0 {
+					t.Skip("needs root: the example has sandboxes (CI runs as root)")
+				}
+			}
+			up := start(t, podsupCmd(t, args...))
 			c := api.NewClient(socket)
 			var last api.StatusResponse
 			if !eventually(func() bool {

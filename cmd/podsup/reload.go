@@ -27,7 +27,7 @@ func (d *daemon) applyFile() (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var diag strings.Builder
-	cfg, err := loadConfig(d.path, &diag)
+	cfg, err := d.source.load(&diag)
 	if err != nil {
 		return "", errors.New(strings.TrimSpace(diag.String()))
 	}
@@ -43,7 +43,7 @@ func (d *daemon) applyFile() (string, error) {
 	}
 	d.cfg = cfg
 	msg := describeChanges(ch)
-	d.log.Info().Str("config", d.path).Msg("reloaded: " + msg)
+	d.log.Info().Str("config", d.source.String()).Msg("reloaded: " + msg)
 	return msg, nil
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/podsup/podsup/api/apiserver"
 	"github.com/podsup/podsup/clock"
-	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
 	"github.com/podsup/podsup/pid1"
@@ -32,26 +30,31 @@ import (
 )
 
 func newUpCmd() *cobra.Command {
-	var file string
+	var cf configFlags
 	cmd := &cobra.Command{
-		Use:   "up [-f FILE]",
+		Use:   "up [-f FILE|DIR]... [--var NAME=VALUE]... [--var-file FILE]...",
 		Short: "Run the groups of a configuration file in the foreground",
 		Long: `Run every group of an HCL configuration in the foreground until SIGTERM or
 SIGINT (or "podsup shutdown"), then stop them all in parallel, each process
 through its pre_stop hook and grace period, and exit 0. A second SIGTERM or
 SIGINT at least 1s after the first skips to SIGKILL; one sooner is taken as
 a duplicate of the first (as "timeout" or a container runtime may send) and
-changes nothing. SIGHUP (or "podsup reload") re-reads the file: if it
-is valid, only groups and processes whose spec changed are restarted; if not,
-the running configuration stays and the error is logged.
+changes nothing. SIGHUP (or "podsup reload") re-reads the files, the
+directories, the --var-files and the env files: if the result is valid, only
+groups and processes whose spec (environment included) changed are
+restarted; if not, the running configuration stays and the error is logged.
 
 As PID 1 (in a container) podsup also reaps every orphan.
 
-Without -f, podsup looks for ./podsup.hcl, then /etc/podsup/podsup.hcl.
+Several -f load as one configuration; -f DIR reads every *.hcl file in DIR
+in lexical order. Without -f, podsup looks for ./podsup.hcl, then
+/etc/podsup/podsup.hcl. --var and --var-file set the configuration's
+variables (over their defaults and PODSUP_VAR_NAME).
 The control socket is supervisor.socket from the file, or --socket /
 PODSUP_SOCKET, or by default /run/podsup/podsup.sock for root and
 $XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
 		Example: `  podsup up -f examples/web.hcl
+  podsup up -f base.hcl -f /etc/podsup/conf.d/ --var http_port=8080
   podsup status            # in another terminal
   podsup logs -f web/api`,
 		Args: cobra.NoArgs,
@@ -60,7 +63,7 @@ $XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
 			if cmd.Flags().Changed("socket") || os.Getenv("PODSUP_SOCKET") != "" {
 				socket, _ = cmd.Flags().GetString("socket")
 			}
-			code, err := runUp(file, socket)
+			code, err := runUp(cf, socket)
 			if err != nil {
 				return err
 			}
@@ -70,13 +73,13 @@ $XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "configuration file (default ./podsup.hcl, then /etc/podsup/podsup.hcl)")
+	cf.register(cmd.Flags())
 	return cmd
 }
 
 // daemon is a running `podsup up`.
 type daemon struct {
-	path    string
+	source  configSource // what a reload re-reads
 	log     zerolog.Logger
 	sup     *supervisor.Supervisor
 	runtime supervisor.Runtime // the stack's outermost layer: exec's spawner
@@ -92,12 +95,12 @@ type daemon struct {
 	cfg *spec.Config
 }
 
-func runUp(file, socketOverride string) (int, error) {
-	path, err := config.Find(file)
+func runUp(cf configFlags, socketOverride string) (int, error) {
+	source, err := cf.source()
 	if err != nil {
 		return 0, err
 	}
-	cfg, err := loadConfig(path, os.Stderr)
+	cfg, err := source.load(os.Stderr)
 	if err != nil {
 		return 1, nil
 	}
@@ -167,7 +170,7 @@ func runUp(file, socketOverride string) (int, error) {
 	svc := systemd.NewService(sup, systemd.Options{Notifier: notifier, ReadyWhen: cfg.Supervisor.NotifyReady, Watchdog: watchdog, Logger: log})
 	defer notifier.Close()
 	go svc.Run(bg)
-	d := &daemon{path: path, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: st.Runtime(), svc: svc}
+	d := &daemon{source: source, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: st.Runtime(), svc: svc}
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
 
@@ -190,7 +193,7 @@ func runUp(file, socketOverride string) (int, error) {
 		}
 		defer stopMetrics()
 	}
-	log.Info().Str("config", path).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
+	log.Info().Str("config", source.String()).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
 
 	reloadOnSignal := func() {
 		if _, err := d.reload(); err != nil {
@@ -298,21 +301,6 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 	copied.Wait()
 	drain.Stop()
 	return p.Exit().Code(), nil
-}
-
-// loadConfig loads path, printing diagnostics to w on error.
-func loadConfig(path string, w io.Writer) (*spec.Config, error) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		var ce *config.Error
-		if errors.As(err, &ce) {
-			_ = ce.Print(w)
-		} else {
-			fmt.Fprintln(w, "podsup:", err)
-		}
-		return nil, err
-	}
-	return cfg, nil
 }
 
 // newLogger is podsup's own log, as the supervisor block asks. w should

@@ -4,23 +4,26 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/podsup/podsup/config"
 )
 
 func newValidateCmd() *cobra.Command {
-	var file string
+	var cf configFlags
 	cmd := &cobra.Command{
-		Use:     "validate [-f FILE]",
-		Short:   "Check a configuration file and print every problem with its file:line:col",
-		Example: `  podsup validate -f examples/web.hcl`,
-		Args:    cobra.NoArgs,
+		Use:   "validate [-f FILE|DIR]... [--var NAME=VALUE]... [--var-file FILE]...",
+		Short: "Check a configuration and print every problem with its file:line:col",
+		Long: `Load a configuration as podsup up would, env files and variables included,
+and print every problem with its file:line:col. It takes up's -f, --var and
+--var-file: several -f load as one configuration, and -f DIR reads every *.hcl
+file in DIR in lexical order.`,
+		Example: `  podsup validate -f examples/web.hcl
+  podsup validate -f examples/conf.d/ --var http_port=8081`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := config.Find(file)
+			source, err := cf.source()
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(path, cmd.ErrOrStderr())
+			cfg, err := source.load(cmd.ErrOrStderr())
 			if err != nil {
 				return exitError{1}
 			}
@@ -28,10 +31,10 @@ func newValidateCmd() *cobra.Command {
 			for _, g := range cfg.Groups {
 				n += len(g.Processes) + len(g.Init)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%d groups, %d processes)\n", path, len(cfg.Groups), n)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%d groups, %d processes)\n", source, len(cfg.Groups), n)
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "configuration file (default ./podsup.hcl, then /etc/podsup/podsup.hcl)")
+	cf.register(cmd.Flags())
 	return cmd
 }

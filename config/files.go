@@ -1,0 +1,157 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// ErrNoFiles means the paths given to Load hold no configuration file:
+// only directories without a *.hcl file.
+var ErrNoFiles = errors.New("no configuration file to load")
+
+// Options are what a configuration is loaded with besides its files: the
+// values of its variables and the environment env() and PODSUP_VAR_*
+// read. The zero value reads the process's environment.
+type Options struct {
+	// Vars are NAME=VALUE assignments (--var), in order: a later one wins.
+	Vars []string
+	// VarFiles are HCL files of NAME = value attributes (--var-file), in
+	// order: a later one wins. They are read at every Load.
+	VarFiles []string
+	// LookupEnv reads the environment for env() and PODSUP_VAR_*; nil
+	// means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+
+	// readEnvFile reads an env_file; nil means readEnvFile. The fuzz test
+	// sets one that reads nothing.
+	readEnvFile func(string) ([]byte, error)
+}
+
+func (o Options) withDefaults() Options {
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.readEnvFile == nil {
+		o.readEnvFile = readEnvFile
+	}
+	return o
+}
+
+// Load reads every path as one configuration. A path that is a directory
+// stands for every *.hcl file in it (not in its subdirectories), in
+// lexical order, as systemd and nginx read a conf.d; a directory with
+// none adds nothing, but paths that hold no file at all are ErrNoFiles. The top-level blocks of all the files are taken in
+// order, as if they were one file: a group defined in two files is an
+// error naming both places, and so is a supervisor or top-level backoff
+// block in more than one file. Each file is refused on its own when it
+// is over the limits (MaxFileSize, MaxTokens, MaxNesting).
+//
+// Load reads the directories, the files, the var files and the env files
+// afresh each time: a reload that calls it again sees every change.
+func (o Options) Load(paths ...string) (*spec.Config, error) {
+	names, err := expand(paths)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		// A directory of misnamed files (*.conf) would run nothing without
+		// a word; a file with no group says what it means.
+		return nil, fmt.Errorf("%w: no *.hcl file in %s", ErrNoFiles, strings.Join(paths, ", "))
+	}
+	srcs := make([]source, 0, len(names))
+	for _, name := range names {
+		src, limitErr, err := readConfigFile(name)
+		if err != nil {
+			return nil, err
+		}
+		if limitErr != nil {
+			return nil, limitErr
+		}
+		srcs = append(srcs, source{name: name, src: src})
+	}
+	return o.parse(srcs)
+}
+
+// expand replaces each directory of paths with its *.hcl files, sorted.
+func expand(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading config file: %w", err)
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		files, err := hclFilesIn(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, files...)
+	}
+	return out, nil
+}
+
+// hclFilesIn lists the *.hcl files of dir in lexical order. A *.hcl
+// entry that is a directory is skipped; a symlink counts as what it
+// points to.
+func hclFilesIn(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading config directory: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".hcl") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading config directory: %w", err)
+		}
+		if !fi.IsDir() {
+			out = append(out, path)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// FindAll is Find for several paths: each of explicit must exist; with
+// none, it is the first of DefaultPaths that exists.
+func FindAll(explicit []string) ([]string, error) {
+	if len(explicit) == 0 {
+		p, err := Find("")
+		if err != nil {
+			return nil, err
+		}
+		return []string{p}, nil
+	}
+	for _, p := range explicit {
+		if p == "" {
+			return nil, errors.New("finding config file: an empty path was given")
+		}
+		if _, err := Find(p); err != nil {
+			return nil, err
+		}
+	}
+	return explicit, nil
+}
+
+// fileOrder ranks file names by the order they were loaded in, for
+// sortDiagnostics.
+func fileOrder(srcs []source) map[string]int {
+	order := make(map[string]int, len(srcs))
+	for i, s := range srcs {
+		order[s.name] = i
+	}
+	return order
+}
