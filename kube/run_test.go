@@ -12,6 +12,7 @@ import (
 
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -34,9 +35,9 @@ func run(t *testing.T, manifest string) *running {
 	t.Helper()
 	cfg, _ := convertAndParse(t, manifest, Options{})
 	cfg.Supervisor.MinimumGrace = spec.Durp(100 * time.Millisecond)
-	// The supervisor over its default (sandbox) runtime: the one place
+	// The supervisor over host processes (hostrt.Runtime): the one place
 	// these tests choose what runs the converted configuration.
-	sup, err := supervisor.New(*cfg, supervisor.Options{})
+	sup, err := supervisor.New(*cfg, supervisor.Options{Runtime: hostrt.Runtime{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -19,7 +20,8 @@ import (
 // else of supervisor.Runtime it passes on to Next, adding its own
 // capabilities to Next's.
 type Runtime struct {
-	// Next starts the process; nil means supervisor.SandboxRuntime.
+	// Next starts the process; nil means hostrt.Runtime (plain host
+	// processes).
 	Next supervisor.Runtime
 	// Server serves readiness = "notify" and "fd:N". Without one the
 	// runtime does not report ReadinessProtocols, so the supervisor refuses
@@ -172,10 +174,10 @@ func (r *Runtime) Capabilities() supervisor.Capabilities {
 	return c
 }
 
-// next is the runtime that starts processes: Next, or SandboxRuntime.
+// next is the runtime that starts processes: Next, or hostrt.Runtime.
 func (r *Runtime) next() supervisor.Runtime {
 	if r.Next == nil {
-		return supervisor.SandboxRuntime{}
+		return hostrt.Runtime{}
 	}
 	return r.Next
 }

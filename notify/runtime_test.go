@@ -26,8 +26,8 @@ func TestRuntimeAddsItsCapabilitiesAndPassesTheRestOn(t *testing.T) {
 	if got := (&Runtime{Next: rec}).Capabilities(); got != want {
 		t.Errorf("without a Server: Capabilities() = %+v, want %+v", got, want)
 	}
-	// No Next is SandboxRuntime, which has none of its own.
+	// No Next is hostrt.Runtime, which has none of its own.
 	if got := (&Runtime{Server: srv}).Capabilities(); got != (supervisor.Capabilities{ReadinessProtocols: true, SocketActivation: true}) {
-		t.Errorf("over SandboxRuntime: Capabilities() = %+v, want readiness protocols and socket activation alone", got)
+		t.Errorf("over hostrt.Runtime: Capabilities() = %+v, want readiness protocols and socket activation alone", got)
 	}
 }

@@ -65,12 +65,21 @@ func newReaper() *reaper {
 	}
 }
 
-// getReaper starts the reaper on first use.
+// getReaper starts the reaper on first use, as a child subreaper.
 func getReaper() *reaper {
+	installReaper(true)
+	return theReaper
+}
+
+// installReaper starts the reaper unless it runs already, and reports
+// whether this call started it. subreaper says whether a process that is
+// not PID 1 becomes a child subreaper.
+func installReaper(subreaper bool) (installed bool) {
 	theReaperOnce.Do(func() {
+		installed = true
 		r := newReaper()
 		r.subreaper = os.Getpid() == 1
-		if !r.subreaper {
+		if !r.subreaper && subreaper {
 			// Orphans of our descendants must come to us, not to the
 			// host's init, or they could never be reaped (or killed) here.
 			if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err == nil {
@@ -81,7 +90,7 @@ func getReaper() *reaper {
 		go r.loop()
 		theReaper = r
 	})
-	return theReaper
+	return installed
 }
 
 // loop reaps exits as they happen. It waits in the kernel: waitid
@@ -362,3 +371,13 @@ func Stats() ReaperStats {
 // StartReaper installs the reaper now rather than on the first Start, so a
 // PID 1 reaps orphans from its first instant.
 func StartReaper() { getReaper() }
+
+// StartReaperAs installs the reaper now, as StartReaper, and lets the
+// caller choose whether this process, when it is not PID 1, becomes a
+// child subreaper (PR_SET_CHILD_SUBREAPER): orphans of its descendants
+// then come back to it and are reaped (and counted) here rather than by
+// the host's init. The reaper is process-wide and installed once: the
+// choice is taken only by the call that installs it (this one, StartReaper,
+// or the first Start, which all choose a subreaper), and installed reports
+// whether it was this call.
+func StartReaperAs(subreaper bool) (installed bool) { return installReaper(subreaper) }

@@ -1,4 +1,4 @@
-package supervisor
+package supervisor_test
 
 import (
 	"context"
@@ -11,12 +11,15 @@ import (
 
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack"
+	"github.com/podsup/podsup/stack/hostrt"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // BenchmarkRestartCPU reports podsup's own CPU time (getrusage
 // RUSAGE_SELF: every thread of this process, not the children) per restart
 // of a host process (no sandbox block) that exits at once, at back-off
-// initial = 0, through SandboxRuntime (process group, no cgroup: the
+// initial = 0, through hostrt.Runtime (process group, no cgroup: the
 // host-spawn floor) and through LocalRuntime with every group in a cgroup.
 // Wall time on the shared machines swings more than the effect; CPU time
 // per restart does not, so that is the figure (docs/benchmarks.md):
@@ -25,7 +28,7 @@ import (
 func BenchmarkRestartCPU(b *testing.B) {
 	cmd := trueCommand(b)
 	b.Run("host", func(b *testing.B) {
-		restartCPU(b, SandboxRuntime{}, cmd)
+		restartCPU(b, hostrt.Runtime{}, cmd)
 	})
 	b.Run("cgroup", func(b *testing.B) {
 		if os.Geteuid() != 0 {
@@ -39,7 +42,7 @@ func BenchmarkRestartCPU(b *testing.B) {
 		if !rt.CgroupsEnabled() {
 			b.Skip("cgroups are unavailable here: nothing to compare")
 		}
-		restartCPU(b, NewLocalRuntime(rt, true), cmd)
+		restartCPU(b, stack.NewLocalRuntime(rt, true), cmd)
 	})
 }
 
@@ -47,13 +50,13 @@ func BenchmarkRestartCPU(b *testing.B) {
 // rest of Runtime is the wrapped one's (LocalRuntime's sandboxes are
 // released).
 type countingRuntime struct {
-	Runtime
+	supervisor.Runtime
 	limit int
 	n     int // only the group's worker calls Start
 	done  chan struct{}
 }
 
-func (r *countingRuntime) Start(ctx context.Context, req StartRequest) (Instance, error) {
+func (r *countingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
 	inst, err := r.Runtime.Start(ctx, req)
 	if r.n++; r.n == r.limit {
 		close(r.done)
@@ -61,13 +64,13 @@ func (r *countingRuntime) Start(ctx context.Context, req StartRequest) (Instance
 	return inst, err
 }
 
-func restartCPU(b *testing.B, next Runtime, cmd []string) {
+func restartCPU(b *testing.B, next supervisor.Runtime, cmd []string) {
 	rt := &countingRuntime{Runtime: next, limit: b.N + 1, done: make(chan struct{})}
 	g := spec.Group{
 		Name: "bench", Backoff: &spec.Backoff{}, // initial 0, max 0: no wait ever
 		Processes: []spec.Process{{Name: "true", Command: cmd}},
 	}
-	sup, err := New(spec.Config{Groups: []spec.Group{g}}, Options{Runtime: rt})
+	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{g}}, supervisor.Options{Runtime: rt})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package supervisor_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // BenchmarkIdleGroupProbeCPU measures what an idle group of 100 processes,
@@ -52,7 +54,7 @@ func idleGroupCPU(b *testing.B, n int, withProbes bool) {
 		}
 		g.Processes = append(g.Processes, p)
 	}
-	sup, err := New(spec.Config{Groups: []spec.Group{g}}, Options{})
+	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{g}}, supervisor.Options{Runtime: hostrt.Runtime{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func idleGroupCPU(b *testing.B, n int, withProbes bool) {
 		st, _ := sup.Status().Group("idle")
 		running := 0
 		for _, p := range st.Processes {
-			if p.State == StateRunning {
+			if p.State == supervisor.StateRunning {
 				running++
 			}
 		}
@@ -109,7 +111,7 @@ func idleGroupCPU(b *testing.B, n int, withProbes bool) {
 		if err != nil {
 			break
 		}
-		if e.Reason == EventUnhealthy || e.Reason == EventKilling {
+		if e.Reason == supervisor.EventUnhealthy || e.Reason == supervisor.EventKilling {
 			b.Fatalf("an idle group's probe failed: %s %s", e.Reason, e.Message)
 		}
 	}
@@ -156,7 +158,7 @@ func oneProbeCPU(b *testing.B, period time.Duration, pass bool) {
 	// pointer before Run, to measure what the floor prevents.
 	asked := period
 	p.ReadinessProbe.Period = max(period, spec.MinProbePeriod)
-	sup, err := New(spec.Config{Groups: []spec.Group{{Name: "one", Processes: []spec.Process{p}}}}, Options{})
+	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{{Name: "one", Processes: []spec.Process{p}}}}, supervisor.Options{Runtime: hostrt.Runtime{}})
 	if err != nil {
 		b.Fatal(err)
 	}

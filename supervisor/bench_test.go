@@ -1,4 +1,4 @@
-package supervisor
+package supervisor_test
 
 import (
 	"context"
@@ -10,12 +10,14 @@ import (
 
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
+	"github.com/podsup/podsup/supervisor"
 )
 
-// timingRuntime wraps SandboxRuntime and records, per instance, when its
+// timingRuntime wraps hostrt.Runtime and records, per instance, when its
 // exit was known (the reaper's callback) and when the next Start returned.
 type timingRuntime struct {
-	SandboxRuntime
+	hostrt.Runtime
 	limit int
 	done  chan struct{}
 
@@ -24,16 +26,16 @@ type timingRuntime struct {
 	returned []time.Time
 }
 
-func (r *timingRuntime) Start(ctx context.Context, req StartRequest) (Instance, error) {
+func (r *timingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
 	onExit := req.OnExit
-	req.OnExit = func(st ExitStatus) {
+	req.OnExit = func(st supervisor.ExitStatus) {
 		now := time.Now()
 		r.mu.Lock()
 		r.exits = append(r.exits, now)
 		r.mu.Unlock()
 		onExit(st)
 	}
-	inst, err := r.SandboxRuntime.Start(ctx, req)
+	inst, err := r.Runtime.Start(ctx, req)
 	now := time.Now()
 	r.mu.Lock()
 	r.returned = append(r.returned, now)
@@ -80,7 +82,7 @@ func restartReaction(tb testing.TB, n int, cmd []string) []time.Duration {
 		Name: "bench", Backoff: &spec.Backoff{}, // initial 0, max 0: no wait ever
 		Processes: []spec.Process{{Name: "true", Command: cmd}},
 	}
-	sup, err := New(spec.Config{Groups: []spec.Group{g}}, Options{Runtime: rt})
+	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{g}}, supervisor.Options{Runtime: rt})
 	if err != nil {
 		tb.Fatal(err)
 	}

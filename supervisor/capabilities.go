@@ -17,7 +17,7 @@ import (
 // readiness protocol nobody serves, log rotation that never happens.
 type Capabilities struct {
 	// Sandboxes: a group's sandbox block (its namespaces, cgroup and
-	// resources). LocalRuntime.
+	// resources). stack.LocalRuntime.
 	Sandboxes bool
 	// ReadinessProtocols: readiness = "notify" (with its watchdog) and
 	// "fd:N". notify.Runtime with a Server.
@@ -49,7 +49,7 @@ func (c Capabilities) Check(cfg *spec.Config) error {
 	for _, g := range cfg.Groups {
 		gp := []string{"group", g.Name}
 		if g.Sandbox != nil && !c.Sandboxes {
-			add(fieldPath(gp, "sandbox"), "a sandbox block needs a runtime with sandboxes, and this one has none (supervisor.LocalRuntime makes them)")
+			add(fieldPath(gp, "sandbox"), "a sandbox block needs a runtime with sandboxes, and this one has none (stack.LocalRuntime makes them)")
 		}
 		for _, pr := range g.Init {
 			c.checkProcess(fieldPath(gp, "init", pr.Name), pr, add)
@@ -83,7 +83,7 @@ func (c Capabilities) checkProcess(p []string, pr spec.Process, add func([]strin
 // capturedLogSettings names the settings of l that only output capture
 // honours: everything in the block but journal. Even mode = "passthrough"
 // needs the capture layer, which is what hands the process podsup's own
-// stdout; LocalRuntime alone gives it /dev/null.
+// stdout; stack.LocalRuntime alone gives it /dev/null.
 func capturedLogSettings(l spec.Log) []string {
 	var set []string
 	if l.Mode != "" {

@@ -176,14 +176,16 @@ func TestJournalNeedsTheJournalOrCapture(t *testing.T) {
 	}
 }
 
-// The default runtime, SandboxRuntime, has no capability: New refuses
-// every setting that needs one, all in one error.
-func TestSandboxRuntimeRefusesEveryDemand(t *testing.T) {
+// Over a runtime with no capability (as hostrt.Runtime) New refuses every
+// setting that needs one, all in one error.
+func TestRuntimeWithoutCapabilitiesRefusesEveryDemand(t *testing.T) {
 	g := webGroup()
 	for _, d := range demands {
 		d.ask(&g)
 	}
-	_, err := New(configOf(g), Options{})
+	none := newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{runFor: -1}))
+	none.caps = Capabilities{}
+	_, err := New(configOf(g), Options{Runtime: none})
 	if !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("err = %v, want one wrapping ErrUnsupported", err)
 	}
@@ -196,5 +198,13 @@ func TestSandboxRuntimeRefusesEveryDemand(t *testing.T) {
 		if !refused[d.path] {
 			t.Errorf("%s (%s) not refused: %v", d.path, d.name, err)
 		}
+	}
+}
+
+// The supervisor reaches the kernel only through its Runtime and has no
+// default one: New without one says so.
+func TestNewWithoutRuntimeIsRefused(t *testing.T) {
+	if _, err := New(configOf(webGroup()), Options{}); !errors.Is(err, ErrNoRuntime) {
+		t.Errorf("New without a Runtime: %v, want ErrNoRuntime", err)
 	}
 }

@@ -6,7 +6,9 @@
 // explicit start/stop/restart requests (X7) and recreate requests (part C
 // with X8: Recreate, WaitRecreate); it publishes kubelet-style events and
 // status snapshots. It reaches the
-// kernel only through a Runtime (SandboxRuntime by default).
+// kernel only through the Runtime it is given (Options.Runtime, required):
+// package stack has the real ones and assembles the whole runtime podsup
+// up runs (stack.New); tests use fakes.
 //
 // # Shape
 //
@@ -40,7 +42,7 @@
 // table of the core; a change the table does not allow (a bug) is an
 // InternalError Warning event, and the group goes on. A runtime reports
 // what it did on its own account through StartRequest.Report
-// (LocalRuntime's SandboxChanged when it rebuilds a dead sandbox).
+// (stack.LocalRuntime's SandboxChanged when it rebuilds a dead sandbox).
 //
 // # Runtime
 //
@@ -50,10 +52,10 @@
 // ReleaseProcess (what the runtime holds for a group or a removed process),
 // and Capabilities. An Instance has Pid, Signal, KillTree and Remove. A
 // runtime that has nothing to do for one of them implements it as a no-op
-// (SandboxRuntime: no sandbox, nothing kept).
+// (hostrt.Runtime: no sandbox, nothing kept).
 //
 // A layer around another runtime (notify.Runtime, systemd.JournalRuntime,
-// podsup up's output capture) implements the whole interface: it passes
+// package stack's output capture) implements the whole interface: it passes
 // Spawner, ReleaseGroup and ReleaseProcess on to the runtime it wraps,
 // after its own part (the capture layer forgets the group's output first),
 // and reports the wrapped runtime's Capabilities with its own added. An
@@ -67,8 +69,8 @@
 // (OutputCapture; journal = true also with Journal). New and Reload refuse
 // a configuration that asks for more, with an error wrapping ErrUnsupported
 // that names every such setting by its path (group.web.sandbox); a refused
-// reload changes nothing. The runtime podsup up builds has all of them
-// (Journal when podsup runs under journald).
+// reload changes nothing. The runtime package stack builds (podsup up's)
+// has all of them (Journal when podsup runs under journald).
 //
 // # Time
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -19,8 +20,10 @@ func Example() {
 			{Name: "server", Command: []string{"sleep", "60"}},
 		},
 	}}}
-	// Zero options: the real clock, real processes, no logging.
-	sup, err := supervisor.New(cfg, supervisor.Options{})
+	// Real processes on the host (package stack assembles podsup up's
+	// whole runtime instead); otherwise zero options: the real clock, no
+	// logging.
+	sup, err := supervisor.New(cfg, supervisor.Options{Runtime: hostrt.Runtime{}})
 	if err != nil {
 		fmt.Println(err)
 		return

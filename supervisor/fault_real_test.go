@@ -1,4 +1,4 @@
-package supervisor
+package supervisor_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // Faults of the real runtime (LocalRuntime over package sandbox): real
@@ -31,7 +33,7 @@ type localRun struct {
 	instance string
 }
 
-func startLocal(t *testing.T, cfg spec.Config, opts Options, cg *cgroups.Options) *localRun {
+func startLocal(t *testing.T, cfg spec.Config, opts supervisor.Options, cg *cgroups.Options) *localRun {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates cgroups and namespaces (CI runs as root)")
@@ -41,12 +43,12 @@ func startLocal(t *testing.T, cfg spec.Config, opts Options, cg *cgroups.Options
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Runtime = NewLocalRuntime(rt, false)
-	sup, err := New(cfg, opts)
+	opts.Runtime = stack.NewLocalRuntime(rt, false)
+	sup, err := supervisor.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan supervisor.Result, 1)}
 	go func() {
 		res, err := sup.Run(context.Background())
 		if err != nil {
@@ -89,14 +91,14 @@ func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
 	// path reports the exit synchronously through the same lock.
 	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartAlways, Sandbox: &spec.Sandbox{},
 		Processes: []spec.Process{{Name: "missing", Command: []string{"/nonexistent/podsup-no-such-command"}}}}
-	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, nil)
-	e := r.next(EventFailed)
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, supervisor.Options{}, nil)
+	e := r.next(supervisor.EventFailed)
 	if !strings.Contains(e.Message, "no-such-command") {
 		t.Errorf("Failed event: %q", e.Message)
 	}
-	r.next(EventBackOff)
+	r.next(supervisor.EventBackOff)
 	st, _ := r.sup.Status().Group("sb")
-	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 127 || p.LastTermination.Reason != ReasonStartError {
+	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 127 || p.LastTermination.Reason != supervisor.ReasonStartError {
 		t.Errorf("last termination %+v, want 127 StartError", p.LastTermination)
 	}
 	r.sup.Shutdown(nil)
@@ -117,18 +119,18 @@ func TestLocalDeadSandboxIsRebuilt(t *testing.T) {
 	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartAlways,
 		Sandbox:   &spec.Sandbox{Namespaces: []string{"pid"}},
 		Processes: []spec.Process{p}}
-	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, nil)
-	first := r.next(EventStarted)
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, supervisor.Options{}, nil)
+	first := r.next(supervisor.EventStarted)
 	st, err := r.rt.SandboxStatus("sb")
 	if err != nil || st.HolderPid <= 1 {
 		t.Fatalf("sandbox status %+v %v", st, err)
 	}
 	killPid(t, st.HolderPid)
-	e := r.next(EventSandboxChanged)
+	e := r.next(supervisor.EventSandboxChanged)
 	if !strings.Contains(e.Message, "holder ended") || !strings.Contains(e.Message, "re-created") {
 		t.Errorf("SandboxChanged message %q does not say why", e.Message)
 	}
-	again := r.next(EventStarted)
+	again := r.next(supervisor.EventStarted)
 	if again.InstanceID == first.InstanceID {
 		t.Fatalf("no new instance after the sandbox died: %+v", again)
 	}
@@ -152,7 +154,7 @@ func TestLocalExitCodeKeptAndInstanceRemovedByItsWorker(t *testing.T) {
 		procs = append(procs, spec.Process{Name: fmt.Sprintf("quick%d", i), Command: []string{"/bin/sh", "-c", "exit 7"}})
 	}
 	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartNever, Sandbox: &spec.Sandbox{}, Processes: procs}
-	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, nil)
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, supervisor.Options{}, nil)
 	done := func() bool {
 		st, _ := r.sup.Status().Group("sb")
 		for _, p := range st.Processes {
@@ -167,7 +169,7 @@ func TestLocalExitCodeKeptAndInstanceRemovedByItsWorker(t *testing.T) {
 	}
 	st, _ := r.sup.Status().Group("sb")
 	for _, p := range st.Processes {
-		if lt := p.Terminated; lt.ExitCode != 7 || lt.Reason != ReasonError {
+		if lt := p.Terminated; lt.ExitCode != 7 || lt.Reason != supervisor.ReasonError {
 			t.Errorf("%s ended %+v, want exit code 7 (Error)", p.Name, lt)
 		}
 	}
@@ -189,28 +191,28 @@ func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
 	other := realGroup("other", spec.RestartAlways, fastHelper(t, "x", "sleep"))
 	cfg := spec.Config{Backoff: scaled, Groups: []spec.Group{g, other}}
 	cfg.Supervisor.MinimumGrace = spec.Durp(100 * time.Millisecond)
-	r := startLocal(t, cfg, Options{KillRetry: 300 * time.Millisecond, KillAttempts: 3}, &cgroups.Options{Timeout: 500 * time.Millisecond})
-	pid := waitStatus(t, r.realRun, "app", func(ps ProcessStatus) bool { return ps.Pid > 0 }).Pid
+	r := startLocal(t, cfg, supervisor.Options{KillRetry: 300 * time.Millisecond, KillAttempts: 3}, &cgroups.Options{Timeout: 500 * time.Millisecond})
+	pid := waitStatus(t, r.realRun, "app", func(ps supervisor.ProcessStatus) bool { return ps.Pid > 0 }).Pid
 	thaw := testfreeze.Pid(t, fz, pid)
 	defer thaw()
-	if err := r.sup.Stop("sb", "app", RequestOptions{Requester: "test"}); err != nil {
+	if err := r.sup.Stop("sb", "app", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	e := r.next(EventFailedKill)
-	if e.Type != EventWarning || !strings.Contains(e.Message, strconv.Itoa(pid)) || e.Process != "app" || e.Group != "sb" {
+	e := r.next(supervisor.EventFailedKill)
+	if e.Type != supervisor.EventWarning || !strings.Contains(e.Message, strconv.Itoa(pid)) || e.Process != "app" || e.Group != "sb" {
 		t.Errorf("FailedKill does not name the surviving pid %d: %+v", pid, e)
 	}
 	// The worker is not wedged: status answers and requests are served.
-	if err := r.sup.Restart("other", "x", RequestOptions{Requester: "test"}); err != nil {
+	if err := r.sup.Restart("other", "x", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Errorf("restart of another group: %v", err)
 	}
-	if err := r.sup.Stop("sb", "app", RequestOptions{Requester: "test"}); err != nil {
+	if err := r.sup.Stop("sb", "app", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Errorf("a second stop of the stuck process: %v", err)
 	}
-	if st, ok := r.sup.Status().Group("sb"); !ok || st.Phase != PhaseStopping {
+	if st, ok := r.sup.Status().Group("sb"); !ok || st.Phase != supervisor.PhaseStopping {
 		t.Errorf("status of the stuck group: %+v", st)
 	}
-	r.next(EventFailedKill) // the retry, on its deadline
+	r.next(supervisor.EventFailedKill) // the retry, on its deadline
 	r.sup.Shutdown(nil)
 	if !r.ended(60 * time.Second) {
 		t.Fatal("shutdown did not end while a frozen task survived SIGKILL")
@@ -259,19 +261,19 @@ func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
 	script := fmt.Sprintf("sleep 1000 & printf %%s $! > %s.tmp; mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.05; done; exit 3", child, child, child, gate)
 	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartNever, Sandbox: &spec.Sandbox{},
 		Processes: []spec.Process{{Name: "app", Command: []string{"/bin/sh", "-c", script}}}}
-	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, Options{}, &cgroups.Options{Timeout: 500 * time.Millisecond})
+	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, supervisor.Options{}, &cgroups.Options{Timeout: 500 * time.Millisecond})
 	pid := waitPidFile(t, child)
 	thaw := testfreeze.Pid(t, fz, pid)
 	defer thaw()
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := r.next(EventFailedKill)
-	if e.Type != EventWarning || !strings.Contains(e.Message, "left behind") || !strings.Contains(e.Message, strconv.Itoa(pid)) {
+	e := r.next(supervisor.EventFailedKill)
+	if e.Type != supervisor.EventWarning || !strings.Contains(e.Message, "left behind") || !strings.Contains(e.Message, strconv.Itoa(pid)) {
 		t.Errorf("the failed cleanup is not reported with what survives (pid %d): %+v", pid, e)
 	}
 	st, _ := r.sup.Status().Group("sb")
-	if term := st.Processes[0].Terminated; term == nil || term.ExitCode != 3 || term.Reason != ReasonError {
+	if term := st.Processes[0].Terminated; term == nil || term.ExitCode != 3 || term.Reason != supervisor.ReasonError {
 		t.Errorf("termination %+v, want the process's own exit code 3", term)
 	}
 	thaw()

@@ -1,4 +1,4 @@
-package supervisor
+package supervisor_test
 
 import (
 	"fmt"
@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // The test binary is its own child (the os/exec suite's pattern): with
@@ -72,9 +73,7 @@ func writePid(path string, pid int) {
 }
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HolderArg {
-		os.Exit(sandbox.HolderMain()) // the test binary is its own sandbox holder
-	}
+	stack.ReexecMain() // the test binary is its own sandbox holder
 	if name := os.Getenv("PODSUP_TEST_HELPER"); name != "" {
 		f, ok := helpers[name]
 		if !ok {
@@ -130,4 +129,31 @@ func processGone(pid int) bool {
 		}
 	}
 	return false
+}
+
+// scaled is kubelet's back-off divided by 100: 0.1 s, doubling, at most
+// 1.6 s, reset after 3.2 s of running.
+var scaled = spec.Backoff{Initial: 100 * time.Millisecond, Max: 1600 * time.Millisecond, Reset: 3200 * time.Millisecond}
+
+// secs turns seconds (with millisecond fractions) into durations.
+func secs(xs ...float64) []time.Duration {
+	out := make([]time.Duration, len(xs))
+	for i, x := range xs {
+		out[i] = time.Duration(x*1000+0.5) * time.Millisecond
+	}
+	return out
+}
+
+// processStatus is the status of group's process name, which must exist.
+func processStatus(t *testing.T, sup *supervisor.Supervisor, group, name string) supervisor.ProcessStatus {
+	t.Helper()
+	g, ok := sup.Status().Group(group)
+	if !ok {
+		t.Fatalf("no group %s", group)
+	}
+	p, ok := g.Process(name)
+	if !ok {
+		t.Fatalf("no process %s in %s", name, group)
+	}
+	return p
 }

@@ -51,7 +51,7 @@ func (r DefaultHookRunner) Run(ctx context.Context, req HookRequest) error {
 	pr := req.Process
 	runner := hooks.Runner{
 		Exec: execrun.SandboxRunner{Spawn: req.Spawn},
-		Env:  environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+		Env:  Environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
 		Clock: r.Clock,
 	}
 	out := runner.Run(ctx, req.Hook, req.Point, req.Budget)

@@ -1,4 +1,4 @@
-package supervisor
+package supervisor_test
 
 import (
 	"context"
@@ -9,26 +9,28 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
+	"github.com/podsup/podsup/supervisor"
 )
 
-// Integration with real processes through SandboxRuntime and the real
+// Integration with real processes through hostrt.Runtime and the real
 // clock. Bounds are generous (two noisy cores); lower bounds are exact
 // because nothing may ever happen early.
 
 type realRun struct {
 	t   *testing.T
-	sup *Supervisor
-	sub *Subscription
-	res chan Result
+	sup *supervisor.Supervisor
+	sub *supervisor.Subscription
+	res chan supervisor.Result
 }
 
 func startReal(t *testing.T, cfg spec.Config) *realRun {
 	t.Helper()
-	sup, err := New(cfg, Options{})
+	sup, err := supervisor.New(cfg, supervisor.Options{Runtime: hostrt.Runtime{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan supervisor.Result, 1)}
 	go func() {
 		res, err := sup.Run(context.Background())
 		if err != nil {
@@ -50,7 +52,7 @@ func startReal(t *testing.T, cfg spec.Config) *realRun {
 }
 
 // next waits for the next event with one of the reasons.
-func (r *realRun) next(reasons ...string) Event {
+func (r *realRun) next(reasons ...string) supervisor.Event {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -67,7 +69,7 @@ func (r *realRun) next(reasons ...string) Event {
 	}
 }
 
-func (r *realRun) wait() Result {
+func (r *realRun) wait() supervisor.Result {
 	r.t.Helper()
 	select {
 	case res := <-r.res:
@@ -75,7 +77,7 @@ func (r *realRun) wait() Result {
 		return res
 	case <-time.After(15 * time.Second):
 		r.t.Fatal("Run did not return")
-		return Result{}
+		return supervisor.Result{}
 	}
 }
 
@@ -104,7 +106,7 @@ func TestRealScaledBackoff(t *testing.T) {
 			case <-time.After(2 * time.Millisecond):
 			}
 			if g, ok := r.sup.Status().Group("crash"); ok {
-				if p, _ := g.Process("app"); p.State == StateTerminated {
+				if p, _ := g.Process("app"); p.State == supervisor.StateTerminated {
 					bad = append(bad, p.Reason)
 				}
 			}
@@ -113,7 +115,7 @@ func TestRealScaledBackoff(t *testing.T) {
 
 	var starts []time.Time
 	for len(starts) < 7 {
-		starts = append(starts, r.next(EventStarted).Time)
+		starts = append(starts, r.next(supervisor.EventStarted).Time)
 	}
 	close(stopSampling)
 	if bad := <-sampled; len(bad) > 0 {
@@ -159,19 +161,19 @@ func TestRealTermIgnoringProcessIsKilledAfterGrace(t *testing.T) {
 	g.TerminationGracePeriod = &grace
 	zero := time.Duration(0)
 	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: &zero}, Groups: []spec.Group{g}})
-	r.next(EventStarted)
+	r.next(supervisor.EventStarted)
 	waitPidFile(t, pidFile)
 
-	if err := r.sup.Stop("stubborn", "", RequestOptions{Requester: "test"}); err != nil {
+	if err := r.sup.Stop("stubborn", "", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	killing := r.next(EventKilling)
-	exited := r.next(EventExited)
+	killing := r.next(supervisor.EventKilling)
+	exited := r.next(supervisor.EventExited)
 	if d := exited.Time.Sub(killing.Time); d < grace || d > grace+2*time.Second {
 		t.Errorf("K6: exit %s after the stop began, want SIGKILL after the %s grace", d, grace)
 	}
 	p, _ := r.sup.Status().Groups[0].Process("app")
-	if p.State != StateTerminated || p.Terminated.Signal != syscall.SIGKILL || p.Terminated.ExitCode != 137 {
+	if p.State != supervisor.StateTerminated || p.Terminated.Signal != syscall.SIGKILL || p.Terminated.ExitCode != 137 {
 		t.Errorf("K6: status %+v, want terminated by SIGKILL (137)", p)
 	}
 }
@@ -183,15 +185,15 @@ func TestRealStopLeavesNoDescendant(t *testing.T) {
 	pidFile := filepath.Join(dir, "pid")
 	g := realGroup("tree", spec.RestartAlways, helperProcess(t, "app", "fork-child", pidFile))
 	r := startReal(t, spec.Config{Groups: []spec.Group{g}})
-	r.next(EventStarted)
+	r.next(supervisor.EventStarted)
 	child := waitPidFile(t, pidFile)
 	if processGone(child) {
 		t.Fatal("the child should be running")
 	}
-	if err := r.sup.Stop("tree", "", RequestOptions{}); err != nil {
+	if err := r.sup.Stop("tree", "", supervisor.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.next(EventExited)
+	r.next(supervisor.EventExited)
 	deadline := time.Now().Add(10 * time.Second)
 	for !processGone(child) {
 		if time.Now().After(deadline) {
@@ -214,7 +216,7 @@ func TestRealCriticalExitCode(t *testing.T) {
 		t.Errorf("X11: result %+v, want exit code 7 from main/cmd", res)
 	}
 	o, _ := r.sup.Status().Group("other")
-	if p, _ := o.Process("sleeper"); p.State != StateTerminated || p.Terminated.Signal != syscall.SIGTERM {
+	if p, _ := o.Process("sleeper"); p.State != supervisor.StateTerminated || p.Terminated.Signal != syscall.SIGTERM {
 		t.Errorf("X9: the other group should be stopped by SIGTERM, got %+v", p)
 	}
 }
@@ -224,15 +226,15 @@ func TestRealStartFailure(t *testing.T) {
 	// back-off applies as for a crash.
 	g := realGroup("missing", spec.RestartNever, spec.Process{Name: "app", Command: []string{filepath.Join(os.TempDir(), "podsup-no-such-command")}})
 	r := startReal(t, spec.Config{Groups: []spec.Group{g}})
-	e := r.next(EventFailed)
+	e := r.next(supervisor.EventFailed)
 	if e.Process != "app" {
 		t.Errorf("Failed event %+v", e)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		p, _ := r.sup.Status().Groups[0].Process("app")
-		if p.State == StateTerminated {
-			if p.Terminated.ExitCode != 127 || p.Reason != ReasonStartError {
+		if p.State == supervisor.StateTerminated {
+			if p.Terminated.ExitCode != 127 || p.Reason != supervisor.ReasonStartError {
 				t.Errorf("status %+v", p)
 			}
 			break

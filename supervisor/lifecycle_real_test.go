@@ -1,4 +1,4 @@
-package supervisor
+package supervisor_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // Probes and hooks with real processes, real commands and real time.
@@ -66,11 +68,11 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 	}
 	r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("live", spec.RestartAlways, p)}})
 
-	var evs []Event
+	var evs []supervisor.Event
 	for {
-		e := r.next(EventStarted, EventUnhealthy, EventKilling, EventCompleted, EventBackOff)
+		e := r.next(supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventCompleted, supervisor.EventBackOff)
 		evs = append(evs, e)
-		if e.Reason == EventBackOff {
+		if e.Reason == supervisor.EventBackOff {
 			break
 		}
 	}
@@ -91,16 +93,16 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 	for _, e := range evs[:len(evs)-1] {
 		instance = append(instance, e.Reason)
 		switch e.Reason {
-		case EventUnhealthy:
+		case supervisor.EventUnhealthy:
 			if !strings.Contains(e.Message, "Liveness probe failed") || !strings.Contains(e.Message, "db unreachable") {
 				t.Errorf("Unhealthy message %q lacks the probe's output", e.Message)
 			}
-		case EventKilling:
+		case supervisor.EventKilling:
 			if !strings.Contains(e.Message, "failed liveness probe, will be restarted") {
 				t.Errorf("K7: Killing message %q", e.Message)
 			}
-		case EventCompleted:
-			want := []string{EventStarted, EventUnhealthy, EventUnhealthy, EventUnhealthy, EventKilling, EventCompleted}
+		case supervisor.EventCompleted:
+			want := []string{supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventCompleted}
 			if strings.Join(instance, " ") != strings.Join(want, " ") {
 				t.Errorf("instance events %v, want %v", instance, want)
 			}
@@ -108,7 +110,7 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 		}
 	}
 	// After the BackOff the process starts again, not before its back-off.
-	next := r.next(EventStarted)
+	next := r.next(supervisor.EventStarted)
 	if d := next.Time.Sub(backoff.Time); d <= 0 || d > 5*time.Second {
 		t.Errorf("the restart after CrashLoopBackOff came %s after it", d)
 	}
@@ -159,7 +161,7 @@ func TestRealReadinessFlipsWithHTTPAndTCPServers(t *testing.T) {
 			ok := g.Ready == group
 			for name, w := range want {
 				p, _ := g.Process(name)
-				ok = ok && p.State == StateRunning && p.Ready == w
+				ok = ok && p.State == supervisor.StateRunning && p.Ready == w
 			}
 			if ok {
 				return
@@ -183,7 +185,7 @@ func TestRealReadinessFlipsWithHTTPAndTCPServers(t *testing.T) {
 			t.Errorf("P12: readiness restarted %s", p.Name)
 		}
 	}
-	u := r.next(EventUnhealthy)
+	u := r.next(supervisor.EventUnhealthy)
 	if !strings.HasPrefix(u.Message, "Readiness probe failed:") {
 		t.Errorf("Unhealthy message %q", u.Message)
 	}
@@ -205,15 +207,15 @@ func TestRealHooksSucceedInOrder(t *testing.T) {
 	p.PreStop = execHook(`echo pre_stop >> "$LOG"`)
 	p.PostStop = execHook(`echo post_stop >> "$LOG"`)
 	r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("hooks", spec.RestartAlways, p)}})
-	r.next(EventStarted)
-	if ps, _ := r.sup.Status().Groups[0].Process("app"); ps.State != StateWaiting || ps.Reason != ReasonContainerCreating {
+	r.next(supervisor.EventStarted)
+	if ps, _ := r.sup.Status().Groups[0].Process("app"); ps.State != supervisor.StateWaiting || ps.Reason != supervisor.ReasonContainerCreating {
 		t.Errorf("H1: right after the start, during post_start: %s/%s", ps.State, ps.Reason)
 	}
-	waitStatus(t, r, "app", func(ps ProcessStatus) bool { return ps.State == StateRunning })
-	if err := r.sup.Stop("hooks", "app", RequestOptions{Requester: "test"}); err != nil {
+	waitStatus(t, r, "app", func(ps supervisor.ProcessStatus) bool { return ps.State == supervisor.StateRunning })
+	if err := r.sup.Stop("hooks", "app", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	r.next(EventExited)
+	r.next(supervisor.EventExited)
 	deadline := time.Now().Add(10 * time.Second)
 	want := "pre_start main post_start pre_stop post_stop"
 	for {
@@ -237,12 +239,12 @@ func TestRealHookFailures(t *testing.T) {
 		p := spec.Process{Name: "app", Command: shell("touch " + marker)}
 		p.PreStart = fail
 		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartNever, p)}})
-		e := r.next(EventFailedPreStartHook)
+		e := r.next(supervisor.EventFailedPreStartHook)
 		if !strings.Contains(e.Message, "code 3") {
 			t.Errorf("FailedPreStartHook message %q", e.Message)
 		}
-		ps := waitStatus(t, r, "app", func(ps ProcessStatus) bool { return ps.State == StateTerminated })
-		if ps.Reason != ReasonPreStartHookError {
+		ps := waitStatus(t, r, "app", func(ps supervisor.ProcessStatus) bool { return ps.State == supervisor.StateTerminated })
+		if ps.Reason != supervisor.ReasonPreStartHookError {
 			t.Errorf("X5: reason %q, want PreStartHookError", ps.Reason)
 		}
 		if _, err := os.Stat(marker); err == nil {
@@ -255,12 +257,12 @@ func TestRealHookFailures(t *testing.T) {
 		p := fastHelper(t, "app", "sleep")
 		p.PostStart = fail
 		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartNever, p)}})
-		r.next(EventFailedPostStartHook)
-		if k := r.next(EventKilling); !strings.Contains(k.Message, "post_start") {
+		r.next(supervisor.EventFailedPostStartHook)
+		if k := r.next(supervisor.EventKilling); !strings.Contains(k.Message, "post_start") {
 			t.Errorf("H2: Killing message %q", k.Message)
 		}
-		r.next(EventExited)
-		ps := waitStatus(t, r, "app", func(ps ProcessStatus) bool { return ps.State == StateTerminated })
+		r.next(supervisor.EventExited)
+		ps := waitStatus(t, r, "app", func(ps supervisor.ProcessStatus) bool { return ps.State == supervisor.StateTerminated })
 		if ps.Terminated.Signal != syscall.SIGTERM {
 			t.Errorf("H2: %+v, want killed by SIGTERM", ps.Terminated)
 		}
@@ -270,27 +272,27 @@ func TestRealHookFailures(t *testing.T) {
 		p := fastHelper(t, "app", "sleep")
 		p.PreStop = fail
 		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}})
-		r.next(EventStarted)
-		if err := r.sup.Stop("g", "app", RequestOptions{}); err != nil {
+		r.next(supervisor.EventStarted)
+		if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		w := r.next(EventFailedPreStopHook)
-		if w.Type != EventWarning || !strings.Contains(w.Message, "code 3") {
+		w := r.next(supervisor.EventFailedPreStopHook)
+		if w.Type != supervisor.EventWarning || !strings.Contains(w.Message, "code 3") {
 			t.Errorf("H4: %+v", w)
 		}
-		r.next(EventExited)
+		r.next(supervisor.EventExited)
 	})
 	t.Run("post_stop failure is a warning only", func(t *testing.T) {
 		// X5: FailedPostStopHook after each exit; the restart does not wait.
 		p := fastHelper(t, "app", "exit", "1")
 		p.PostStop = execHook("sleep 1; exit 3")
 		r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}})
-		first := r.next(EventExited)
-		second := r.next(EventStarted)
+		first := r.next(supervisor.EventExited)
+		second := r.next(supervisor.EventStarted)
 		if d := second.Time.Sub(first.Time); d > 500*time.Millisecond {
 			t.Errorf("X5: the restart waited %s for post_stop", d)
 		}
-		if w := r.next(EventFailedPostStopHook); w.Type != EventWarning || w.InstanceID != first.InstanceID {
+		if w := r.next(supervisor.EventFailedPostStopHook); w.Type != supervisor.EventWarning || w.InstanceID != first.InstanceID {
 			t.Errorf("X5: %+v should name the instance %s", w, first.InstanceID)
 		}
 	})
@@ -306,13 +308,13 @@ func TestRealPreStopChargedAgainstGrace(t *testing.T) {
 	g := realGroup("g", spec.RestartAlways, p)
 	g.TerminationGracePeriod = spec.Durp(2 * time.Second)
 	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(0)}, Groups: []spec.Group{g}})
-	r.next(EventStarted)
+	r.next(supervisor.EventStarted)
 	waitPidFile(t, filepath.Join(dir, "pid"))
-	if err := r.sup.Stop("g", "app", RequestOptions{}); err != nil {
+	if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	killing := r.next(EventKilling)
-	exited := r.next(EventExited)
+	killing := r.next(supervisor.EventKilling)
+	exited := r.next(supervisor.EventExited)
 	if d := exited.Time.Sub(killing.Time); d < 2500*time.Millisecond || d > 3400*time.Millisecond {
 		t.Errorf("K3: SIGKILL %s after the stop began, want 2.5 s (pre_stop's 1.5 s charged as 1 s)", d)
 	}
@@ -329,14 +331,14 @@ func TestRealHangingPreStopDoesNotDelaySIGKILL(t *testing.T) {
 	g := realGroup("g", spec.RestartAlways, p)
 	g.TerminationGracePeriod = spec.Durp(time.Second)
 	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(300 * time.Millisecond)}, Groups: []spec.Group{g}})
-	r.next(EventStarted)
+	r.next(supervisor.EventStarted)
 	waitPidFile(t, filepath.Join(dir, "pid"))
-	if err := r.sup.Stop("g", "app", RequestOptions{}); err != nil {
+	if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	killing := r.next(EventKilling)
+	killing := r.next(supervisor.EventKilling)
 	pid := waitPidFile(t, hookPid)
-	exited := r.next(EventExited)
+	exited := r.next(supervisor.EventExited)
 	if d := exited.Time.Sub(killing.Time); d < 1300*time.Millisecond || d > 2300*time.Millisecond {
 		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 0.3 s", d)
 	}
@@ -351,7 +353,7 @@ func TestRealHangingPreStopDoesNotDelaySIGKILL(t *testing.T) {
 }
 
 // waitStatus polls until cond holds for process name of the first group.
-func waitStatus(t *testing.T, r *realRun, name string, cond func(ProcessStatus) bool) ProcessStatus {
+func waitStatus(t *testing.T, r *realRun, name string, cond func(supervisor.ProcessStatus) bool) supervisor.ProcessStatus {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -366,10 +368,10 @@ func waitStatus(t *testing.T, r *realRun, name string, cond func(ProcessStatus) 
 	}
 }
 
-// spawnerRuntime is SandboxRuntime that also spawns exec probes and hooks,
+// spawnerRuntime is hostrt.Runtime that also spawns exec probes and hooks,
 // counting them per group: the seam a sandboxed runtime plugs into (X6).
 type spawnerRuntime struct {
-	SandboxRuntime
+	hostrt.Runtime
 	spawned sync.Map // group → *atomic.Int64
 }
 
@@ -389,7 +391,7 @@ func TestRealExecProbesAndHooksGoThroughTheGroupsSpawner(t *testing.T) {
 	p := fastHelper(t, "app", "sleep")
 	p.PreStart = execHook("true")
 	p.LivenessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: trueCommand(t)}}, Period: spec.MinProbePeriod}
-	sup, err := New(spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}}, Options{Runtime: rt})
+	sup, err := supervisor.New(spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}}, supervisor.Options{Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}

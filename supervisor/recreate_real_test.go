@@ -1,4 +1,4 @@
-package supervisor
+package supervisor_test
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 
 	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
+	"github.com/podsup/podsup/supervisor"
 )
 
-// Recreate requests with real processes through SandboxRuntime and the
+// Recreate requests with real processes through hostrt.Runtime and the
 // real clock. Bounds are generous (two noisy cores).
 
 // packageHooks runs hooks with package hooks (real commands through
@@ -20,17 +22,20 @@ import (
 // branch's work; this is enough to see C4's pre_stop run.
 type packageHooks struct{}
 
-func (packageHooks) Run(ctx context.Context, req HookRequest) error {
+func (packageHooks) Run(ctx context.Context, req supervisor.HookRequest) error {
 	return hooks.Run(ctx, req.Hook, req.Point, req.Budget).Err
 }
 
-func startRealWith(t *testing.T, cfg spec.Config, opts Options) *realRun {
+func startRealWith(t *testing.T, cfg spec.Config, opts supervisor.Options) *realRun {
 	t.Helper()
-	sup, err := New(cfg, opts)
+	if opts.Runtime == nil {
+		opts.Runtime = hostrt.Runtime{}
+	}
+	sup, err := supervisor.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan supervisor.Result, 1)}
 	go func() {
 		res, err := sup.Run(context.Background())
 		if err != nil {
@@ -63,9 +68,9 @@ func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {
 		Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(100 * time.Millisecond)},
 		Groups:     []spec.Group{realGroup("web", spec.RestartAlways, app, side)},
 	}
-	r := startRealWith(t, cfg, Options{Hooks: packageHooks{}})
-	r.next(EventStarted)
-	r.next(EventStarted)
+	r := startRealWith(t, cfg, supervisor.Options{Hooks: packageHooks{}})
+	r.next(supervisor.EventStarted)
+	r.next(supervisor.EventStarted)
 	gs, _ := r.sup.Status().Group("web")
 	app0, _ := gs.Process("app")
 	side0, _ := gs.Process("side")
@@ -73,14 +78,14 @@ func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {
 		t.Fatalf("not running: %+v %+v", app0, side0)
 	}
 
-	id, err := r.sup.Recreate(RecreateSpec{Group: "web", Processes: []string{"app"}, TerminationGracePeriod: spec.Durp(5 * time.Second), MinStarted: 200 * time.Millisecond})
+	id, err := r.sup.Recreate(supervisor.RecreateSpec{Group: "web", Processes: []string{"app"}, TerminationGracePeriod: spec.Durp(5 * time.Second), MinStarted: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	st, err := r.sup.WaitRecreate(ctx, id)
-	if err != nil || st.Phase != RecreateCompleted || st.Failed() {
+	if err != nil || st.Phase != supervisor.RecreateCompleted || st.Failed() {
 		t.Fatalf("recreate: %+v %v", st, err)
 	}
 	if b, err := os.ReadFile(marker); err != nil || strings.TrimSpace(string(b)) != "ran" {
@@ -89,7 +94,7 @@ func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {
 	gs, _ = r.sup.Status().Group("web")
 	app1, _ := gs.Process("app")
 	side1, _ := gs.Process("side")
-	if app1.State != StateRunning || !app1.Ready || app1.Pid == app0.Pid || app1.RestartCount != 1 || app1.InstanceID != st.Processes[0].InstanceID {
+	if app1.State != supervisor.StateRunning || !app1.Ready || app1.Pid == app0.Pid || app1.RestartCount != 1 || app1.InstanceID != st.Processes[0].InstanceID {
 		t.Errorf("new app instance: %+v", app1)
 	}
 	if side1.Pid != side0.Pid || side1.InstanceID != side0.InstanceID || side1.RestartCount != 0 || processGone(side0.Pid) {
@@ -113,10 +118,10 @@ func TestRealRecreateNeverReadyFailsByTheDeadline(t *testing.T) {
 		Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(100 * time.Millisecond)},
 		Groups:     []spec.Group{realGroup("web", spec.RestartAlways, app)},
 	}
-	r := startRealWith(t, cfg, Options{})
-	r.next(EventStarted)
+	r := startRealWith(t, cfg, supervisor.Options{})
+	r.next(supervisor.EventStarted)
 	begin := time.Now()
-	id, err := r.sup.Recreate(RecreateSpec{Group: "web", Processes: []string{"app"}, ActiveDeadline: MinimumRecreateDeadline})
+	id, err := r.sup.Recreate(supervisor.RecreateSpec{Group: "web", Processes: []string{"app"}, ActiveDeadline: supervisor.MinimumRecreateDeadline})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +129,14 @@ func TestRealRecreateNeverReadyFailsByTheDeadline(t *testing.T) {
 	defer cancel()
 	st, err := r.sup.WaitRecreate(ctx, id)
 	took := time.Since(begin)
-	if err != nil || st.Phase != RecreateCompleted || !st.Failed() || !strings.Contains(st.Message, "active deadline") {
+	if err != nil || st.Phase != supervisor.RecreateCompleted || !st.Failed() || !strings.Contains(st.Message, "active deadline") {
 		t.Fatalf("C8: %+v %v", st, err)
 	}
-	if took < MinimumRecreateDeadline {
+	if took < supervisor.MinimumRecreateDeadline {
 		t.Errorf("completed %s after the request, before the deadline", took)
 	}
 	gs, _ := r.sup.Status().Group("web")
-	if p, _ := gs.Process("app"); p.State != StateRunning || p.RestartCount != 1 {
+	if p, _ := gs.Process("app"); p.State != supervisor.StateRunning || p.RestartCount != 1 {
 		t.Errorf("the new instance should still run (not ready): %+v", p)
 	}
 }

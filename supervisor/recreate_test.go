@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -14,7 +15,7 @@ import (
 
 func TestRecreateAPIErrors(t *testing.T) {
 	cfg := configOf(appAndSidecar())
-	sup, err := New(cfg, Options{})
+	sup, err := New(cfg, Options{Runtime: newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{}))})
 	if err != nil {
 		t.Fatal(err)
 	}

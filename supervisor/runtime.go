@@ -12,12 +12,14 @@ import (
 
 // Runtime is the imperative half of the CRI split (docs/architecture.md): it starts
 // processes and signals them, and knows nothing of policies. The supervisor
-// reaches the kernel only through it. The real ones are SandboxRuntime (host
-// processes) and LocalRuntime (groups in sandboxes); tests use fakes.
+// reaches the kernel only through it. The real ones live above the
+// supervisor: hostrt.Runtime (host processes) and stack.LocalRuntime
+// (groups in sandboxes), which package stack wraps in its layers; tests use
+// fakes.
 //
 // Every capability the supervisor uses is a method here, none is an optional
 // interface found by a type assertion: a layer around another Runtime (its
-// Next: notify.Runtime, systemd.JournalRuntime, podsup up's output capture)
+// Next: notify.Runtime, systemd.JournalRuntime, package stack's capture)
 // must implement each one, so the compiler catches a forgotten one. Such a
 // wrapper passes Spawner, ReleaseGroup and ReleaseProcess on to Next (after
 // doing its own part), and reports Next's Capabilities with its own added. A
@@ -85,9 +87,9 @@ type StartRequest struct {
 	Process    spec.Process
 	// Sandbox is the group's sandbox, nil for the host's namespaces.
 	Sandbox *spec.Sandbox
-	// Stdout and Stderr receive the process's output; podsup up's capture
-	// wrapper sets them. nil means podsup's own with SandboxRuntime and
-	// /dev/null in a LocalRuntime sandbox.
+	// Stdout and Stderr receive the process's output; package stack's capture
+	// wrapper sets them. nil means podsup's own with hostrt.Runtime and
+	// /dev/null in a stack.LocalRuntime sandbox.
 	Stdout, Stderr *os.File
 	// ExtraFiles become the process's fds 3, 4, ... (a nil entry leaves
 	// that fd closed): socket-activation fds, a readiness pipe. The

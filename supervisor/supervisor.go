@@ -24,7 +24,9 @@ type Options struct {
 	// Logger receives one structured line per event, and debug lines for
 	// tolerated errors. The zero Logger logs nothing.
 	Logger zerolog.Logger
-	// Runtime starts and signals processes; nil means SandboxRuntime.
+	// Runtime starts and signals processes. Required: the supervisor
+	// reaches the kernel only through it (package stack has the real
+	// ones: stack.New assembles podsup up's; tests use fakes).
 	Runtime Runtime
 	// Hooks runs lifecycle hooks; nil means DefaultHookRunner (package
 	// hooks, on Clock).
@@ -51,6 +53,8 @@ var (
 	// ErrNotRunning: the supervisor's Run has not started the group (yet).
 	ErrNotRunning = errors.New("group is not running")
 	ErrRunning    = errors.New("supervisor is already running")
+	// ErrNoRuntime is New's error when Options.Runtime is nil.
+	ErrNoRuntime = errors.New("unable to supervise: Options.Runtime is nil (stack.New assembles podsup's runtime)")
 )
 
 // RequestOptions qualify a start, stop or restart request.
@@ -123,7 +127,7 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		return nil, fmt.Errorf("unable to use the configuration: %w", err)
 	}
 	if opts.Runtime == nil {
-		opts.Runtime = SandboxRuntime{}
+		return nil, ErrNoRuntime
 	}
 	if err := opts.Runtime.Capabilities().Check(&cfg); err != nil {
 		return nil, fmt.Errorf("unable to use the configuration: %w", err)

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
 )
 
 // wedgeRuntime blocks every Start until released: a group's worker loop
 // stuck in a call, as a wedged podsup would be. The rest of
-// supervisor.Runtime is SandboxRuntime's: no sandbox, nothing kept.
+// supervisor.Runtime is hostrt.Runtime's: no sandbox, nothing kept.
 type wedgeRuntime struct {
-	supervisor.SandboxRuntime
+	hostrt.Runtime
 	release chan struct{}
 	entered chan struct{} // closed by the first Start
 	once    *sync.Once

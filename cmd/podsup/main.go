@@ -6,16 +6,16 @@ package main
 
 import (
 	"fmt"
-	"github.com/podsup/podsup/notify"
 	"os"
+
+	"github.com/podsup/podsup/stack"
 )
 
 func main() {
-	runHolderIfAsked() // a sandbox holder is podsup re-executed; see package sandbox
-	if len(os.Args) > 1 && os.Args[1] == notify.ListenPIDCommand {
-		// The socket-activation shim: sets LISTEN_PID, execs the process.
-		os.Exit(notify.ListenPIDMain(os.Args[2:]))
-	}
+	// podsup re-executed as a sandbox holder or the socket-activation
+	// shim (package stack): before any flag parsing or signal setup,
+	// since they do their own.
+	stack.ReexecMain()
 	resetInheritedSignalState()
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {

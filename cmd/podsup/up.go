@@ -21,11 +21,10 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
-	"github.com/podsup/podsup/logs"
-	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
 	"github.com/podsup/podsup/systemd"
 )
@@ -83,8 +82,8 @@ type daemon struct {
 	source  configSource // what a reload re-reads
 	log     zerolog.Logger
 	sup     *supervisor.Supervisor
-	runtime *supervisor.LocalRuntime
-	svc     *systemd.Service // podsup's sd_notify stream (nothing sent outside systemd)
+	runtime supervisor.Runtime // the stack's outermost layer: exec's spawner
+	svc     *systemd.Service   // podsup's sd_notify stream (nothing sent outside systemd)
 
 	// level is podsup's own log level, which a reload may change.
 	level *logLevel
@@ -139,7 +138,7 @@ func runUp(cf configFlags, socketOverride string) (int, error) {
 	// They stay caught until podsup exits (handleUpSignals).
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	sandbox.StartReaper()
+	sandbox.StartReaperAs(true) // as PID 1, reap orphans from the first instant; a subreaper otherwise
 
 	socket := cfg.Supervisor.EffectiveSocket()
 	gid := -1
@@ -149,68 +148,37 @@ func runUp(cf configFlags, socketOverride string) (int, error) {
 		}
 	}
 	// The socket first: it is the instance's lock. A podsup still running
-	// on it makes this one fail here, before NewRuntime would take its
+	// on it makes this one fail here, before stack.New would take its
 	// cgroups for a crashed predecessor's and kill its processes.
 	l, err := apiserver.Listen(socket, gid)
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(socket)
-	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: instanceName(socket), Logger: log})
+	st, err := stack.New(*cfg, stack.Options{
+		Instance: instanceName(socket), Logger: log, Output: os.Stdout,
+		RuntimeDir: filepath.Dir(socket), Journal: journalOn, ActivationFiles: listenFiles,
+		Subreaper: true, // orphans of the groups come back to podsup
+	})
 	if err != nil {
 		return 0, err
 	}
-	defer rt.Close() // deletes every sandbox and cgroup left
-	// Every group runs in a cgroup where podsup can create one, a group
-	// without a sandbox block in a cgroup-only sandbox: its processes' trees
-	// die whole (a setsid daemon too), and a podsup restarted after a crash
-	// finds them. Each process keeps its cgroup across restarts, so a
-	// restart costs what a host spawn does (docs/benchmarks.md). Without
-	// cgroups NewRuntime said so once and process groups are used.
-	runtime := supervisor.NewLocalRuntime(rt, true)
-	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: os.Stdout, Dir: cfg.Supervisor.LogDir, Logger: log})
-	if err != nil {
-		return 0, err
-	}
-	defer hub.Close() // after the supervisor: the last output drains first
+	defer st.Close() // deletes every sandbox and cgroup left, after the API stopped
+	sup := st.Supervisor()
 	bg, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
-	notifySrv, err := notify.NewServer(notify.Options{Dir: filepath.Dir(socket), Logger: log})
-	if err != nil {
-		log.Warn().Err(err).Msg("no notify server: a configuration with readiness = notify or fd:N is refused")
-		notifySrv = nil
-	}
-	stack := runtimeStack(runtime, hub, journalOn, notifySrv, listenFiles)
-	sup, err := supervisor.New(*cfg, supervisor.Options{Logger: log, Runtime: stack})
-	if err != nil {
-		return 0, err
-	}
-	notifyDone := make(chan struct{})
-	if notifySrv != nil {
-		notifySrv.SetSink(sup)
-		go func() {
-			defer close(notifyDone)
-			if err := notifySrv.Run(bg); err != nil {
-				log.Error().Err(err).Msg("notify server stopped")
-			}
-		}()
-	} else {
-		close(notifyDone)
-	}
-	defer func() { stopBackground(); <-notifyDone }() // removes the notify sockets
 	svc := systemd.NewService(sup, systemd.Options{Notifier: notifier, ReadyWhen: cfg.Supervisor.NotifyReady, Watchdog: watchdog, Logger: log})
 	defer notifier.Close()
 	go svc.Run(bg)
-	d := &daemon{source: source, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: runtime, svc: svc}
+	d := &daemon{source: source, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: st.Runtime(), svc: svc}
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
-	publishRecovered(sup, rt.Recovered())
 
 	srv := apiserver.New(apiserver.Backend{
 		Supervisor: sup, History: history, Version: version,
 		Reload: d.reload,
 		Exec:   d.exec,
-		Logs:   hubLogs{hub},
+		Logs:   hubLogs{st.Logs()},
 	}, apiserver.Policy{OwnerUID: os.Getuid(), GroupID: gid}, log)
 	go func() {
 		if err := srv.Serve(l); err != nil {
@@ -241,8 +209,8 @@ func runUp(cf configFlags, socketOverride string) (int, error) {
 		time.Sleep(time.Second)
 		memtrim.TrimExecutable()
 	}()
-	res, err := sup.Run(context.Background())
-	svc.Stop() // STOPPING=1 is out before podsup exits, whoever asked
+	res, err := st.Run(context.Background()) // publishes what it recovered first: history hears it
+	svc.Stop()                               // STOPPING=1 is out before podsup exits, whoever asked
 	if err != nil {
 		return 0, err
 	}
@@ -250,47 +218,6 @@ func runUp(cf configFlags, socketOverride string) (int, error) {
 		log.Warn().Int("exit_code", res.ExitCode).Msg("a critical process ended: podsup exits with its code")
 	}
 	return res.ExitCode, nil
-}
-
-// runtimeStack is the runtime podsup up supervises with: around local,
-// outermost first, readiness protocols and socket activation (package
-// notify, serving them with srv), journal output when stderr is the
-// journal, output capture (package logs). It has every capability of
-// supervisor.Capabilities, Journal only when journal is set (journal = true
-// falls back to capture) and ReadinessProtocols only with a srv, so the
-// supervisor refuses nothing of a valid configuration while the notify
-// server runs.
-func runtimeStack(local *supervisor.LocalRuntime, hub *logs.Hub, journal bool, srv *notify.Server, sockets map[string][]*os.File) supervisor.Runtime {
-	var started supervisor.Runtime = newCapturingRuntime(local, hub)
-	if journal {
-		started = &systemd.JournalRuntime{Next: started, Send: systemd.JournalSend}
-	}
-	return &notify.Runtime{Next: started, Server: srv, Sockets: sockets}
-}
-
-// publishRecovered tells, one event per group, what NewRuntime found and
-// killed of a podsup of this instance that died without stopping its
-// groups (SIGKILL, OOM).
-func publishRecovered(sup *supervisor.Supervisor, found []sandbox.Recovered) {
-	for _, r := range found {
-		if !spec.ValidName(r.Sandbox) {
-			continue // podsup's own leaf, not a group; logged by NewRuntime
-		}
-		e := supervisor.Event{Type: supervisor.EventNormal, Reason: supervisor.EventRecovered, Group: r.Sandbox,
-			Message: "removed the empty cgroup left by a previous podsup (" + r.Cgroup + ")"}
-		if n := len(r.Pids); n > 0 {
-			e.Type = supervisor.EventWarning
-			e.Message = fmt.Sprintf("killed %d %s left by a previous podsup (cgroup %s)", n, plural(n, "process", "processes"), r.Cgroup)
-		}
-		sup.Publish(e)
-	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // reload re-reads the file; on any error the running configuration stays.

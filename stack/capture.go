@@ -1,10 +1,8 @@
-package main
+package stack
 
 import (
 	"context"
-	"errors"
 
-	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/supervisor"
@@ -12,7 +10,7 @@ import (
 
 // capturingRuntime gives every instance's stdout and stderr to the logs hub
 // (or, with log { mode = "passthrough" }, podsup's own) before the inner
-// runtime starts it.
+// runtime starts it: the stack's output capture.
 //
 // It also bounds how many starts are under way at once: the supervisor
 // starts every instance on a goroutine of its own, and each start holds a
@@ -91,54 +89,3 @@ func (c capturingRuntime) Capabilities() supervisor.Capabilities {
 }
 
 var _ supervisor.Runtime = capturingRuntime{}
-
-// hubLogs serves the API's logs endpoints from the hub.
-type hubLogs struct{ hub *logs.Hub }
-
-func (h hubLogs) Tail(group, process string, n int, previous bool) ([]api.LogLine, error) {
-	lines, err := h.hub.Tail(group, process, n, previous)
-	if err != nil {
-		return nil, classifyLogErr(err)
-	}
-	out := make([]api.LogLine, len(lines))
-	for i, l := range lines {
-		out[i] = toAPILine(l)
-	}
-	return out, nil
-}
-
-func (h hubLogs) Follow(ctx context.Context, group, process string, tail int) (<-chan api.LogLine, error) {
-	ch, err := h.hub.Follow(ctx, group, process, tail)
-	if err != nil {
-		return nil, classifyLogErr(err)
-	}
-	out := make(chan api.LogLine)
-	go func() {
-		defer close(out)
-		for l := range ch {
-			select {
-			case out <- toAPILine(l):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
-func toAPILine(l logs.Line) api.LogLine {
-	return api.LogLine{Time: l.Time, Group: l.Group, Process: l.Process, Instance: l.Instance,
-		Stream: l.Stream.String(), Line: l.Text, Skipped: l.Skipped}
-}
-
-func classifyLogErr(err error) error {
-	if errors.Is(err, logs.ErrUnknownProcess) || errors.Is(err, logs.ErrNoPrevious) || errors.Is(err, logs.ErrNotCaptured) {
-		return &notFoundErr{err}
-	}
-	return err
-}
-
-type notFoundErr struct{ err error }
-
-func (e *notFoundErr) Error() string { return e.err.Error() }
-func (e *notFoundErr) Unwrap() error { return api.ErrNotFound }

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -52,23 +52,23 @@ func TestUpRuntimeStackHasEveryCapability(t *testing.T) {
 	hub, srv := testHub(t), testNotifyServer(t)
 	// Only Capabilities is called: no sandbox is made, so the LocalRuntime
 	// needs no package sandbox runtime under it.
-	local := supervisor.NewLocalRuntime(nil, true)
+	local := NewLocalRuntime(nil, true)
 
-	underJournal := runtimeStack(local, hub, true, srv, nil).Capabilities()
+	underJournal := layers(local, hub, true, srv, nil).Capabilities()
 	v := reflect.ValueOf(underJournal)
 	for i := range v.NumField() {
 		if !v.Field(i).Bool() {
-			t.Errorf("podsup up's runtime under journald lacks %s: %+v", v.Type().Field(i).Name, underJournal)
+			t.Errorf("the stack under journald lacks %s: %+v", v.Type().Field(i).Name, underJournal)
 		}
 	}
-	elsewhere := runtimeStack(local, hub, false, srv, nil).Capabilities()
+	elsewhere := layers(local, hub, false, srv, nil).Capabilities()
 	want := underJournal
 	want.Journal = false // journal = true falls back to capture
 	if elsewhere != want {
-		t.Errorf("podsup up's runtime outside journald: %+v, want %+v", elsewhere, want)
+		t.Errorf("the stack outside journald: %+v, want %+v", elsewhere, want)
 	}
 
-	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.hcl"))
+	files, _ := filepath.Glob(filepath.Join("..", "examples", "*.hcl"))
 	if len(files) < 4 {
 		t.Fatalf("found %d examples, want at least 4", len(files))
 	}
@@ -78,7 +78,7 @@ func TestUpRuntimeStackHasEveryCapability(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		if err := elsewhere.Check(cfg); err != nil {
-			t.Errorf("%s is refused by podsup up's runtime: %v", f, err)
+			t.Errorf("%s is refused by the stack: %v", f, err)
 		}
 	}
 }

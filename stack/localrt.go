@@ -1,4 +1,4 @@
-package supervisor
+package stack
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // LocalRuntime runs groups in sandboxes of package sandbox's LocalRuntime:
@@ -27,21 +29,22 @@ import (
 // lock, which is held across the sandbox's creation; other groups never
 // wait for it.
 //
-// The group's worker owns each instance's cleanup (Runtime): an instance's
-// record and cgroup stay until the worker removes it (Instance.Remove)
-// after its exit and final tree kill, or until the sandbox is deleted.
+// The group's worker owns each instance's cleanup (supervisor.Runtime): an
+// instance's record and cgroup stay until the worker removes it
+// (Instance.Remove) after its exit and final tree kill, or until the
+// sandbox is deleted.
 // The exit status delivered is always the kernel's.
 //
-// Groups without a Sandbox run on the host path of SandboxRuntime (process
-// group kill) unless AllGroups is set, which gives every group a
-// cgroup-only sandbox: whole-tree kill that also catches a double-forked
+// Groups without a Sandbox run on the host path of hostrt.Runtime (process
+// group kill) unless NewLocalRuntime's allGroups is set, which gives every
+// group a cgroup-only sandbox: whole-tree kill that also catches a double-forked
 // setsid daemon, a tree a later podsup of the same instance finds and
 // kills after a crash, usage figures and OOMKilled. Without cgroups
-// AllGroups changes nothing.
+// allGroups changes nothing.
 type LocalRuntime struct {
-	RT *sandbox.LocalRuntime
-	// AllGroups puts groups without a Sandbox in a cgroup-only sandbox too.
-	AllGroups bool
+	rt *sandbox.LocalRuntime
+	// allGroups puts groups without a Sandbox in a cgroup-only sandbox too.
+	allGroups bool
 
 	mu     sync.Mutex
 	groups map[string]*localGroup // guarded by mu
@@ -55,15 +58,15 @@ type localGroup struct {
 	created bool // guarded by mu
 }
 
-var _ Runtime = (*LocalRuntime)(nil)
+var _ supervisor.Runtime = (*LocalRuntime)(nil)
 
 // NewLocalRuntime adapts rt.
 func NewLocalRuntime(rt *sandbox.LocalRuntime, allGroups bool) *LocalRuntime {
-	return &LocalRuntime{RT: rt, AllGroups: allGroups, groups: map[string]*localGroup{}}
+	return &LocalRuntime{rt: rt, allGroups: allGroups, groups: map[string]*localGroup{}}
 }
 
-func (l *LocalRuntime) sandboxed(req StartRequest) bool {
-	return req.Sandbox != nil || (l.AllGroups && l.RT.CgroupsEnabled())
+func (l *LocalRuntime) sandboxed(req supervisor.StartRequest) bool {
+	return req.Sandbox != nil || (l.allGroups && l.rt.CgroupsEnabled())
 }
 
 func (l *LocalRuntime) group(name string) *localGroup {
@@ -79,13 +82,13 @@ func (l *LocalRuntime) group(name string) *localGroup {
 
 // ensure makes the group's sandbox ready: created on first use, rebuilt
 // when it died. The caller holds g.mu.
-func (l *LocalRuntime) ensure(ctx context.Context, g *localGroup, req StartRequest) error {
+func (l *LocalRuntime) ensure(ctx context.Context, g *localGroup, req supervisor.StartRequest) error {
 	var cfg spec.Sandbox
 	if req.Sandbox != nil {
 		cfg = *req.Sandbox
 	}
 	if g.created {
-		st, err := l.RT.SandboxStatus(req.Group)
+		st, err := l.rt.SandboxStatus(req.Group)
 		switch {
 		case err == nil && st.State == sandbox.SandboxReady:
 			return nil
@@ -94,9 +97,9 @@ func (l *LocalRuntime) ensure(ctx context.Context, g *localGroup, req StartReque
 			if why == "" {
 				why = "it is " + string(st.State)
 			}
-			report(req, RuntimeEvent{Type: EventNormal, Reason: EventSandboxChanged,
+			report(req, supervisor.RuntimeEvent{Type: supervisor.EventNormal, Reason: supervisor.EventSandboxChanged,
 				Message: fmt.Sprintf("Sandbox of group %s changed (%s), it will be killed and re-created.", req.Group, why)})
-			if err := l.RT.DeleteSandbox(ctx, req.Group); err != nil && !sandbox.IsNotFound(err) {
+			if err := l.rt.DeleteSandbox(ctx, req.Group); err != nil && !sandbox.IsNotFound(err) {
 				return fmt.Errorf("deleting the group's dead sandbox: %w", err)
 			}
 		case !sandbox.IsNotFound(err):
@@ -104,14 +107,14 @@ func (l *LocalRuntime) ensure(ctx context.Context, g *localGroup, req StartReque
 		}
 		g.created = false
 	}
-	if err := l.RT.CreateSandbox(ctx, req.Group, cfg); err != nil {
+	if err := l.rt.CreateSandbox(ctx, req.Group, cfg); err != nil {
 		return err
 	}
 	g.created = true
 	return nil
 }
 
-func report(req StartRequest, e RuntimeEvent) {
+func report(req supervisor.StartRequest, e supervisor.RuntimeEvent) {
 	if req.Report != nil {
 		req.Report(e)
 	}
@@ -119,43 +122,43 @@ func report(req StartRequest, e RuntimeEvent) {
 
 // Start starts one instance in its group's sandbox, creating or rebuilding
 // the sandbox first when needed (slow: a holder's handshake).
-func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, error) {
+func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
 	if !l.sandboxed(req) {
-		return SandboxRuntime{}.Start(ctx, req)
+		return hostrt.Runtime{}.Start(ctx, req)
 	}
 	g := l.group(req.Group)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := l.ensure(ctx, g, req); err != nil {
-		return nil, &StartError{Code: 128, Err: fmt.Errorf("unable to create the group's sandbox: %w", err)}
+		return nil, &supervisor.StartError{Code: 128, Err: fmt.Errorf("unable to create the group's sandbox: %w", err)}
 	}
 	pr := req.Process
 	id := req.InstanceID
 	gate := &startGate{onExit: req.OnExit}
-	err := l.RT.CreateProcess(ctx, id, sandbox.ProcessConfig{
-		Sandbox: req.Group, Command: pr.Command, Env: environ(pr.Env), Dir: pr.WorkingDir,
+	err := l.rt.CreateProcess(ctx, id, sandbox.ProcessConfig{
+		Sandbox: req.Group, Command: pr.Command, Env: supervisor.Environ(pr.Env), Dir: pr.WorkingDir,
 		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
 		StopSignal: pr.EffectiveStopSignal(),
 		Cgroup:     pr.Name, // one cgroup per process, whichever instance
 		OnExit:     gate.exited,
 	})
 	if err != nil {
-		return nil, &StartError{Code: 128, Err: err}
+		return nil, &supervisor.StartError{Code: 128, Err: err}
 	}
 	pid, err := l.startProcess(ctx, id)
 	gate.settle(err == nil)
 	if err != nil {
 		// Ours to clean up: the supervisor never sees this instance.
-		if rerr := l.RT.RemoveProcess(context.Background(), id); rerr != nil && !sandbox.IsNotFound(rerr) {
+		if rerr := l.rt.RemoveProcess(context.Background(), id); rerr != nil && !sandbox.IsNotFound(rerr) {
 			err = fmt.Errorf("%w (and removing its record: %v)", err, rerr)
 		}
 		code := 128
 		if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrNotExecutable) {
 			code = sandbox.ExitCodeForStartError(err)
 		}
-		return nil, &StartError{Code: code, Err: err}
+		return nil, &supervisor.StartError{Code: code, Err: err}
 	}
-	return localInstance{rt: l.RT, id: id, pid: pid}, nil
+	return localInstance{rt: l.rt, id: id, pid: pid}, nil
 }
 
 // startProcess starts a created process and reads its pid. The record
@@ -163,10 +166,10 @@ func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, e
 // returned, and only a start of the same group (which waits for g.mu)
 // could rebuild the sandbox.
 func (l *LocalRuntime) startProcess(ctx context.Context, id string) (int, error) {
-	if err := l.RT.StartProcess(ctx, id); err != nil {
+	if err := l.rt.StartProcess(ctx, id); err != nil {
 		return 0, err
 	}
-	pid, err := l.RT.ProcessPid(id) // not ProcessStatus: no usage read on the restart path
+	pid, err := l.rt.ProcessPid(id) // not ProcessStatus: no usage read on the restart path
 	if err != nil {
 		return 0, fmt.Errorf("reading the started process: %w", err)
 	}
@@ -180,16 +183,16 @@ func (l *LocalRuntime) startProcess(ctx context.Context, id string) (int, error)
 // the runtime, so a failure path that calls OnExit synchronously cannot
 // deadlock on it.
 type startGate struct {
-	onExit func(ExitStatus)
+	onExit func(supervisor.ExitStatus)
 
 	mu      sync.Mutex
 	settled bool // StartProcess returned
 	ok      bool // ... and succeeded
-	pending *ExitStatus
+	pending *supervisor.ExitStatus
 }
 
 func (g *startGate) exited(st sandbox.ProcessStatus) {
-	es := ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled}
+	es := supervisor.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled}
 	g.mu.Lock()
 	if !g.settled {
 		g.pending = &es
@@ -217,7 +220,9 @@ func (g *startGate) settle(ok bool) {
 // Capabilities is Sandboxes alone: the output of a process goes where
 // StartRequest says (/dev/null by default), so capture, readiness
 // protocols and activation sockets are for the layers around it.
-func (l *LocalRuntime) Capabilities() Capabilities { return Capabilities{Sandboxes: true} }
+func (l *LocalRuntime) Capabilities() supervisor.Capabilities {
+	return supervisor.Capabilities{Sandboxes: true}
+}
 
 // ReleaseProcess does nothing: package sandbox offers no way to delete one
 // process's kept cgroup, so a removed process's (empty) cgroup stays until
@@ -236,17 +241,17 @@ func (l *LocalRuntime) ReleaseGroup(group string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.created {
-		_ = l.RT.DeleteSandbox(context.Background(), group) // kills what is left; the worker has ended, nothing to report to
+		_ = l.rt.DeleteSandbox(context.Background(), group) // kills what is left; the worker has ended, nothing to report to
 	}
 }
 
 // Spawner returns how exec probes and hooks of group start their commands:
 // inside the group's sandbox when it has one, on the host otherwise.
 func (l *LocalRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
-	if _, err := l.RT.SandboxStatus(group); err != nil {
+	if _, err := l.rt.SandboxStatus(group); err != nil {
 		return sandbox.Start
 	}
-	return func(c *sandbox.Cmd) (*sandbox.Process, error) { return l.RT.Spawn(group, c) }
+	return func(c *sandbox.Cmd) (*sandbox.Process, error) { return l.rt.Spawn(group, c) }
 }
 
 type localInstance struct {

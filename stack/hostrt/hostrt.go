@@ -1,0 +1,90 @@
+// Package hostrt is the supervisor.Runtime for plain processes on the
+// host, without sandboxes or cgroups: package stack's LocalRuntime falls
+// back to it without cgroups, and a runtime layer (notify.Runtime) runs on
+// it when it is given nothing to wrap. It lives apart from package stack,
+// which imports those layers, so that they and their tests can use it.
+package hostrt
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/supervisor"
+)
+
+// Runtime is the supervisor.Runtime that starts real processes on the
+// host with package sandbox's process primitives: each instance in a
+// process group of its own, signalled through its pidfd, its exit
+// delivered by the one reaper. It is the runtime of a Go program that
+// wants plain processes and no cgroups; LocalRuntime falls back to it for
+// a group without a sandbox when cgroups are off.
+//
+// It has no sandboxes: a group with a Sandbox needs stack.LocalRuntime, and
+// it refuses to start one rather than run it unisolated. Its
+// tree kill is the process group's, which a double-forked setsid daemon
+// escapes; podsup up uses LocalRuntime, which puts every process in a
+// cgroup.
+type Runtime struct{}
+
+var _ supervisor.Runtime = Runtime{}
+
+// errSandboxUnsupported is the start error of a group with a Sandbox.
+var errSandboxUnsupported = errors.New("a group with a sandbox block needs a runtime with sandboxes (stack.LocalRuntime), not hostrt.Runtime")
+
+// Start starts req.Process. Its environment is podsup's own with the
+// process's Env on top; Stdout and Stderr default to podsup's own.
+func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+	if req.Sandbox != nil {
+		return nil, &supervisor.StartError{Code: 128, Err: errSandboxUnsupported}
+	}
+	pr := req.Process
+	stdout, stderr := req.Stdout, req.Stderr
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	onExit := req.OnExit
+	cmd := &sandbox.Cmd{
+		Path: pr.Command[0], Args: pr.Command, Env: supervisor.Environ(pr.Env),
+		Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
+		OnExit: func(e sandbox.Exit) {
+			onExit(supervisor.ExitStatus{Code: e.Code(), Signal: e.Signal()})
+		},
+	}
+	p, err := sandbox.Start(cmd)
+	if err != nil {
+		code := 128
+		if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrNotExecutable) {
+			code = sandbox.ExitCodeForStartError(err)
+		}
+		return nil, &supervisor.StartError{Code: code, Err: err}
+	}
+	return hostInstance{p}, nil
+}
+
+// Spawner is sandbox.Start: Runtime's groups have no sandbox, so
+// their exec probes and hooks run in podsup's namespaces.
+func (Runtime) Spawner(string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+	return sandbox.Start
+}
+
+// ReleaseGroup does nothing: Runtime keeps nothing per group.
+func (Runtime) ReleaseGroup(string) {}
+
+// ReleaseProcess does nothing: Runtime keeps nothing per process.
+func (Runtime) ReleaseProcess(string, string) {}
+
+// Capabilities is none: no sandboxes, and output goes to podsup's own
+// stdout and stderr unless the StartRequest says otherwise.
+func (Runtime) Capabilities() supervisor.Capabilities { return supervisor.Capabilities{} }
+
+// hostInstance is a process Runtime started. Once it exited and was
+// reaped it holds nothing: Remove has nothing to free.
+type hostInstance struct{ *sandbox.Process }
+
+func (hostInstance) Remove() error { return nil }

@@ -1,0 +1,55 @@
+package hostrt_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack/hostrt"
+	"github.com/podsup/podsup/supervisor"
+)
+
+// The host runtime has no capability of its own, and refuses a group with
+// a sandbox rather than run it unisolated.
+func TestNoCapabilitiesAndNoSandbox(t *testing.T) {
+	if got := (hostrt.Runtime{}).Capabilities(); got != (supervisor.Capabilities{}) {
+		t.Errorf("Capabilities() = %+v, want none", got)
+	}
+	_, err := hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
+		Group: "g", Sandbox: &spec.Sandbox{}, Process: spec.Process{Name: "p", Command: []string{"true"}},
+		OnExit: func(supervisor.ExitStatus) {}})
+	var se *supervisor.StartError
+	if !errors.As(err, &se) || se.Code != 128 {
+		t.Errorf("start of a sandboxed group: %v, want a StartError with code 128", err)
+	}
+}
+
+// An instance's exit reaches OnExit with the kernel's code, and a missing
+// command is exit code 127 as in a shell.
+func TestStartDeliversTheExitAndNotFound(t *testing.T) {
+	exited := make(chan supervisor.ExitStatus, 1)
+	inst, err := hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
+		Group: "g", Process: spec.Process{Name: "p", Command: []string{"sh", "-c", "exit 7"}},
+		OnExit: func(es supervisor.ExitStatus) { exited <- es }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case es := <-exited:
+		if es.Code != 7 || es.Signal != 0 {
+			t.Errorf("exit %+v, want code 7", es)
+		}
+	case <-time.After(time.Minute):
+		_ = inst.KillTree(9)
+		t.Fatal("no exit within a minute")
+	}
+	_, err = hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
+		Group: "g", Process: spec.Process{Name: "p", Command: []string{"/nonexistent/podsup-hostrt-test"}},
+		OnExit: func(supervisor.ExitStatus) {}})
+	var se *supervisor.StartError
+	if !errors.As(err, &se) || se.Code != 127 {
+		t.Errorf("start of a missing command: %v, want a StartError with code 127", err)
+	}
+}

@@ -1,0 +1,38 @@
+package supervisor
+
+import (
+	"os"
+	"sort"
+)
+
+// Environ is podsup's environment with extra on top, in a stable order:
+// what a process, exec probe or hook of a spec.Process with Env extra gets.
+// nil (no extra) means podsup's own, as package sandbox reads a nil Env.
+func Environ(extra map[string]string) []string {
+	if len(extra) == 0 {
+		return nil // sandbox: nil means podsup's own
+	}
+	env := os.Environ()
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(env)+len(keys))
+	for _, kv := range env {
+		name := kv
+		for i := range kv {
+			if kv[i] == '=' {
+				name = kv[:i]
+				break
+			}
+		}
+		if _, override := extra[name]; !override {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
