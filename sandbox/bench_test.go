@@ -3,6 +3,7 @@ package sandbox
 import (
 	"testing"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -19,7 +20,7 @@ import (
 
 func BenchmarkSpawnHost(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		spawnTrue(b, &Cmd{Path: "/bin/true"})
+		spawnTrue(b, &proc.Cmd{Path: "/bin/true"})
 	}
 }
 
@@ -37,7 +38,7 @@ func BenchmarkSpawnSandbox(b *testing.B) {
 	f := sandboxForker{ns: sb.holder.ns}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		spawnTrue(b, &Cmd{Path: "/bin/true", Forker: f})
+		spawnTrue(b, &proc.Cmd{Path: "/bin/true", Forker: f})
 	}
 }
 
@@ -56,7 +57,7 @@ func BenchmarkSpawnSandboxPlaced(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		spawnTrue(b, &Cmd{Path: "/bin/true", Forker: f, UseCgroupFD: fd >= 0, CgroupFD: fd})
+		spawnTrue(b, &proc.Cmd{Path: "/bin/true", Forker: f, UseCgroupFD: fd >= 0, CgroupFD: fd})
 		release()
 	}
 }
@@ -86,8 +87,8 @@ func BenchmarkSandboxCreateDelete(b *testing.B) {
 	}
 }
 
-func spawnTrue(b *testing.B, c *Cmd) {
-	p, err := Start(c)
+func spawnTrue(b *testing.B, c *proc.Cmd) {
+	p, err := proc.Start(c)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +22,7 @@ const defaultExecOutput = 64 << 10
 // tree can be killed whole and the sandbox's limits apply. When the
 // command's exit is known, whatever its tree left is killed and the cgroup
 // removed. See Runtime.
-func (rt *LocalRuntime) Spawn(sandboxID string, c *Cmd) (*Process, error) {
+func (rt *LocalRuntime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
 	sb, err := rt.readySandbox(sandboxID)
 	if err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func (rt *LocalRuntime) Spawn(sandboxID string, c *Cmd) (*Process, error) {
 		cc.Tree = cg
 	}
 	userOnExit := c.OnExit
-	cc.OnExit = func(e Exit) {
+	cc.OnExit = func(e proc.Exit) {
 		if userOnExit != nil {
 			userOnExit(e)
 		}
@@ -52,7 +53,7 @@ func (rt *LocalRuntime) Spawn(sandboxID string, c *Cmd) (*Process, error) {
 			go rt.dropExecCgroup(sb, cg) // the reaper must not wait for a kill
 		}
 	}
-	p, err := Start(&cc)
+	p, err := proc.Start(&cc)
 	release()
 	if err != nil {
 		rt.dropExecCgroup(sb, cg)
@@ -88,7 +89,7 @@ func (rt *LocalRuntime) Exec(ctx context.Context, sandboxID string, req ExecRequ
 	}
 	defer pr.Close()
 	start := time.Now()
-	p, err := rt.Spawn(sandboxID, &Cmd{
+	p, err := rt.Spawn(sandboxID, &proc.Cmd{
 		Path: req.Command[0], Args: req.Command, Env: req.Env, Dir: req.Dir,
 		User: req.User, Group: req.Group, Stdout: pw, Stderr: pw,
 	})

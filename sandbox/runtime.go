@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -72,7 +73,7 @@ type Runtime interface {
 	// Spawn starts c inside the sandbox like Exec but hands back the
 	// Process (streaming output, probes with their own timeouts). c's
 	// Forker, CgroupFD and Tree are replaced; its OnExit is kept.
-	Spawn(sandboxID string, c *Cmd) (*Process, error)
+	Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error)
 }
 
 // SandboxState is a sandbox's condition.
@@ -211,7 +212,7 @@ type ExecRequest struct {
 type ExecResult struct {
 	// ExitCode as in ProcessStatus; -1 when it timed out.
 	ExitCode  int
-	Exit      Exit
+	Exit      proc.Exit
 	Output    []byte
 	Truncated bool
 	TimedOut  bool

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -362,6 +363,20 @@ func leftovers(mountsAtStart int) []string {
 		out = append(out, fmt.Sprintf("%d mounts in podsup's namespace, %d at start", n, mountsAtStart))
 	}
 	return out
+}
+
+// runHost starts c on the host and waits for its exit.
+func runHost(t *testing.T, c *proc.Cmd) proc.Exit {
+	t.Helper()
+	p, err := proc.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := p.Wait(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // runChecked runs the tests and then fails the run if anything is left.

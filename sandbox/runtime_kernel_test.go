@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -295,7 +296,7 @@ func TestPidsLimitStopsForkBomb(t *testing.T) {
 	w.Close()
 	// While it forks: podsup still spawns and answers.
 	begin := time.Now()
-	e, _ := run(t, &Cmd{Path: "/bin/true"})
+	e := runHost(t, &proc.Cmd{Path: "/bin/true"})
 	if _, err := rt.ProcessStatus("bomb"); err != nil || e.Code() != 0 {
 		t.Fatalf("status %v, host spawn %s", err, e)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/rs/zerolog"
 )
@@ -157,7 +158,7 @@ func TestStartErrorLeavesProcessExited(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := rt.StartProcess(ctx, "p")
-	if !errors.Is(err, ErrCommandNotFound) {
+	if !errors.Is(err, proc.ErrCommandNotFound) {
 		t.Errorf("start: %v; want ErrCommandNotFound", err)
 	}
 	st, _ := rt.ProcessStatus("p")

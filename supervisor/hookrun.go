@@ -9,7 +9,7 @@ import (
 	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/probes"
-	"github.com/podsup/podsup/sandbox"
+	sbproc "github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -96,12 +96,12 @@ type lifecycle struct {
 // spawner is the group's exec seam (X6). The runtime is asked at each
 // spawn, not once, because the sandbox of a group appears with its first
 // start, after its probe workers were built.
-func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (w *worker) spawner() func(*sbproc.Cmd) (*sbproc.Process, error) {
 	rt, group := w.rt, w.name
-	return func(c *sandbox.Cmd) (*sandbox.Process, error) {
+	return func(c *sbproc.Cmd) (*sbproc.Process, error) {
 		spawn := rt.Spawner(group)
 		if spawn == nil {
-			spawn = sandbox.Start
+			spawn = sbproc.Start
 		}
 		return spawn(c)
 	}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/podsup/podsup/sandbox"
+	sbproc "github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -150,8 +151,8 @@ func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, e
 			err = fmt.Errorf("%w (and removing its record: %v)", err, rerr)
 		}
 		code := 128
-		if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrNotExecutable) {
-			code = sandbox.ExitCodeForStartError(err)
+		if errors.Is(err, sbproc.ErrCommandNotFound) || errors.Is(err, sbproc.ErrNotExecutable) {
+			code = sbproc.ExitCodeForStartError(err)
 		}
 		return nil, &StartError{Code: code, Err: err}
 	}
@@ -242,11 +243,11 @@ func (l *LocalRuntime) ReleaseGroup(group string) {
 
 // Spawner returns how exec probes and hooks of group start their commands:
 // inside the group's sandbox when it has one, on the host otherwise.
-func (l *LocalRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (l *LocalRuntime) Spawner(group string) func(*sbproc.Cmd) (*sbproc.Process, error) {
 	if _, err := l.RT.SandboxStatus(group); err != nil {
-		return sandbox.Start
+		return sbproc.Start
 	}
-	return func(c *sandbox.Cmd) (*sandbox.Process, error) { return l.RT.Spawn(group, c) }
+	return func(c *sbproc.Cmd) (*sbproc.Process, error) { return l.RT.Spawn(group, c) }
 }
 
 type localInstance struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/probes"
-	"github.com/podsup/podsup/sandbox"
+	sbproc "github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -106,7 +106,7 @@ func (w *worker) reconcileProbes() {
 	}
 }
 
-func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*sandbox.Cmd) (*sandbox.Process, error), clk clock.Clock) (*probeWorker, error) {
+func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*sbproc.Cmd) (*sbproc.Process, error), clk clock.Clock) (*probeWorker, error) {
 	h, err := probes.NewHandler(probe, probes.ExecContext{
 		Runner: execrun.SandboxRunner{Spawn: spawn},
 		Env:    environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,

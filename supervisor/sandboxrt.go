@@ -6,7 +6,7 @@ import (
 	"os"
 	"sort"
 
-	"github.com/podsup/podsup/sandbox"
+	sbproc "github.com/podsup/podsup/sandbox/proc"
 )
 
 // SandboxRuntime is the Runtime that starts real processes with package
@@ -41,29 +41,29 @@ func (SandboxRuntime) Start(_ context.Context, req StartRequest) (Instance, erro
 		stderr = os.Stderr
 	}
 	onExit := req.OnExit
-	cmd := &sandbox.Cmd{
+	cmd := &sbproc.Cmd{
 		Path: pr.Command[0], Args: pr.Command, Env: environ(pr.Env),
 		Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
 		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
-		OnExit: func(e sandbox.Exit) {
+		OnExit: func(e sbproc.Exit) {
 			onExit(ExitStatus{Code: e.Code(), Signal: e.Signal()})
 		},
 	}
-	p, err := sandbox.Start(cmd)
+	p, err := sbproc.Start(cmd)
 	if err != nil {
 		code := 128
-		if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrNotExecutable) {
-			code = sandbox.ExitCodeForStartError(err)
+		if errors.Is(err, sbproc.ErrCommandNotFound) || errors.Is(err, sbproc.ErrNotExecutable) {
+			code = sbproc.ExitCodeForStartError(err)
 		}
 		return nil, &StartError{Code: code, Err: err}
 	}
 	return hostInstance{p}, nil
 }
 
-// Spawner is sandbox.Start: SandboxRuntime's groups have no sandbox, so
+// Spawner is sbproc.Start: SandboxRuntime's groups have no sandbox, so
 // their exec probes and hooks run in podsup's namespaces.
-func (SandboxRuntime) Spawner(string) func(*sandbox.Cmd) (*sandbox.Process, error) {
-	return sandbox.Start
+func (SandboxRuntime) Spawner(string) func(*sbproc.Cmd) (*sbproc.Process, error) {
+	return sbproc.Start
 }
 
 // ReleaseGroup does nothing: SandboxRuntime keeps nothing per group.
@@ -78,7 +78,7 @@ func (SandboxRuntime) Capabilities() Capabilities { return Capabilities{} }
 
 // hostInstance is a process SandboxRuntime started. Once it exited and was
 // reaped it holds nothing: Remove has nothing to free.
-type hostInstance struct{ *sandbox.Process }
+type hostInstance struct{ *sbproc.Process }
 
 func (hostInstance) Remove() error { return nil }
 

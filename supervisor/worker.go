@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
-	"github.com/podsup/podsup/sandbox"
+	sbproc "github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -391,7 +391,7 @@ func (w *worker) killTree(a killTreeAction) {
 
 // treeGone reports a kill error that only says there was nothing left.
 func treeGone(err error) bool {
-	return errors.Is(err, sandbox.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+	return errors.Is(err, sbproc.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
 // effectDone books an effect's result and turns it into what the core

@@ -27,6 +27,7 @@ import (
 	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
 	"github.com/podsup/podsup/systemd"
@@ -136,7 +137,7 @@ func runUp(file, socketOverride string) (int, error) {
 	// They stay caught until podsup exits (handleUpSignals).
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	sandbox.StartReaper()
+	proc.StartReaper()
 
 	socket := cfg.Supervisor.EffectiveSocket()
 	gid := -1
@@ -331,14 +332,14 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 		outW.Close()
 		return -1, err
 	}
-	p, err := d.runtime.Spawner(group)(&sandbox.Cmd{Path: argv[0], Args: argv, Stdout: outW, Stderr: errW})
+	p, err := d.runtime.Spawner(group)(&proc.Cmd{Path: argv[0], Args: argv, Stdout: outW, Stderr: errW})
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
 		fmt.Fprintf(stderr, "podsup: %v\n", err)
-		return sandbox.ExitCodeForStartError(err), nil
+		return proc.ExitCodeForStartError(err), nil
 	}
 	var copied sync.WaitGroup
 	for _, c := range []struct {
