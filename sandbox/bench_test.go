@@ -3,6 +3,7 @@ package sandbox
 import (
 	"testing"
 
+	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
@@ -66,7 +67,7 @@ func BenchmarkExec(b *testing.B) {
 	rt, _ := benchSandbox(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := rt.Exec(testCtx(b), "bench", ExecRequest{Command: []string{"/bin/true"}})
+		res, err := runIn(testCtx(b), rt, "bench", execrun.Request{Argv: []string{"/bin/true"}})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatal(res, err)
 		}

@@ -18,8 +18,9 @@ import (
 // process stuck in uninterruptible sleep (a hung NFS read) outlives it.
 const killWait = 10 * time.Second
 
-// SandboxRunner runs commands through package sandbox: own process group,
-// pidfd signals, exit from the one reaper.
+// SandboxRunner runs commands through package proc: own process group,
+// pidfd signals, exit from the one reaper; in a sandbox when Spawn is the
+// runtime's.
 //
 // One run costs no goroutine of its own: the output is read on the caller's
 // goroutine, and the exit, the timeout and the context's end all wake that
