@@ -297,8 +297,9 @@ func (d *daemon) reload() (string, error) {
 }
 
 // exec runs a command in a group's sandbox (on the host for a group
-// without one), streaming its output, for `podsup exec`. It ends with ctx:
-// a client that goes away takes the command's tree with it.
+// without one), streaming its output, for `podsup exec`; given a process,
+// in that process's context (execCmd). It ends with ctx: a client that
+// goes away takes the command's tree with it.
 func (d *daemon) exec(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
 	d.mu.Lock()
 	var g *spec.Group
@@ -311,16 +312,9 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 	if g == nil {
 		return -1, fmt.Errorf("no group %q", group)
 	}
-	if process != "" {
-		if _, ok := d.sup.Status().Group(group); ok {
-			found := false
-			for _, p := range g.Processes {
-				found = found || p.Name == process
-			}
-			if !found {
-				return -1, fmt.Errorf("group %q has no process %q", group, process)
-			}
-		}
+	cmd, err := execCmd(g, process, argv)
+	if err != nil {
+		return -1, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -332,7 +326,8 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 		outW.Close()
 		return -1, err
 	}
-	p, err := d.runtime.Spawner(group)(&proc.Cmd{Path: argv[0], Args: argv, Stdout: outW, Stderr: errW})
+	cmd.Stdout, cmd.Stderr = outW, errW
+	p, err := d.runtime.Spawner(group)(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
