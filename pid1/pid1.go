@@ -26,15 +26,26 @@
 // own preemption SIGURGs. The kernel offers a process-directed signal first
 // to the thread group leader, so Run should be called on the main thread:
 // from the main goroutine of a program whose init function called
-// runtime.LockOSThread (cmd/podsup does). Elsewhere it still forwards every
-// other signal, a little slower, but not SIGURG, SIGPROF and 34: those then
-// land on the Go runtime's threads, which keep SIGURG for preemption,
-// SIGPROF for the profiler, and (Run sets it so) ignore 34.
+// runtime.LockOSThread (cmd/podsup does).
 //
-// The Go runtime keeps SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGABRT and the
-// synchronous signals unblocked on every thread it starts, so one of them
-// can land elsewhere while the signal thread is busy forwarding: os/signal
-// catches those, and they are forwarded all the same, a little later.
+// Only the signal thread blocks them: the Go runtime's other threads leave
+// them unblocked (and it insists on SIGHUP, SIGINT, SIGTERM, SIGQUIT,
+// SIGABRT, SIGURG, SIGPROF and 34 even where a program asks otherwise), so
+// a signal can land on another thread while the signal thread is busy
+// forwarding. What becomes of it there:
+//
+//   - os/signal catches it and it is forwarded all the same, a little
+//     later: every forwarded signal but SIGURG, SIGPROF and 34;
+//   - SIGURG: the same once Prepare has turned the runtime's asynchronous
+//     preemption off, since every SIGURG then comes from outside. Without
+//     Prepare a SIGURG that lands elsewhere is taken for a preemption
+//     request and lost;
+//   - SIGPROF and 34 cannot be caught there (the runtime's profiler keeps
+//     SIGPROF, and Run makes 34 ignored there rather than fatal) and are
+//     lost. They are forwarded whenever they reach the signal thread, which
+//     is every time podsup is idle, waiting in sigtimedwait; one sent while
+//     it forwards another may be lost. No Go program can do better without
+//     changing the runtime, which unblocks both on all its threads.
 //
 // # Contract on return
 //
@@ -109,6 +120,9 @@ func Run(o Options) int {
 	defer runtime.UnlockOSThread()
 	if unix.Gettid() != unix.Getpid() {
 		o.Logger.Warn().Msg("pid1.Run is not on the main thread: SIGURG, SIGPROF and 34 will not be forwarded")
+	}
+	if runtimeSendsSIGURG {
+		o.Logger.Debug().Msg("asynchronous preemption is on (no pid1.Prepare): a SIGURG that arrives while a signal is being forwarded may be lost")
 	}
 
 	// 1. Catch before starting, so a signal sent at once is not lost: the

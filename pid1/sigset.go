@@ -72,14 +72,19 @@ func waitedSignals() sigset {
 // SIGABRT and the synchronous signals on every thread it starts, so while
 // the signal thread is busy forwarding, one of those can land on another
 // thread; os/signal then hands it over and it is forwarded all the same.
-// Not in it: SIGURG (the runtime's own preemption signals would be
-// indistinguishable there), SIGPROF (the runtime's profiler handler keeps
-// it) and 34 (no Go handler: its disposition is set aside in ignoreLoose).
+// SIGURG is in it only when the runtime sends none of its own (see
+// Prepare): otherwise its preemption signals would be indistinguishable
+// there. Never in it: SIGPROF (the runtime's profiler handler keeps it)
+// and 34 (no Go handler: its disposition is set aside in ignoreLoose).
 func notifiedSignals() []os.Signal {
 	var sigs []os.Signal
 	for _, s := range Forwarded {
 		switch s.(syscall.Signal) {
-		case syscall.SIGURG, syscall.SIGPROF, 34:
+		case syscall.SIGURG:
+			if runtimeSendsSIGURG {
+				continue
+			}
+		case syscall.SIGPROF, 34:
 			continue
 		}
 		sigs = append(sigs, s)

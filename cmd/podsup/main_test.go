@@ -254,6 +254,12 @@ func start(t *testing.T, c *proc.Cmd) *started {
 
 func (s *started) line(t *testing.T) string {
 	t.Helper()
+	return s.lineOr(t, "")
+}
+
+// lineOr is line, saying what the test had just done when no line comes.
+func (s *started) lineOr(t *testing.T, after string) string {
+	t.Helper()
 	type res struct {
 		l   string
 		err error
@@ -267,6 +273,9 @@ func (s *started) line(t *testing.T) string {
 		}
 		return strings.TrimSpace(r.l)
 	case <-time.After(30 * time.Second):
+		if after != "" {
+			t.Fatalf("no output from podsup within 30s (%s)", after)
+		}
 		t.Fatal("no output from podsup within 30s")
 		return ""
 	}

@@ -30,8 +30,12 @@ func newRunCmd() *cobra.Command {
     as glibc numbers them), except SIGCHLD (podsup's own business), SIGKILL
     and SIGSTOP (cannot be caught) and SIGTTIN/SIGTTOU (podsup's own job
     control). SIGURG and SIGPROF are forwarded when they come from outside
-    podsup; the Go runtime's own SIGURGs never are. 32 and 33 are not
-    forwarded: the C library and the Go runtime keep them for themselves;
+    podsup; the Go runtime's own SIGURGs never are (podsup runs with its
+    asynchronous preemption off, so it sends none). 32 and 33 are not
+    forwarded: the C library and the Go runtime keep them for themselves.
+    SIGPROF and 34 have one limit: one sent while podsup is forwarding
+    another signal may be lost (the Go runtime keeps both unblocked on all
+    its threads); sent to an idle podsup they always arrive;
   - however many signals arrive, even while CMD exits, podsup reports
     CMD's exit status (it never falls back to a signal's default action);
   - every zombie is reaped: as PID 1 (in a container, or under
@@ -56,12 +60,18 @@ func newRunCmd() *cobra.Command {
   podsup run -e 143:0 -- java -jar app.jar`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Before anything else: it re-executes podsup so that every
+			// SIGURG from outside can be forwarded.
+			prepErr := pid1.Prepare()
 			o.Argv = args
 			var err error
 			if o.RemapExit, err = parseRemapExit(remap); err != nil {
 				return err
 			}
 			o.Logger = stderrLogger(verbose)
+			if prepErr != nil {
+				o.Logger.Warn().Err(prepErr).Msg("a SIGURG that arrives while another signal is forwarded may be lost")
+			}
 			// One child needs no parallelism; with one P a forwarded signal
 			// crosses fewer threads (S5: 257 -> 202 us p50, docs/benchmarks.md).
 			runtime.GOMAXPROCS(1)

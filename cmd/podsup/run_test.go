@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,6 +93,30 @@ func TestRunPassesArgsStdinStdoutVerbatim(t *testing.T) {
 	}
 	if e := s.wait(t); e.Code() != 0 {
 		t.Fatal(e)
+	}
+}
+
+// TestRunPassesTheEnvironmentVerbatim: podsup re-executes itself with
+// GODEBUG changed (package pid1's Prepare); the child still gets the
+// environment podsup was given, GODEBUG set or not.
+func TestRunPassesTheEnvironmentVerbatim(t *testing.T) {
+	for _, godebug := range []string{"", "GODEBUG=madvdontneed=1", "GODEBUG="} {
+		c := podsupCmd(t, "run", "--", "env")
+		if godebug != "" {
+			c.Env = append(c.Env, godebug)
+		}
+		s := start(t, c)
+		out := s.rest(t)
+		if e := s.wait(t); e.Code() != 0 {
+			t.Fatalf("podsup run -- env: %s", e)
+		}
+		got := strings.Split(strings.TrimSpace(out), "\n")
+		want := c.Env
+		slices.Sort(got)
+		want = slices.Sorted(slices.Values(want))
+		if !slices.Equal(got, want) {
+			t.Errorf("started with %q: the child's environment is\n%q\nwant\n%q", godebug, got, want)
+		}
 	}
 }
 

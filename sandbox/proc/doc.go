@@ -26,8 +26,11 @@
 //
 // A process may have only one waiter: with a wait4(-1) loop running, any
 // other wait (os/exec's Cmd.Wait, os.Process.Wait) races it and loses exit
-// statuses. So the first Start installs a SIGCHLD-driven reaper that drains
-// wait4(-1, WNOHANG) and hands each exit to whoever started that pid; exits of
+// statuses. So the first Start installs a reaper that waits in the kernel
+// for any child's exit (waitid(P_ALL, WNOWAIT), which the kernel ends by
+// waking that thread: no signal hop), reaps that pid and hands the exit
+// to whoever started it; SIGCHLD only wakes it when it had no child to
+// wait for. Exits of
 // processes nobody started here (orphans reparented to podsup as PID 1 or
 // child subreaper) are reaped and counted. Nothing else in podsup may wait
 // for a process; CI enforces this.
@@ -40,15 +43,16 @@
 // reaper is the model): while any Start is in flight, an exit of a pid
 // nobody registered is held rather than counted as an orphan, and Start
 // claims it when it registers that pid. The lock is held only for map
-// operations and for each wait4(WNOHANG):
+// operations and for each wait4(pid, WNOHANG):
 //
 //	spawner                         reaper
 //	-------                         ------
 //	lock; subscribe; unlock
-//	fork+exec  ──── child exits ──► lock; wait4 → pid; unknown: hold; unlock
+//	fork+exec  ──── child exits ──► waitid(WNOWAIT) → pid
+//	                                lock; wait4(pid); unknown: hold; unlock
 //	lock; register pid
-//	  held exit of pid? claim it    (kicked) deliver the claimed exit
-//	unlock
+//	  held exit of pid? claim it
+//	unlock; deliver the claimed exit (on a goroutine of its own)
 //
 // A held exit becomes an orphan once every Start that was in flight when
 // it was reaped has ended without claiming it. A Start whose exec failed

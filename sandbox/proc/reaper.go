@@ -84,59 +84,71 @@ func getReaper() *reaper {
 	return theReaper
 }
 
-// loop drains exits each time SIGCHLD arrives. Signals coalesce, so one
-// SIGCHLD may stand for many exits: reap until wait4 says there is nothing
-// left. The channel is kicked once at start to collect exits that happened
-// before Notify was installed, and by register to deliver a claimed exit.
+// loop reaps exits as they happen. It waits in the kernel: waitid
+// without WNOHANG blocks this goroutine's thread until a child has
+// exited, and the kernel wakes that thread itself. Waking it through
+// SIGCHLD instead (the runtime's handler, os/signal's goroutine, then this
+// one) cost about 90 µs of scheduling delay per exit on these machines,
+// a fifth of what a restart costs above the fork+exec floor. SIGCHLD (and
+// register) still wake the loop when it had no child at all to wait for:
+// an orphan reparented to PID 1 or the subreaper arrives without one.
 func (r *reaper) loop() {
-	r.reapAll()
-	for range r.kick {
-		r.reapAll()
+	for {
+		p, e, st := r.reapOne(true)
+		switch st {
+		case reapedOne:
+			if p != nil {
+				p.exited(e)
+			}
+		case noChildren:
+			<-r.kick
+		}
 	}
 }
 
-func (r *reaper) reapAll() {
-	r.deliverClaimed()
-	for {
-		p, e, ok := r.reapOne()
-		if !ok {
-			return
-		}
-		if p != nil {
-			p.exited(e)
-		}
-	}
-}
+// reapState is what one reapOne call found.
+type reapState int
+
+const (
+	reapedOne  reapState = iota // an exit was reaped (its owner may be nil)
+	noneExited                  // children run, none has exited (WNOHANG only)
+	noChildren                  // ECHILD: nothing to wait for
+)
 
 // reapOne reaps one exit and returns its owner, or nil when it is held or
-// counted as an orphan, or was taken by someone else; ok is false when
-// nothing is left to reap.
+// counted as an orphan, or was taken by someone else. With block it waits
+// for an exit when children run but none has exited.
 //
 // It first finds an exited child without reaping it (waitid with
-// WNOWAIT), outside mu: that call scans every child in the kernel, and
-// with ten thousand children it took long enough for the Go scheduler to
-// hand this goroutine's P away, leaving it queued behind every runnable
-// goroutine while it held mu, and every signal waited on mu (10,000
-// processes stopping at once took 13 s). Then, under mu, it reaps that pid
-// alone (wait4 of one pid is a lookup, not a scan) and files the exit, so
-// that reaping and filing stay one step for a spawner: when ForkExec's own
-// wait for a failed child finds it already reaped (ECHILD), the exit is
-// filed before the spawner can take mu and look for it.
-func (r *reaper) reapOne() (*Process, Exit, bool) {
+// WNOWAIT), outside mu: that call scans every child in the kernel (and
+// may wait), and with ten thousand children it took long enough for the
+// Go scheduler to hand this goroutine's P away, leaving it queued behind
+// every runnable goroutine while it held mu, and every signal waited on
+// mu (10,000 processes stopping at once took 13 s). Then, under mu, it
+// reaps that pid alone (wait4 of one pid is a lookup, not a scan) and
+// files the exit, so that reaping and filing stay one step for a spawner:
+// when ForkExec's own wait for a failed child finds it already reaped
+// (ECHILD), the exit is filed before the spawner can take mu and look for
+// it.
+func (r *reaper) reapOne(block bool) (*Process, Exit, reapState) {
+	flags := unix.WEXITED | unix.WNOWAIT | unix.WALL
+	if !block {
+		flags |= unix.WNOHANG
+	}
 	var info unix.Siginfo
 	for {
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+		err := unix.Waitid(unix.P_ALL, 0, &info, flags, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, Exit{}, false // ECHILD: no children
+			return nil, Exit{}, noChildren
 		}
 		break
 	}
 	pid := siginfoPid(&info)
 	if pid <= 0 {
-		return nil, Exit{}, false // none has exited yet
+		return nil, Exit{}, noneExited
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -149,10 +161,10 @@ func (r *reaper) reapOne() (*Process, Exit, bool) {
 	if err != nil || got != pid {
 		// ForkExec reaped its failed child between the two calls: not an
 		// exit of ours; look again.
-		return nil, Exit{}, true
+		return nil, Exit{}, reapedOne
 	}
 	e := Exit{Pid: pid, Status: ws, Rusage: ru, Time: time.Now()}
-	return r.file(e), e, true
+	return r.file(e), e, reapedOne
 }
 
 // siginfoPid is si_pid of a siginfo_t that waitid filled: the first field
@@ -214,8 +226,8 @@ func (r *reaper) evictOldestHeld() {
 	r.orphans.Add(1)
 }
 
-// deliverClaimed hands exits claimed by register to their owners, on the
-// reaper goroutine like every other exit.
+// deliverClaimed hands exits claimed by register to their owners, on a
+// goroutine of its own (the reaper's may be waiting in the kernel).
 func (r *reaper) deliverClaimed() {
 	r.mu.Lock()
 	claimed := r.claimed
@@ -248,12 +260,14 @@ func (r *reaper) register(s *spawn, p *Process) {
 	if ok && h.seq > s.since && reapedPidfd(p.pidfd) {
 		delete(r.held, p.pid)
 		r.claimed = append(r.claimed, claimedExit{p, h.Exit})
-		select {
-		case r.kick <- syscall.SIGCHLD:
-		default: // a pass of the loop is already due and will deliver it
-		}
+		go r.deliverClaimed()
 	} else {
 		r.owners[p.pid] = p
+		// A reaper that found no child to wait for waits for this.
+		select {
+		case r.kick <- syscall.SIGCHLD:
+		default:
+		}
 	}
 	r.settleHeld()
 }
