@@ -82,7 +82,7 @@
 //
 // # Use
 //
-//	a, err := hub.Attach("web", "api", "3", proc.Log)
+//	a, err := hub.Attach("web", "api", "3", pr.Log) // pr: the spec.Process
 //	cmd.Stdout, cmd.Stderr = a.Stdout(), a.Stderr()
 //	p, err := proc.Start(cmd)
 //	a.CloseWriters() // the process has its copies; podsup keeps the read end only
