@@ -1,10 +1,11 @@
 // Package sandbox is podsup's imperative runtime, the CRI-like layer: it
 // creates sandboxes (namespaces + a cgroup) and runs processes in them, with
 // the state machine created → running → exited → removed (state.go), exec
-// of commands inside a sandbox (Spawn), cgroup trees and error classes
-// (errors.go). It knows nothing of restart policies, probes or
-// configuration files. A binary using it must dispatch HolderArg at the top
-// of main (see HolderMain).
+// of commands inside a sandbox (Spawn; internal/execrun runs one to
+// completion over it), cgroup trees and error classes (errors.go). It
+// knows nothing of restart policies, probes or configuration files. A
+// binary using it must dispatch HolderArg at the top of main (see
+// HolderMain).
 //
 // It stands on package proc, which owns starting, reaping and signalling a
 // process (one process, on the host or through a Forker: proc.Start,
@@ -16,14 +17,15 @@
 // # Sandbox = holder + namespace thread
 //
 // A sandbox with new namespaces is held by podsup re-executed as a holder
-// ("/proc/self/exe __podsup_init", started with Start and Cloneflags for the
-// namespaces asked for). With a PID namespace it is the sandbox's PID 1: it
-// makes every mount private, mounts proc/tmpfs/bind mounts, pivot_roots
-// into a rootfs, sets the hostname, brings lo up, reaps the sandbox's
-// orphans with a wait4 loop of its own, says ready over its control socket
-// and exits when that socket reaches EOF: when the sandbox is deleted or
-// podsup dies (holder_protocol.go). Its exit ends the PID namespace and
-// with it every process inside; if it dies early the sandbox is failed.
+// ("/proc/self/exe __podsup_init", started with proc.Start and Cloneflags
+// for the namespaces asked for). With a PID namespace it is the sandbox's
+// PID 1: it makes every mount private, mounts proc/tmpfs/bind mounts,
+// pivot_roots into a rootfs, sets the hostname, brings lo up, reaps the
+// sandbox's orphans with proc's reaper (its own, in its own process), says
+// ready over its control socket and exits when that socket reaches EOF:
+// when the sandbox is deleted or podsup dies (holder_protocol.go). Its exit
+// ends the PID namespace and with it every process inside; if it dies early
+// the sandbox is failed.
 //
 // Mount targets are paths inside the sandbox and are resolved inside the
 // rootfs (openat2 RESOLVE_IN_ROOT), symlinks included: a rootfs's

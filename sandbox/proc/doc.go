@@ -2,7 +2,7 @@
 // (Start, Cmd, Process, optionally on another thread through a Forker),
 // owns the one reaper that learns how every process ends (Exit), signals
 // processes race-free through pidfds and kills a process group whole. It
-// knows nothing of sandboxes, namespaces set-up, cgroup management,
+// knows nothing of sandboxes, namespace set-up, cgroup management,
 // restart policies, probes or configuration files, and imports no other
 // package of podsup: pid1, internal/execrun and hooks link it without the
 // runtime. Package sandbox, the runtime, builds sandboxes on it; a cgroup
