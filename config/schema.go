@@ -15,8 +15,13 @@ type blockSchema struct {
 	single map[string]bool
 }
 
+// schemas is every block schema newSchema made, in order: the list the
+// configuration reference (docs/config.md) is checked against.
+var schemas []*blockSchema
+
 func newSchema(name string, attrs []string, required []string, blocks []hcl.BlockHeaderSchema, repeatable ...string) *blockSchema {
 	s := &blockSchema{name: name, schema: &hcl.BodySchema{}, single: map[string]bool{}}
+	schemas = append(schemas, s)
 	for _, a := range attrs {
 		s.schema.Attributes = append(s.schema.Attributes, hcl.AttributeSchema{Name: a})
 	}

@@ -10,9 +10,6 @@ import (
 	"os"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	runHolderIfAsked() // a sandbox holder is podsup re-executed; see package sandbox
 	if len(os.Args) > 1 && os.Args[1] == notify.ListenPIDCommand {

@@ -26,16 +26,16 @@ for plain Linux processes, in one static binary.
   podsup run -- CMD [ARGS...]     run one command as PID 1 (a tini/dumb-init drop-in)
   podsup up -f podsup.hcl         run the groups of a configuration file
   podsup status | events | logs   look at a running podsup (over its control socket)`,
-		Version:       version,
+		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Only `podsup run` keeps the main thread (mainthread.go).
 		PersistentPreRun: releaseMainThread,
 	}
-	root.SetVersionTemplate("podsup {{.Version}}\n")
+	root.SetVersionTemplate("{{.Version}}\n")
 	var ctl ctlFlags
 	ctl.register(root)
-	root.AddCommand(newRunCmd(), newUpCmd(), newValidateCmd())
+	root.AddCommand(newRunCmd(), newUpCmd(), newValidateCmd(), newVersionCmd(&ctl), newReadyCmd(&ctl), newGenManCmd())
 	addCtlCommands(root, &ctl)
 	return root
 }
