@@ -47,6 +47,11 @@ func (c *Client) Self(ctx context.Context) (SelfResponse, error) {
 
 // Status returns every group, one group, or one process (group/process).
 func (c *Client) Status(ctx context.Context, group, process string) (StatusResponse, error) {
+	var s StatusResponse
+	return s, c.do(ctx, http.MethodGet, statusPath(group, process), nil, &s)
+}
+
+func statusPath(group, process string) string {
 	p := "/v1/status"
 	if group != "" {
 		p += "/" + url.PathEscape(group)
@@ -54,8 +59,35 @@ func (c *Client) Status(ctx context.Context, group, process string) (StatusRespo
 			p += "/" + url.PathEscape(process)
 		}
 	}
+	return p
+}
+
+// StatusWide is Status with each running process's cgroup filled in
+// (`podsup status -o wide`), which costs the server a read of /proc per
+// process.
+func (c *Client) StatusWide(ctx context.Context, group, process string) (StatusResponse, error) {
 	var s StatusResponse
-	return s, c.do(ctx, http.MethodGet, p, nil, &s)
+	return s, c.do(ctx, http.MethodGet, statusPath(group, process)+"?wide=true", nil, &s)
+}
+
+// WatchStatus calls fn with the status of every group (of one, or of one
+// process) and then, until ctx ends, with each change: the groups that
+// changed, holding only the processes that changed. wide fills in cgroups
+// as StatusWide does.
+func (c *Client) WatchStatus(ctx context.Context, group, process string, wide bool, fn func(StatusResponse) error) error {
+	q := url.Values{"watch": {"true"}, "wide": {strconv.FormatBool(wide)}}
+	return streamGet(c, ctx, statusPath(group, process)+"?"+q.Encode(), fn)
+}
+
+// Describe returns a group (or, with process, one of its processes) with
+// its configuration, cgroup usage and recent events.
+func (c *Client) Describe(ctx context.Context, group, process string) (DescribeResponse, error) {
+	p := "/v1/describe/" + url.PathEscape(group)
+	if process != "" {
+		p += "/" + url.PathEscape(process)
+	}
+	var d DescribeResponse
+	return d, c.do(ctx, http.MethodGet, p, nil, &d)
 }
 
 // Events calls fn for each kept event and, with follow, each new one until

@@ -10,5 +10,15 @@
 // protocol is package api/apiserver.
 //
 // The JSON of the wire objects is a stable format: `podsup ... -o json`
-// prints exactly these objects.
+// prints exactly these objects. Fields are only ever added (with
+// omitempty, so that older answers read the same), never renamed, retyped
+// or removed; a golden test in package apiserver pins them.
+//
+// Besides the plain objects there are two composed views: GET
+// /v1/describe/{group}[/{process}] (DescribeResponse) joins a group's
+// status, the configuration in force, its cgroups' usage and its recent
+// events in one answer, and GET /v1/status[...]?watch=true streams status
+// changes as JSON lines: the whole status first, then, each time the
+// supervisor replaces a snapshot, the groups that changed holding only the
+// processes that changed (a burst may arrive as one update).
 package api

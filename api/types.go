@@ -42,8 +42,143 @@ type ProcessStatus struct {
 	NextStartAt     *time.Time   `json:"next_start_at,omitempty"`
 	// StatusText is the process's own status line (sd_notify STATUS=).
 	StatusText string `json:"status_text,omitempty"`
-	// Backoff is the current back-off wait while in CrashLoopBackOff.
+	// Backoff is the current back-off wait while in CrashLoopBackOff: the
+	// delay from the last instance's end to NextStartAt, a Go duration.
 	Backoff string `json:"backoff,omitempty"`
+	// Cgroup is the running instance's cgroup (its v2 path, or the v1
+	// memory one where only v1 is mounted), filled only when asked for
+	// (GET /v1/status?wide=true, `podsup status -o wide`): finding it costs
+	// a read of /proc for every process.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// DescribeResponse is GET /v1/describe/{group}[/{process}]: one group as
+// `kubectl describe pod` shows a pod, from the status, the configuration in
+// force, the cgroup files and the kept events. With a process, Group holds
+// that process alone and the group's own events are left out.
+type DescribeResponse struct {
+	Group GroupDescription `json:"group"`
+}
+
+// GroupDescription is a group's status with its configuration, usage and
+// events.
+type GroupDescription struct {
+	Name            string `json:"name"`
+	Phase           string `json:"phase"`
+	Ready           bool   `json:"ready"`
+	ReadinessHeldBy string `json:"readiness_held_by,omitempty"`
+	// Conditions are a pod's Initialized and Ready, in that order.
+	Conditions    []Condition `json:"conditions"`
+	RestartPolicy string      `json:"restart_policy,omitempty"`
+	// Grace is the termination grace period, a Go duration.
+	Grace string `json:"grace,omitempty"`
+	// Backoff is the CrashLoopBackOff parameters in force for the group.
+	Backoff *BackoffParams `json:"backoff,omitempty"`
+	// Sandbox is nil for a group without a sandbox block.
+	Sandbox *SandboxDescription `json:"sandbox,omitempty"`
+	// Cgroup and Usage are the group's cgroup and what it uses now; empty
+	// when no process of the group is running (the cgroup is found from a
+	// running process) or podsup has no cgroups.
+	Cgroup    string               `json:"cgroup,omitempty"`
+	Usage     *Usage               `json:"usage,omitempty"`
+	Init      []ProcessDescription `json:"init,omitempty"`
+	Processes []ProcessDescription `json:"processes"`
+	// Events are the group's own events (those naming no process), oldest
+	// first, at most the last 20.
+	Events []Event `json:"events"`
+}
+
+// Condition is one of a pod's conditions.
+type Condition struct {
+	Type   string `json:"type"`
+	Status bool   `json:"status"`
+}
+
+// BackoffParams are the CrashLoopBackOff delays, Go durations.
+type BackoffParams struct {
+	Initial string `json:"initial"`
+	Max     string `json:"max"`
+	Reset   string `json:"reset"`
+}
+
+// SandboxDescription is a group's sandbox block.
+type SandboxDescription struct {
+	Namespaces []string `json:"namespaces,omitempty"`
+	Hostname   string   `json:"hostname,omitempty"`
+	Rootfs     string   `json:"rootfs,omitempty"`
+	// Mounts are "type source -> target (ro)" lines.
+	Mounts []string `json:"mounts,omitempty"`
+	Limits *Limits  `json:"limits,omitempty"`
+}
+
+// Limits are a group's cgroup limits; zero fields are unlimited.
+type Limits struct {
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	CPU         float64 `json:"cpu,omitempty"`
+	CPUWeight   int     `json:"cpu_weight,omitempty"`
+	Pids        int64   `json:"pids,omitempty"`
+}
+
+// Usage is a cgroup's use now, read from its files (v2, or v1 where a
+// figure lives there). A figure the kernel does not offer is absent.
+type Usage struct {
+	// CPU is the CPU time used by every process that ran in the cgroup,
+	// a Go duration, and the same in seconds.
+	CPU        string  `json:"cpu,omitempty"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// MemoryBytes is memory.current (v1 memory.usage_in_bytes);
+	// MemoryLimitBytes the limit in force there or above, 0 for none.
+	MemoryBytes      uint64 `json:"memory_bytes,omitempty"`
+	MemoryLimitBytes uint64 `json:"memory_limit_bytes,omitempty"`
+	// Pids is pids.current; PidsLimit the limit in force, 0 for none.
+	Pids      uint64 `json:"pids,omitempty"`
+	PidsLimit uint64 `json:"pids_limit,omitempty"`
+}
+
+// ProcessDescription is a process's status (its fields inline) with its
+// configuration, usage and events.
+type ProcessDescription struct {
+	ProcessStatus
+	Command       []string `json:"command,omitempty"`
+	WorkingDir    string   `json:"working_dir,omitempty"`
+	User          string   `json:"user,omitempty"`
+	RestartPolicy string   `json:"restart_policy,omitempty"`
+	Critical      bool     `json:"critical,omitempty"`
+	// Probes are in the order startup, liveness, readiness.
+	Probes []ProbeDescription `json:"probes,omitempty"`
+	// Hooks are in the order pre_start, post_start, pre_stop, post_stop.
+	Hooks []HookDescription `json:"hooks,omitempty"`
+	Usage *Usage            `json:"usage,omitempty"`
+	// Events are the process's events, oldest first, at most the last 20.
+	Events []Event `json:"events"`
+}
+
+// ProbeDescription is one probe with kubelet's parameters (defaults
+// applied) and what the supervisor knows of its last result.
+type ProbeDescription struct {
+	Kind string `json:"kind"` // startup, liveness or readiness
+	// Action is kubectl's: "exec [cmd args]", "http-get http://host:port/path"
+	// or "tcp-socket host:port".
+	Action           string `json:"action"`
+	InitialDelay     string `json:"initial_delay"`
+	Timeout          string `json:"timeout"`
+	Period           string `json:"period"`
+	SuccessThreshold int    `json:"success_threshold"`
+	FailureThreshold int    `json:"failure_threshold"`
+	// LastResult is "success", "failure" or "unknown" (not run yet, or
+	// the process is not running); LastFailure the message of the last
+	// failure of the current instance and LastFailureAt its time.
+	LastResult    string     `json:"last_result"`
+	LastFailure   string     `json:"last_failure,omitempty"`
+	LastFailureAt *time.Time `json:"last_failure_at,omitempty"`
+}
+
+// HookDescription is one lifecycle hook.
+type HookDescription struct {
+	Point  string `json:"point"` // pre_start, post_start, pre_stop, post_stop
+	Action string `json:"action"`
+	// Timeout is a Go duration; empty for the point's default.
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // Termination is how an instance ended.

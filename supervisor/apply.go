@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/podsup/podsup/spec"
 )
 
@@ -25,7 +27,7 @@ func (s *Supervisor) Apply(cfg spec.Config) error {
 //     for a spec change, inits run again);
 //   - a group whose main processes alone changed keeps running and only
 //     the added, removed or changed processes are started, stopped or
-//     restarted (reload.go);
+//     restarted (the core's process-level reload);
 //   - an unchanged group is not touched.
 //
 // The supervisor block is no part of any group's spec: changing it
@@ -60,7 +62,7 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 	}
 	if slices.Contains(ch.Supervisor, "minimum_grace") {
 		for _, w := range s.workers {
-			w.mb.put(settingsInput{minimumGrace: s.minGrace})
+			w.mb.put(core.SettingsInput{MinimumGrace: s.minGrace})
 		}
 	}
 	keep := map[string]bool{}
@@ -76,9 +78,9 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 			continue
 		case ok && !groupChanged && s.running:
 			// Only main processes changed: the group keeps its core and
-			// only those processes are touched (reload.go).
+			// only those processes are touched (the core's process-level reload).
 			old.spec = g
-			old.mb.put(reloadInput{group: g})
+			old.mb.put(core.ReloadInput{Group: g})
 			continue
 		}
 		w := newWorker(s.coreConfig(g), s)
@@ -107,7 +109,7 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 // retire stops a worker's group for good; s.mu is held.
 // A second Shutdown reaches it through s.retiring until it is done.
 func (s *Supervisor) retire(w *worker, by string) {
-	w.mb.put(commandInput{kind: cmdShutdown, by: by})
+	w.mb.put(core.CommandInput{Kind: core.CmdShutdown, By: by})
 	s.retiring[w] = struct{}{}
 	s.wg.Add(1)
 	go func() {

@@ -103,3 +103,22 @@ func TestReloadOfTheSupervisorBlockRestartsNothing(t *testing.T) {
 	}
 	f.shutdown()
 }
+
+// Config is the configuration in force: New's, then the last Reload's
+// (podsup describe shows probes, hooks and limits from it).
+func TestConfigIsTheOneInForce(t *testing.T) {
+	g := oneProcess(spec.RestartAlways)
+	f := startFake(t, configOf(g), constant(simRun{runFor: -1}))
+	if got := f.sup.Config(); len(got.Groups) != 1 || got.Groups[0].Processes[0].Command[0] != g.Processes[0].Command[0] {
+		t.Fatalf("Config() = %+v, want New's", got)
+	}
+	next := configOf(g)
+	next.Supervisor.LogLevel = "debug"
+	if _, err := f.sup.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.sup.Config(); got.Supervisor.LogLevel != "debug" {
+		t.Errorf("Config() after Reload has log level %q, want the reloaded debug", got.Supervisor.LogLevel)
+	}
+	f.shutdown()
+}

@@ -13,7 +13,7 @@
 // One worker goroutine per group owns that group's state. Everything that
 // happens reaches it as a value in its mailbox (an exit, a request, a probe
 // result, a hook's end) or as its one timer firing. The worker hands each
-// to the group's core, a deterministic state machine that takes the
+// to the group's core (package internal/core), a deterministic state machine that takes the
 // current time as an argument and returns a plan: actions (start, stop
 // signal, SIGKILL of the tree, run pre_stop, emit an event, critical exit)
 // and the next wake-up. The worker then carries the plan out (decide, then
@@ -36,9 +36,11 @@
 // Unkillable and ends. The worker is the one owner of an instance's
 // cleanup: after the exit it kills what the instance left behind and then
 // removes it from the runtime (Instance.Remove), reporting any failure as
-// a Warning. A runtime reports what it did on its own account through
-// StartRequest.Report (LocalRuntime's SandboxChanged when it rebuilds a
-// dead sandbox).
+// a Warning. Each instance's state changes only through a transition
+// table of the core; a change the table does not allow (a bug) is an
+// InternalError Warning event, and the group goes on. A runtime reports
+// what it did on its own account through StartRequest.Report
+// (LocalRuntime's SandboxChanged when it rebuilds a dead sandbox).
 //
 // # Runtime
 //
@@ -78,14 +80,14 @@
 // # Probes and hooks
 //
 // Each process's probes run in probe workers of package probes, one per
-// process and probe kind for the group's life (P1, probing.go); their
+// process and probe kind for the group's life (P1); their
 // results reach the core through the mailbox like everything else:
 // readiness sets ready and the group is ready when all its processes are
 // (P12), startup success sets started (P5), and a liveness or startup
 // failure kills the instance with the probe's grace (K1.2) and restarts it
 // unless the policy is never, with B8's pre-kill back-off check (R4, X4).
 // Each failed probe is an Unhealthy event with the probe's output. Hooks
-// (X5, H1–H4, hookcore.go) run through Options.Hooks (package hooks by
+// (X5, H1–H4) run through Options.Hooks (package hooks by
 // default) in goroutines of their own: pre_start vetoes a start, post_start
 // holds running/started and kills on failure, pre_stop is charged to the
 // grace (K3), post_stop follows every exit. Exec probes and hooks run in the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/internal/execrun"
@@ -107,30 +109,30 @@ func (w *worker) spawner() func(*sbproc.Cmd) (*sbproc.Process, error) {
 	}
 }
 
-// runHook carries out a hookAction: the hook runs in a goroutine of its
+// runHook carries out a HookAction: the hook runs in a goroutine of its
 // own and its end is posted as the point's done input.
-func (w *worker) runHook(a hookAction) {
-	switch a.point {
+func (w *worker) runHook(a core.HookAction) {
+	switch a.Point {
 	case spec.PreStart, spec.PostStart:
-		w.startHook(a.spec, a.instance, a.point, 0, w.instanceContext(a.instance))
+		w.startHook(a.Spec, a.Instance, a.Point, 0, w.instanceContext(a.Instance))
 	case spec.PostStop:
-		w.startHook(a.spec, a.instance, a.point, 0, w.groupHookContext())
+		w.startHook(a.Spec, a.Instance, a.Point, 0, w.groupHookContext())
 	}
 }
 
 // startHook runs pr's hook at point for instance within budget.
 func (w *worker) startHook(pr spec.Process, instance string, point spec.HookPoint, budget time.Duration, ctx context.Context) {
 	process := pr.Name
-	done := func(err error) input {
+	done := func(err error) core.Input {
 		switch point {
 		case spec.PreStart:
-			return preStartDoneInput{instance: instance, err: err}
+			return core.PreStartDoneInput{Instance: instance, Err: err}
 		case spec.PostStart:
-			return postStartDoneInput{instance: instance, err: err}
+			return core.PostStartDoneInput{Instance: instance, Err: err}
 		case spec.PreStop:
-			return preStopDoneInput{instance: instance, err: err}
+			return core.PreStopDoneInput{Instance: instance, Err: err}
 		default:
-			return postStopDoneInput{process: process, instance: instance, err: err}
+			return core.PostStopDoneInput{Process: process, Instance: instance, Err: err}
 		}
 	}
 	w.lc.inflight++
@@ -206,12 +208,12 @@ func (w *worker) groupHookContext() context.Context {
 // noteInput is the executor's bookkeeping for an input about to be
 // handled: a hook's end leaves the in-flight count, and a second shutdown
 // request cuts post_stop hooks short (X9: the second request is "now").
-func (w *worker) noteInput(in input) {
-	switch in := in.(type) {
-	case preStartDoneInput, postStartDoneInput, preStopDoneInput, postStopDoneInput:
+func (w *worker) noteInput(item any) {
+	switch in := item.(type) {
+	case core.PreStartDoneInput, core.PostStartDoneInput, core.PreStopDoneInput, core.PostStopDoneInput:
 		w.lc.inflight--
-	case commandInput:
-		if in.kind == cmdShutdown && w.core.shutdown && w.lc.groupCancel != nil {
+	case core.CommandInput:
+		if in.Kind == core.CmdShutdown && w.core.ShuttingDown() && w.lc.groupCancel != nil {
 			w.lc.groupCancel()
 		}
 	}
@@ -224,7 +226,7 @@ func (w *worker) hooksIdle() bool { return w.lc.inflight == 0 }
 // are gone are cancelled, and the probe workers see the new state.
 func (w *worker) syncLifecycle() {
 	for id, cancel := range w.lc.instances {
-		if w.core.procByInstance(id) == nil {
+		if _, live := w.core.InstanceSpec(id); !live {
 			cancel()
 			delete(w.lc.instances, id)
 			delete(w.lc.instCtx, id)

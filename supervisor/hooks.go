@@ -12,7 +12,7 @@ import (
 // HookRunner runs lifecycle hooks; DefaultHookRunner (package hooks) is
 // the one podsup uses. The supervisor calls Run in a goroutine of its own
 // and posts the outcome to the group's worker, so a slow hook never blocks
-// the worker. What an outcome means is the core's (hookcore.go):
+// the worker. What an outcome means is the core's:
 //
 //   - pre_start runs before the process starts; an error fails that start
 //     (PreStartHookError) and back-off applies as for a crash (X5).

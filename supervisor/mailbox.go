@@ -2,7 +2,8 @@ package supervisor
 
 import "sync"
 
-// mailbox is a worker's inbox: an unbounded FIFO of inputs. put never
+// mailbox is a worker's inbox: an unbounded FIFO of inputs: the core's
+// (core.Input) and the worker's own (barrierInput, startDoneInput). put never
 // blocks, so the reaper's exit callback, hook goroutines and API callers
 // can all post without waiting for the worker; the worker drains it in
 // order. Unbounded is safe here: every input is caused by a process, a
@@ -11,12 +12,12 @@ type mailbox struct {
 	ready chan struct{} // holds a token while items may be non-empty
 
 	mu    sync.Mutex
-	items []input
+	items []any
 }
 
 func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
 
-func (m *mailbox) put(in input) {
+func (m *mailbox) put(in any) {
 	m.mu.Lock()
 	m.items = append(m.items, in)
 	m.mu.Unlock()
@@ -26,7 +27,7 @@ func (m *mailbox) put(in input) {
 	}
 }
 
-func (m *mailbox) drain() []input {
+func (m *mailbox) drain() []any {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	items := m.items
@@ -38,5 +39,3 @@ func (m *mailbox) drain() []input {
 // it has been handled and the timer re-armed. Tests use it to know the
 // worker is quiet; it changes no state.
 type barrierInput struct{ done chan struct{} }
-
-func (barrierInput) isInput() {}

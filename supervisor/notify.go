@@ -3,31 +3,14 @@ package supervisor
 import (
 	"context"
 	"fmt"
+
+	"github.com/podsup/podsup/supervisor/internal/core"
 )
 
 // This file holds the seams for readiness protocols and for podsup's own
 // service manager (package systemd and package notify): a process's
 // free-form status line, a liveness round-trip through every worker, and
 // change notifications for status snapshots.
-
-// statusTextInput is the free-form status line an instance reported
-// (sd_notify STATUS=).
-type statusTextInput struct {
-	instance string
-	text     string
-}
-
-func (statusTextInput) isInput() {}
-
-// statusText records an instance's status line; a line for an instance
-// that is no longer current is dropped.
-func (g *groupCore) statusText(in statusTextInput) {
-	p := g.procByInstance(in.instance)
-	if p == nil || p.inst == nil {
-		return
-	}
-	p.inst.statusText = in.text
-}
 
 // ReportStatus sets the status line one instance of a group's process
 // reported about itself (sd_notify STATUS=...). It shows as
@@ -39,7 +22,7 @@ func (s *Supervisor) ReportStatus(group, instanceID, text string) error {
 	if !ok {
 		return fmt.Errorf("unable to deliver a status line to group %q: %w", group, ErrNotFound)
 	}
-	w.mb.put(statusTextInput{instance: instanceID, text: text})
+	w.mb.put(core.StatusTextInput{Instance: instanceID, Text: text})
 	return nil
 }
 

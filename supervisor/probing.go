@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/probes"
@@ -23,8 +25,8 @@ import (
 // probe worker while it handles inputs (only Observe and Trigger, which
 // do not block, and Stop at the very end), so neither can stall the other.
 //
-//	probe worker ──Report (each failed probe)──► probeReportInput ─► Unhealthy event
-//	             ──Publish (threshold change)──► probeInput ────────► ready / started / kill (R4)
+//	probe worker ──Report (each failed probe)──► ProbeReportInput ─► Unhealthy event
+//	             ──Publish (threshold change)──► ProbeInput ────────► ready / started / kill (R4)
 //	group worker ──Observe (after each input)──► the instance the probes see
 
 // probeWorker is one probe kind of one process.
@@ -53,14 +55,15 @@ func (w *worker) startProbes() { w.reconcileProbes() }
 // of the core's current specs: a process-level reload may add, remove or
 // change processes (the new spec takes over once the old instance ended).
 func (w *worker) reconcileProbes() {
-	if w.lc.probesBuilt && w.lc.probesReload == w.core.reloads && !w.lc.probesPending {
+	if w.lc.probesBuilt && w.lc.probesReload == w.core.Reloads() && !w.lc.probesPending {
 		return
 	}
-	w.lc.probesBuilt, w.lc.probesReload, w.lc.probesPending = true, w.core.reloads, false
+	w.lc.probesBuilt, w.lc.probesReload, w.lc.probesPending = true, w.core.Reloads(), false
+	targets := w.core.ProbeTargets()
 	current := map[string]spec.Process{}
-	for _, p := range w.core.mains {
-		current[p.spec.Name] = p.spec
-		if p.nextSpec != nil {
+	for _, t := range targets {
+		current[t.Spec.Name] = t.Spec
+		if t.Pending {
 			w.lc.probesPending = true
 		}
 	}
@@ -81,8 +84,8 @@ func (w *worker) reconcileProbes() {
 		clk = w.lc.probeClock
 	}
 	spawn := w.spawner()
-	for _, p := range w.core.mains {
-		pr := p.spec
+	for _, t := range targets {
+		pr := t.Spec
 		if kept[pr.Name] {
 			continue
 		}
@@ -127,14 +130,14 @@ func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec
 			if u.Initial {
 				return // P4's initial values are the core's own (S3, S4)
 			}
-			mb.put(probeInput{
-				instance: u.InstanceID, probe: u.Kind, success: u.Result == probes.Success,
-				message: probeMessage(u, withOutput), reported: true,
+			mb.put(core.ProbeInput{
+				Instance: u.InstanceID, Probe: u.Kind, Success: u.Result == probes.Success,
+				Message: probeMessage(u, withOutput), Reported: true,
 			})
 		},
 		Report: func(u probes.Update) {
 			if u.Result == probes.Failure {
-				mb.put(probeReportInput{instance: u.InstanceID, probe: u.Kind, message: probeMessage(u, withOutput)})
+				mb.put(core.ProbeReportInput{Instance: u.InstanceID, Probe: u.Kind, Message: probeMessage(u, withOutput)})
 			}
 		},
 	})
@@ -164,16 +167,16 @@ func (w *worker) stopProbes() {
 func (w *worker) observeProbes() {
 	w.reconcileProbes()
 	for _, pw := range w.lc.probes {
-		p := w.core.byName[pw.process]
-		if p == nil {
+		v, ok := w.core.ProbeViewOf(pw.process)
+		if !ok {
 			continue
 		}
-		if !pw.running && p.inst != nil && p.inst.starting {
+		if !pw.running && v.Starting {
 			// Its first probe comes at once when it begins: let it begin
 			// with the instance the start in flight is about to run.
 			continue
 		}
-		view := w.probeView(p)
+		view := w.probeView(v)
 		if pw.running && view == pw.seen {
 			continue
 		}
@@ -195,19 +198,13 @@ func (w *worker) observeProbes() {
 // returned); a finished one is not running (P8: its probes fail, and the
 // core ignores results of instances that are not current). When podsup
 // is shutting down, liveness and startup go quiet (P9).
-func (w *worker) probeView(p *proc) probes.Instance {
-	switch inst := p.inst; {
-	case inst != nil && inst.running:
-		return probes.Instance{
-			ID: inst.id, Running: true, StartedAt: inst.startedAt, Started: inst.started,
-			GroupStopping: w.core.shutdown,
-		}
-	case inst != nil:
+func (w *worker) probeView(v core.ProbeView) probes.Instance {
+	if v.ID == "" {
 		return probes.Instance{}
-	case p.last != nil:
-		return probes.Instance{ID: p.last.InstanceID, GroupStopping: w.core.shutdown}
-	default:
-		return probes.Instance{}
+	}
+	return probes.Instance{
+		ID: v.ID, Running: v.Running, StartedAt: v.StartedAt, Started: v.Started,
+		GroupStopping: w.core.ShuttingDown(),
 	}
 }
 

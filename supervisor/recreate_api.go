@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+
+	"github.com/podsup/podsup/supervisor/internal/core"
 )
 
 // Recreate asks for new instances of some processes of a group while the
@@ -20,11 +22,11 @@ import (
 // stopped process; ErrNotRunning before Run or while a reload replaces the
 // group; ErrShuttingDown.
 func (s *Supervisor) Recreate(spec RecreateSpec) (string, error) {
-	spec = spec.clone()
+	spec = core.CloneRecreateSpec(spec)
 	if spec.Requester == "" {
 		spec.Requester = "library caller"
 	}
-	if err := spec.validate(); err != nil {
+	if err := core.ValidateRecreate(spec); err != nil {
 		return "", err
 	}
 	s.mu.Lock()
@@ -47,7 +49,7 @@ func (s *Supervisor) Recreate(spec RecreateSpec) (string, error) {
 	s.forgetEndedRecreates()
 	id, seq := s.rc.add(w)
 	reply := make(chan error, 1)
-	w.mb.put(recreateInput{req: recreateState{id: id, seq: seq, spec: spec}, reply: reply})
+	w.mb.put(core.RecreateInput{ID: id, Seq: seq, Spec: spec, Reply: reply})
 	s.mu.Unlock()
 
 	// The worker answers while it handles the request; the barrier also
@@ -78,7 +80,7 @@ func (s *Supervisor) RecreateStatus(id string) (RecreateStatus, error) {
 	if list := e.w.recreates.Load(); list != nil {
 		for _, st := range *list {
 			if st.ID == id {
-				return st.clone(), nil
+				return core.CloneRecreateStatus(st), nil
 			}
 		}
 	}
@@ -106,7 +108,7 @@ func (s *Supervisor) Recreates() []RecreateStatus {
 					st = final // completed a moment before the snapshot was published
 				}
 			}
-			out = append(out, st.clone())
+			out = append(out, core.CloneRecreateStatus(st))
 		}
 	}
 	return out
@@ -127,7 +129,7 @@ func (s *Supervisor) WaitRecreate(ctx context.Context, id string) (RecreateStatu
 	}
 	select {
 	case <-e.done:
-		return e.final.clone(), nil
+		return core.CloneRecreateStatus(e.final), nil
 	case <-ctx.Done():
 		st, _ := s.RecreateStatus(id)
 		return st, ctx.Err()
@@ -151,14 +153,14 @@ func (s *Supervisor) forgetEndedRecreates() {
 	}
 }
 
-func (w *worker) execRecreate(a action) {
+func (w *worker) execRecreate(a core.Action) {
 	switch a := a.(type) {
-	case recreateReplyAction:
-		a.reply <- a.err // buffered: never blocks
-	case recreateDoneAction:
-		w.registry.finish(a.status)
-	case recreateGoneAction:
-		w.registry.remove(a.id)
+	case core.RecreateReplyAction:
+		a.Reply <- a.Err // buffered: never blocks
+	case core.RecreateDoneAction:
+		w.registry.finish(a.Status)
+	case core.RecreateGoneAction:
+		w.registry.remove(a.ID)
 	}
 }
 
@@ -187,7 +189,7 @@ type recreateEntry struct {
 func (e *recreateEntry) finalStatus() (RecreateStatus, bool) {
 	select {
 	case <-e.done:
-		return e.final.clone(), true
+		return core.CloneRecreateStatus(e.final), true
 	default:
 		return RecreateStatus{}, false
 	}
@@ -227,7 +229,7 @@ func (r *recreateRegistry) finish(st RecreateStatus) {
 	select {
 	case <-e.done:
 	default:
-		e.final = st.clone()
+		e.final = core.CloneRecreateStatus(st)
 		close(e.done)
 	}
 }
@@ -253,7 +255,7 @@ func (r *recreateRegistry) tombstone(id string) (RecreateStatus, bool) {
 	defer r.mu.Unlock()
 	for _, st := range r.gone {
 		if st.ID == id {
-			return st.clone(), true
+			return core.CloneRecreateStatus(st), true
 		}
 	}
 	return RecreateStatus{}, false

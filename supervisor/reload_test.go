@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-// Process-level live reload (reload.go), on the fake runtime and clock,
+// Process-level live reload, on the fake runtime and clock,
 // then with real processes.
 
 // commandsRuntime records the command of every start, then plays the
@@ -243,68 +242,6 @@ func TestRealReloadProcessLevel(t *testing.T) {
 	}
 	if b1 := processStatus(t, r.sup, "web", "b"); b1.RestartCount != 1 {
 		t.Errorf("R5: changed process %+v", b1)
-	}
-}
-
-func TestReloadStopsTheOldInstanceWithItsOwnSpec(t *testing.T) {
-	// K3, K6: the changed process's old instance stops with the old
-	// spec's pre_stop and stop signal, even though the new spec has
-	// neither; R4: then the new spec starts at once.
-	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(30 * time.Second), Processes: procs("a", "b")}
-	g.Processes[1].PreStop = &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"old"}}}}
-	g.Processes[1].StopSignal = syscall.SIGINT
-	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
-	s.preStop["b"] = 2 * time.Second
-	s.runUntil(time.Second)
-	old := s.status("b")
-	next := g
-	next.Processes = procs("a", "b")
-	next.Processes[1].Command = []string{"b", "v2"}
-	s.feed(reloadInput{group: next})
-	s.runUntil(10 * time.Second)
-	assertTimes(t, "K3 stop signal after the old pre_stop", s.signalsOf("b"), secs(3))
-	if term := s.status("b").LastTermination; term == nil || term.InstanceID != old.InstanceID || term.Signal != syscall.SIGINT {
-		t.Errorf("K6: old instance ended %+v, want by its own stop signal", term)
-	}
-	assertTimes(t, "R4 starts", s.starts["b"], secs(0, 3))
-	if s.core.byName["b"].spec.Command[1] != "v2" || len(s.starts["a"]) != 1 {
-		t.Errorf("spec %v, a starts %v", s.core.byName["b"].spec.Command, s.starts["a"])
-	}
-	var reasons []string
-	for _, e := range s.events {
-		if e.Process == "b" {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	if got := strings.Join(reasons, " "); got != "Started Reloaded Killing Exited Started" {
-		t.Errorf("events of b: %s", got)
-	}
-}
-
-func TestReloadRemovedProcessStopsThroughTheKillPath(t *testing.T) {
-	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(5 * time.Second), Processes: procs("a", "b")}
-	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, ignoreTerm: true}))
-	s.runUntil(time.Second)
-	next := g
-	next.Processes = procs("a")
-	s.feed(reloadInput{group: next})
-	if _, ok := s.core.snapshot().Process("b"); ok {
-		t.Error("a removed process is still shown")
-	}
-	s.runUntil(time.Minute)
-	// K6: SIGTERM at once (ignored), SIGKILL after the 5 s grace.
-	assertTimes(t, "stop signal", s.signalsOf("b"), secs(1))
-	if len(s.kills) != 1 || s.kills[0].at != 6*time.Second || len(s.starts["b"]) != 1 {
-		t.Errorf("kills %v starts %v", s.kills, s.starts["b"])
-	}
-	if len(s.core.leaving) != 0 || len(s.starts["a"]) != 1 {
-		t.Errorf("leaving %v, a starts %v", s.core.leaving, s.starts["a"])
-	}
-	// Added again later, under the same name: new, unique instance ids.
-	s.feed(reloadInput{group: g})
-	s.runUntil(2 * time.Minute)
-	if b := s.status("b"); b.State != StateRunning || b.RestartCount != 0 || b.InstanceID == "b-0" {
-		t.Errorf("re-added b: %+v", b)
 	}
 }
 

@@ -101,14 +101,6 @@ type StartRequest struct {
 	Report func(RuntimeEvent)
 }
 
-// RuntimeEvent is something a runtime did to a group on its own account,
-// published as one of the group's events.
-type RuntimeEvent struct {
-	Type    EventType
-	Reason  string
-	Message string
-}
-
 // Instance is one started process as the runtime sees it.
 type Instance interface {
 	Pid() int
@@ -129,16 +121,6 @@ type Instance interface {
 	// and a layer that passes an instance on unchanged then has nothing to
 	// forward.
 	Remove() error
-}
-
-// ExitStatus is how an instance ended.
-type ExitStatus struct {
-	// Code is the exit code, or 128+N when signal N killed it.
-	Code int
-	// Signal is the signal that killed it, 0 when it exited.
-	Signal syscall.Signal
-	// OOMKilled is set when the kernel's OOM killer ended it.
-	OOMKilled bool
 }
 
 // StartError is a start that failed before the program ran. Code is the

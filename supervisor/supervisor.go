@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
@@ -43,9 +45,12 @@ type Options struct {
 
 // Errors returned by the request methods.
 var (
-	ErrNotFound     = errors.New("not found")
-	ErrShuttingDown = errors.New("podsup is shutting down")
-	ErrRunning      = errors.New("supervisor is already running")
+	ErrNotFound = errors.New("not found")
+	// ErrShuttingDown: podsup is stopping; nothing new starts.
+	ErrShuttingDown = core.ErrShuttingDown
+	// ErrNotRunning: the supervisor's Run has not started the group (yet).
+	ErrNotRunning = errors.New("group is not running")
+	ErrRunning    = errors.New("supervisor is already running")
 )
 
 // RequestOptions qualify a start, stop or restart request.
@@ -151,12 +156,12 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 	return s, nil
 }
 
-func (s *Supervisor) coreConfig(g spec.Group) coreConfig {
+func (s *Supervisor) coreConfig(g spec.Group) core.Config {
 	gen := instanceGeneration.Add(1)
-	return coreConfig{
-		group: g, backoff: s.defBackoff, minimumGrace: s.minGrace,
-		idPrefix:  g.Name + "." + strconv.FormatUint(gen, 36) + ".",
-		killRetry: s.killRetry, killAttempts: s.killTries,
+	return core.Config{
+		Group: g, Backoff: s.defBackoff, MinimumGrace: s.minGrace,
+		IDPrefix:  g.Name + "." + strconv.FormatUint(gen, 36) + ".",
+		KillRetry: s.killRetry, KillAttempts: s.killTries,
 	}
 }
 
@@ -219,10 +224,10 @@ func (s *Supervisor) shutdownLocked(grace *time.Duration, by string) {
 		close(s.stopping)
 	}
 	for _, w := range s.workers {
-		w.mb.put(commandInput{kind: cmdShutdown, grace: grace, by: by})
+		w.mb.put(core.CommandInput{Kind: core.CmdShutdown, Grace: grace, By: by})
 	}
 	for w := range s.retiring {
-		w.mb.put(commandInput{kind: cmdShutdown, grace: grace, by: by})
+		w.mb.put(core.CommandInput{Kind: core.CmdShutdown, Grace: grace, By: by})
 	}
 }
 
@@ -241,14 +246,14 @@ func (s *Supervisor) criticalExit(group, process string, code int) {
 // waiting for its back-off (X7). The request is queued; events report
 // what happened.
 func (s *Supervisor) Start(group, process string, opts RequestOptions) error {
-	return s.request(cmdStart, group, process, opts)
+	return s.request(core.CmdStart, group, process, opts)
 }
 
 // Stop stops a group (process "": all its processes, in parallel) or one
 // process through K1–K6; it stays stopped until started. A second stop of
 // a process still stopping SIGKILLs it at once.
 func (s *Supervisor) Stop(group, process string, opts RequestOptions) error {
-	return s.request(cmdStop, group, process, opts)
+	return s.request(core.CmdStop, group, process, opts)
 }
 
 // Restart stops a group's processes (or one process) through K1–K6 and
@@ -256,10 +261,10 @@ func (s *Supervisor) Stop(group, process string, opts RequestOptions) error {
 // neither waits for nor advances the back-off (X7); the restart count
 // still increases (R5).
 func (s *Supervisor) Restart(group, process string, opts RequestOptions) error {
-	return s.request(cmdRestart, group, process, opts)
+	return s.request(core.CmdRestart, group, process, opts)
 }
 
-func (s *Supervisor) request(kind commandKind, group, process string, opts RequestOptions) error {
+func (s *Supervisor) request(kind core.CommandKind, group, process string, opts RequestOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, ok := s.workers[group]
@@ -269,14 +274,14 @@ func (s *Supervisor) request(kind commandKind, group, process string, opts Reque
 	if process != "" && !w.hasProcess(process) {
 		return fmt.Errorf("unable to %s process %q of group %q: %w", kind, process, group, ErrNotFound)
 	}
-	if s.shutdowns > 0 && kind != cmdStop {
+	if s.shutdowns > 0 && kind != core.CmdStop {
 		return fmt.Errorf("unable to %s %s: %w", kind, group, ErrShuttingDown)
 	}
 	by := opts.Requester
 	if by == "" {
 		by = "library caller"
 	}
-	w.mb.put(commandInput{kind: kind, process: process, grace: opts.Grace, by: by})
+	w.mb.put(core.CommandInput{Kind: kind, Process: process, Grace: opts.Grace, By: by})
 	return nil
 }
 
@@ -297,7 +302,7 @@ func (s *Supervisor) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Groups: make([]GroupStatus, 0, len(s.order))}
 	for _, name := range s.order {
-		st.Groups = append(st.Groups, s.workers[name].status.Load().clone())
+		st.Groups = append(st.Groups, core.CloneGroupStatus(*s.workers[name].status.Load()))
 	}
 	return st
 }
@@ -332,6 +337,16 @@ func (s *Supervisor) ProbeResult(group, instanceID string, kind spec.ProbeKind, 
 	if !ok {
 		return fmt.Errorf("unable to deliver a %s probe result to group %q: %w", kind, group, ErrNotFound)
 	}
-	w.mb.put(probeInput{instance: instanceID, probe: kind, success: success, message: message})
+	w.mb.put(core.ProbeInput{Instance: instanceID, Probe: kind, Success: success, Message: message})
 	return nil
+}
+
+// Config returns the configuration in force: the one New was given, or the
+// last Reload's. It shares its slices and pointers with the supervisor,
+// which never modifies them (Reload replaces the whole value): the caller
+// must not modify them either.
+func (s *Supervisor) Config() spec.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podsup/podsup/supervisor/internal/core"
+
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
@@ -26,7 +28,7 @@ import (
 type worker struct {
 	name  string
 	spec  spec.Group
-	core  *groupCore
+	core  *core.Group
 	clock clock.Clock
 	rt    Runtime
 	hooks HookRunner
@@ -67,21 +69,21 @@ type worker struct {
 	after   <-chan struct{}
 	waiting atomic.Bool
 	done    chan struct{}
-	// lc runs hooks and probe workers (hookrun.go, probing.go).
+	// lc runs hooks and probe workers.
 	lc lifecycle
 }
 
-func newWorker(c coreConfig, s *Supervisor) *worker {
+func newWorker(c core.Config, s *Supervisor) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{
-		name:       c.group.Name,
-		spec:       c.group,
-		core:       newGroupCore(c),
+		name:       c.Group.Name,
+		spec:       c.Group,
+		core:       core.NewGroup(c),
 		clock:      s.clock,
 		rt:         s.rt,
 		hooks:      s.hooks,
 		bus:        s.bus,
-		log:        s.log.With().Str("group", c.group.Name).Logger(),
+		log:        s.log.With().Str("group", c.Group.Name).Logger(),
 		mb:         newMailbox(),
 		ctx:        ctx,
 		cancel:     cancel,
@@ -93,7 +95,7 @@ func newWorker(c coreConfig, s *Supervisor) *worker {
 		done:       make(chan struct{}),
 		registry:   &s.rc,
 	}
-	st := w.core.snapshot()
+	st := w.core.Snapshot()
 	w.status.Store(&st)
 	return w
 }
@@ -122,9 +124,9 @@ func (w *worker) run() {
 		}
 		w.handle(in)
 	}
-	w.handle(timerInput{})
+	w.handle(core.TimerInput{})
 	w.drainMailbox(barriers)
-	for !(w.core.shutdown && w.core.idle() && w.hooksIdle() && w.effects == 0) {
+	for !(w.core.ShuttingDown() && w.core.Idle() && w.hooksIdle() && w.effects == 0) {
 		var timerC <-chan time.Time
 		if w.timer != nil && !w.wake.IsZero() {
 			timerC = w.timer.C()
@@ -146,7 +148,7 @@ func (w *worker) run() {
 		}
 		if fired {
 			w.wake = time.Time{}
-			w.handle(timerInput{})
+			w.handle(core.TimerInput{})
 		}
 		w.drainMailbox(nil)
 	}
@@ -188,36 +190,35 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 }
 
 // handle steps the core with in (step) and publishes the outcome (publish).
-func (w *worker) handle(in input) {
+func (w *worker) handle(in any) {
 	w.step(in)
 	w.publish()
 }
 
 // step steps the core with in, executes the plan, feeds the executor's
 // results (started, start failed) back in and re-arms the timer.
-func (w *worker) step(in input) {
-	w.noteInput(in)
-	in = w.effectDone(in)
-	queue := []input{in}
+func (w *worker) step(item any) {
+	w.noteInput(item)
+	queue := []core.Input{w.effectDone(item)}
 	var wake time.Time
 	for len(queue) > 0 {
 		in := queue[0]
 		queue = queue[1:]
 		now := w.clock.Now()
-		p := w.core.step(now, in)
-		for _, a := range p.actions {
+		p := w.core.Step(now, in)
+		for _, a := range p.Actions {
 			if fb := w.exec(a); fb != nil {
 				queue = append(queue, fb)
 			}
 		}
-		if ex, ok := in.(exitedInput); ok {
-			delete(w.insts, ex.instance)
+		if ex, ok := in.(core.ExitedInput); ok {
+			delete(w.insts, ex.Instance)
 		}
-		wake = p.wake
+		wake = p.Wake
 		// The core never asks for a wake-up in the past, but if it did,
 		// step again now rather than lose it.
 		if len(queue) == 0 && !wake.IsZero() && !wake.After(w.clock.Now()) {
-			queue = append(queue, timerInput{})
+			queue = append(queue, core.TimerInput{})
 		}
 	}
 	w.arm(wake)
@@ -227,9 +228,9 @@ func (w *worker) step(in input) {
 // a status snapshot and the events of the steps since the last publish.
 func (w *worker) publish() {
 	w.syncLifecycle()
-	st := w.core.snapshot()
+	st := w.core.Snapshot()
 	w.status.Store(&st)
-	rs := w.core.recreateSnapshot()
+	rs := w.core.RecreateSnapshot()
 	w.recreates.Store(&rs)
 	w.onStatus()
 	for _, e := range w.events {
@@ -264,34 +265,34 @@ func (w *worker) arm(wake time.Time) {
 
 // exec carries out one action; it returns the input that reports its
 // outcome when the core must hear of it at once.
-func (w *worker) exec(a action) input {
+func (w *worker) exec(a core.Action) core.Input {
 	switch a := a.(type) {
-	case startAction:
+	case core.StartAction:
 		w.startInstance(a)
-	case cancelStartAction:
-		if cancel := w.starting[a.instance]; cancel != nil {
+	case core.CancelStartAction:
+		if cancel := w.starting[a.Instance]; cancel != nil {
 			cancel()
 		}
-	case signalAction:
-		if inst := w.insts[a.instance]; inst != nil {
-			if err := inst.Signal(a.sig); err != nil {
+	case core.SignalAction:
+		if inst := w.insts[a.Instance]; inst != nil {
+			if err := inst.Signal(a.Sig); err != nil {
 				// Usually the process is already gone; its exit is on the way.
-				w.log.Debug().Err(err).Str("process", a.process).Str("instance", a.instance).Msg("stop signal not delivered")
+				w.log.Debug().Err(err).Str("process", a.Process).Str("instance", a.Instance).Msg("stop signal not delivered")
 			}
 		}
-	case killTreeAction:
+	case core.KillTreeAction:
 		w.killTree(a)
-	case preStopAction:
+	case core.PreStopAction:
 		w.runPreStop(a)
-	case hookAction:
+	case core.HookAction:
 		w.runHook(a)
-	case emitAction:
-		w.events = append(w.events, a.event)
-	case criticalAction:
-		w.onCritical(w.name, a.process, a.code)
-	case releaseAction:
-		w.rt.ReleaseProcess(w.name, a.process)
-	case recreateReplyAction, recreateDoneAction, recreateGoneAction:
+	case core.EmitAction:
+		w.events = append(w.events, a.Event)
+	case core.CriticalAction:
+		w.onCritical(w.name, a.Process, a.Code)
+	case core.ReleaseAction:
+		w.rt.ReleaseProcess(w.name, a.Process)
+	case core.RecreateReplyAction, core.RecreateDoneAction, core.RecreateGoneAction:
 		w.execRecreate(a)
 	}
 	return nil
@@ -301,20 +302,20 @@ func (w *worker) exec(a action) input {
 // create the group's sandbox, which takes a holder's handshake. Its
 // outcome comes back as startDoneInput, and an exit is held back until
 // then (exitGate), so the core hears "started" before "exited".
-func (w *worker) startInstance(a startAction) {
-	id := a.instance
+func (w *worker) startInstance(a core.StartAction) {
+	id := a.Instance
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.starting[id] = cancel
 	w.effects++
 	gate := &exitGate{}
 	req := StartRequest{
-		Group: w.name, InstanceID: id, Process: a.spec, Sandbox: w.core.spec.Sandbox,
+		Group: w.name, InstanceID: id, Process: a.Spec, Sandbox: w.core.Spec().Sandbox,
 		OnExit: func(st ExitStatus) {
-			gate.exited(w.mb, exitedInput{instance: id, status: st, at: w.clock.Now()})
+			gate.exited(w.mb, core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()})
 		},
-		Report: func(e RuntimeEvent) { w.mb.put(runtimeEventInput{event: e}) },
+		Report: func(e RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
-	cleaned := w.cleaning[a.process]
+	cleaned := w.cleaning[a.Process]
 	go func() {
 		if cleaned != nil {
 			<-cleaned // the previous instance's leftovers are dead first
@@ -324,16 +325,24 @@ func (w *worker) startInstance(a startAction) {
 	}()
 }
 
+// startDoneInput is a start effect's outcome; the worker turns it into
+// StartedInput or StartFailedInput.
+type startDoneInput struct {
+	instance string
+	inst     Instance
+	err      error
+}
+
 // exitGate orders an instance's exit after its start's result in the
 // mailbox: a runtime may report the exit before Start returned.
 type exitGate struct {
 	mu      sync.Mutex
 	posted  bool // the start's result is in the mailbox
 	failed  bool // ... and it was an error: no exit is delivered
-	pending *exitedInput
+	pending *core.ExitedInput
 }
 
-func (g *exitGate) exited(mb *mailbox, in exitedInput) {
+func (g *exitGate) exited(mb *mailbox, in core.ExitedInput) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -357,30 +366,30 @@ func (g *exitGate) started(mb *mailbox, done startDoneInput) {
 
 // killTree SIGKILLs an instance's tree in a goroutine of its own (a cgroup
 // kill waits until the tree is empty, or gives up after a while when a
-// task is stuck in the kernel) and reports the outcome as killDoneInput.
+// task is stuck in the kernel) and reports the outcome as KillDoneInput.
 // After the instance's exit the same goroutine then removes it: the worker
 // is the one owner of an instance's cleanup. One kill per instance is in
 // flight at a time; the core retries on its own deadline.
-func (w *worker) killTree(a killTreeAction) {
-	inst := w.insts[a.instance]
+func (w *worker) killTree(a core.KillTreeAction) {
+	inst := w.insts[a.Instance]
 	w.effects++
 	if inst == nil {
 		// Nothing to kill (the core defers stops of starts in flight):
 		// answer at once so the core's bookkeeping of kills in flight holds.
-		w.mb.put(killDoneInput{process: a.process, instance: a.instance, exited: a.exited})
+		w.mb.put(core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited})
 		return
 	}
 	var cleaned chan struct{}
-	if a.exited {
+	if a.Exited {
 		cleaned = make(chan struct{})
-		w.cleaning[a.process] = cleaned
+		w.cleaning[a.Process] = cleaned
 	}
 	go func() {
-		done := killDoneInput{process: a.process, instance: a.instance, exited: a.exited}
+		done := core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited}
 		if err := inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
-			done.err = err
-		} else if a.exited {
-			done.removeErr = inst.Remove()
+			done.Err = err
+		} else if a.Exited {
+			done.RemoveErr = inst.Remove()
 		}
 		if cleaned != nil {
 			close(cleaned) // before the result: the worker then forgets it
@@ -396,8 +405,8 @@ func treeGone(err error) bool {
 
 // effectDone books an effect's result and turns it into what the core
 // understands.
-func (w *worker) effectDone(in input) input {
-	switch in := in.(type) {
+func (w *worker) effectDone(item any) core.Input {
+	switch in := item.(type) {
 	case startDoneInput:
 		w.effects--
 		if cancel := w.starting[in.instance]; cancel != nil {
@@ -405,25 +414,23 @@ func (w *worker) effectDone(in input) input {
 			delete(w.starting, in.instance)
 		}
 		if in.err != nil {
-			return startFailedInput{instance: in.instance, err: in.err}
+			return core.StartFailedInput{Instance: in.instance, Err: in.err, Code: startFailureCode(in.err)}
 		}
 		w.insts[in.instance] = in.inst
-		return startedInput{instance: in.instance, pid: in.inst.Pid()}
-	case killDoneInput:
+		return core.StartedInput{Instance: in.instance, Pid: in.inst.Pid()}
+	case core.KillDoneInput:
 		w.effects--
-		if c := w.cleaning[in.process]; in.exited && c != nil && isDone(c) {
-			delete(w.cleaning, in.process)
+		if c := w.cleaning[in.Process]; in.Exited && c != nil && isDone(c) {
+			delete(w.cleaning, in.Process)
 		}
+		return in
 	}
-	return in
+	return item.(core.Input)
 }
 
-func (w *worker) runPreStop(a preStopAction) {
-	var pr spec.Process
-	if p := w.core.procByInstance(a.instance); p != nil {
-		pr = p.spec
-	}
-	w.startHook(pr, a.instance, spec.PreStop, a.budget, w.instanceContext(a.instance))
+func (w *worker) runPreStop(a core.PreStopAction) {
+	pr, _ := w.core.InstanceSpec(a.Instance)
+	w.startHook(pr, a.Instance, spec.PreStop, a.Budget, w.instanceContext(a.Instance))
 }
 
 // barrier waits until the worker has handled everything posted so far.

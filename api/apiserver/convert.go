@@ -32,7 +32,7 @@ func toGroup(g supervisor.GroupStatus) api.GroupStatus {
 }
 
 func toProcess(p supervisor.ProcessStatus) api.ProcessStatus {
-	return api.ProcessStatus{
+	out := api.ProcessStatus{
 		Name: p.Name, Init: p.Init, State: string(p.State), Reason: p.Reason, Message: p.Message,
 		Ready: p.Ready, Started: p.Started, RestartCount: p.RestartCount, StatusText: p.StatusText,
 		InstanceID: p.InstanceID, Pid: p.Pid,
@@ -40,6 +40,22 @@ func toProcess(p supervisor.ProcessStatus) api.ProcessStatus {
 		Terminated: toTermination(p.Terminated), LastTermination: toTermination(p.LastTermination),
 		NextStartAt: timep(p.NextStartAt),
 	}
+	out.Backoff = backoffDelay(p)
+	return out
+}
+
+// backoffDelay is the wait of a process in CrashLoopBackOff: its next start
+// is exactly the last instance's end plus the back-off (X3), so the
+// difference is the delay in force.
+func backoffDelay(p supervisor.ProcessStatus) string {
+	if p.NextStartAt.IsZero() || p.LastTermination == nil || p.LastTermination.FinishedAt.IsZero() {
+		return ""
+	}
+	d := p.NextStartAt.Sub(p.LastTermination.FinishedAt)
+	if d < 0 {
+		return ""
+	}
+	return d.String()
 }
 
 func toTermination(t *supervisor.Termination) *api.Termination {

@@ -16,6 +16,12 @@
 // of at most 1 MiB (413 above; 400 for anything else malformed, trailing
 // data included) that must arrive within 30 s; headers are limited to
 // 64 KiB and 10 s, idle connections close after 2 minutes, and at most 128
-// connections are served at once. Streams (events, logs, exec) are not
-// timed: they last as long as their client.
+// connections are served at once. Streams (events, logs, exec, status
+// watches) are not timed: they last as long as their client.
+//
+// Nothing is polled for a client: a status watch wakes when the supervisor
+// notifies a new snapshot (Supervisor.NotifyStatus), and cgroup usage and
+// paths (describe, status?wide=true) are read from /proc/PID/cgroup and the
+// cgroup files during the request that asks for them, so an idle podsup
+// with idle clients does no work.
 package apiserver

@@ -59,6 +59,8 @@ func New(b Backend, pol Policy, log zerolog.Logger) *Server {
 	mux.HandleFunc("GET /v1/status", s.status)
 	mux.HandleFunc("GET /v1/status/{group}", s.status)
 	mux.HandleFunc("GET /v1/status/{group}/{process}", s.status)
+	mux.HandleFunc("GET /v1/describe/{group}", s.describe)
+	mux.HandleFunc("GET /v1/describe/{group}/{process}", s.describe)
 	mux.HandleFunc("GET /v1/events", s.events)
 	mux.HandleFunc("POST /v1/groups/{group}/{action}", s.action)
 	mux.HandleFunc("POST /v1/groups/{group}/processes/{process}/{action}", s.action)
@@ -143,11 +145,35 @@ func (s *Server) self(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := toStatus(s.b.Supervisor.Status())
-	group, process := r.PathValue("group"), r.PathValue("process")
-	if group == "" {
-		writeJSON(w, http.StatusOK, st)
+	q := r.URL.Query()
+	wide := q.Get("wide") == "true"
+	if q.Get("watch") == "true" {
+		s.watchStatus(w, r, wide)
 		return
+	}
+	st, err := s.currentStatus(r.PathValue("group"), r.PathValue("process"), wide)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// currentStatus is the status of every group, of one, or of one process;
+// wide adds each running process's cgroup.
+func (s *Server) currentStatus(group, process string, wide bool) (api.StatusResponse, error) {
+	st, err := filterStatus(toStatus(s.b.Supervisor.Status()), group, process)
+	if err == nil && wide {
+		addCgroups(st)
+	}
+	return st, err
+}
+
+// filterStatus keeps group (when not empty) and, of it, process (when not
+// empty); an unknown one is ErrNotFound.
+func filterStatus(st api.StatusResponse, group, process string) (api.StatusResponse, error) {
+	if group == "" {
+		return st, nil
 	}
 	for _, g := range st.Groups {
 		if g.Name != group {
@@ -161,15 +187,29 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if len(keep) == 0 {
-				writeError(w, notFound("group %q has no process %q", group, process))
-				return
+				return api.StatusResponse{}, notFound("group %q has no process %q", group, process)
 			}
 			g.Init, g.Processes = nil, keep
 		}
-		writeJSON(w, http.StatusOK, api.StatusResponse{Groups: []api.GroupStatus{g}})
-		return
+		return api.StatusResponse{Groups: []api.GroupStatus{g}}, nil
 	}
-	writeError(w, notFound("no group %q", group))
+	return api.StatusResponse{}, notFound("no group %q", group)
+}
+
+// addCgroups fills in each running process's cgroup (status -o wide).
+func addCgroups(st api.StatusResponse) {
+	for _, g := range st.Groups {
+		for _, list := range [][]api.ProcessStatus{g.Init, g.Processes} {
+			for i, p := range list {
+				if p.State != string(supervisor.StateRunning) {
+					continue
+				}
+				if dirs, ok := processCgroup(p.Pid); ok {
+					list[i].Cgroup = dirs.name()
+				}
+			}
+		}
+	}
 }
 
 func notFound(format string, args ...any) error {

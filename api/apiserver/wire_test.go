@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -21,6 +22,8 @@ var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.json fro
 // scripts read them, so a field's name, its omission when empty and the
 // shape of times and signals must not change by accident.
 func TestWireFormatIsStable(t *testing.T) {
+	readCgroup = func(int) (cgroupDirs, bool) { return cgroupDirs{}, false } // pid 4242 is not the sample's
+	defer func() { readCgroup = processCgroup }()
 	got, err := json.MarshalIndent(wireSample(), "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +42,24 @@ func TestWireFormatIsStable(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("the wire format changed; got:\n%s\nwant (%s):\n%s", got, path, want)
 	}
+}
+
+// describedSpec is the configuration of wireSample's group "web", with
+// every part a description shows.
+func describedSpec() *spec.Group {
+	grace := 20 * time.Second
+	return &spec.Group{Name: "web", RestartPolicy: spec.RestartOnFailure, TerminationGracePeriod: &grace,
+		Backoff: &spec.Backoff{Initial: time.Second, Max: time.Minute, Reset: time.Hour},
+		Sandbox: &spec.Sandbox{Namespaces: []string{"pid", "mount"}, Hostname: "web",
+			Mounts:    []spec.Mount{{Type: "tmpfs", Target: "/tmp"}, {Type: "bind", Source: "/data", Target: "/data", ReadOnly: true}},
+			Resources: spec.Resources{Memory: 64 << 20, CPU: 0.5, Pids: 100}},
+		Init: []spec.Process{{Name: "migrate", Command: []string{"migrate", "up"}}},
+		Processes: []spec.Process{{Name: "api", Command: []string{"api", "--port", "8080"}, User: "app", WorkingDir: "/srv", Critical: true,
+			StartupProbe:   &spec.Probe{Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: 8080}}},
+			LivenessProbe:  &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/true"}}}},
+			ReadinessProbe: &spec.Probe{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080, Path: "/ready"}}, InitialDelay: time.Second, Period: 5 * time.Second},
+			PreStop:        &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: time.Second}}, Timeout: 5 * time.Second},
+			PostStart:      &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"warm"}}}}}}}
 }
 
 // wireSample converts snapshots with every field set, and with every
@@ -80,9 +101,10 @@ func wireSample() any {
 		{ID: "rc-2", Phase: supervisor.RecreatePending, Spec: supervisor.RecreateSpec{Group: "web", Processes: []string{"api"}}},
 	}
 	out := struct {
-		Status    api.StatusResponse `json:"status"`
-		Events    []api.Event        `json:"events"`
-		Recreates api.RecreateList   `json:"recreates"`
+		Status    api.StatusResponse   `json:"status"`
+		Events    []api.Event          `json:"events"`
+		Recreates api.RecreateList     `json:"recreates"`
+		Describe  api.DescribeResponse `json:"describe"`
 	}{Status: toStatus(status), Recreates: api.RecreateList{Recreates: []api.Recreate{}}}
 	for _, e := range events {
 		out.Events = append(out.Events, toEvent(e))
@@ -90,5 +112,6 @@ func wireSample() any {
 	for _, r := range recreates {
 		out.Recreates.Recreates = append(out.Recreates.Recreates, toRecreate(r))
 	}
+	out.Describe = api.DescribeResponse{Group: describeGroup(status.Groups[0], describedSpec(), spec.Backoff{}, toEvents(events), at(31))}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,19 +29,19 @@ func (f *ctlFlags) register(cmd *cobra.Command) {
 		def = spec.DefaultSocketPath()
 	}
 	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "podsup's control socket (env PODSUP_SOCKET; for up, overrides the file's supervisor.socket)")
-	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table or json (the API's objects)")
+	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json (the API's objects) or, for status, wide (more columns)")
 }
 
 func (f *ctlFlags) client() *api.Client { return api.NewClient(f.socket) }
 
 func (f *ctlFlags) json() (bool, error) {
 	switch f.output {
-	case "table", "":
+	case "table", "wide", "":
 		return false, nil
 	case "json":
 		return true, nil
 	}
-	return false, fmt.Errorf("unknown output format %q: use table or json", f.output)
+	return false, fmt.Errorf("unknown output format %q: use table, json or (for status) wide", f.output)
 }
 
 // signalContext ends when the user presses ^C.
@@ -66,7 +65,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func addCtlCommands(root *cobra.Command, f *ctlFlags) {
-	root.AddCommand(newStatusCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f), newRecreateCmd(f))
+	root.AddCommand(newStatusCmd(f), newDescribeCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f), newRecreateCmd(f))
 	for _, action := range []string{"start", "stop", "restart"} {
 		root.AddCommand(newActionCmd(f, action))
 	}
@@ -95,117 +94,13 @@ func completeTargets(f *ctlFlags) func(*cobra.Command, []string, string) ([]stri
 	}
 }
 
-func newStatusCmd(f *ctlFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status [GROUP[/PROCESS]]",
-		Short: "Show groups and processes, like kubectl get pods",
-		Long: `Show every process of every group (or of one group, or one process): its
-state with the reason (e.g. "waiting: CrashLoopBackOff (back-off 40s, next
-start in 12s)"), readiness, restart count, age and pid.`,
-		Example: `  podsup status
-  podsup status web
-  podsup status web/api -o json`,
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeTargets(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := f.json()
-			if err != nil {
-				return err
-			}
-			var group, process string
-			if len(args) == 1 {
-				if group, process, err = splitTarget(args[0]); err != nil {
-					return err
-				}
-			}
-			st, err := f.client().Status(cmd.Context(), group, process)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), st)
-			}
-			printStatus(cmd.OutOrStdout(), st, time.Now())
-			return nil
-		},
-	}
-}
-
-func printStatus(w io.Writer, st api.StatusResponse, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tPROCESS\tSTATE\tREADY\tRESTARTS\tAGE\tPID\tSTATUS")
-	for _, g := range st.Groups {
-		for _, p := range append(append([]api.ProcessStatus{}, g.Init...), g.Processes...) {
-			name := p.Name
-			if p.Init {
-				name += " (init)"
-			}
-			ready := "no"
-			if p.Ready {
-				ready = "yes"
-			}
-			pid := "-"
-			if p.Pid > 0 && p.State == "running" {
-				pid = fmt.Sprint(p.Pid)
-			}
-			age := "-"
-			if p.StartedAt != nil && p.State == "running" {
-				age = humanDuration(now.Sub(*p.StartedAt))
-			}
-			// STATUS is the process's own line (sd_notify STATUS=).
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", g.Name, name, describeState(p, now), ready, p.RestartCount, age, pid, p.StatusText)
-		}
-	}
-	tw.Flush()
-}
-
-// describeState reads like kubectl's STATUS column, with the back-off
-// spelled out while a process waits in CrashLoopBackOff.
-func describeState(p api.ProcessStatus, now time.Time) string {
-	s := p.State
-	if p.Reason != "" {
-		s += ": " + p.Reason
-	}
-	if p.Reason == "CrashLoopBackOff" && p.NextStartAt != nil {
-		in := p.NextStartAt.Sub(now)
-		if in < 0 {
-			in = 0
-		}
-		var last *api.Termination
-		if last = p.Terminated; last == nil {
-			last = p.LastTermination
-		}
-		if last != nil && last.FinishedAt != nil {
-			s += fmt.Sprintf(" (back-off %s, next start in %s)", humanDuration(p.NextStartAt.Sub(*last.FinishedAt)), humanDuration(in))
-		} else {
-			s += fmt.Sprintf(" (next start in %s)", humanDuration(in))
-		}
-	}
-	if p.State == "terminated" && p.Terminated != nil {
-		s += fmt.Sprintf(" (exit %d)", p.Terminated.ExitCode)
-	}
-	return s
-}
-
-func humanDuration(d time.Duration) string {
-	switch {
-	case d < 10*time.Second:
-		return d.Round(100 * time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	case d < 48*time.Hour:
-		return d.Round(time.Minute).String()
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
 // seriesNote is kubectl describe's "(x12 over 30s)" for an event that
 // repeated: how many times, over how long since the first.
 func seriesNote(e api.Event) string {
 	if e.Count <= 1 {
 		return ""
 	}
-	return fmt.Sprintf(" (x%d over %s)", e.Count, humanDuration(e.LastTime.Sub(e.FirstTime)))
+	return fmt.Sprintf(" (x%d over %s)", e.Count, humanAge(e.LastTime.Sub(e.FirstTime)))
 }
 
 func newEventsCmd(f *ctlFlags) *cobra.Command {

@@ -152,7 +152,7 @@ func age(t *time.Time) string {
 	if t == nil {
 		return "-"
 	}
-	return humanDuration(time.Since(*t))
+	return humanAge(time.Since(*t))
 }
 
 func printRecreate(w io.Writer, r api.Recreate) {

@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"errors"
@@ -24,13 +24,13 @@ func (s *sim) recreate(id string, rs RecreateSpec) error {
 	if err := s.core.checkRecreate(rs); err != nil {
 		return err
 	}
-	s.feed(recreateInput{req: recreateState{id: id, spec: rs}, reply: make(chan error, 1)})
+	s.feed(RecreateInput{ID: id, Spec: rs, Reply: make(chan error, 1)})
 	return nil
 }
 
 func (s *sim) request(id string) RecreateStatus {
 	s.t.Helper()
-	for _, r := range s.core.recreateSnapshot() {
+	for _, r := range s.core.RecreateSnapshot() {
 		if r.ID == id {
 			return r
 		}
@@ -193,25 +193,25 @@ func TestRecreateQueueC2(t *testing.T) {
 func TestRecreateUnreadyWindowC3(t *testing.T) {
 	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
 	s.runUntil(time.Second)
-	if st := s.core.snapshot(); !st.Ready {
+	if st := s.core.Snapshot(); !st.Ready {
 		t.Fatalf("group not ready before the request: %+v", st)
 	}
 	if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(5 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.core.snapshot(); st.Ready || st.ReadinessHeldBy != "rc-1" || !s.request("rc-1").HoldsReadiness {
+	if st := s.core.Snapshot(); st.Ready || st.ReadinessHeldBy != "rc-1" || !s.request("rc-1").HoldsReadiness {
 		t.Errorf("C3: readiness not held at once: %+v", st)
 	}
 	s.runUntil(6*time.Second - 1)
 	if len(s.signals) != 0 {
 		t.Fatalf("C3: killed during the unready grace: %v", s.signals)
 	}
-	if st := s.core.snapshot(); st.Ready {
+	if st := s.core.Snapshot(); st.Ready {
 		t.Error("C3: ready during the unready grace")
 	}
 	s.runUntil(time.Minute)
 	assertTimes(t, "C3 kill after the grace", s.signalsOf("app"), secs(6))
-	if st := s.core.snapshot(); !st.Ready || st.ReadinessHeldBy != "" {
+	if st := s.core.Snapshot(); !st.Ready || st.ReadinessHeldBy != "" {
 		t.Errorf("C3: readiness not released on completion: %+v", st)
 	}
 	if e := s.eventsWith(EventRecreateCompleted); len(e) != 1 || !strings.Contains(e[0].Message, "readiness released") {
@@ -233,7 +233,7 @@ func TestRecreateReadinessAndMinStartedC7(t *testing.T) {
 	if st := s.request("rc-1"); st.Phase != RecreateRecreating {
 		t.Fatalf("C7: succeeded without readiness: %s", reqPhases(st))
 	}
-	s.feed(probeInput{instance: s.core.mains[0].inst.id, probe: spec.Readiness, success: true})
+	s.feed(ProbeInput{Instance: s.core.mains[0].inst.id, Probe: spec.Readiness, Success: true})
 	if st := s.request("rc-1"); reqPhases(st) != "Completed app=Succeeded" {
 		t.Fatalf("C7: ready and running 9 s > 3 s: %s", reqPhases(st))
 	}
@@ -286,7 +286,7 @@ func TestRecreateFailurePolicyC6(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.runUntil(2 * time.Second)
-		s.command(cmdStop, "app", nil, "bob")
+		s.command(CmdStop, "app", nil, "bob")
 		s.runUntil(time.Minute)
 		if st := s.request("rc-1"); reqPhases(st) != "Completed app=Failed" {
 			t.Errorf("%s", reqPhases(st))
@@ -315,12 +315,12 @@ func TestRecreateDeadlineAndTTLC8(t *testing.T) {
 		t.Fatalf("C8: %s %q", reqPhases(st), st.Message)
 	}
 	s.runUntil(14*time.Second - 1)
-	if len(s.core.recreateSnapshot()) != 1 {
+	if len(s.core.RecreateSnapshot()) != 1 {
 		t.Fatal("removed before its TTL")
 	}
 	s.runUntil(14 * time.Second)
-	if len(s.core.recreateSnapshot()) != 0 || len(s.eventsWith(EventRecreateRemoved)) != 1 {
-		t.Errorf("C8 TTL: still there at completion + ttl: %+v", s.core.recreateSnapshot())
+	if len(s.core.RecreateSnapshot()) != 0 || len(s.eventsWith(EventRecreateRemoved)) != 1 {
+		t.Errorf("C8 TTL: still there at completion + ttl: %+v", s.core.RecreateSnapshot())
 	}
 }
 
@@ -364,17 +364,17 @@ func TestRecreateChecksC1(t *testing.T) {
 			}
 		})
 	}
-	s.command(cmdStop, "app", nil, "bob")
+	s.command(CmdStop, "app", nil, "bob")
 	s.runUntil(3 * time.Second)
 	if err := s.recreate("rc-y", RecreateSpec{Processes: []string{"app"}}); !errors.Is(err, ErrGroupInactive) || !strings.Contains(err.Error(), "app stopped") {
 		t.Errorf("C1 stopped process: %v", err)
 	}
-	s.command(cmdStop, "", nil, "bob")
+	s.command(CmdStop, "", nil, "bob")
 	s.runUntil(4 * time.Second)
 	if err := s.recreate("rc-z", RecreateSpec{Processes: []string{"side"}}); !errors.Is(err, ErrGroupInactive) || !strings.Contains(err.Error(), "Stopped") {
 		t.Errorf("C1 inactive group: %v", err)
 	}
-	if len(s.core.recreateSnapshot()) != 0 {
+	if len(s.core.RecreateSnapshot()) != 0 {
 		t.Error("a rejected request was queued")
 	}
 }
@@ -384,14 +384,14 @@ func TestRecreateShutdownCompletesRequests(t *testing.T) {
 	s.runUntil(time.Second)
 	_ = s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(time.Minute)})
 	_ = s.recreate("rc-2", RecreateSpec{Processes: []string{"side"}})
-	s.command(cmdShutdown, "", nil, "test")
+	s.command(CmdShutdown, "", nil, "test")
 	for _, id := range []string{"rc-1", "rc-2"} {
 		st := s.request(id)
 		if reqPhases(st) != fmt.Sprintf("Completed %s=Failed", st.Processes[0].Name) || !strings.Contains(st.Message, "shutting down") {
 			t.Errorf("%s: %s %q", id, reqPhases(st), st.Message)
 		}
 	}
-	if st := s.core.snapshot(); st.ReadinessHeldBy != "" {
+	if st := s.core.Snapshot(); st.ReadinessHeldBy != "" {
 		t.Errorf("readiness still held: %+v", st)
 	}
 	if err := s.recreate("rc-3", RecreateSpec{Processes: []string{"side"}}); !errors.Is(err, ErrShuttingDown) {
@@ -415,16 +415,16 @@ func TestRecreateClockDriftInTheCore(t *testing.T) {
 		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, termExit: 500 * time.Millisecond}))
 		s.core.wall = func() time.Time { return s.now.Add(skew(s.elapsed())) }
 		s.runUntil(time.Second)
-		s.feed(probeInput{instance: s.core.mains[0].inst.id, probe: spec.Readiness, success: true})
+		s.feed(ProbeInput{Instance: s.core.mains[0].inst.id, Probe: spec.Readiness, Success: true})
 		_ = s.recreate("rc-1", RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, MinStarted: 2 * time.Second, ActiveDeadline: time.Minute})
 		_ = s.recreate("rc-2", RecreateSpec{Processes: []string{"side"}, UnreadyGracePeriod: spec.Durp(time.Second)})
 		s.runUntil(3 * time.Second)
-		s.feed(probeInput{instance: s.core.mains[0].inst.id, probe: spec.Readiness, success: true})
+		s.feed(ProbeInput{Instance: s.core.mains[0].inst.id, Probe: spec.Readiness, Success: true})
 		s.runUntil(time.Minute)
 		var o outcome
 		o.starts = fmt.Sprint(s.starts)
 		o.signals = fmt.Sprint(s.signals)
-		for _, r := range s.core.recreateSnapshot() {
+		for _, r := range s.core.RecreateSnapshot() {
 			o.phases = append(o.phases, reqPhases(r))
 		}
 		for _, e := range s.events {

@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"strconv"
@@ -26,21 +26,21 @@ import (
 // process (R4: a spec change always restarts).
 const KillReload KillReason = "Reload"
 
-// reloadInput hands a group's new spec to its core; the group-level
+// ReloadInput hands a group's new spec to its core; the group-level
 // settings are the same as before, only main processes differ.
-type reloadInput struct{ group spec.Group }
+type ReloadInput struct{ Group spec.Group }
 
-func (reloadInput) isInput() {}
+func (ReloadInput) isInput() {}
 
-// settingsInput hands the core the supervisor-wide settings a reload
+// SettingsInput hands the core the supervisor-wide settings a reload
 // changed that apply live: minimum_grace (X12), which lifts the grace of
 // every stop signal sent from now on. A stop under way keeps the deadline
 // it has, as a changed grace period does in kubelet.
-type settingsInput struct{ minimumGrace time.Duration }
+type SettingsInput struct{ MinimumGrace time.Duration }
 
-func (settingsInput) isInput() {}
+func (SettingsInput) isInput() {}
 
-func (g *groupCore) reload(ng spec.Group) {
+func (g *Group) reload(ng spec.Group) {
 	g.reloads++
 	g.spec = ng
 	keep := map[string]bool{}
@@ -78,7 +78,7 @@ func (g *groupCore) reload(ng spec.Group) {
 // changeProc is R4 for a changed spec: stop the instance with its own
 // spec, then start the new one (stepReload swaps the spec once the old
 // instance is gone).
-func (g *groupCore) changeProc(p *proc, s spec.Process) {
+func (g *Group) changeProc(p *proc, s spec.Process) {
 	p.nextSpec = &s
 	g.emit(p, EventNormal, EventReloaded, "Process %s changed by a reload: restarting it with the new spec", s.Name)
 	if p.inst == nil {
@@ -95,7 +95,7 @@ func (g *groupCore) changeProc(p *proc, s spec.Process) {
 
 // removeProc stops a process the new spec no longer has. It stays in
 // g.leaving (so exits and deadlines still reach it) until it is gone.
-func (g *groupCore) removeProc(p *proc) {
+func (g *Group) removeProc(p *proc) {
 	delete(g.byName, p.spec.Name)
 	p.want, p.startNow, p.b8, p.nextSpec = false, false, nil, nil
 	p.nextStart = time.Time{}
@@ -116,7 +116,7 @@ func (g *groupCore) removeProc(p *proc) {
 // instance is gone takes its new spec, with a fresh back-off (B12), and
 // starts at once if it is wanted; removed processes that are gone are
 // forgotten.
-func (g *groupCore) stepReload() {
+func (g *Group) stepReload() {
 	for _, p := range g.mains {
 		if p.nextSpec == nil || p.inst != nil {
 			continue
@@ -147,7 +147,7 @@ func (g *groupCore) stepReload() {
 // release tells the runtime a removed process is gone for good: its last
 // instance has exited, and unless a later reload added a process of the
 // same name back (which then owns what the runtime keeps under that name).
-func (g *groupCore) release(p *proc) {
+func (g *Group) release(p *proc) {
 	if g.byName[p.spec.Name] != nil {
 		return
 	}
@@ -156,7 +156,7 @@ func (g *groupCore) release(p *proc) {
 			return // an older removal of the same name is still stopping
 		}
 	}
-	g.do(releaseAction{process: p.spec.Name})
+	g.do(ReleaseAction{Process: p.spec.Name})
 }
 
 // EventReloaded: a reload added, removed or changed a process.

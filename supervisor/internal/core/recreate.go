@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // part C with X8): the spec a caller fills, the status it reads back, and
 // the static checks of C1. The decisions are in recreate_decide.go (a pure
 // function of request, observed instances and now), the group core's side
-// in recreate_core.go, the Supervisor methods in recreate_api.go.
+// in recreate_core.go; the Supervisor's methods carry requests to it.
 //
 // A request's life:
 //
@@ -186,8 +186,6 @@ var (
 	// ErrGroupInactive: the group is stopped, finished or failed, or the
 	// process is stopped (C1: only an active pod's containers).
 	ErrGroupInactive = errors.New("group is not active")
-	// ErrNotRunning: the supervisor's Run has not started the group (yet).
-	ErrNotRunning = errors.New("group is not running")
 )
 
 // RecreateSpecError lists every C1 problem of a spec.

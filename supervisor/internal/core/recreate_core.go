@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"fmt"
@@ -21,45 +21,50 @@ type recreateQueue struct {
 	wake time.Time
 }
 
-// recreateInput is a new request. The core checks it against the group as
-// it is now (C1's live part) and answers on reply (buffered).
-type recreateInput struct {
-	req   recreateState
-	reply chan<- error
+// RecreateInput is a new request, already checked against C1's static
+// part (ValidateRecreate). The core checks it against the group as it is
+// now (C1's live part) and answers on Reply (buffered).
+type RecreateInput struct {
+	// ID names the request; Seq orders the requests of a group (C2).
+	ID   string
+	Seq  uint64
+	Spec RecreateSpec
+	// Reply gets nil once the request is queued, or why it was refused.
+	Reply chan<- error
 }
 
-func (recreateInput) isInput() {}
+func (RecreateInput) isInput() {}
 
-// recreateReplyAction answers a recreateInput.
-type recreateReplyAction struct {
-	reply chan<- error
-	err   error
+// RecreateReplyAction answers a RecreateInput.
+type RecreateReplyAction struct {
+	Reply chan<- error
+	Err   error
 }
 
-// recreateDoneAction reports a completed request (waiters wake up).
-type recreateDoneAction struct{ status RecreateStatus }
+// RecreateDoneAction reports a completed request (waiters wake up).
+type RecreateDoneAction struct{ Status RecreateStatus }
 
-// recreateGoneAction reports a request removed after its TTL.
-type recreateGoneAction struct{ id string }
+// RecreateGoneAction reports a request removed after its TTL.
+type RecreateGoneAction struct{ ID string }
 
-func (recreateReplyAction) isAction() {}
-func (recreateDoneAction) isAction()  {}
-func (recreateGoneAction) isAction()  {}
+func (RecreateReplyAction) isAction() {}
+func (RecreateDoneAction) isAction()  {}
+func (RecreateGoneAction) isAction()  {}
 
-func (g *groupCore) wallNow() time.Time {
+func (g *Group) wallNow() time.Time {
 	if g.wall != nil {
 		return g.wall()
 	}
 	return g.now
 }
 
-func (g *groupCore) addRecreate(in recreateInput) {
-	err := g.checkRecreate(in.req.spec)
-	g.do(recreateReplyAction{reply: in.reply, err: err})
+func (g *Group) addRecreate(in RecreateInput) {
+	err := g.checkRecreate(in.Spec)
+	g.do(RecreateReplyAction{Reply: in.Reply, Err: err})
 	if err != nil {
 		return
 	}
-	r := in.req.clone()
+	r := recreateState{id: in.ID, seq: in.Seq, spec: in.Spec.clone()}
 	r.phase = RecreatePending
 	r.created, r.createdWall = g.now, g.wallNow()
 	r.procs = nil
@@ -75,7 +80,7 @@ func (g *groupCore) addRecreate(in recreateInput) {
 
 // checkRecreate is C1's live part: the group is active and every process
 // is a main process that has had an instance and is not stopped.
-func (g *groupCore) checkRecreate(s RecreateSpec) error {
+func (g *Group) checkRecreate(s RecreateSpec) error {
 	if g.shutdown {
 		return fmt.Errorf("unable to recreate in group %q: %w", g.name, ErrShuttingDown)
 	}
@@ -106,7 +111,7 @@ func (g *groupCore) checkRecreate(s RecreateSpec) error {
 	return nil
 }
 
-func (g *groupCore) activeRecreate() *recreateState {
+func (g *Group) activeRecreate() *recreateState {
 	for _, r := range g.rc.reqs {
 		if r.phase == RecreateRecreating {
 			return r
@@ -118,7 +123,7 @@ func (g *groupCore) activeRecreate() *recreateState {
 // stepRecreates decides every request at now and carries out the orders.
 // It runs after the step's input is recorded and before reconcile, so a
 // start it orders happens in the same step (X7: at once).
-func (g *groupCore) stepRecreates() {
+func (g *Group) stepRecreates() {
 	q := &g.rc
 	for again := true; again; {
 		again = false
@@ -145,7 +150,7 @@ func (g *groupCore) stepRecreates() {
 			g.applyRecreate(r, next, o)
 			if o.remove {
 				g.emitRecreate(r, "", EventNormal, EventRecreateRemoved, "Recreate request %s removed: ttl_after_finished %s passed", r.id, r.spec.ttl())
-				g.do(recreateGoneAction{id: r.id})
+				g.do(RecreateGoneAction{ID: r.id})
 				continue
 			}
 			keep = append(keep, r)
@@ -165,7 +170,7 @@ func (g *groupCore) stepRecreates() {
 
 // applyRecreate moves r to next, reports the transitions and carries out
 // the orders.
-func (g *groupCore) applyRecreate(r *recreateState, next recreateState, o recreateOrders) {
+func (g *Group) applyRecreate(r *recreateState, next recreateState, o recreateOrders) {
 	old := *r
 	*r = next
 	if old.phase == RecreatePending && r.phase == RecreateRecreating {
@@ -218,14 +223,14 @@ func (g *groupCore) applyRecreate(r *recreateState, next recreateState, o recrea
 			typ = EventWarning
 		}
 		g.emitRecreate(r, "", typ, EventRecreateCompleted, "Recreate request %s completed: %s%s", r.id, outcome, released)
-		g.do(recreateDoneAction{status: r.status(false)})
+		g.do(RecreateDoneAction{Status: r.status(false)})
 	}
 }
 
 // recreateProc kills p's instance through the normal path with the
 // request's grace (C4, K2) and starts the next one at once (X7): no
 // back-off wait, no back-off advance; the restart count still grows (R5).
-func (g *groupCore) recreateProc(p *proc, r *recreateState) {
+func (g *Group) recreateProc(p *proc, r *recreateState) {
 	by := who(r.spec.Requester)
 	p.want, p.done = true, false
 	p.recreateReq = r.id
@@ -242,7 +247,7 @@ func (g *groupCore) recreateProc(p *proc, r *recreateState) {
 	g.beginStop(p, KillRecreate, r.spec.TerminationGracePeriod, nil, by, true)
 }
 
-func (g *groupCore) observeForRecreate(name string) observedProcess {
+func (g *Group) observeForRecreate(name string) observedProcess {
 	p, ok := g.byName[name]
 	if !ok || p.init {
 		return observedProcess{}
@@ -250,7 +255,7 @@ func (g *groupCore) observeForRecreate(name string) observedProcess {
 	o := observedProcess{exists: true, wanted: p.want, done: p.done}
 	if p.inst != nil {
 		o.current = p.inst.id
-		o.running = p.inst.running && p.inst.stop == nil
+		o.running = p.inst.phase == phaseRunning
 		o.ready = p.inst.ready
 		o.startedAt, o.startedWall = p.inst.startedAt, p.inst.startedWall
 	}
@@ -266,21 +271,21 @@ func (g *groupCore) observeForRecreate(name string) observedProcess {
 
 // emitRecreate emits an event for request r, about process (or the group
 // when ""), tagged with the request's id.
-func (g *groupCore) emitRecreate(r *recreateState, process string, typ EventType, reason, format string, args ...any) {
+func (g *Group) emitRecreate(r *recreateState, process string, typ EventType, reason, format string, args ...any) {
 	p := g.byName[process]
 	g.emit(p, typ, reason, format, args...)
-	last := len(g.out.actions) - 1
-	a := g.out.actions[last].(emitAction)
-	a.event.Request = r.id
+	last := len(g.out.Actions) - 1
+	a := g.out.Actions[last].(EmitAction)
+	a.Event.Request = r.id
 	if p == nil {
-		a.event.Process = process
+		a.Event.Process = process
 	}
-	g.out.actions[last] = a
+	g.out.Actions[last] = a
 }
 
 // readiness is the group's readiness: every wanted main process running
 // and ready, and no recreate request holding it false (C3).
-func (g *groupCore) readiness() (ready bool, heldBy string) {
+func (g *Group) readiness() (ready bool, heldBy string) {
 	heldBy = g.rc.holder
 	n := 0
 	for _, p := range g.mains {
@@ -288,15 +293,15 @@ func (g *groupCore) readiness() (ready bool, heldBy string) {
 			continue
 		}
 		n++
-		if p.inst == nil || !p.inst.running || p.inst.stop != nil || !p.inst.ready {
+		if p.inst == nil || p.inst.phase != phaseRunning || !p.inst.ready {
 			return false, heldBy
 		}
 	}
 	return n > 0 && heldBy == "" && !g.shutdown, heldBy
 }
 
-// recreateSnapshot is the public status of every request of the group.
-func (g *groupCore) recreateSnapshot() []RecreateStatus {
+// RecreateSnapshot is the public status of every request of the group.
+func (g *Group) RecreateSnapshot() []RecreateStatus {
 	out := make([]RecreateStatus, 0, len(g.rc.reqs))
 	for _, r := range g.rc.reqs {
 		out = append(out, r.status(g.rc.holder == r.id))

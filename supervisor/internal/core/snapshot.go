@@ -1,10 +1,10 @@
-package supervisor
+package core
 
 import "fmt"
 
-// snapshot builds the group's status from the core's state. The result
+// Snapshot builds the group's status from the core's state. The result
 // shares nothing with the core.
-func (g *groupCore) snapshot() GroupStatus {
+func (g *Group) Snapshot() GroupStatus {
 	gs := GroupStatus{Name: g.name, Phase: g.phase()}
 	gs.Ready, gs.ReadinessHeldBy = g.readiness()
 	for _, p := range g.inits {
@@ -16,10 +16,10 @@ func (g *groupCore) snapshot() GroupStatus {
 	return gs
 }
 
-func (g *groupCore) procStatus(p *proc) ProcessStatus {
+func (g *Group) procStatus(p *proc) ProcessStatus {
 	ps := ProcessStatus{Name: p.spec.Name, Init: p.init, RestartCount: max(p.starts-1, 0)}
 	switch {
-	case p.inst != nil && p.inst.running:
+	case p.inst != nil && p.inst.running():
 		ps.State = StateRunning
 		ps.InstanceID, ps.Pid = p.inst.id, p.inst.pid
 		ps.StartedAt = p.inst.startedAt
@@ -58,10 +58,10 @@ func (g *groupCore) procStatus(p *proc) ProcessStatus {
 }
 
 // phase summarises the group like a pod phase.
-func (g *groupCore) phase() GroupPhase {
+func (g *Group) phase() GroupPhase {
 	alive, wanted, failed := false, false, false
 	for _, p := range g.all() {
-		if p.inst != nil && p.inst.stop != nil {
+		if p.inst != nil && p.inst.phase.stopping() {
 			return PhaseStopping
 		}
 		if p.inst != nil {

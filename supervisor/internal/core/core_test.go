@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"strings"
@@ -107,7 +107,7 @@ func TestInitProcesses(t *testing.T) {
 		if ps := s.status("a"); ps.State != StateWaiting || ps.Reason != ReasonPodInitializing {
 			t.Errorf("I1: main status %s/%s, want waiting/PodInitializing", ps.State, ps.Reason)
 		}
-		if st := s.core.snapshot(); st.Phase != PhasePending {
+		if st := s.core.Snapshot(); st.Phase != PhasePending {
 			t.Errorf("phase %s, want Pending", st.Phase)
 		}
 	})
@@ -145,7 +145,7 @@ func TestInitProcesses(t *testing.T) {
 		if len(s.starts["i1"]) != 1 || len(s.starts["i2"]) != 0 || len(s.starts["a"]) != 0 {
 			t.Errorf("I2: starts %v", s.starts)
 		}
-		if st := s.core.snapshot(); st.Phase != PhaseFailed {
+		if st := s.core.Snapshot(); st.Phase != PhaseFailed {
 			t.Errorf("I2: phase %s, want Failed", st.Phase)
 		}
 	})
@@ -157,12 +157,12 @@ func TestInitProcesses(t *testing.T) {
 			return simRun{runFor: -1}
 		})
 		s.runUntil(time.Second)
-		s.command(cmdStop, "", nil, "test")
+		s.command(CmdStop, "", nil, "test")
 		s.runUntil(2 * time.Second)
-		s.command(cmdStart, "", nil, "test")
+		s.command(CmdStart, "", nil, "test")
 		s.runUntil(3 * time.Second)
-		s.command(cmdRestart, "", nil, "test")
-		s.command(cmdStart, "i1", nil, "test")
+		s.command(CmdRestart, "", nil, "test")
+		s.command(CmdStart, "i1", nil, "test")
 		s.runUntil(4 * time.Second)
 		if len(s.starts["i1"]) != 1 || len(s.starts["i2"]) != 1 {
 			t.Errorf("I3: inits reran: %v", s.starts)
@@ -208,7 +208,7 @@ func TestGracefulStopK8(t *testing.T) {
 				s.preStop["app"] = c.hookTakes
 			}
 			s.runUntil(0)
-			s.command(cmdStop, "app", c.override, "test")
+			s.command(CmdStop, "app", c.override, "test")
 			s.runUntil(100 * time.Second)
 			if len(s.signals) != 1 || s.signals[0].at != c.wantSignal {
 				t.Errorf("stop signal at %v, want once at %s", s.signals, c.wantSignal)
@@ -230,7 +230,7 @@ func TestStopSemantics(t *testing.T) {
 	t.Run("K6 honoured SIGTERM gives 143 and no SIGKILL of the main process", func(t *testing.T) {
 		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, termExit: time.Second}))
 		s.runUntil(0)
-		s.command(cmdStop, "app", nil, "test")
+		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(100 * time.Second)
 		ps := s.status("app")
 		if ps.Terminated == nil || ps.Terminated.ExitCode != 143 || ps.Reason != ReasonError {
@@ -245,7 +245,7 @@ func TestStopSemantics(t *testing.T) {
 		g.Processes[0].StopSignal = syscall.SIGINT
 		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1}))
 		s.runUntil(0)
-		s.command(cmdStop, "", nil, "test")
+		s.command(CmdStop, "", nil, "test")
 		s.runUntil(time.Second)
 		if ps := s.status("app"); ps.Terminated == nil || ps.Terminated.Signal != syscall.SIGINT {
 			t.Errorf("K6: %+v", ps)
@@ -254,28 +254,28 @@ func TestStopSemantics(t *testing.T) {
 	t.Run("X9 second stop request escalates to SIGKILL at once", func(t *testing.T) {
 		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
 		s.runUntil(0)
-		s.command(cmdShutdown, "", nil, "test")
+		s.command(CmdShutdown, "", nil, "test")
 		s.runUntil(3 * time.Second)
-		s.command(cmdShutdown, "", nil, "test")
+		s.command(CmdShutdown, "", nil, "test")
 		s.runUntil(100 * time.Second)
 		if len(s.kills) == 0 || s.kills[0].at != 3*time.Second {
 			t.Errorf("X9: SIGKILL at %v, want 3s", s.kills)
 		}
-		if !s.core.shutdown || !s.core.idle() {
+		if !s.core.shutdown || !s.core.Idle() {
 			t.Error("X9: group should be shut down and idle")
 		}
 	})
 	t.Run("X9 a restart in progress becomes a stop; the next stop escalates", func(t *testing.T) {
 		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
 		s.runUntil(0)
-		s.command(cmdRestart, "app", nil, "test")
+		s.command(CmdRestart, "app", nil, "test")
 		s.runUntil(time.Second)
-		s.command(cmdStop, "app", nil, "test")
+		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(2 * time.Second)
 		if len(s.kills) != 0 {
 			t.Fatalf("first stop during a restart must not escalate: %v", s.kills)
 		}
-		s.command(cmdStop, "app", nil, "test")
+		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(100 * time.Second)
 		if len(s.kills) == 0 || s.kills[0].at != 2*time.Second || len(s.starts["app"]) != 1 {
 			t.Errorf("kills %v starts %v", s.kills, s.starts["app"])
@@ -286,7 +286,7 @@ func TestStopSemantics(t *testing.T) {
 		g.Processes = append(g.Processes, spec.Process{Name: "b", Command: []string{"x"}}, spec.Process{Name: "c", Command: []string{"x"}})
 		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
 		s.runUntil(time.Second)
-		s.command(cmdStop, "", nil, "test")
+		s.command(CmdStop, "", nil, "test")
 		s.runUntil(100 * time.Second)
 		if len(s.signals) != 3 || len(s.kills) != 3 {
 			t.Fatalf("signals %v kills %v", s.signals, s.kills)
@@ -296,7 +296,7 @@ func TestStopSemantics(t *testing.T) {
 				t.Errorf("not parallel: signals %v kills %v", s.signals, s.kills)
 			}
 		}
-		if st := s.core.snapshot(); st.Phase != PhaseStopped {
+		if st := s.core.Snapshot(); st.Phase != PhaseStopped {
 			t.Errorf("phase %s, want Stopped", st.Phase)
 		}
 	})
@@ -304,9 +304,9 @@ func TestStopSemantics(t *testing.T) {
 		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: time.Second}))
 		var trees int
 		s.runUntil(0)
-		p := s.core.step(s.now.Add(time.Second), exitedInput{instance: s.core.mains[0].inst.id, at: s.now.Add(time.Second)})
-		for _, a := range p.actions {
-			if _, ok := a.(killTreeAction); ok {
+		p := s.core.Step(s.now.Add(time.Second), ExitedInput{Instance: s.core.mains[0].inst.id, At: s.now.Add(time.Second)})
+		for _, a := range p.Actions {
+			if _, ok := a.(KillTreeAction); ok {
 				trees++
 			}
 		}
@@ -317,7 +317,7 @@ func TestStopSemantics(t *testing.T) {
 	t.Run("a stopped process in back-off stops waiting", func(t *testing.T) {
 		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{code: 1}))
 		s.runUntil(5 * time.Second)
-		s.command(cmdStop, "app", nil, "test")
+		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(100 * time.Second)
 		if len(s.starts["app"]) != 2 {
 			t.Errorf("starts %v", s.starts["app"])
@@ -338,7 +338,7 @@ func TestExplicitRequestsX7(t *testing.T) {
 		})
 		s.runUntil(11 * time.Second) // starts 0, 0, 10; waiting until 30
 		before := s.core.backoff.Get("app")
-		s.command(cmdRestart, "app", nil, "alice")
+		s.command(CmdRestart, "app", nil, "alice")
 		s.runUntil(40 * time.Second)
 		assertTimes(t, "X7 starts", s.starts["app"], secs(0, 0, 10, 11))
 		if got := s.core.backoff.Get("app"); got != before {
@@ -354,7 +354,7 @@ func TestExplicitRequestsX7(t *testing.T) {
 		})
 		s.runUntil(15 * time.Second) // starts 0, 0, 10; running since 10
 		before := s.core.backoff.Get("app")
-		s.command(cmdRestart, "app", nil, "alice")
+		s.command(CmdRestart, "app", nil, "alice")
 		s.runUntil(16 * time.Second)
 		assertTimes(t, "X7 starts", s.starts["app"], secs(0, 0, 10, 15.1))
 		if got := s.core.backoff.Get("app"); got != before {
@@ -379,7 +379,7 @@ func TestExplicitRequestsX7(t *testing.T) {
 		})
 		s.runUntil(3 * time.Second)
 		before := s.core.backoff.Get("app")
-		s.command(cmdStart, "app", nil, "bob")
+		s.command(CmdStart, "app", nil, "bob")
 		s.runUntil(4 * time.Second)
 		assertTimes(t, "X7 starts", s.starts["app"], secs(0, 0, 3))
 		if s.core.backoff.Get("app") != before {
@@ -389,7 +389,7 @@ func TestExplicitRequestsX7(t *testing.T) {
 	t.Run("start of a completed process", func(t *testing.T) {
 		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second}))
 		s.runUntil(2 * time.Second)
-		s.command(cmdStart, "", nil, "bob")
+		s.command(CmdStart, "", nil, "bob")
 		s.runUntil(2500 * time.Millisecond)
 		assertTimes(t, "starts", s.starts["app"], secs(0, 2))
 	})
@@ -398,9 +398,9 @@ func TestExplicitRequestsX7(t *testing.T) {
 		g.Processes = append(g.Processes, spec.Process{Name: "b", Command: []string{"x"}})
 		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
 		s.runUntil(time.Second)
-		s.command(cmdStop, "", nil, "bob")
+		s.command(CmdStop, "", nil, "bob")
 		s.runUntil(2 * time.Second)
-		s.command(cmdStart, "", nil, "bob")
+		s.command(CmdStart, "", nil, "bob")
 		s.runUntil(3 * time.Second)
 		assertTimes(t, "app", s.starts["app"], secs(0, 2))
 		assertTimes(t, "b", s.starts["b"], secs(0, 2))
@@ -416,14 +416,14 @@ func TestCriticalX11(t *testing.T) {
 	t.Run("ends for good: critical action with its exit code", func(t *testing.T) {
 		s := newSim(t, crit(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second, code: 7}))
 		s.runUntil(5 * time.Second)
-		if len(s.criticals) != 1 || s.criticals[0].code != 7 {
+		if len(s.criticals) != 1 || s.criticals[0].Code != 7 {
 			t.Errorf("X11: %+v", s.criticals)
 		}
 	})
 	t.Run("killed by a signal: 128+N", func(t *testing.T) {
 		s := newSim(t, crit(spec.RestartOnFailure), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second, code: 0}))
 		s.runUntil(5 * time.Second)
-		if len(s.criticals) != 1 || s.criticals[0].code != 0 {
+		if len(s.criticals) != 1 || s.criticals[0].Code != 0 {
 			t.Errorf("X11: exit 0 under on-failure ends for good: %+v", s.criticals)
 		}
 	})
@@ -437,7 +437,7 @@ func TestCriticalX11(t *testing.T) {
 	t.Run("stopped on request: not critical", func(t *testing.T) {
 		s := newSim(t, crit(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
 		s.runUntil(time.Second)
-		s.command(cmdStop, "app", nil, "test")
+		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(5 * time.Second)
 		if len(s.criticals) != 0 {
 			t.Errorf("X11: %+v", s.criticals)
@@ -446,16 +446,16 @@ func TestCriticalX11(t *testing.T) {
 	t.Run("start failure that ends for good is critical (127)", func(t *testing.T) {
 		g := crit(spec.RestartNever)
 		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
-		s.core.step(s.now, timerInput{})
+		s.core.Step(s.now, TimerInput{})
 		id := s.core.mains[0].inst.id
-		p := s.core.step(s.now, startFailedInput{instance: id, err: &StartError{Code: 127, Err: errString("not found")}})
-		var got []criticalAction
-		for _, a := range p.actions {
-			if c, ok := a.(criticalAction); ok {
+		p := s.core.Step(s.now, StartFailedInput{Instance: id, Err: errString("not found"), Code: 127})
+		var got []CriticalAction
+		for _, a := range p.Actions {
+			if c, ok := a.(CriticalAction); ok {
 				got = append(got, c)
 			}
 		}
-		if len(got) != 1 || got[0].code != 127 {
+		if len(got) != 1 || got[0].Code != 127 {
 			t.Errorf("X11: %+v", got)
 		}
 		if ps := s.status("app"); ps.State != StateTerminated || ps.Reason != ReasonStartError || ps.Terminated.ExitCode != 127 {
@@ -500,11 +500,11 @@ func TestProbeSeam(t *testing.T) {
 			t.Error("P4: readiness starts as not ready")
 		}
 		id := s.core.mains[0].inst.id
-		s.feed(probeInput{instance: id, probe: spec.Readiness, success: true})
+		s.feed(ProbeInput{Instance: id, Probe: spec.Readiness, Success: true})
 		if !s.status("app").Ready {
 			t.Error("ready after a readiness success")
 		}
-		s.feed(probeInput{instance: id, probe: spec.Readiness, success: false})
+		s.feed(ProbeInput{Instance: id, Probe: spec.Readiness, Success: false})
 		if s.status("app").Ready || len(s.signals) != 0 {
 			t.Error("P12: readiness failure only clears ready")
 		}

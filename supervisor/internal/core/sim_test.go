@@ -1,4 +1,4 @@
-package supervisor
+package core
 
 import (
 	"fmt"
@@ -37,12 +37,12 @@ type simScript func(process string, n int) simRun
 type simEvent struct {
 	at  time.Duration
 	seq int
-	in  input
+	in  Input
 }
 
 type sim struct {
 	t      *testing.T
-	core   *groupCore
+	core   *Group
 	epoch  time.Time
 	now    time.Time
 	wake   time.Time
@@ -59,7 +59,7 @@ type sim struct {
 	events    []Event
 	signals   []simAt
 	kills     []simAt
-	criticals []criticalAction
+	criticals []CriticalAction
 	snapshots []GroupStatus
 }
 
@@ -75,7 +75,7 @@ func newSim(t *testing.T, g spec.Group, b spec.Backoff, minGrace time.Duration, 
 	}
 	s := &sim{
 		t: t, epoch: clock.Epoch, now: clock.Epoch, script: script,
-		core:    newGroupCore(coreConfig{group: g, backoff: b, minimumGrace: minGrace}),
+		core:    NewGroup(Config{Group: g, Backoff: b, MinimumGrace: minGrace}),
 		preStop: map[string]time.Duration{},
 		alive:   map[string]simRun{}, starts: map[string][]time.Duration{},
 	}
@@ -84,59 +84,62 @@ func newSim(t *testing.T, g spec.Group, b spec.Backoff, minGrace time.Duration, 
 
 func (s *sim) elapsed() time.Duration { return s.now.Sub(s.epoch) }
 
-func (s *sim) schedule(after time.Duration, in input) {
+func (s *sim) schedule(after time.Duration, in Input) {
 	s.seq++
 	s.pending = append(s.pending, simEvent{at: s.elapsed() + after, seq: s.seq, in: in})
 }
 
 // feed steps the core with in at the current time and plays the plan.
-func (s *sim) feed(in input) {
-	queue := []input{in}
+func (s *sim) feed(in Input) {
+	queue := []Input{in}
 	for len(queue) > 0 {
-		p := s.core.step(s.now, queue[0])
+		p := s.core.Step(s.now, queue[0])
 		queue = queue[1:]
-		s.wake = p.wake
-		for _, a := range p.actions {
+		s.wake = p.Wake
+		for _, a := range p.Actions {
 			if fb := s.exec(a); fb != nil {
 				queue = append(queue, fb)
 			}
 		}
 	}
-	s.snapshots = append(s.snapshots, s.core.snapshot())
+	s.snapshots = append(s.snapshots, s.core.Snapshot())
 }
 
-func (s *sim) exec(a action) input {
+func (s *sim) exec(a Action) Input {
 	switch a := a.(type) {
-	case startAction:
-		n := len(s.starts[a.process])
-		s.starts[a.process] = append(s.starts[a.process], s.elapsed())
-		run := s.script(a.process, n)
-		s.alive[a.instance] = run
+	case StartAction:
+		n := len(s.starts[a.Process])
+		s.starts[a.Process] = append(s.starts[a.Process], s.elapsed())
+		run := s.script(a.Process, n)
+		s.alive[a.Instance] = run
 		if run.runFor >= 0 {
-			s.schedule(run.runFor, exitedInput{instance: a.instance, status: ExitStatus{Code: run.code}})
+			s.schedule(run.runFor, ExitedInput{Instance: a.Instance, Status: ExitStatus{Code: run.code}})
 		}
 		if run.livenessFailAfter > 0 {
-			s.schedule(run.livenessFailAfter, probeInput{instance: a.instance, probe: spec.Liveness, message: "scripted"})
+			s.schedule(run.livenessFailAfter, ProbeInput{Instance: a.Instance, Probe: spec.Liveness, Message: "scripted"})
 		}
 		s.pids++
-		return startedInput{instance: a.instance, pid: 1000 + s.pids}
-	case signalAction:
-		s.signals = append(s.signals, simAt{s.elapsed(), a.process})
-		if run, ok := s.alive[a.instance]; ok && !run.ignoreTerm {
-			s.exitEarly(a.instance, run.termExit, ExitStatus{Code: 128 + int(a.sig), Signal: a.sig})
+		return StartedInput{Instance: a.Instance, Pid: 1000 + s.pids}
+	case SignalAction:
+		s.signals = append(s.signals, simAt{s.elapsed(), a.Process})
+		if run, ok := s.alive[a.Instance]; ok && !run.ignoreTerm {
+			s.exitEarly(a.Instance, run.termExit, ExitStatus{Code: 128 + int(a.Sig), Signal: a.Sig})
 		}
-	case killTreeAction:
-		if _, ok := s.alive[a.instance]; ok {
-			s.kills = append(s.kills, simAt{s.elapsed(), a.process})
-			s.exitEarly(a.instance, 0, ExitStatus{Code: 137, Signal: syscall.SIGKILL})
+	case KillTreeAction:
+		if _, ok := s.alive[a.Instance]; ok {
+			s.kills = append(s.kills, simAt{s.elapsed(), a.Process})
+			s.exitEarly(a.Instance, 0, ExitStatus{Code: 137, Signal: syscall.SIGKILL})
 		}
-	case preStopAction:
-		if d, ok := s.preStop[a.process]; ok {
-			s.schedule(d, preStopDoneInput{instance: a.instance})
+	case PreStopAction:
+		if d, ok := s.preStop[a.Process]; ok {
+			s.schedule(d, PreStopDoneInput{Instance: a.Instance})
 		}
-	case emitAction:
-		s.events = append(s.events, a.event)
-	case criticalAction:
+	case EmitAction:
+		s.events = append(s.events, a.Event)
+		if a.Event.Reason == EventInternalError {
+			s.t.Errorf("at %s: %s", s.elapsed(), a.Event.Message) // a transition the table does not allow
+		}
+	case CriticalAction:
 		s.criticals = append(s.criticals, a)
 	}
 	return nil
@@ -146,7 +149,7 @@ func (s *sim) exec(a action) input {
 func (s *sim) exitEarly(id string, d time.Duration, st ExitStatus) {
 	at := s.elapsed() + d
 	for i, e := range s.pending {
-		if ex, ok := e.in.(exitedInput); ok && ex.instance == id {
+		if ex, ok := e.in.(ExitedInput); ok && ex.Instance == id {
 			if e.at <= at {
 				return
 			}
@@ -154,13 +157,13 @@ func (s *sim) exitEarly(id string, d time.Duration, st ExitStatus) {
 			break
 		}
 	}
-	s.schedule(d, exitedInput{instance: id, status: st})
+	s.schedule(d, ExitedInput{Instance: id, Status: st})
 }
 
 // runUntil advances the simulation to end, handling every input on the way.
 func (s *sim) runUntil(end time.Duration) {
 	if s.elapsed() == 0 && len(s.snapshots) == 0 {
-		s.feed(timerInput{}) // the worker's first reconcile
+		s.feed(TimerInput{}) // the worker's first reconcile
 	}
 	for steps := 0; steps < 100000; steps++ {
 		sort.SliceStable(s.pending, func(i, j int) bool {
@@ -187,14 +190,14 @@ func (s *sim) runUntil(end time.Duration) {
 		s.now = s.epoch.Add(next)
 		if timer {
 			s.wake = time.Time{}
-			s.feed(timerInput{})
+			s.feed(TimerInput{})
 			continue
 		}
 		e := s.pending[0]
 		s.pending = s.pending[1:]
-		if ex, ok := e.in.(exitedInput); ok {
-			ex.at = s.now
-			delete(s.alive, ex.instance)
+		if ex, ok := e.in.(ExitedInput); ok {
+			ex.At = s.now
+			delete(s.alive, ex.Instance)
 			e.in = ex
 		}
 		s.feed(e.in)
@@ -202,8 +205,8 @@ func (s *sim) runUntil(end time.Duration) {
 	s.t.Fatal("simulation did not settle")
 }
 
-func (s *sim) command(kind commandKind, process string, grace *time.Duration, by string) {
-	s.feed(commandInput{kind: kind, process: process, grace: grace, by: by})
+func (s *sim) command(kind CommandKind, process string, grace *time.Duration, by string) {
+	s.feed(CommandInput{Kind: kind, Process: process, Grace: grace, By: by})
 }
 
 func (s *sim) eventsWith(reason string) []Event {
@@ -217,7 +220,7 @@ func (s *sim) eventsWith(reason string) []Event {
 }
 
 func (s *sim) status(process string) ProcessStatus {
-	ps, ok := s.core.snapshot().Process(process)
+	ps, ok := s.core.Snapshot().Process(process)
 	if !ok {
 		s.t.Fatalf("no status for %q", process)
 	}

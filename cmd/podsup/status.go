@@ -1,0 +1,322 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podsup/podsup/api"
+)
+
+func newStatusCmd(f *ctlFlags) *cobra.Command {
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "status [GROUP[/PROCESS]] [-w] [-o wide|json]",
+		Short: "Show groups and processes, like kubectl get pods",
+		Long: `Show every process of every group (or of one group, or one process): its
+state with the reason (e.g. "waiting: CrashLoopBackOff (back-off 40s, next
+start in 12s)"), readiness, restarts with the time since the last one
+("4 (3s ago)"), how the last instance ended ("1 Error 5s ago",
+"137 OOMKilled"), age and the process's own status line.
+
+-o wide adds the pid, the cgroup and when a process in CrashLoopBackOff
+starts next. -w (--watch) prints the table, then a line for each process
+whose status changes, as the change happens: podsup pushes the changes
+down the socket, nothing is polled. -o json prints the API's status object
+(see api/types.go; fields are only ever added); with -w, one object per
+line, the first with everything, each next with the groups that changed
+holding only the processes that changed.`,
+		Example: `  podsup status
+  podsup status web -o wide
+  podsup status -w
+  podsup status web/api -o json`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeTargets(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := f.json()
+			if err != nil {
+				return err
+			}
+			wide := f.output == "wide"
+			var group, process string
+			if len(args) == 1 {
+				if group, process, err = splitTarget(args[0]); err != nil {
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
+			if watch {
+				return watchStatus(cmd, f.client(), group, process, wide, asJSON)
+			}
+			get := f.client().Status
+			if wide {
+				get = f.client().StatusWide
+			}
+			st, err := get(cmd.Context(), group, process)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(out, st)
+			}
+			t := newStatusTable(out, wide)
+			t.rows(st, time.Now())
+			return t.flush()
+		},
+	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the table, print each change as it happens (until ^C)")
+	return cmd
+}
+
+// watchStatus prints the status, then each change the server streams.
+func watchStatus(cmd *cobra.Command, c *api.Client, group, process string, wide, asJSON bool) error {
+	ctx, cancel := signalContext()
+	defer cancel()
+	out := cmd.OutOrStdout()
+	var t *statusTable
+	err := c.WatchStatus(ctx, group, process, wide, func(st api.StatusResponse) error {
+		if asJSON {
+			return printJSONLine(out, st)
+		}
+		// The header comes with the first answer; each change after it
+		// is printed (and aligned) on its own, at once.
+		if t == nil {
+			t = newStatusTable(out, wide)
+		}
+		t.rows(st, time.Now())
+		return t.flush()
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// statusTable prints status rows, like kubectl get pods: the header once,
+// with the first rows, and the columns as wide as the widest cell so far,
+// so that the lines of a watch line up under the header as long as their
+// cells fit.
+type statusTable struct {
+	w      io.Writer
+	wide   bool
+	header bool
+	widths []int
+	lines  [][]string
+}
+
+func newStatusTable(w io.Writer, wide bool) *statusTable {
+	return &statusTable{w: w, wide: wide}
+}
+
+// rows queues the rows of st; flush prints them.
+func (t *statusTable) rows(st api.StatusResponse, now time.Time) {
+	if !t.header {
+		t.header = true
+		cols := []string{"GROUP", "PROCESS", "STATE", "READY", "RESTARTS", "LAST EXIT", "AGE"}
+		if t.wide {
+			cols = append(cols, "PID", "CGROUP", "NEXT START")
+		}
+		t.add(append(cols, "STATUS"))
+	}
+	for _, g := range st.Groups {
+		for _, p := range append(append([]api.ProcessStatus{}, g.Init...), g.Processes...) {
+			t.add(statusRow(g.Name, p, t.wide, now))
+		}
+	}
+}
+
+func (t *statusTable) add(cells []string) {
+	for i, c := range cells {
+		if i == len(t.widths) {
+			t.widths = append(t.widths, 0)
+		}
+		t.widths[i] = max(t.widths[i], len(c))
+	}
+	t.lines = append(t.lines, cells)
+}
+
+// flush prints the queued rows, each cell but the last padded to its
+// column's width and two spaces.
+func (t *statusTable) flush() error {
+	var b strings.Builder
+	for _, cells := range t.lines {
+		for i, c := range cells {
+			if i == len(cells)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c)
+			b.WriteString(strings.Repeat(" ", t.widths[i]-len(c)+2))
+		}
+		b.WriteString("\n")
+	}
+	t.lines = t.lines[:0]
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
+
+// statusRow is one process's columns.
+func statusRow(group string, p api.ProcessStatus, wide bool, now time.Time) []string {
+	name := p.Name
+	if p.Init {
+		name += " (init)"
+	}
+	age := "-"
+	if p.StartedAt != nil && p.State == "running" {
+		age = humanAge(now.Sub(*p.StartedAt))
+	}
+	row := []string{group, name, describeState(p, now), yesNo(p.Ready), restarts(p, now), lastExit(p, now), age}
+	if wide {
+		pid, cg, next := "-", "-", "-"
+		if p.Pid > 0 && p.State == "running" {
+			pid = fmt.Sprint(p.Pid)
+		}
+		if p.Cgroup != "" {
+			cg = p.Cgroup
+		}
+		if p.NextStartAt != nil {
+			next = p.NextStartAt.Local().Format("15:04:05.000")
+		}
+		row = append(row, pid, cg, next)
+	}
+	// STATUS is the process's own line (sd_notify STATUS=).
+	return append(row, p.StatusText)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// lastEnd is how the most recent instance ended: the terminated one, else
+// the one before the current.
+func lastEnd(p api.ProcessStatus) *api.Termination {
+	if p.Terminated != nil {
+		return p.Terminated
+	}
+	return p.LastTermination
+}
+
+// restarts is kubectl's RESTARTS: the count and, after a restart, how long
+// ago the instance before ended ("4 (3s ago)").
+func restarts(p api.ProcessStatus, now time.Time) string {
+	s := fmt.Sprint(p.RestartCount)
+	if last := lastEnd(p); p.RestartCount > 0 && last != nil && last.FinishedAt != nil {
+		s += " (" + humanAge(now.Sub(*last.FinishedAt)) + " ago)"
+	}
+	return s
+}
+
+// lastExit is LAST EXIT: the last instance's exit code, its reason and how
+// long ago ("1 Error 5s ago", "137 OOMKilled 2m ago"); "-" before any.
+func lastExit(p api.ProcessStatus, now time.Time) string {
+	last := lastEnd(p)
+	if last == nil {
+		return "-"
+	}
+	s := fmt.Sprint(last.ExitCode)
+	if last.Reason != "" {
+		s += " " + last.Reason
+	}
+	if last.FinishedAt != nil {
+		s += " " + humanAge(now.Sub(*last.FinishedAt)) + " ago"
+	}
+	return s
+}
+
+// describeState reads like kubectl's STATUS column, with the back-off
+// spelled out while a process waits in CrashLoopBackOff.
+func describeState(p api.ProcessStatus, now time.Time) string {
+	s := p.State
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	if p.Reason == "CrashLoopBackOff" && p.NextStartAt != nil {
+		in := max(p.NextStartAt.Sub(now), 0)
+		if p.Backoff != "" {
+			s += fmt.Sprintf(" (back-off %s, next start in %s)", shortDelay(p.Backoff), delay(in))
+		} else {
+			s += fmt.Sprintf(" (next start in %s)", delay(in))
+		}
+	}
+	if p.State == "terminated" && p.Terminated != nil {
+		s += fmt.Sprintf(" (exit %d)", p.Terminated.ExitCode)
+	}
+	return s
+}
+
+// shortDelay prints a wire duration as delay does; one that does not parse
+// is shown as sent.
+func shortDelay(wire string) string {
+	d, err := time.ParseDuration(wire)
+	if err != nil {
+		return wire
+	}
+	return delay(d)
+}
+
+// delay prints a wait (a back-off, a next start): to a tenth of a second
+// while short, since sub-second back-offs are common in tests and on
+// devices, then as an age.
+func delay(d time.Duration) string {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return humanAge(d)
+}
+
+// humanAge is kubectl's age (apimachinery's HumanDuration): the largest
+// two units while they say something, then one: "3s", "2m5s", "12m",
+// "4h", "5h30m", "3d", "3d4h", "400d", "2y10d".
+func humanAge(d time.Duration) string {
+	if d < 0 {
+		return "0s"
+	}
+	seconds := int(d.Round(time.Second) / time.Second)
+	minutes := seconds / 60
+	hours := minutes / 60
+	days := hours / 24
+	years := days / 365
+	switch {
+	case seconds < 120:
+		return fmt.Sprintf("%ds", seconds)
+	case minutes < 10:
+		return withRest(minutes, "m", seconds%60, "s")
+	case minutes < 3*60:
+		return fmt.Sprintf("%dm", minutes)
+	case hours < 8:
+		return withRest(hours, "h", minutes%60, "m")
+	case hours < 48:
+		return fmt.Sprintf("%dh", hours)
+	case hours < 8*24:
+		return withRest(days, "d", hours%24, "h")
+	case days < 2*365:
+		return fmt.Sprintf("%dd", days)
+	case years < 8:
+		return withRest(years, "y", days%365, "d")
+	}
+	return fmt.Sprintf("%dy", years)
+}
+
+func withRest(n int, unit string, rest int, restUnit string) string {
+	if rest == 0 {
+		return fmt.Sprintf("%d%s", n, unit)
+	}
+	return fmt.Sprintf("%d%s%d%s", n, unit, rest, restUnit)
+}
+
+// printJSONLine prints v as one line of JSON, for streams.
+func printJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}

@@ -1,0 +1,113 @@
+package core
+
+import "time"
+
+// Requests from users (X7) and from podsup itself (X9): start, stop,
+// restart and shutdown of a process or of the whole group.
+
+func (g *Group) command(c CommandInput) {
+	var targets []*proc
+	if c.Process == "" {
+		targets = g.all()
+	} else if p, ok := g.byName[c.Process]; ok {
+		targets = []*proc{p}
+	} else {
+		g.emit(nil, EventWarning, EventFailed, "%s request for unknown process %q ignored", c.Kind, c.Process)
+		return
+	}
+	if g.shutdown && c.Kind != CmdShutdown && c.Kind != CmdStop {
+		g.emit(nil, EventWarning, EventFailed, "%s request by %s ignored: podsup is shutting down", c.Kind, c.By)
+		return
+	}
+	if c.Kind == CmdShutdown {
+		g.shutdown = true
+	}
+	for _, p := range targets {
+		if p.init && c.Kind != CmdStop && c.Kind != CmdShutdown && g.initCompleted(p) {
+			if c.Process != "" {
+				g.emit(p, EventWarning, EventFailed, "%s request by %s ignored: init %s has completed and never runs again (I3)", c.Kind, c.By, p.spec.Name)
+			}
+			continue
+		}
+		switch c.Kind {
+		case CmdStop:
+			g.stopProc(p, KillStop, c.Grace, c.By)
+		case CmdShutdown:
+			g.stopProc(p, KillShutdown, c.Grace, c.By)
+		case CmdStart:
+			g.startProc(p, c.By)
+		case CmdRestart:
+			g.restartProc(p, c.Grace, c.By)
+		}
+	}
+}
+
+func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by string) {
+	p.want = false
+	p.startNow, p.b8 = false, nil
+	p.nextStart = time.Time{}
+	if p.inst == nil {
+		return
+	}
+	if st := p.inst.stop; st != nil {
+		st.restart = false
+		if st.reason == KillStop || st.reason == KillShutdown {
+			g.fire(p, event{on: onEscalate, by: by}) // X9: a second stop request skips to SIGKILL
+			return
+		}
+		// A restart or probe kill in progress becomes this stop request,
+		// so that the next one escalates.
+		st.reason, st.by = reason, by
+		return
+	}
+	g.beginStop(p, reason, grace, nil, by, false)
+}
+
+func (g *Group) startProc(p *proc, by string) {
+	p.want, p.done = true, false
+	if p.init {
+		g.initFailed = false
+	}
+	if p.inst == nil {
+		p.startNow, p.startBy, p.b8 = true, by, nil
+		return
+	}
+	if d := p.inst.deferred; d != nil && !d.restart {
+		d.restart, d.by, d.reason = true, by, KillRestart
+	}
+	if st := p.inst.stop; st != nil && !st.restart {
+		st.restart, st.by = true, by
+		st.reason = KillRestart
+	}
+}
+
+func (g *Group) restartProc(p *proc, grace *time.Duration, by string) {
+	p.want, p.done = true, false
+	if p.init {
+		g.initFailed = false
+	}
+	if p.inst == nil {
+		if p.init && g.initNext != g.indexOfInit(p) {
+			return // not its turn yet (I1)
+		}
+		p.startNow, p.startBy, p.b8 = true, by, nil
+		return
+	}
+	if st := p.inst.stop; st != nil {
+		st.restart, st.by = true, by
+		if !st.reason.probeKill() {
+			st.reason = KillRestart
+		}
+		return
+	}
+	g.beginStop(p, KillRestart, grace, nil, by, true)
+}
+
+func (g *Group) indexOfInit(p *proc) int {
+	for i, q := range g.inits {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,193 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// What the runtime observed: an instance started, failed to start or
+// exited; and what follows an instance's end (R1–R5, I2, X11).
+
+// started hears that the runtime started an instance.
+func (g *Group) started(in StartedInput) {
+	if p := g.procByInstance(in.Instance); p != nil {
+		g.fire(p, event{on: onStarted, pid: in.Pid})
+	}
+}
+
+// recordStart notes a started instance and reports it (Started).
+func (g *Group) recordStart(p *proc, pid int) {
+	inst := p.inst
+	inst.pid = pid
+	inst.startedAt, inst.startedWall = g.now, g.wallNow()
+	// S3, S4, P4, P5: without a probe the flag is true from the start.
+	// A readiness protocol (sd_notify READY=1, a newline on fd N) holds
+	// ready back, and started too unless a startup probe decides it.
+	inst.ready = p.spec.ReadinessProbe == nil && p.spec.Readiness == ""
+	inst.started = p.spec.StartupProbe == nil && p.spec.Readiness == ""
+	if inst.startBy != "" && p.recreateReq != "" {
+		g.emit(p, EventNormal, EventStarted, "Started process %s (recreate %s requested by %s)", p.spec.Name, p.recreateReq, inst.startBy)
+	} else if inst.startBy != "" {
+		g.emit(p, EventNormal, EventStarted, "Started process %s (requested by %s)", p.spec.Name, inst.startBy)
+	} else {
+		g.emit(p, EventNormal, EventStarted, "Started process %s", p.spec.Name)
+	}
+}
+
+// startedRunning: the process runs; post_start holds it back from
+// running when there is one (H1).
+func (g *Group) startedRunning(p *proc, ev event) {
+	g.recordStart(p, ev.pid)
+	if p.spec.PostStart != nil {
+		g.beginPostStart(p)
+		return
+	}
+	p.inst.phase = phaseRunning
+}
+
+// startedStopping: the process runs, but a stop came while its start was
+// in flight. The stop runs now, without post_start; a second stop request
+// meanwhile makes it SIGKILL at once (X9).
+func (g *Group) startedStopping(p *proc, ev event) {
+	g.recordStart(p, ev.pid)
+	d := p.inst.deferred
+	p.inst.deferred = nil
+	p.inst.phase = phaseRunning
+	g.fire(p, event{on: onStop, stop: d.stopRequest})
+	if d.escalate {
+		g.fire(p, event{on: onEscalate, by: d.by})
+	}
+}
+
+// startFailed hears that the runtime could not start an instance.
+func (g *Group) startFailed(in StartFailedInput) {
+	if p := g.procByInstance(in.Instance); p != nil {
+		g.fire(p, event{on: onStartFailed, err: in.Err, code: in.Code})
+	}
+}
+
+// startFailedEnd records a failed start as a finished instance: restart
+// policy and back-off apply as for a crash; a stop requested meanwhile
+// is what ended it.
+func (g *Group) startFailedEnd(p *proc, ev event) {
+	g.emit(p, EventWarning, EventFailed, "Error: %v", ev.err)
+	g.deferredAsStop(p)
+	term := &Termination{
+		InstanceID: p.inst.id, ExitCode: ev.code, Reason: ReasonStartError,
+		Message: ev.err.Error(), FinishedAt: g.now,
+	}
+	g.finish(p, term)
+}
+
+// exited hears that an instance's process exited.
+func (g *Group) exited(in ExitedInput) {
+	if p := g.procByInstance(in.Instance); p != nil {
+		g.fire(p, event{on: onExited, exit: in.Status, at: in.At})
+	}
+}
+
+// exitedEnd records the exit, has what the instance left behind killed
+// (X10) and post_stop run (X5), and decides what follows.
+func (g *Group) exitedEnd(p *proc, ev event) {
+	in := ExitedInput{Status: ev.exit, At: ev.at}
+	term := &Termination{
+		InstanceID: p.inst.id, ExitCode: in.Status.Code, Signal: in.Status.Signal,
+		Reason: exitReason(in.Status), StartedAt: p.inst.startedAt, FinishedAt: in.At,
+	}
+	// X10: whatever the instance left behind dies with it; then the
+	// worker removes the instance.
+	g.do(KillTreeAction{Process: p.spec.Name, Instance: p.inst.id, Exited: true})
+	g.requestPostStop(p) // X5
+	if term.ExitCode == 0 {
+		g.emit(p, EventNormal, EventCompleted, "Process %s completed (exit code 0)", p.spec.Name)
+	} else if term.Signal != 0 {
+		term.Message = fmt.Sprintf("killed by %s", spec.SignalName(term.Signal))
+		g.emit(p, EventWarning, EventExited, "Process %s exited with code %d (%s)", p.spec.Name, term.ExitCode, term.Message)
+	} else {
+		g.emit(p, EventWarning, EventExited, "Process %s exited with code %d", p.spec.Name, term.ExitCode)
+	}
+	g.finish(p, term)
+}
+
+func exitReason(s ExitStatus) string {
+	switch {
+	case s.OOMKilled:
+		return ReasonOOMKilled
+	case s.Code == 0:
+		return ReasonCompleted
+	default:
+		return ReasonError
+	}
+}
+
+// finish records an instance's end and decides what follows it.
+func (g *Group) finish(p *proc, term *Termination) {
+	st := p.inst.stop
+	p.inst = nil
+	p.prev, p.last = p.last, term
+	switch {
+	case p.init && term.ExitCode == 0:
+		g.initSucceeded(p)
+	case st != nil && st.restart && st.reason.probeKill():
+		p.b8 = &b8Check{ref: st.preKill} // R4: decided before the kill
+	case st != nil && st.restart:
+		p.startNow, p.startBy = true, st.by // X7: not a crash
+	case st != nil && st.reason.probeKill():
+		g.endForGood(p, term) // R4 under Never
+	case st != nil && st.reason == KillPostStartHook:
+		g.naturalEnd(p, term) // H2: policy and back-off as for any exit
+	case st != nil:
+		// Stopped on request: not wanted, not ended for good.
+	default:
+		g.naturalEnd(p, term)
+	}
+}
+
+func (g *Group) initSucceeded(p *proc) {
+	p.done = true
+	if i := g.indexOfInit(p); i == g.initNext {
+		g.initNext++
+	}
+}
+
+// naturalEnd is R1/R2 for an instance that ended on its own.
+func (g *Group) naturalEnd(p *proc, term *Termination) {
+	if g.shutdown {
+		return
+	}
+	if p.init {
+		if p.policy == spec.RestartNever { // I2
+			g.initFailed = true
+			g.endForGood(p, term)
+		}
+		return // I2: otherwise retried with back-off, in reconcile
+	}
+	if !p.want {
+		return
+	}
+	if shouldRestart(p.policy, term.ExitCode) {
+		return // reconcile starts it, subject to back-off
+	}
+	g.endForGood(p, term)
+}
+
+// shouldRestart is R1/R2: the exit code alone decides.
+func shouldRestart(policy spec.RestartPolicy, exitCode int) bool {
+	switch policy {
+	case spec.RestartNever:
+		return false
+	case spec.RestartOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+func (g *Group) endForGood(p *proc, term *Termination) {
+	p.done = true
+	if p.spec.Critical {
+		g.emit(p, EventWarning, EventCriticalExit, "Critical process %s ended for good with exit code %d: stopping everything", p.spec.Name, term.ExitCode)
+		g.do(CriticalAction{Process: p.spec.Name, Code: term.ExitCode})
+	}
+}

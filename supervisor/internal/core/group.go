@@ -1,0 +1,240 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// A group's core: its configuration, its processes, and Step, the one
+// entry point that feeds it an input and returns the plan.
+
+// Config is what a Group is built from.
+type Config struct {
+	Group        spec.Group
+	Backoff      spec.Backoff
+	MinimumGrace time.Duration
+	// idPrefix makes instance ids unique across cores of the same group
+	// (a group replaced by a reload starts a new core).
+	IDPrefix string
+	// killRetry is how long after a SIGKILL of the tree the core looks
+	// again (doubling per attempt); killAttempts is how many SIGKILLs a
+	// shutdown tries before it gives up on an instance.
+	KillRetry    time.Duration
+	KillAttempts int
+}
+
+// Group is one group's whole state. Only its worker touches it.
+type Group struct {
+	name     string
+	spec     spec.Group
+	grace    time.Duration
+	minGrace time.Duration
+	idPrefix string
+	// killRetry and killAttempts: see Config.
+	killRetry    time.Duration
+	killAttempts int
+	backoff      *Backoff
+	inits        []*proc
+	mains        []*proc
+	byName       map[string]*proc
+
+	// initNext is the index of the next init process to complete (I1).
+	initNext int
+	// mainsRan is I3: once a main process started, inits never run again.
+	mainsRan bool
+	// initFailed is I2 under Never: the group failed.
+	initFailed bool
+	// shutdown is X9: podsup is stopping; nothing starts again.
+	shutdown bool
+
+	// rc is the group's recreate requests.
+	rc recreateQueue
+	// wall, when set, stamps display times (events, recreate status)
+	// instead of now; tests use it to skew the wall clock (C9).
+	wall func() time.Time
+	// leaving holds processes a reload removed until their instance is
+	// gone; reloads counts process-level reloads.
+	leaving []*proc
+	reloads int
+
+	// now and out are the step in progress.
+	now time.Time
+	out *Plan
+}
+
+// proc is one process (or init) of the group across its instances.
+type proc struct {
+	spec   spec.Process
+	init   bool
+	policy spec.RestartPolicy
+	// want says the process should be running (mains only; inits follow
+	// the group).
+	want bool
+	// done: ended for good; the policy does not restart it.
+	done bool
+	// inst is the live instance, nil between instances.
+	inst *instance
+	// last and prev are the newest and the previous finished instances.
+	last, prev *Termination
+	// starts counts instances (R5: restart count = starts − 1).
+	starts int
+	// nextStart is set while waiting in CrashLoopBackOff (X3).
+	nextStart time.Time
+	// startNow makes the next start skip the back-off check and Next:
+	// an explicit start or restart (X7).
+	startNow bool
+	startBy  string
+	// b8 is set after a probe kill that restarts: the start's back-off
+	// check uses the status from before the kill (B8).
+	b8 *b8Check
+	// recreateReq is the recreate request replacing this process, whose
+	// id tags its events meanwhile.
+	recreateReq string
+	// nextSpec is a reload's new spec, taken once the old instance is
+	// gone; idPrefix keeps instance ids unique for processes added by a
+	// reload.
+	nextSpec *spec.Process
+	idPrefix string
+}
+
+type b8Check struct {
+	// ref is the newest finished instance before the kill; nil when there
+	// was none (then the start is immediate and skips Next, B6.1).
+	ref *Termination
+}
+
+func NewGroup(c Config) *Group {
+	g := &Group{
+		name:         c.Group.Name,
+		spec:         c.Group,
+		grace:        c.Group.Grace(),
+		minGrace:     c.MinimumGrace,
+		idPrefix:     c.IDPrefix,
+		killRetry:    killRetryOrDefault(c.KillRetry),
+		killAttempts: killAttemptsOrDefault(c.KillAttempts),
+		backoff:      NewBackoff(c.Group.EffectiveBackoff(c.Backoff)),
+		byName:       map[string]*proc{},
+	}
+	for _, s := range c.Group.Init {
+		p := &proc{spec: s, init: true, policy: c.Group.EffectiveRestartPolicy(&s)}
+		g.inits = append(g.inits, p)
+		g.byName[s.Name] = p
+	}
+	for _, s := range c.Group.Processes {
+		p := &proc{spec: s, policy: c.Group.EffectiveRestartPolicy(&s), want: true}
+		g.mains = append(g.mains, p)
+		g.byName[s.Name] = p
+	}
+	return g
+}
+
+// Step feeds one input to the core at now and returns what to do.
+func (g *Group) Step(now time.Time, in Input) Plan {
+	g.now = now
+	g.out = &Plan{}
+	switch in := in.(type) {
+	case CommandInput:
+		g.command(in)
+	case StartedInput:
+		g.started(in)
+	case StartFailedInput:
+		g.startFailed(in)
+	case ExitedInput:
+		g.exited(in)
+	case PreStopDoneInput:
+		g.preStopDone(in)
+	case ProbeInput:
+		g.probeResult(in)
+	case ProbeReportInput:
+		g.probeReport(in)
+	case PreStartDoneInput:
+		g.preStartDone(in)
+	case PostStartDoneInput:
+		g.postStartDone(in)
+	case PostStopDoneInput:
+		g.postStopDone(in)
+	case RecreateInput:
+		g.addRecreate(in)
+	case ReloadInput:
+		g.reload(in.Group)
+	case SettingsInput:
+		g.minGrace = in.MinimumGrace
+	case StatusTextInput:
+		g.statusText(in)
+	case KillDoneInput:
+		g.killDone(in)
+	case RuntimeEventInput:
+		g.runtimeEvent(in)
+	case TimerInput:
+	}
+	g.stepReload()
+	g.stepRecreates()
+	g.reconcile()
+	out := *g.out
+	out.Wake = g.nextWake()
+	g.out = nil
+	return out
+}
+
+func (g *Group) do(a Action) { g.out.Actions = append(g.out.Actions, a) }
+
+func (g *Group) emit(p *proc, typ EventType, reason, format string, args ...any) {
+	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
+	if p != nil {
+		e.Process = p.spec.Name
+		e.Request = p.recreateReq
+		e.RestartCount = max(p.starts-1, 0)
+		if p.inst != nil {
+			e.InstanceID = p.inst.id
+			e.Pid = p.inst.pid
+			e.RestartCount = p.inst.restartCount
+		} else if p.last != nil {
+			e.InstanceID = p.last.InstanceID
+		}
+	}
+	g.do(EmitAction{e})
+}
+
+func (g *Group) all() []*proc {
+	return append(append(append([]*proc(nil), g.inits...), g.mains...), g.leaving...)
+}
+
+func (g *Group) procByInstance(id string) *proc {
+	// No g.all(): this runs for every input, and an allocation of every
+	// process per input adds up with thousands of processes.
+	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} {
+		for _, p := range ps {
+			if p.inst != nil && p.inst.id == id {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// Idle reports that no instance is alive.
+func (g *Group) Idle() bool {
+	for _, p := range g.all() {
+		if p.inst != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *Group) anyMainWanted() bool {
+	for _, p := range g.mains {
+		if p.want && !p.done {
+			return true
+		}
+	}
+	return false
+}
+
+// initCompleted reports that an init has exited 0 (I1) or can no longer
+// run because main processes have (I3).
+func (g *Group) initCompleted(p *proc) bool {
+	return g.mainsRan || (p.done && p.last != nil && p.last.ExitCode == 0)
+}

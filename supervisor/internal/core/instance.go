@@ -1,0 +1,349 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// An instance's life is one phase, and every change of phase is a
+// transition of the table below: (phase, trigger) → the phases the
+// instance may be in afterwards, and the handler that carries the
+// transition out (its actions: start, signal, kill, hooks, events). A
+// trigger a phase does not expect is ignored, explicitly, in the table;
+// a handler that leaves the instance in a phase its row does not list is
+// a bug, reported as an InternalError event (never a panic: podsup may be
+// PID 1). The model is s6-supervise's state × event table.
+//
+//	PreStart ── pre_start ok ──► Starting ── started ──► PostStart ── post_start ok ──► Running
+//	   │ pre_start failed,         │ stop      (without post_start: straight to Running) │
+//	   │ or stop                   ▼                                                    │ stop, probe kill
+//	   ▼                     StartCancelled ── started: the deferred stop runs ──┐      │ (or post_start
+//	 (gone)                        │ start failed ──► (gone)                     ▼      ▼  failed)
+//	                                                         PreStop ── pre_stop done ──► Signalled
+//	                                                            │ second stop             │ grace over,
+//	                                                            └─────────► Killing ◄─────┘ second stop
+//	                                                   SIGKILL returned │   ▲ deadline: again
+//	                                                                    ▼   │
+//	                                                                  Killed ── shutdown, attempts spent ──► (gone)
+//	from PostStart on, in every phase: exited ──► (gone)
+
+// phase is where an instance stands in its life.
+type phase uint8
+
+const (
+	// phasePreStart: the pre_start hook runs; no process exists yet (X5).
+	phasePreStart phase = iota
+	// phaseStarting: the runtime's start is in flight (the worker runs it
+	// in a goroutine of its own).
+	phaseStarting
+	// phaseStartCancelled: a stop came while the start was in flight; the
+	// start's context is cancelled and the stop runs once it returns.
+	phaseStartCancelled
+	// phasePostStart: the process runs and so does its post_start hook
+	// (H1): it is neither running nor started, and not probed.
+	phasePostStart
+	// phaseRunning: running, probed, counted for readiness.
+	phaseRunning
+	// phasePreStop: stopping; the pre_stop hook runs within the grace (K3).
+	phasePreStop
+	// phaseSignalled: stopping; the stop signal was sent, SIGKILL follows
+	// at the deadline (K5, K6).
+	phaseSignalled
+	// phaseKilling: stopping; a SIGKILL of the tree is in flight (X10).
+	phaseKilling
+	// phaseKilled: stopping; the SIGKILL returned but the instance has not
+	// exited (yet): the deadline is when to look again.
+	phaseKilled
+
+	numPhases
+	// phaseGone is no phase of a live instance: as a transition's outcome
+	// it says the instance ended (its process no longer has it).
+	phaseGone = numPhases
+)
+
+var phaseNames = [...]string{
+	phasePreStart: "PreStart", phaseStarting: "Starting", phaseStartCancelled: "StartCancelled",
+	phasePostStart: "PostStart", phaseRunning: "Running", phasePreStop: "PreStop",
+	phaseSignalled: "Signalled", phaseKilling: "Killing", phaseKilled: "Killed", phaseGone: "gone",
+}
+
+func (p phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("phase(%d)", p)
+}
+
+// stopping reports the phases of a termination in progress: those with a
+// stopState.
+func (p phase) stopping() bool { return p >= phasePreStop && p <= phaseKilled }
+
+// trigger is what happens to an instance.
+type trigger uint8
+
+const (
+	onPreStartDone    trigger = iota // pre_start returned 0
+	onPreStartFailed                 // pre_start failed or timed out
+	onStarted                        // the runtime started the process
+	onStartFailed                    // the runtime could not start it
+	onPostStartDone                  // post_start returned 0
+	onPostStartFailed                // post_start failed
+	onStop                           // a stop begins: request, restart, probe kill, reload, recreate, post_start failure
+	onEscalate                       // a second stop request: SIGKILL now (X9)
+	onPreStopDone                    // pre_stop returned, or its budget ran out (K3)
+	onGraceExpired                   // the grace after the stop signal is over (K6)
+	onKillDone                       // a SIGKILL of the tree returned
+	onKillDeadline                   // the instance outlived its SIGKILL for the retry interval
+	onExited                         // the process exited
+	onProbeResult                    // a probe result changed (P6)
+	onProbeReport                    // a probe failed once (an Unhealthy event)
+
+	numTriggers
+)
+
+var triggerNames = [...]string{
+	onPreStartDone: "pre_start done", onPreStartFailed: "pre_start failed", onStarted: "started",
+	onStartFailed: "start failed", onPostStartDone: "post_start done", onPostStartFailed: "post_start failed",
+	onStop: "stop", onEscalate: "escalate", onPreStopDone: "pre_stop done", onGraceExpired: "grace expired",
+	onKillDone: "kill done", onKillDeadline: "kill deadline", onExited: "exited",
+	onProbeResult: "probe result", onProbeReport: "probe report",
+}
+
+func (t trigger) String() string {
+	if int(t) < len(triggerNames) {
+		return triggerNames[t]
+	}
+	return fmt.Sprintf("trigger(%d)", t)
+}
+
+// event is a trigger with what its handler needs to know.
+type event struct {
+	on trigger
+	// err is a hook's, a start's or a kill's failure.
+	err error
+	// pid is the started process's (onStarted); code the exit code a
+	// failed start is recorded with (onStartFailed).
+	pid, code int
+	// exit and at are the exit's status and FinishedAt (onExited).
+	exit ExitStatus
+	at   time.Time
+	// stop is the stop that begins (onStop).
+	stop stopRequest
+	// by is who sent the second stop request (onEscalate).
+	by string
+	// probe is the probe's news (onProbeResult, onProbeReport).
+	probe ProbeInput
+}
+
+// transition is one cell of the table: the handler that carries the
+// trigger out and the phases the instance may be in after it ran
+// (phaseGone: it ended), or ignored. A zero cell is a pair the table
+// forgot: fire reports it, and TestTransitionTableIsComplete fails.
+type transition struct {
+	to      []phase
+	do      func(g *Group, p *proc, ev event)
+	ignored bool
+}
+
+// ignore is the cell of a trigger that means nothing in a phase: a late
+// hook result, a probe result for an instance that is not running, a
+// stop of an instance already stopping (its caller amends the stop
+// instead), or something that cannot happen there (an exit before the
+// start returned: the worker orders them).
+var ignore = transition{ignored: true}
+
+func to(next ...phase) []phase { return next }
+
+// transitions is an instance's whole life: every (phase, trigger) pair.
+var transitions [numPhases][numTriggers]transition
+
+// The table is filled in init: its handlers fire transitions themselves,
+// which a package-level initializer may not refer back to.
+func init() {
+	transitions = [numPhases][numTriggers]transition{
+		phasePreStart: {
+			onPreStartDone:   {to: to(phaseStarting), do: (*Group).preStartSucceeded},
+			onPreStartFailed: {to: to(phaseGone), do: (*Group).preStartFailed},
+			onStarted:        ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore,
+			onStop:     {to: to(phaseGone), do: (*Group).abortPreStart},
+			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
+			onKillDone: ignore, onKillDeadline: ignore, onExited: ignore,
+			onProbeResult: ignore, onProbeReport: ignore,
+		},
+		phaseStarting: {
+			onPreStartDone: ignore, onPreStartFailed: ignore,
+			onStarted:       {to: to(phasePostStart, phaseRunning), do: (*Group).startedRunning},
+			onStartFailed:   {to: to(phaseGone), do: (*Group).startFailedEnd},
+			onPostStartDone: ignore, onPostStartFailed: ignore,
+			onStop:     {to: to(phaseStartCancelled), do: (*Group).deferStop},
+			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
+			onKillDone: ignore, onKillDeadline: ignore, onExited: ignore,
+			onProbeResult: ignore, onProbeReport: ignore,
+		},
+		phaseStartCancelled: {
+			onPreStartDone: ignore, onPreStartFailed: ignore,
+			onStarted:       {to: to(phasePreStop, phaseSignalled, phaseKilling), do: (*Group).startedStopping},
+			onStartFailed:   {to: to(phaseGone), do: (*Group).startFailedEnd},
+			onPostStartDone: ignore, onPostStartFailed: ignore,
+			onStop:     {to: to(phaseStartCancelled), do: (*Group).deferStop},
+			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
+			onKillDone: ignore, onKillDeadline: ignore, onExited: ignore,
+			onProbeResult: ignore, onProbeReport: ignore,
+		},
+		phasePostStart: {
+			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone:   {to: to(phaseRunning), do: (*Group).postStartSucceeded},
+			onPostStartFailed: {to: to(phasePreStop, phaseSignalled), do: (*Group).postStartFailed},
+			onStop:            {to: to(phasePreStop, phaseSignalled), do: (*Group).stopBegin},
+			onEscalate:        ignore, onPreStopDone: ignore, onGraceExpired: ignore,
+			onKillDone: ignore, onKillDeadline: ignore,
+			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
+			onProbeResult: ignore, onProbeReport: ignore,
+		},
+		phaseRunning: {
+			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore,
+			onStop:     {to: to(phasePreStop, phaseSignalled), do: (*Group).stopBegin},
+			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
+			onKillDone: ignore, onKillDeadline: ignore,
+			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
+			onProbeResult: {to: to(phaseRunning, phasePreStop, phaseSignalled), do: (*Group).probeReact},
+			onProbeReport: {to: to(phaseRunning), do: (*Group).probeUnhealthy},
+		},
+		phasePreStop: {
+			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
+			onEscalate:     {to: to(phaseKilling), do: (*Group).escalate},
+			onPreStopDone:  {to: to(phaseSignalled), do: (*Group).endPreStop},
+			onGraceExpired: ignore, onKillDone: ignore, onKillDeadline: ignore,
+			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
+			onProbeResult: ignore, onProbeReport: ignore,
+		},
+		phaseSignalled: {
+			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
+			onEscalate:     {to: to(phaseKilling), do: (*Group).escalate},
+			onPreStopDone:  ignore,
+			onGraceExpired: {to: to(phaseKilling), do: (*Group).graceExpired},
+			onKillDone:     ignore, onKillDeadline: ignore,
+			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
+			onProbeResult: ignore, onProbeReport: ignore,
+		},
+		phaseKilling: {
+			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
+			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
+			onKillDone:     {to: to(phaseKilled), do: (*Group).killDoneAlive},
+			onKillDeadline: {to: to(phaseKilling), do: (*Group).killStillInFlight},
+			onExited:       {to: to(phaseGone), do: (*Group).exitedEnd},
+			onProbeResult:  ignore, onProbeReport: ignore,
+		},
+		phaseKilled: {
+			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
+			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore, onKillDone: ignore,
+			onKillDeadline: {to: to(phaseKilling, phaseGone), do: (*Group).killedDeadline},
+			onExited:       {to: to(phaseGone), do: (*Group).exitedEnd},
+			onProbeResult:  ignore, onProbeReport: ignore,
+		},
+	}
+}
+
+// EventInternalError is a transition the table does not allow: a bug in
+// the core, reported rather than crashing podsup.
+const EventInternalError = "InternalError"
+
+// fire is the one way an instance's phase changes: the table's handler
+// for (phase, trigger) runs, and the phase it leaves must be one the
+// table lists.
+func (g *Group) fire(p *proc, ev event) {
+	inst := p.inst
+	if inst == nil {
+		return
+	}
+	from := inst.phase
+	t := transitions[from][ev.on]
+	if t.ignored {
+		return
+	}
+	if t.do == nil {
+		g.emit(p, EventWarning, EventInternalError, "Instance %s of process %s is %s and its transition table has no cell for %s", inst.id, p.spec.Name, from, ev.on)
+		return
+	}
+	t.do(g, p, ev)
+	got := phaseGone
+	if p.inst == inst {
+		got = inst.phase
+	}
+	if !slices.Contains(t.to, got) {
+		g.emit(p, EventWarning, EventInternalError, "Instance %s of process %s went from %s to %s on %s, which its transition table does not allow", inst.id, p.spec.Name, from, got, ev.on)
+	}
+}
+
+// instance is one started process.
+type instance struct {
+	id           string
+	restartCount int
+	startBy      string
+	pid          int
+	startedAt    time.Time
+	phase        phase
+	// ready and started are the probes' verdicts on a running instance
+	// (P4, P5, S3, S4): conditions of the Running phase, not phases.
+	ready, started bool
+	// stop is the termination in progress in the stopping phases.
+	stop *stopState
+	// deferred is the stop requested while the start was in flight
+	// (phaseStartCancelled).
+	deferred *deferredStop
+
+	// startedWall is startedAt on the wall clock, for display (C9).
+	startedWall time.Time
+	// statusText is the instance's own status line (sd_notify STATUS=).
+	statusText string
+}
+
+// running reports an instance shown as running: released into Running,
+// and still so while a stop that began there is under way. An instance
+// stopped during its post_start never showed as running (H1).
+func (i *instance) running() bool {
+	return i.phase == phaseRunning || (i.phase.stopping() && i.stop.shown)
+}
+
+// starting reports a start in flight, cancelled or not.
+func (i *instance) starting() bool {
+	return i.phase == phaseStarting || i.phase == phaseStartCancelled
+}
+
+// stopRequest is what a stop is about: why (K1's reason), who asked, the
+// grace overrides (K2, K1.2), and whether a new instance follows.
+type stopRequest struct {
+	reason               KillReason
+	override, probeGrace *time.Duration
+	by                   string
+	restart              bool
+}
+
+// stopState is a termination in progress (K1–K6).
+type stopState struct {
+	reason KillReason
+	by     string
+	// grace is K1/K2's choice, before K3's charge.
+	grace time.Duration
+	begun time.Time
+	// deadline ends the current phase: pre_stop's budget, SIGKILL, or in
+	// the killing phases when to look again.
+	deadline time.Time
+	// restart starts a new instance after the exit.
+	restart bool
+	// preKill is the newest finished instance when a probe kill began (B8).
+	preKill *Termination
+	// kills counts the SIGKILLs of the tree sent.
+	kills int
+	// killedAt is when the first SIGKILL of the tree was sent.
+	killedAt time.Time
+	// shown: the instance showed as running when the stop began.
+	shown bool
+}

@@ -1,0 +1,51 @@
+package core
+
+import (
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// Reactions to probes (R4, P5, P6, P11, P12, S3): readiness and startup
+// set the instance's conditions, a liveness or startup failure kills it.
+
+// probeResult reacts to a probe result change (R4, P5, P11, P12, S3).
+func (g *Group) probeResult(in ProbeInput) {
+	if p := g.procByInstance(in.Instance); p != nil {
+		g.fire(p, event{on: onProbeResult, probe: in})
+	}
+}
+
+// probeReact is a running instance's reaction to a probe result: ready
+// and started follow readiness and startup; a liveness or startup
+// failure kills it with the probe's grace (K1.2).
+func (g *Group) probeReact(p *proc, ev event) {
+	in := ev.probe
+	var probe *spec.Probe
+	reason := KillLiveness
+	switch in.Probe {
+	case spec.Readiness:
+		p.inst.ready = in.Success
+		return
+	case spec.Startup:
+		if in.Success {
+			p.inst.started = true
+			return
+		}
+		probe, reason = p.spec.StartupProbe, KillStartup
+	case spec.Liveness:
+		if in.Success {
+			return
+		}
+		probe = p.spec.LivenessProbe
+	}
+	if !in.Reported {
+		g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.Probe), in.Message)
+	}
+	var probeGrace *time.Duration
+	if probe != nil {
+		probeGrace = probe.TerminationGracePeriod
+	}
+	// R4: the restart is decided before the kill, by policy != never.
+	g.beginStop(p, reason, nil, probeGrace, "", p.policy != spec.RestartNever)
+}

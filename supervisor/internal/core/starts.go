@@ -1,0 +1,108 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// Reconciliation: which processes start now (I1–I3, R1, B6–B8, X3, X7)
+// and when the core must be stepped again.
+
+func (g *Group) reconcile() {
+	g.runStopDeadlines()
+	if g.shutdown {
+		return
+	}
+	if !g.mainsRan && g.anyMainWanted() {
+		if g.initFailed {
+			return
+		}
+		if g.initNext < len(g.inits) { // I1: one at a time, in order
+			if p := g.inits[g.initNext]; p.inst == nil {
+				g.tryStart(p)
+			}
+			return
+		}
+	}
+	for _, p := range g.mains {
+		if p.want && !p.done && p.inst == nil {
+			g.tryStart(p)
+		}
+	}
+}
+
+// tryStart is kubelet's doBackOff (B6) with X7's bypass and B8's pre-kill
+// check, followed by the start.
+func (g *Group) tryStart(p *proc) {
+	key := p.spec.Name
+	if p.startNow {
+		p.startNow = false
+		g.start(p)
+		return
+	}
+	if b8 := p.b8; b8 != nil {
+		p.b8 = nil
+		if b8.ref == nil {
+			g.start(p) // B6.1: no finished instance before the kill
+			return
+		}
+		if !g.backoff.IsInBackOffSince(key, b8.ref.FinishedAt, g.now) {
+			g.backoff.Next(key, b8.ref.FinishedAt, g.now)
+			g.start(p)
+			return
+		}
+		// The kill-sync's start fails; the fresh check below measures from
+		// the killed instance's own FinishedAt (B8).
+	}
+	ref := p.last
+	if ref == nil {
+		g.start(p) // B6.1, B7: the first start never touches the back-off
+		return
+	}
+	if g.backoff.IsInBackOffSince(key, ref.FinishedAt, g.now) {
+		d := g.backoff.Get(key)
+		next := ref.FinishedAt.Add(d) // X3: exactly F + back-off
+		if !p.nextStart.Equal(next) {
+			p.nextStart = next
+			g.emit(p, EventWarning, EventBackOff, "Back-off %s restarting failed process %s", d, p.spec.Name)
+		}
+		return
+	}
+	g.backoff.Next(key, ref.FinishedAt, g.now)
+	g.start(p)
+}
+
+func (g *Group) start(p *proc) {
+	p.nextStart = time.Time{}
+	p.inst = &instance{
+		id:           fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts),
+		restartCount: p.starts, // R5
+		startBy:      p.startBy,
+		startedAt:    g.now,
+	}
+	p.starts++
+	p.startBy = ""
+	if !p.init {
+		g.mainsRan = true // I3
+	}
+	g.launch(p) // pre_start, then the start (X5)
+}
+
+func (g *Group) nextWake() time.Time {
+	var wake time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
+			wake = t
+		}
+	}
+	for _, p := range g.all() {
+		if p.inst != nil && p.inst.stop != nil {
+			consider(p.inst.stop.deadline) // in the killed phase: the kill's retry
+		}
+		if p.inst == nil {
+			consider(p.nextStart)
+		}
+	}
+	consider(g.rc.wake)
+	return wake
+}

@@ -1,0 +1,136 @@
+package core
+
+import (
+	"time"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// State is a process's state in kubelet's terms (S1–S4).
+type State string
+
+const (
+	StateWaiting    State = "waiting"
+	StateRunning    State = "running"
+	StateTerminated State = "terminated"
+)
+
+// Waiting and termination reasons, in kubelet's vocabulary.
+const (
+	ReasonContainerCreating = "ContainerCreating"
+	ReasonPodInitializing   = "PodInitializing"
+	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
+	ReasonStopped           = "Stopped"
+	ReasonCompleted         = "Completed"
+	ReasonError             = "Error"
+	ReasonOOMKilled         = "OOMKilled"
+	ReasonStartError        = "StartError"
+)
+
+// GroupPhase summarises a group, like a pod's phase.
+type GroupPhase string
+
+const (
+	PhasePending   GroupPhase = "Pending"
+	PhaseRunning   GroupPhase = "Running"
+	PhaseSucceeded GroupPhase = "Succeeded"
+	PhaseFailed    GroupPhase = "Failed"
+	PhaseStopping  GroupPhase = "Stopping"
+	PhaseStopped   GroupPhase = "Stopped"
+)
+
+// GroupStatus is one group's snapshot.
+type GroupStatus struct {
+	Name      string
+	Phase     GroupPhase
+	Init      []ProcessStatus
+	Processes []ProcessStatus
+	// Ready: every wanted main process is running and ready, and no
+	// recreate request holds the group unready (C3).
+	Ready bool
+	// ReadinessHeldBy is the recreate request holding readiness false.
+	ReadinessHeldBy string
+}
+
+// Process returns the named process's (or init's) status.
+func (g GroupStatus) Process(name string) (ProcessStatus, bool) {
+	for _, list := range [][]ProcessStatus{g.Processes, g.Init} {
+		for _, p := range list {
+			if p.Name == name {
+				return p, true
+			}
+		}
+	}
+	return ProcessStatus{}, false
+}
+
+// ProcessStatus is one process's snapshot, shaped like a container status.
+type ProcessStatus struct {
+	Name string
+	Init bool
+	// State is waiting, running or terminated; Reason and Message explain
+	// waiting and terminated (e.g. CrashLoopBackOff, Completed, Error).
+	State   State
+	Reason  string
+	Message string
+	// Ready and Started are false whenever the process is not running
+	// (S3, S4); without probes they become true when it starts.
+	Ready   bool
+	Started bool
+	// StatusText is the running instance's own status line (sd_notify
+	// STATUS=), empty when it sent none.
+	StatusText   string
+	RestartCount int
+	// InstanceID and Pid name the current (or last) instance.
+	InstanceID string
+	Pid        int
+	// StartedAt is the running instance's start; with FinishedAt, the
+	// terminated one's. Wall-clock readings, for display.
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// Terminated is set when State is terminated.
+	Terminated *Termination
+	// LastTermination is the previous instance's end (lastState).
+	LastTermination *Termination
+	// NextStartAt is when a process waiting in CrashLoopBackOff starts
+	// again (X3).
+	NextStartAt time.Time
+}
+
+// Termination is how one instance ended.
+type Termination struct {
+	InstanceID string
+	ExitCode   int
+	Signal     spec.Signal
+	Reason     string
+	Message    string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+func (t *Termination) clone() *Termination {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}
+
+func (p ProcessStatus) clone() ProcessStatus {
+	p.Terminated = p.Terminated.clone()
+	p.LastTermination = p.LastTermination.clone()
+	return p
+}
+
+func (g GroupStatus) clone() GroupStatus {
+	c := g
+	c.Init = make([]ProcessStatus, len(g.Init))
+	for i, p := range g.Init {
+		c.Init[i] = p.clone()
+	}
+	c.Processes = make([]ProcessStatus, len(g.Processes))
+	for i, p := range g.Processes {
+		c.Processes[i] = p.clone()
+	}
+	return c
+}

@@ -1,0 +1,130 @@
+package core
+
+import "time"
+
+// Termination (K1–K6, X9, X12): a stop begins with pre_stop or the stop
+// signal, and the grace's deadline ends in SIGKILL of the tree.
+
+// beginStop starts a termination of p's instance: the stop signal after
+// pre_stop, or, before there is a process, a cancelled start (the
+// transitions of onStop).
+func (g *Group) beginStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+	g.fire(p, event{on: onStop, stop: stopRequest{reason: reason, override: override, probeGrace: probeGrace, by: by, restart: restart}})
+}
+
+// stopBegin is a stop of a process that runs: K1/K2's grace, the Killing
+// event, then pre_stop when there is grace to spend (K3), else the stop
+// signal.
+func (g *Group) stopBegin(p *proc, ev event) {
+	r := ev.stop
+	grace := SelectGrace(r.reason, g.grace, r.probeGrace, r.override)
+	st := &stopState{reason: r.reason, by: r.by, grace: grace, begun: g.now, restart: r.restart, shown: p.inst.phase == phaseRunning}
+	p.inst.stop = st
+	switch r.reason {
+	case KillLiveness, KillStartup:
+		st.preKill = p.last
+		probe := "liveness"
+		if r.reason == KillStartup {
+			probe = "startup"
+		}
+		if r.restart {
+			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, will be restarted (grace %s)", p.spec.Name, probe, grace)
+		} else {
+			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, stopping (grace %s)", p.spec.Name, probe, grace)
+		}
+	case KillPostStartHook:
+		g.emit(p, EventNormal, EventKilling, "Stopping process %s: its post_start hook failed (grace %s)", p.spec.Name, grace)
+	default:
+		g.emit(p, EventNormal, EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(r.reason), who(r.by), grace)
+	}
+	// K3: a pre_stop hook runs first when there is grace to spend.
+	if p.spec.PreStop != nil && grace > 0 {
+		p.inst.phase = phasePreStop
+		st.deadline = g.now.Add(grace)
+		g.do(PreStopAction{Process: p.spec.Name, Instance: p.inst.id, Budget: grace})
+		return
+	}
+	g.sendStopSignal(p, grace)
+}
+
+// sendStopSignal is K5 then K6: the stop signal now, SIGKILL after grace
+// lifted to the minimum.
+func (g *Group) sendStopSignal(p *proc, grace time.Duration) {
+	st := p.inst.stop
+	grace = MinimumGrace(grace, g.minGrace)
+	p.inst.phase = phaseSignalled
+	st.deadline = g.now.Add(grace)
+	g.do(SignalAction{Process: p.spec.Name, Instance: p.inst.id, Sig: p.spec.EffectiveStopSignal()})
+}
+
+// endPreStop is pre_stop's end, or its budget's: the stop signal, with
+// the time the hook took charged to the grace (K3). A failed hook is a
+// warning; the termination goes on (H4).
+func (g *Group) endPreStop(p *proc, ev event) {
+	if ev.err != nil {
+		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, ev.err)
+	}
+	st := p.inst.stop
+	g.sendStopSignal(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
+}
+
+// escalate is a second stop request (X9): SIGKILL of the tree now.
+func (g *Group) escalate(p *proc, ev event) {
+	g.emit(p, EventNormal, EventKilling, "Killing process %s now: second stop request by %s", p.spec.Name, who(ev.by))
+	g.killTree(p)
+}
+
+// graceExpired is K6's end: the grace is over, SIGKILL the tree.
+func (g *Group) graceExpired(p *proc, _ event) {
+	g.emit(p, EventNormal, EventKilling, "Killing process %s: grace period expired, sending SIGKILL to its process tree", p.spec.Name)
+	g.killTree(p)
+}
+
+// runStopDeadlines fires the deadlines of the stops under way: pre_stop's
+// budget (K3), the grace (K6), and the look after a SIGKILL.
+func (g *Group) runStopDeadlines() {
+	for _, p := range g.all() {
+		if p.inst == nil || !p.inst.phase.stopping() {
+			continue
+		}
+		st := p.inst.stop
+		if p.inst.phase == phasePreStop && !g.now.Before(st.deadline) {
+			g.fire(p, event{on: onPreStopDone}) // K3: the hook outlived the grace; stop waiting
+		}
+		switch ph := p.inst.phase; {
+		case ph == phaseSignalled && !g.now.Before(st.deadline):
+			g.fire(p, event{on: onGraceExpired})
+		case (ph == phaseKilling || ph == phaseKilled) && !g.now.Before(st.deadline):
+			g.fire(p, event{on: onKillDeadline})
+		}
+	}
+}
+
+// preStopDone hears that an instance's pre_stop hook returned.
+func (g *Group) preStopDone(in PreStopDoneInput) {
+	if p := g.procByInstance(in.Instance); p != nil {
+		g.fire(p, event{on: onPreStopDone, err: in.Err})
+	}
+}
+
+func verb(r KillReason) string {
+	switch r {
+	case KillRestart:
+		return "restart"
+	case KillShutdown:
+		return "shutdown"
+	case KillRecreate:
+		return "recreate"
+	case KillReload:
+		return "reload"
+	default:
+		return "stop"
+	}
+}
+
+func who(by string) string {
+	if by == "" {
+		return "an unnamed caller"
+	}
+	return by
+}
