@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	sbproc "github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -53,14 +53,14 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// spawnerFloor samples the time sbproc.Start takes to start cmd, each
+// spawnerFloor samples the time proc.Start takes to start cmd, each
 // run waiting for the previous one's exit.
 func spawnerFloor(tb testing.TB, n int, cmd []string) []time.Duration {
 	var ds []time.Duration
 	for i := 0; i < n; i++ {
 		done := make(chan struct{})
 		t0 := time.Now()
-		p, err := sbproc.Start(&sbproc.Cmd{Path: cmd[0], Args: cmd, OnExit: func(sbproc.Exit) { close(done) }})
+		p, err := proc.Start(&proc.Cmd{Path: cmd[0], Args: cmd, OnExit: func(proc.Exit) { close(done) }})
 		ds = append(ds, time.Since(t0))
 		if err != nil {
 			tb.Fatal(err)
@@ -114,7 +114,7 @@ func trueCommand(tb testing.TB) []string {
 
 // BenchmarkRestartReaction reports the median restart reaction (exit
 // known → next instance started) at back-off initial = 0 beside the
-// spawner floor (sbproc.Start alone), measured in alternating rounds so
+// spawner floor (proc.Start alone), measured in alternating rounds so
 // that machine noise hits both alike.
 func BenchmarkRestartReaction(b *testing.B) {
 	cmd := trueCommand(b)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	sbproc "github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -371,11 +371,11 @@ type spawnerRuntime struct {
 	spawned sync.Map // group → *atomic.Int64
 }
 
-func (r *spawnerRuntime) Spawner(group string) func(*sbproc.Cmd) (*sbproc.Process, error) {
+func (r *spawnerRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	n, _ := r.spawned.LoadOrStore(group, new(atomic.Int64))
-	return func(c *sbproc.Cmd) (*sbproc.Process, error) {
+	return func(c *proc.Cmd) (*proc.Process, error) {
 		n.(*atomic.Int64).Add(1)
-		return sbproc.Start(c)
+		return proc.Start(c)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/podsup/podsup/sandbox"
-	sbproc "github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -151,8 +151,8 @@ func (l *LocalRuntime) Start(ctx context.Context, req StartRequest) (Instance, e
 			err = fmt.Errorf("%w (and removing its record: %v)", err, rerr)
 		}
 		code := 128
-		if errors.Is(err, sbproc.ErrCommandNotFound) || errors.Is(err, sbproc.ErrNotExecutable) {
-			code = sbproc.ExitCodeForStartError(err)
+		if errors.Is(err, proc.ErrCommandNotFound) || errors.Is(err, proc.ErrNotExecutable) {
+			code = proc.ExitCodeForStartError(err)
 		}
 		return nil, &StartError{Code: code, Err: err}
 	}
@@ -243,11 +243,11 @@ func (l *LocalRuntime) ReleaseGroup(group string) {
 
 // Spawner returns how exec probes and hooks of group start their commands:
 // inside the group's sandbox when it has one, on the host otherwise.
-func (l *LocalRuntime) Spawner(group string) func(*sbproc.Cmd) (*sbproc.Process, error) {
+func (l *LocalRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	if _, err := l.RT.SandboxStatus(group); err != nil {
-		return sbproc.Start
+		return proc.Start
 	}
-	return func(c *sbproc.Cmd) (*sbproc.Process, error) { return l.RT.Spawn(group, c) }
+	return func(c *proc.Cmd) (*proc.Process, error) { return l.RT.Spawn(group, c) }
 }
 
 type localInstance struct {

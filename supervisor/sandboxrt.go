@@ -6,7 +6,7 @@ import (
 	"os"
 	"sort"
 
-	sbproc "github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // SandboxRuntime is the Runtime that starts real processes with package
@@ -41,29 +41,29 @@ func (SandboxRuntime) Start(_ context.Context, req StartRequest) (Instance, erro
 		stderr = os.Stderr
 	}
 	onExit := req.OnExit
-	cmd := &sbproc.Cmd{
+	cmd := &proc.Cmd{
 		Path: pr.Command[0], Args: pr.Command, Env: environ(pr.Env),
 		Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
 		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
-		OnExit: func(e sbproc.Exit) {
+		OnExit: func(e proc.Exit) {
 			onExit(ExitStatus{Code: e.Code(), Signal: e.Signal()})
 		},
 	}
-	p, err := sbproc.Start(cmd)
+	p, err := proc.Start(cmd)
 	if err != nil {
 		code := 128
-		if errors.Is(err, sbproc.ErrCommandNotFound) || errors.Is(err, sbproc.ErrNotExecutable) {
-			code = sbproc.ExitCodeForStartError(err)
+		if errors.Is(err, proc.ErrCommandNotFound) || errors.Is(err, proc.ErrNotExecutable) {
+			code = proc.ExitCodeForStartError(err)
 		}
 		return nil, &StartError{Code: code, Err: err}
 	}
 	return hostInstance{p}, nil
 }
 
-// Spawner is sbproc.Start: SandboxRuntime's groups have no sandbox, so
+// Spawner is proc.Start: SandboxRuntime's groups have no sandbox, so
 // their exec probes and hooks run in podsup's namespaces.
-func (SandboxRuntime) Spawner(string) func(*sbproc.Cmd) (*sbproc.Process, error) {
-	return sbproc.Start
+func (SandboxRuntime) Spawner(string) func(*proc.Cmd) (*proc.Process, error) {
+	return proc.Start
 }
 
 // ReleaseGroup does nothing: SandboxRuntime keeps nothing per group.
@@ -78,7 +78,7 @@ func (SandboxRuntime) Capabilities() Capabilities { return Capabilities{} }
 
 // hostInstance is a process SandboxRuntime started. Once it exited and was
 // reaped it holds nothing: Remove has nothing to free.
-type hostInstance struct{ *sbproc.Process }
+type hostInstance struct{ *proc.Process }
 
 func (hostInstance) Remove() error { return nil }
 
