@@ -157,6 +157,18 @@ func (c *Client) Exec(ctx context.Context, group, process string, argv []string,
 	return code, execErr
 }
 
+// Metrics returns GET /metrics: every metric in Prometheus's text
+// exposition format, as a scraper gets it.
+func (c *Client) Metrics(ctx context.Context, w io.Writer) error {
+	resp, err := c.send(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	resp, err := c.send(ctx, method, path, body)
 	if err != nil {

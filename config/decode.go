@@ -42,6 +42,8 @@ func (d *decoder) supervisor(b *hcl.Block) spec.Supervisor {
 	d.str(as, p, "log_dir", &s.LogDir)
 	d.durationPtr(as, p, "minimum_grace", &s.MinimumGrace)
 	d.str(as, p, "notify_ready", &s.NotifyReady)
+	d.str(as, p, "metrics_listen", &s.MetricsListen)
+	d.boolean(as, p, "metrics_allow_remote", &s.MetricsAllowRemote)
 	return s
 }
 

@@ -88,7 +88,7 @@ var (
 		append(blocks("supervisor", "backoff"), named("group")...), "group")
 
 	supervisorSchema = newSchema("supervisor",
-		[]string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready"}, nil, nil)
+		[]string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote"}, nil, nil)
 
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 

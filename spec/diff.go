@@ -208,6 +208,8 @@ func SupervisorChanges(old, new Supervisor) []string {
 		{"log_dir", old.LogDir == new.LogDir},
 		{"minimum_grace", old.EffectiveMinimumGrace() == new.EffectiveMinimumGrace()},
 		{"notify_ready", old.NotifyReady == new.NotifyReady},
+		{"metrics_listen", old.MetricsListen == new.MetricsListen},
+		{"metrics_allow_remote", old.MetricsAllowRemote == new.MetricsAllowRemote},
 	} {
 		if !f.same {
 			out = append(out, f.name)

@@ -203,10 +203,12 @@ supervisor {
   log_dir       = "/tmp/logs"
   minimum_grace = "100ms"
   notify_ready  = "started"
+  metrics_listen = "0.0.0.0:9310"
+  metrics_allow_remote = true
 }
 `+diffBase)
 	got := spec.Diff(old, next)
-	want := []string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready"}
+	want := []string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote"}
 	if !reflect.DeepEqual(got.Supervisor, want) {
 		t.Errorf("Supervisor = %v, want %v", got.Supervisor, want)
 	}

@@ -46,6 +46,12 @@ type Supervisor struct {
 	// NotifyReady is when podsup tells systemd READY=1: "ready" (default,
 	// every group started and ready) or "started".
 	NotifyReady string
+	// MetricsListen, when set, serves GET /metrics (Prometheus's text
+	// format) on this TCP address too, besides the control socket. Only a
+	// loopback address unless MetricsAllowRemote: the metrics name every
+	// group and process.
+	MetricsListen      string
+	MetricsAllowRemote bool
 }
 
 // Default values (D2, X2, X12).

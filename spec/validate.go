@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -110,6 +111,11 @@ func (ch *checker) supervisor(s Supervisor) {
 	case "", "ready", "started":
 	default:
 		ch.add(at(p, "notify_ready"), "notify_ready %q is not one of \"ready\", \"started\"", s.NotifyReady)
+	}
+	if s.MetricsListen != "" {
+		if err := checkMetricsListen(s.MetricsListen, s.MetricsAllowRemote); err != "" {
+			ch.add(at(p, "metrics_listen"), "%s", err)
+		}
 	}
 	if s.Socket != "" && !filepath.IsAbs(s.Socket) {
 		ch.add(at(p, "socket"), "socket must be an absolute path, got %q", s.Socket)
@@ -485,4 +491,25 @@ func SignalName(sig syscall.Signal) string {
 		return fmt.Sprintf("SIGRTMIN+%d", int(sig)-34)
 	}
 	return strconv.Itoa(int(sig))
+}
+
+// checkMetricsListen says what is wrong with a metrics_listen address, or
+// "": it must be HOST:PORT with a literal IP or "localhost", and a loopback
+// one unless remote scrapes are allowed.
+func checkMetricsListen(addr string, allowRemote bool) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return fmt.Sprintf("metrics_listen %q is not HOST:PORT (e.g. \"127.0.0.1:9310\")", addr)
+	}
+	if host == "localhost" {
+		return ""
+	}
+	ip := net.ParseIP(host)
+	if ip == nil && host != "" {
+		return fmt.Sprintf("metrics_listen %q: the host must be an IP address or localhost", addr)
+	}
+	if !allowRemote && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Sprintf("metrics_listen %q is not a loopback address: the metrics name every process; set metrics_allow_remote = true to serve them beyond this machine", addr)
+	}
+	return ""
 }

@@ -48,12 +48,23 @@ type Server struct {
 	policy Policy
 	log    zerolog.Logger
 	srv    *http.Server
+
+	metrics     http.Handler
+	stopMetrics context.CancelFunc // ends the event counting
 }
+
+// Metrics is GET /metrics's handler (Prometheus's text format), for a
+// listener of its own (supervisor.metrics_listen).
+func (s *Server) Metrics() http.Handler { return s.metrics }
 
 // New returns a server for b that admits the peers pol allows.
 func New(b Backend, pol Policy, log zerolog.Logger) *Server {
 	s := &Server{b: b, policy: pol, log: log}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopMetrics = cancel
+	s.metrics = metricsHandler(ctx, b.Supervisor)
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /v1/version", s.version)
 	mux.HandleFunc("GET /v1/self", s.self)
 	mux.HandleFunc("GET /v1/status", s.status)
@@ -108,7 +119,10 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // Shutdown stops accepting and ends open streams.
-func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Close() }
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopMetrics()
+	return s.srv.Close()
+}
 
 // authorize admits only peers the policy allows (SO_PEERCRED).
 func (s *Server) authorize(next http.Handler) http.Handler {

@@ -216,6 +216,13 @@ func runUp(file, socketOverride string) (int, error) {
 		}
 	}()
 	defer srv.Shutdown(context.Background())
+	if addr := cfg.Supervisor.MetricsListen; addr != "" {
+		stopMetrics, err := serveMetrics(addr, srv.Metrics(), log)
+		if err != nil {
+			return 0, err
+		}
+		defer stopMetrics()
+	}
 	log.Info().Str("config", path).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
 
 	reloadOnSignal := func() {

@@ -126,6 +126,9 @@ func (g *Group) finish(p *proc, term *Termination) {
 	st := p.inst.stop
 	p.inst = nil
 	p.prev, p.last = p.last, term
+	if term.Reason == ReasonOOMKilled {
+		p.oomKills++
+	}
 	switch {
 	case p.init && term.ExitCode == 0:
 		g.initSucceeded(p)

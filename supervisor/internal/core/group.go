@@ -78,6 +78,8 @@ type proc struct {
 	inst *instance
 	// last and prev are the newest and the previous finished instances.
 	last, prev *Termination
+	// oomKills counts the instances that ended OOMKilled.
+	oomKills int
 	// starts counts instances (R5: restart count = starts − 1).
 	starts int
 	// nextStart is set while waiting in CrashLoopBackOff (X3).

@@ -81,6 +81,9 @@ type ProcessStatus struct {
 	// STATUS=), empty when it sent none.
 	StatusText   string
 	RestartCount int
+	// OOMKills counts the instances the kernel's OOM killer ended, over
+	// the process's life (podsup_oom_events_total).
+	OOMKills int
 	// InstanceID and Pid name the current (or last) instance.
 	InstanceID string
 	Pid        int

@@ -1,0 +1,207 @@
+// Command podsup-kube is podsup's Kubernetes bridge: it converts Pod
+// manifests (and the pod templates of Deployments, StatefulSets,
+// DaemonSets, ReplicaSets, Jobs and CronJobs) to podsup's HCL, runs them,
+// and exports podsup groups as Pods.
+//
+// It is a command of its own, not a podsup subcommand, because Kubernetes'
+// API types add 8.7 MB to a stripped binary (podsup is 13.5 MB): devices
+// that never see a manifest do not carry them. The conversion is package
+// kube; this command parses flags and wires it to files.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podsup/podsup/config"
+	"github.com/podsup/podsup/kube"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// exitError carries an exit code out of a command without printing more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "podsup-kube:", err)
+		os.Exit(2)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "podsup-kube",
+		Short: "Convert Kubernetes Pod manifests to podsup groups and back",
+		Long: `podsup-kube bridges Kubernetes manifests and podsup:
+
+  podsup-kube convert FILE.yaml      print the equivalent podsup HCL
+  podsup-kube play FILE.yaml         run it, as podsup up runs the HCL
+  podsup-kube export -f FILE.hcl     print one Pod per group
+
+Every field podsup cannot honour is reported with its YAML path, as a
+warning (the field is left out) or an error (converting would change what
+the workload does); --strict makes warnings errors.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newConvertCmd(), newPlayCmd(), newExportCmd())
+	return root
+}
+
+// convertFlags are convert's and play's.
+type convertFlags struct {
+	strict bool
+	rootfs []string
+}
+
+func (f *convertFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "fail on any field podsup cannot honour, not only on those it refuses")
+	cmd.Flags().StringArrayVar(&f.rootfs, "rootfs", nil, "run the containers of image IMAGE in the unpacked root filesystem DIR (IMAGE=DIR, repeatable)")
+}
+
+func (f *convertFlags) options() (kube.Options, error) {
+	o := kube.Options{Strict: f.strict}
+	for _, v := range f.rootfs {
+		img, dir, ok := strings.Cut(v, "=")
+		if !ok || img == "" || dir == "" {
+			return o, fmt.Errorf("--rootfs %q: want IMAGE=DIR, e.g. --rootfs nginx:1.27=/srv/rootfs/nginx", v)
+		}
+		if !filepath.IsAbs(dir) {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return o, fmt.Errorf("--rootfs %q: %w", v, err)
+			}
+			dir = abs
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return o, fmt.Errorf("--rootfs %q: %s is not a directory", v, dir)
+		}
+		if o.Rootfs == nil {
+			o.Rootfs = map[string]string{}
+		}
+		o.Rootfs[img] = dir
+	}
+	return o, nil
+}
+
+// convertFile reads a manifest ("-" is stdin) and converts it, printing
+// the warnings on stderr.
+func convertFile(name string, f *convertFlags, stdin io.Reader, stderr io.Writer) (*kube.Result, error) {
+	o, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	in, closeIn, err := open(name, stdin)
+	if err != nil {
+		return nil, err
+	}
+	defer closeIn()
+	res, err := kube.Convert(in, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, fd := range res.Findings {
+		fmt.Fprintln(stderr, fd.String())
+	}
+	return res, nil
+}
+
+func open(name string, stdin io.Reader) (io.Reader, func(), error) {
+	if name == "-" {
+		return stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading manifest: %w", err)
+	}
+	return f, func() { f.Close() }, nil
+}
+
+func newConvertCmd() *cobra.Command {
+	var (
+		f   convertFlags
+		out string
+	)
+	cmd := &cobra.Command{
+		Use:   "convert [flags] FILE.yaml|-",
+		Short: "Print the podsup HCL equivalent to a Kubernetes manifest",
+		Example: `  podsup-kube convert examples/kube/web.yaml > web.hcl
+  kubectl get pod web -o yaml | podsup-kube convert --strict -
+  podsup-kube convert --rootfs nginx:1.27=/srv/rootfs/nginx web.yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := convertFile(args[0], &f, cmd.InOrStdin(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if out != "" && out != "-" {
+				file, err := os.Create(out)
+				if err != nil {
+					return fmt.Errorf("writing the configuration: %w", err)
+				}
+				defer file.Close()
+				w = file
+			}
+			if err := kube.WriteHCL(w, res, args[0]); err != nil {
+				return fmt.Errorf("writing the configuration: %w", err)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the HCL to this file instead of stdout")
+	return cmd
+}
+
+func newExportCmd() *cobra.Command {
+	var file, kind string
+	cmd := &cobra.Command{
+		Use:   "export -f FILE.hcl [--kind pod|deployment]",
+		Short: "Print one Kubernetes Pod (or Deployment) per group of a podsup configuration",
+		Example: `  podsup-kube export -f examples/web.hcl | kubectl apply -f -
+  podsup-kube export -f examples/web.hcl | podsup-kube convert -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := config.Find(file)
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				var ce *config.Error
+				if errors.As(err, &ce) {
+					_ = ce.WriteText(cmd.ErrOrStderr(), false)
+					return exitError{1}
+				}
+				return err
+			}
+			warns, err := kube.Export(cmd.OutOrStdout(), cfg, kube.ExportOptions{Kind: kind})
+			if err != nil {
+				return err
+			}
+			for _, w := range warns {
+				fmt.Fprintln(cmd.ErrOrStderr(), w.String())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "configuration file (default ./podsup.hcl, then /etc/podsup/podsup.hcl)")
+	cmd.Flags().StringVar(&kind, "kind", "pod", "what each group becomes: pod, or deployment (one replica, the pod as its template)")
+	return cmd
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/config"
+	"github.com/podsup/podsup/sandbox"
+)
+
+// With asMainEnv set the test binary is podsup-kube (it runs main), so
+// play's exec can be tested without building the command.
+const asMainEnv = "PODSUP_KUBE_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) != "" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// cli runs podsup-kube in this process.
+func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetIn(strings.NewReader(stdin))
+	err = root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestConvertCommandWritesHCLThatValidates(t *testing.T) {
+	out, stderr, err := cli(t, "", "convert", "../../examples/kube/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Parse([]byte(out), "out.hcl"); err != nil {
+		t.Fatalf("convert's output does not validate: %v\n%s", err, out)
+	}
+	if !strings.Contains(stderr, `warning: Pod/web: spec.containers[0].image: podsup runs no images`) {
+		t.Errorf("stderr lacks the image warning:\n%s", stderr)
+	}
+	if !strings.Contains(out, "# image: python:3.12-slim") {
+		t.Errorf("the image is not kept as a comment:\n%s", out)
+	}
+	outFile := filepath.Join(t.TempDir(), "web.hcl")
+	if _, _, err := cli(t, "", "convert", "-o", outFile, "../../examples/kube/web.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(outFile); err != nil {
+		t.Errorf("-o wrote a file that does not load: %v", err)
+	}
+}
+
+func TestConvertCommandStrictFails(t *testing.T) {
+	_, _, err := cli(t, "", "convert", "--strict", "../../examples/kube/web.yaml")
+	if err == nil || !strings.Contains(err.Error(), "error: Pod/web: spec.containers[0].image: podsup runs no images") {
+		t.Errorf("err = %v, want the image warning as an error", err)
+	}
+}
+
+func TestConvertCommandRootfs(t *testing.T) {
+	dir := t.TempDir()
+	out, _, err := cli(t, "", "convert", "--rootfs", "busybox:1.36="+dir, "--rootfs", "python:3.12-slim="+dir, "../../examples/kube/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `rootfs     = "`+dir+`"`) || !strings.Contains(out, "# image: python:3.12-slim (run from its unpacked root filesystem "+dir+")") {
+		t.Errorf("no rootfs in the sandbox:\n%s", out)
+	}
+	for _, bad := range []string{"nodir", "img=" + filepath.Join(dir, "missing")} {
+		if _, _, err := cli(t, "", "convert", "--rootfs", bad, "../../examples/kube/web.yaml"); err == nil || !strings.Contains(err.Error(), "--rootfs") {
+			t.Errorf("--rootfs %s: err = %v", bad, err)
+		}
+	}
+}
+
+// export | convert - gives back the file's groups.
+func TestExportPipesIntoConvert(t *testing.T) {
+	yml, stderr, err := cli(t, "", "export", "-f", "../../examples/edge.hcl", "--kind", "deployment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "warning: supervisor: podsup's own settings have no place in a Pod") ||
+		!strings.Contains(stderr, "podsup.dev/group") {
+		t.Errorf("export's warnings:\n%s", stderr)
+	}
+	hcl, _, err := cli(t, yml, "convert", "--strict", "-")
+	if err != nil {
+		t.Fatalf("convert -: %v", err)
+	}
+	got, err := config.Parse([]byte(hcl), "back.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := config.Load("../../examples/edge.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Groups {
+		w, g := want.Groups[i], got.Groups[i]
+		if w.Name != g.Name || w.EffectiveBackoff(want.Backoff) != g.EffectiveBackoff(got.Backoff) || len(w.Processes) != len(g.Processes) {
+			t.Errorf("group %d: want %+v, got %+v", i, w, g)
+		}
+	}
+	if _, _, err := cli(t, "", "export", "-f", "../../examples/edge.hcl", "--kind", "service"); err == nil || !strings.Contains(err.Error(), `--kind "service": want pod or deployment`) {
+		t.Errorf("--kind service: err = %v", err)
+	}
+}
+
+// play hands the converted HCL to podsup up: the same process, argv
+// "up -f FILE" and a FILE that holds what convert prints. A stand-in
+// podsup prints its arguments and the file.
+func TestPlayExecsPodsupUpOnTheConvertedHCL(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "podsup")
+	script := "#!/bin/sh\necho \"argv: $*\"\necho \"pid: $$\"\nfor a; do last=$a; done\ncat \"$last\"\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sandbox.Start(&sandbox.Cmd{
+		Path: exe, Args: []string{"podsup-kube", "play", "--socket", filepath.Join(dir, "s.sock"), "../../examples/kube/web.yaml"},
+		Env:    append(os.Environ(), asMainEnv+"=1", "PODSUP_BIN="+fake),
+		Stdout: w, Stderr: w,
+	})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	exit, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exit.Code() != 0 {
+		t.Fatalf("play exited %d:\n%s", exit.Code(), out)
+	}
+	text := string(out)
+	if !strings.Contains(text, "argv: --socket "+filepath.Join(dir, "s.sock")+" up -f /proc/self/fd/") {
+		t.Errorf("podsup was not run as podsup up -f FILE:\n%s", text)
+	}
+	if !strings.Contains(text, "pid: "+itoa(p.Pid())) {
+		t.Errorf("podsup up is not podsup-kube's own process (pid %d):\n%s", p.Pid(), text)
+	}
+	hcl := text[strings.Index(text, "# Converted from"):]
+	if _, err := config.Parse([]byte(hcl), "played.hcl"); err != nil || !strings.Contains(hcl, `group "web"`) {
+		t.Errorf("the file podsup up reads is not the converted configuration (%v):\n%s", err, hcl)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

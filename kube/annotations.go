@@ -1,0 +1,170 @@
+package kube
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+
+	"github.com/podsup/podsup/config"
+	"github.com/podsup/podsup/spec"
+)
+
+// Annotations carry what a Pod cannot say: a group's or a process's
+// podsup-only fields (back-off, the sandbox's namespaces and mounts,
+// sub-second durations, the hooks beyond postStart and preStop, ...),
+// written as the HCL that podsup's own file would hold for them.
+//
+//	podsup.dev/group            the group's fields (restart_policy,
+//	                            termination_grace_period, backoff, sandbox)
+//	podsup.dev/process.NAME     fields of the process for container NAME
+//	podsup.dev/init.NAME        fields of the init for init container NAME
+//
+// A field written there replaces whatever the Pod's own fields gave it.
+const (
+	annotationPrefix  = "podsup.dev/"
+	groupAnnotation   = annotationPrefix + "group"
+	processAnnotation = annotationPrefix + "process."
+	initAnnotation    = annotationPrefix + "init."
+)
+
+// placeholderCommand completes a process fragment so that it parses: a
+// fragment never sets command (the Pod always carries it).
+var placeholderCommand = []string{"/podsup.dev/fragment"}
+
+// annotations applies the pod's podsup.dev/ annotations to g and warns
+// about the others.
+func (c *converter) annotations(g *spec.Group) {
+	at := func(key string) string { return c.path("metadata.annotations[" + key + "]") }
+	keys := make([]string, 0, len(c.w.meta.Annotations))
+	for k := range c.w.meta.Annotations {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := c.w.meta.Annotations[k]
+		switch {
+		case !strings.HasPrefix(k, annotationPrefix):
+			c.r.warn(at(k), "only podsup.dev/ annotations mean something to podsup: ignored")
+		case k == groupAnnotation:
+			frag, err := parseFragment(groupFragment(v))
+			if err != nil {
+				c.r.fail(at(k), "%v", err)
+				continue
+			}
+			overlayGroup(g, &frag.Groups[0])
+		case strings.HasPrefix(k, processAnnotation), strings.HasPrefix(k, initAnnotation):
+			isInit := strings.HasPrefix(k, initAnnotation)
+			name := strings.TrimPrefix(strings.TrimPrefix(k, processAnnotation), initAnnotation)
+			list := &g.Processes
+			if isInit {
+				list = &g.Init
+			}
+			i := slices.IndexFunc(*list, func(p spec.Process) bool { return p.Name == name })
+			if i < 0 {
+				c.r.fail(at(k), "the pod has no %s named %q", map[bool]string{true: "init container", false: "container"}[isInit], name)
+				continue
+			}
+			frag, err := parseFragment(processFragment(v, isInit))
+			if err != nil {
+				c.r.fail(at(k), "%v", err)
+				continue
+			}
+			fp := frag.Groups[0].Processes[0]
+			if isInit {
+				fp = frag.Groups[0].Init[0]
+			}
+			overlayProcess(&(*list)[i], &fp)
+		default:
+			c.r.fail(at(k), "unknown podsup annotation: want %s, %sNAME or %sNAME", groupAnnotation, processAnnotation, initAnnotation)
+		}
+	}
+}
+
+func groupFragment(body string) string {
+	return fmt.Sprintf("group \"fragment\" {\n%s\nprocess \"fragment\" {\ncommand = %s\n}\n}\n", body, hclList(placeholderCommand))
+}
+
+func processFragment(body string, isInit bool) string {
+	kind := "process"
+	if isInit {
+		kind = "init"
+	}
+	s := fmt.Sprintf("group \"fragment\" {\n%s \"fragment\" {\ncommand = %s\n%s\n}\n", kind, hclList(placeholderCommand), body)
+	if isInit {
+		s += fmt.Sprintf("process \"main\" {\ncommand = %s\n}\n", hclList(placeholderCommand))
+	}
+	return s + "}\n"
+}
+
+func hclList(l []string) string {
+	return string(hclwrite.TokensForValue(strList(l)).Bytes())
+}
+
+// parseFragment reads an annotation's HCL through podsup's own loader,
+// so that it is checked exactly as a file would be.
+func parseFragment(src string) (*spec.Config, error) {
+	cfg, err := config.Parse([]byte(src), "annotation")
+	if err != nil {
+		return nil, fmt.Errorf("not valid podsup HCL: %w", err)
+	}
+	return cfg, nil
+}
+
+// overlayGroup sets on g every group-level field that frag sets.
+func overlayGroup(g, frag *spec.Group) {
+	if frag.RestartPolicy != "" {
+		g.RestartPolicy = frag.RestartPolicy
+	}
+	if frag.TerminationGracePeriod != nil {
+		g.TerminationGracePeriod = frag.TerminationGracePeriod
+	}
+	if frag.Backoff != nil {
+		g.Backoff = frag.Backoff
+	}
+	if frag.Sandbox != nil {
+		g.Sandbox = frag.Sandbox
+	}
+}
+
+// overlayProcess sets on p every field that frag sets, but its name and
+// command (a fragment's are placeholders).
+func overlayProcess(p, frag *spec.Process) {
+	pv, fv := reflect.ValueOf(p).Elem(), reflect.ValueOf(frag).Elem()
+	for i := 0; i < fv.NumField(); i++ {
+		switch fv.Type().Field(i).Name {
+		case "Name", "Command":
+			continue
+		}
+		if !fv.Field(i).IsZero() {
+			pv.Field(i).Set(fv.Field(i))
+		}
+	}
+}
+
+// processDelta is the process holding only the fields of want that got
+// differs in (name and command aside).
+func processDelta(want, got *spec.Process) spec.Process {
+	var out spec.Process
+	wv, gv, ov := reflect.ValueOf(want).Elem(), reflect.ValueOf(got).Elem(), reflect.ValueOf(&out).Elem()
+	for i := 0; i < wv.NumField(); i++ {
+		switch wv.Type().Field(i).Name {
+		case "Name", "Command":
+			continue
+		}
+		if !reflect.DeepEqual(wv.Field(i).Interface(), gv.Field(i).Interface()) {
+			ov.Field(i).Set(wv.Field(i))
+		}
+	}
+	return out
+}
+
+// fragmentBody is the HCL that write writes, formatted, without the
+// file's trailing newline: an annotation's value.
+func fragmentBody(write func(*hclwrite.Body)) string {
+	f := hclwrite.NewEmptyFile()
+	write(f.Body())
+	return strings.TrimSpace(string(hclwrite.Format(f.Bytes())))
+}

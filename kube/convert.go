@@ -1,0 +1,500 @@
+package kube
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// Options tune Convert.
+type Options struct {
+	// Strict makes every warning an error.
+	Strict bool
+	// Rootfs maps an image to an unpacked root filesystem: a group whose
+	// containers run that image gets a sandbox that pivot_roots into it.
+	Rootfs map[string]string
+}
+
+// Result is a converted manifest.
+type Result struct {
+	Config *spec.Config
+	// Findings are the warnings (under Strict there are none: they are
+	// errors).
+	Findings []Finding
+	// Images are the containers' images by group and process name, for the
+	// HCL output's comments, with where they run from: "IMAGE" (this
+	// machine's files) or "IMAGE=DIR" (a --rootfs).
+	Images map[[2]string]string
+}
+
+// Convert reads a manifest (one or more YAML documents) and returns the
+// equivalent podsup configuration, one group per object. An error is a
+// *FindingsError when the manifest was read but cannot be converted as
+// written; it lists every problem at once.
+func Convert(src io.Reader, o Options) (*Result, error) {
+	ws, err := decodeAll(src)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}}
+	var all []Finding
+	usedImages := map[string]bool{}
+	for _, w := range ws {
+		r := &reporter{object: w.label()}
+		w.unmappedFields(r)
+		c := &converter{r: r, w: w, o: o, images: res.Images, usedImages: usedImages}
+		g := c.group()
+		res.Config.Groups = append(res.Config.Groups, g)
+		all = append(all, r.findings...)
+	}
+	for img := range o.Rootfs {
+		if !usedImages[img] {
+			all = append(all, Finding{Path: "--rootfs", Msg: fmt.Sprintf("no container runs image %q", img)})
+		}
+	}
+	var refused []Finding
+	for _, f := range all {
+		if f.Error || o.Strict {
+			f.Error = true
+			refused = append(refused, f)
+		} else {
+			res.Findings = append(res.Findings, f)
+		}
+	}
+	if len(refused) > 0 {
+		return nil, &FindingsError{Findings: refused}
+	}
+	if err := res.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("the converted configuration is not valid: %w", err)
+	}
+	return res, nil
+}
+
+type converter struct {
+	r          *reporter
+	w          *workload
+	o          Options
+	images     map[[2]string]string
+	usedImages map[string]bool
+	rootfs     string
+	rootfsFrom string // path of the container that chose rootfs
+}
+
+func (c *converter) path(rel string) string { return c.w.prefix + rel }
+
+func (c *converter) group() spec.Group {
+	pod := &c.w.pod
+	g := spec.Group{Name: c.w.name}
+	switch pod.RestartPolicy {
+	case "":
+	case corev1.RestartPolicyAlways:
+		g.RestartPolicy = spec.RestartAlways
+	case corev1.RestartPolicyOnFailure:
+		g.RestartPolicy = spec.RestartOnFailure
+	case corev1.RestartPolicyNever:
+		g.RestartPolicy = spec.RestartNever
+	default:
+		c.r.fail(c.path("spec.restartPolicy"), "%q is not Always, OnFailure or Never", pod.RestartPolicy)
+	}
+	if s := pod.TerminationGracePeriodSeconds; s != nil {
+		g.TerminationGracePeriod = spec.Durp(seconds(*s))
+	}
+	for i := range pod.InitContainers {
+		p, ok := c.process(&pod.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true)
+		if ok {
+			g.Init = append(g.Init, p)
+		}
+	}
+	for i := range pod.Containers {
+		p, ok := c.process(&pod.Containers[i], fmt.Sprintf("spec.containers[%d]", i), false)
+		if ok {
+			g.Processes = append(g.Processes, p)
+		}
+	}
+	g.Sandbox = c.sandbox()
+	c.annotations(&g)
+	return g
+}
+
+// sandbox is the group's: namespaces for hostname and
+// shareProcessNamespace, the cgroup limits, the rootfs of --rootfs.
+func (c *converter) sandbox() *spec.Sandbox {
+	pod := &c.w.pod
+	s := &spec.Sandbox{Resources: c.resources()}
+	ns := map[string]bool{}
+	if pod.Hostname != "" {
+		ns["uts"] = true
+		s.Hostname = pod.Hostname
+	}
+	if pod.ShareProcessNamespace != nil && *pod.ShareProcessNamespace {
+		// One PID namespace for the pod, with its own /proc so that the
+		// processes see each other (and only each other).
+		ns["pid"], ns["mount"] = true, true
+		s.Mounts = append(s.Mounts, spec.Mount{Type: "proc", Target: "/proc"})
+	}
+	if c.rootfs != "" {
+		ns["mount"] = true
+		s.Rootfs = c.rootfs
+	}
+	for _, n := range spec.Namespaces {
+		if ns[n] {
+			s.Namespaces = append(s.Namespaces, n)
+		}
+	}
+	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) {
+		return nil
+	}
+	return s
+}
+
+// resources are the group's cgroup limits: the pod-level resources when
+// the pod sets them, else what kubelet gives the pod cgroup, the sum over
+// the containers (the larger of that and any one init container's), which
+// is a limit only when every container sets one.
+func (c *converter) resources() spec.Resources {
+	pod := &c.w.pod
+	var out spec.Resources
+	if pod.Resources != nil {
+		out.Memory, out.CPU, out.CPUWeight = c.resourceList(pod.Resources, "spec.resources")
+		return out
+	}
+	type sum struct {
+		v     float64
+		all   bool
+		some  bool
+		field string
+	}
+	mem, cpu, req := sum{all: true, field: "limits.memory"}, sum{all: true, field: "limits.cpu"}, sum{all: true, field: "requests.cpu"}
+	var initMem, initCPU, initReq float64
+	add := func(s *sum, q resource.Quantity, ok bool, scale float64) {
+		if ok {
+			s.v += float64(q.MilliValue()) / 1000 * scale
+			s.some = true
+		} else {
+			s.all = false
+		}
+	}
+	for i := range pod.Containers {
+		rr := &pod.Containers[i].Resources
+		q, ok := rr.Limits[corev1.ResourceMemory]
+		add(&mem, q, ok, 1)
+		q, ok = rr.Limits[corev1.ResourceCPU]
+		add(&cpu, q, ok, 1)
+		q, ok = rr.Requests[corev1.ResourceCPU]
+		if !ok { // kubelet: a request defaults to the limit
+			q, ok = rr.Limits[corev1.ResourceCPU]
+		}
+		add(&req, q, ok, 1)
+		c.otherResources(rr, fmt.Sprintf("spec.containers[%d].resources", i))
+	}
+	for i := range pod.InitContainers {
+		rr := &pod.InitContainers[i].Resources
+		if q, ok := rr.Limits[corev1.ResourceMemory]; ok {
+			initMem = max(initMem, float64(q.Value()))
+		}
+		if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
+			initCPU = max(initCPU, float64(q.MilliValue())/1000)
+		}
+		if q, ok := rr.Requests[corev1.ResourceCPU]; ok {
+			initReq = max(initReq, float64(q.MilliValue())/1000)
+		}
+		c.otherResources(rr, fmt.Sprintf("spec.initContainers[%d].resources", i))
+	}
+	for _, s := range []*sum{&mem, &cpu, &req} {
+		if s.some && !s.all {
+			c.r.warn(c.path("spec.containers"), "only some containers set resources.%s: the group's cgroup gets no such limit, as kubelet gives the pod none", s.field)
+		}
+	}
+	if mem.some && mem.all {
+		out.Memory = int64(max(mem.v, initMem))
+	}
+	if cpu.some && cpu.all {
+		out.CPU = max(cpu.v, initCPU)
+	}
+	if req.some && req.all {
+		out.CPUWeight = cpuWeight(int64(max(req.v, initReq) * 1000))
+	}
+	return out
+}
+
+func (c *converter) resourceList(rr *corev1.ResourceRequirements, at string) (mem int64, cpu float64, weight int) {
+	if q, ok := rr.Limits[corev1.ResourceMemory]; ok {
+		mem = q.Value()
+	}
+	if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
+		cpu = float64(q.MilliValue()) / 1000
+	}
+	if q, ok := rr.Requests[corev1.ResourceCPU]; ok {
+		weight = cpuWeight(q.MilliValue())
+	} else if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
+		weight = cpuWeight(q.MilliValue())
+	}
+	c.otherResources(rr, at)
+	return mem, cpu, weight
+}
+
+// otherResources reports every resource but limits.memory, limits.cpu
+// and requests.cpu.
+func (c *converter) otherResources(rr *corev1.ResourceRequirements, at string) {
+	for _, name := range sortedKeys(rr.Limits) {
+		if name != corev1.ResourceMemory && name != corev1.ResourceCPU {
+			c.r.warn(c.path(at+".limits."+string(name)), "podsup limits only memory and cpu: ignored")
+		}
+	}
+	for _, name := range sortedKeys(rr.Requests) {
+		if name != corev1.ResourceCPU {
+			c.r.warn(c.path(at+".requests."+string(name)), "podsup reserves nothing; only requests.cpu has a meaning (the cgroup's cpu weight): ignored")
+		}
+	}
+}
+
+func sortedKeys(l corev1.ResourceList) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	for k := range l {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cpuWeight is kubelet's cgroup v2 weight for a CPU request in
+// millicores: shares as cgroup v1 had them (1024 a core, at least 2),
+// mapped onto 1–10000.
+func cpuWeight(milli int64) int {
+	shares := max(milli*1024/1000, 2)
+	shares = min(shares, 262144)
+	return int(1 + ((shares-2)*9999)/262142)
+}
+
+// milliForWeight is a CPU request that cpuWeight maps to w, when there is
+// one.
+func milliForWeight(w int) (int64, bool) {
+	shares := 2 + (int64(w-1)*262142+9998)/9999
+	for _, m := range []int64{shares * 1000 / 1024, shares*1000/1024 + 1} {
+		if cpuWeight(m) == w {
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.Process, bool) {
+	p := spec.Process{Name: ct.Name}
+	if isInit && ct.RestartPolicy != nil {
+		if *ct.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			c.r.fail(c.path(at+".restartPolicy"), "init container %q is a sidecar (restartPolicy: Always), which podsup cannot start in order yet: make it a regular container", ct.Name)
+		} else {
+			c.r.fail(c.path(at+".restartPolicy"), "%q: only Always is defined for an init container", *ct.RestartPolicy)
+		}
+	} else if ct.RestartPolicy != nil {
+		c.r.warn(c.path(at+".restartPolicy"), "a container's restart policy is for sidecar init containers only: ignored")
+	}
+	c.image(ct, at, &p)
+	if len(ct.Command) == 0 {
+		what := "podsup runs no image, so there is no entrypoint to fall back on"
+		if ct.Image == "" {
+			what = "the container has no image"
+		}
+		c.r.fail(c.path(at+".command"), "container %q has no command: %s; write the full command line in command (and args)", ct.Name, what)
+	}
+	p.Command = append(append([]string(nil), ct.Command...), ct.Args...)
+	c.expansions(ct, at)
+	for i, e := range ct.Env {
+		if e.ValueFrom != nil {
+			c.r.fail(c.path(fmt.Sprintf("%s.env[%d].valueFrom", at, i)), "podsup has no downward API, ConfigMaps or Secrets: write the value of %s", e.Name)
+			continue
+		}
+		if p.Env == nil {
+			p.Env = map[string]string{}
+		}
+		p.Env[e.Name] = e.Value // a later entry wins, as in kubelet
+	}
+	p.WorkingDir = ct.WorkingDir
+	p.User, p.Group = c.identity(ct)
+	p.StartupProbe = c.probe(ct.StartupProbe, at+".startupProbe", ct)
+	p.LivenessProbe = c.probe(ct.LivenessProbe, at+".livenessProbe", ct)
+	p.ReadinessProbe = c.probe(ct.ReadinessProbe, at+".readinessProbe", ct)
+	if l := ct.Lifecycle; l != nil {
+		p.PostStart = c.hook(l.PostStart, at+".lifecycle.postStart", ct)
+		p.PreStop = c.hook(l.PreStop, at+".lifecycle.preStop", ct)
+		if l.StopSignal != nil {
+			sig, err := spec.ParseSignal(string(*l.StopSignal))
+			if err != nil {
+				c.r.fail(c.path(at+".lifecycle.stopSignal"), "%v", err)
+			}
+			p.StopSignal = sig
+		}
+	}
+	return p, true
+}
+
+// varRef is Kubernetes' $(VAR) reference in command, args and env
+// values.
+var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)`)
+
+// expansions warns about the $(VAR) references kubelet would expand: those
+// naming a variable of the container's env (kubelet leaves any other as
+// written, as podsup does; a shell's $(command) is one of those).
+func (c *converter) expansions(ct *corev1.Container, at string) {
+	defined := map[string]bool{}
+	for _, e := range ct.Env {
+		defined[e.Name] = true
+	}
+	check := func(field string, list []string) {
+		for i, arg := range list {
+			for _, m := range varRef.FindAllStringSubmatch(arg, -1) {
+				if defined[m[1]] {
+					c.r.warn(c.path(fmt.Sprintf("%s.%s[%d]", at, field, i)), "kubelet would replace $(%s) with its value; podsup passes the argument as written", m[1])
+					break
+				}
+			}
+		}
+	}
+	check("command", ct.Command)
+	check("args", ct.Args)
+}
+
+// identity is the container's runAsUser and runAsGroup, else the pod's.
+func (c *converter) identity(ct *corev1.Container) (user, group string) {
+	var u, g *int64
+	if sc := c.w.pod.SecurityContext; sc != nil {
+		u, g = sc.RunAsUser, sc.RunAsGroup
+	}
+	if sc := ct.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			u = sc.RunAsUser
+		}
+		if sc.RunAsGroup != nil {
+			g = sc.RunAsGroup
+		}
+	}
+	if u != nil {
+		user = strconv.FormatInt(*u, 10)
+	}
+	if g != nil {
+		group = strconv.FormatInt(*g, 10)
+	}
+	return user, group
+}
+
+// image records the container's image for the output's comment, and
+// with --rootfs picks the group's root filesystem.
+func (c *converter) image(ct *corev1.Container, at string, p *spec.Process) {
+	if ct.Image == "" {
+		return
+	}
+	c.images[[2]string{c.w.name, ct.Name}] = ct.Image
+	dir, ok := c.o.Rootfs[ct.Image]
+	if !ok {
+		c.r.warn(c.path(at+".image"), "podsup runs no images: %q is kept as a comment and the command runs on the host's filesystem (map it to an unpacked root filesystem with --rootfs %s=DIR)", ct.Image, ct.Image)
+		return
+	}
+	c.usedImages[ct.Image] = true
+	c.images[[2]string{c.w.name, ct.Name}] = ct.Image + "=" + dir
+	switch {
+	case c.rootfs == "":
+		c.rootfs, c.rootfsFrom = dir, at
+	case c.rootfs != dir:
+		c.r.fail(c.path(at+".image"), "--rootfs gives %q a root filesystem other than %s's (%s): a group's processes share one sandbox and so one root filesystem", ct.Image, c.rootfsFrom, c.rootfs)
+	}
+}
+
+func (c *converter) probe(kp *corev1.Probe, at string, ct *corev1.Container) *spec.Probe {
+	if kp == nil {
+		return nil
+	}
+	p := &spec.Probe{
+		InitialDelay:     seconds(int64(kp.InitialDelaySeconds)),
+		Period:           seconds(int64(kp.PeriodSeconds)),
+		Timeout:          seconds(int64(kp.TimeoutSeconds)),
+		SuccessThreshold: int(kp.SuccessThreshold),
+		FailureThreshold: int(kp.FailureThreshold),
+	}
+	if s := kp.TerminationGracePeriodSeconds; s != nil {
+		p.TerminationGracePeriod = spec.Durp(seconds(*s))
+	}
+	if kp.GRPC != nil {
+		c.r.fail(c.path(at+".grpc"), "podsup has no gRPC probe: use an exec probe running grpc_health_probe, or an httpGet or tcpSocket probe")
+	}
+	h := &kp.ProbeHandler
+	if h.Exec != nil {
+		p.Exec = &spec.ExecAction{Command: h.Exec.Command}
+	}
+	if h.HTTPGet != nil {
+		p.HTTPGet = c.httpGet(h.HTTPGet, at+".httpGet", ct)
+	}
+	if h.TCPSocket != nil {
+		p.TCPSocket = &spec.TCPSocketAction{Host: h.TCPSocket.Host, Port: c.port(h.TCPSocket.Port, at+".tcpSocket.port", ct)}
+	}
+	return p
+}
+
+func (c *converter) hook(kh *corev1.LifecycleHandler, at string, ct *corev1.Container) *spec.Hook {
+	if kh == nil {
+		return nil
+	}
+	h := &spec.Hook{}
+	if kh.Exec != nil {
+		h.Exec = &spec.ExecAction{Command: kh.Exec.Command}
+	}
+	if kh.HTTPGet != nil {
+		h.HTTPGet = c.httpGet(kh.HTTPGet, at+".httpGet", ct)
+	}
+	if kh.Sleep != nil {
+		h.Sleep = &spec.SleepAction{Duration: seconds(kh.Sleep.Seconds)}
+	}
+	if h.Exec == nil && h.HTTPGet == nil && h.Sleep == nil {
+		return nil // only a tcpSocket, already reported
+	}
+	return h
+}
+
+func (c *converter) httpGet(g *corev1.HTTPGetAction, at string, ct *corev1.Container) *spec.HTTPGetAction {
+	a := &spec.HTTPGetAction{
+		Scheme: strings.ToLower(string(g.Scheme)),
+		Host:   g.Host,
+		Port:   c.port(g.Port, at+".port", ct),
+		Path:   g.Path,
+	}
+	for _, h := range g.HTTPHeaders {
+		if a.Headers == nil {
+			a.Headers = map[string]string{}
+		}
+		a.Headers[h.Name] = h.Value
+	}
+	return a
+}
+
+// port is a probe's or hook's port: a number, or the name of one of the
+// container's ports.
+func (c *converter) port(p intstr.IntOrString, at string, ct *corev1.Container) int {
+	if p.Type == intstr.Int {
+		return int(p.IntVal)
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil {
+		return n
+	}
+	for _, cp := range ct.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort)
+		}
+	}
+	c.r.fail(c.path(at), "container %q has no port named %q: write the port number", ct.Name, p.StrVal)
+	return 0
+}
+
+func seconds(s int64) time.Duration { return time.Duration(s) * time.Second }
+
+// signalName is the Kubernetes spelling of a stop signal.
+func signalName(s syscall.Signal) corev1.Signal { return corev1.Signal(spec.SignalName(s)) }

@@ -1,0 +1,43 @@
+package kube
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// The HCL writer and the export name spec's fields one by one. A field
+// added to spec must be added to them (writeProcess, writeGroupFields,
+// container, ...) and to this list, or convert would drop it and the
+// round trip would lose it for any file that sets it.
+func TestBridgeKnowsEverySpecField(t *testing.T) {
+	known := map[reflect.Type][]string{
+		reflect.TypeFor[spec.Config]():          {"Supervisor", "Backoff", "Groups"},
+		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote"},
+		reflect.TypeFor[spec.Backoff]():         {"Initial", "Max", "Reset"},
+		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes"},
+		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources"},
+		reflect.TypeFor[spec.Mount]():           {"Type", "Source", "Target", "ReadOnly", "Options"},
+		reflect.TypeFor[spec.Resources]():       {"Memory", "CPU", "CPUWeight", "Pids"},
+		reflect.TypeFor[spec.Process]():         {"Name", "Command", "Env", "WorkingDir", "User", "Group", "StopSignal", "RestartPolicy", "Critical", "StartupProbe", "LivenessProbe", "ReadinessProbe", "PreStart", "PostStart", "PreStop", "PostStop", "Log", "Readiness", "Watchdog", "Sockets"},
+		reflect.TypeFor[spec.Log]():             {"Mode", "MaxSize", "MaxFiles", "Journal", "SeparateStreams"},
+		reflect.TypeFor[spec.Probe]():           {"Handler", "InitialDelay", "Period", "Timeout", "SuccessThreshold", "FailureThreshold", "TerminationGracePeriod"},
+		reflect.TypeFor[spec.Hook]():            {"Handler", "Timeout"},
+		reflect.TypeFor[spec.Handler]():         {"Exec", "HTTPGet", "TCPSocket", "Sleep"},
+		reflect.TypeFor[spec.ExecAction]():      {"Command"},
+		reflect.TypeFor[spec.HTTPGetAction]():   {"Scheme", "Host", "Port", "Path", "Headers"},
+		reflect.TypeFor[spec.TCPSocketAction](): {"Host", "Port"},
+		reflect.TypeFor[spec.SleepAction]():     {"Duration"},
+	}
+	for typ, names := range known {
+		var got []string
+		for i := 0; i < typ.NumField(); i++ {
+			got = append(got, typ.Field(i).Name)
+		}
+		if !slices.Equal(got, names) {
+			t.Errorf("spec.%s has fields %v; the bridge knows %v: teach package kube the difference", typ.Name(), got, names)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package kube
+
+import (
+	"bytes"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/config"
+	"github.com/podsup/podsup/examples"
+	"github.com/podsup/podsup/spec"
+)
+
+// groupsWithBackoff are cfg's groups, each with its effective back-off
+// written out: a file's top-level backoff is every group's default, and a
+// Pod carries it per group.
+func groupsWithBackoff(cfg *spec.Config) []spec.Group {
+	out := make([]spec.Group, len(cfg.Groups))
+	for i, g := range cfg.Groups {
+		b := g.EffectiveBackoff(cfg.Backoff)
+		g.Backoff = &b
+		out[i] = g
+	}
+	return out
+}
+
+func roundTrip(t *testing.T, cfg *spec.Config, kind string) (*spec.Config, string) {
+	t.Helper()
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{Kind: kind}); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	res, err := Convert(bytes.NewReader(yml.Bytes()), Options{Strict: true})
+	if err != nil {
+		t.Fatalf("Convert of the export: %v\n%s", err, yml.String())
+	}
+	return res.Config, yml.String()
+}
+
+// convert(export(x)) == x for every example, compared as spec values,
+// as Pods and as Deployments, under --strict: the export has no field
+// that convert would drop.
+func TestExportConvertRoundTripsEveryExample(t *testing.T) {
+	files, err := fs.Glob(examples.FS, "*.hcl")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		src, err := fs.ReadFile(examples.FS, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Parse(src, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{"pod", "deployment"} {
+			t.Run(f+"/"+kind, func(t *testing.T) {
+				back, yml := roundTrip(t, cfg, kind)
+				want, got := groupsWithBackoff(cfg), groupsWithBackoff(back)
+				if !equal(want, got) {
+					t.Errorf("round trip changed the groups\nwant %s\ngot  %s\nYAML:\n%s", show(want), show(got), yml)
+				}
+			})
+		}
+	}
+}
+
+// What a Pod has, a Pod says: an export of a group that uses only
+// Kubernetes' fields carries no podsup.dev/ annotation.
+func TestExportUsesPodFieldsFirst(t *testing.T) {
+	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
+		Name: "web", RestartPolicy: spec.RestartOnFailure, TerminationGracePeriod: spec.Durp(5 * time.Second),
+		Sandbox: &spec.Sandbox{Namespaces: []string{"pid", "mount", "uts"}, Hostname: "web",
+			Mounts:    []spec.Mount{{Type: "proc", Target: "/proc"}},
+			Resources: spec.Resources{Memory: 64 << 20, CPU: 0.5, CPUWeight: cpuWeight(250)}},
+		Processes: []spec.Process{{
+			Name: "app", Command: []string{"sleep", "60"}, Env: map[string]string{"A": "1"}, User: "1000", Group: "1000",
+			LivenessProbe: &spec.Probe{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080, Path: "/healthz"}}, Period: 5 * time.Second},
+			PreStop:       &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: 2 * time.Second}}},
+			StopSignal:    2,
+		}},
+	}}}
+	back, yml := roundTrip(t, cfg, "pod")
+	if strings.Contains(yml, "podsup.dev/") {
+		t.Errorf("export used annotations for Kubernetes' own fields:\n%s", yml)
+	}
+	for _, want := range []string{"shareProcessNamespace: true", "hostname: web", "periodSeconds: 5", "stopSignal: SIGINT", "memory: 64Mi", "cpu: 500m", "runAsUser: 1000"} {
+		if !strings.Contains(yml, want) {
+			t.Errorf("export lacks %q:\n%s", want, yml)
+		}
+	}
+	if !equal(groupsWithBackoff(cfg), groupsWithBackoff(back)) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
+	}
+}
+
+// podsup-only fields go into annotations, with a warning naming them.
+func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
+	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
+		Name:    "g",
+		Backoff: &spec.Backoff{Initial: time.Second, Max: time.Minute, Reset: 5 * time.Minute},
+		Processes: []spec.Process{{
+			Name: "p", Command: []string{"sleep", "60"}, Critical: true, User: "nobody",
+			ReadinessProbe: &spec.Probe{Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: 80}}, Period: 500 * time.Millisecond},
+			PreStart:       &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"true"}}}},
+		}},
+	}}}
+	var yml bytes.Buffer
+	warns, err := Export(&yml, cfg, ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := findingsText(warns)
+	for _, want := range []string{
+		"Pod/g: metadata.annotations[podsup.dev/group]: podsup-only fields, which Kubernetes ignores: backoff {",
+		"Pod/g: metadata.annotations[podsup.dev/process.p]: podsup-only fields, which Kubernetes ignores: user = \"nobody\" critical = true readiness_probe {",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+	back, _ := roundTrip(t, cfg, "pod")
+	if !equal(groupsWithBackoff(cfg), groupsWithBackoff(back)) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
+	}
+}
+
+// The example manifests convert, and what they run is on this machine.
+func TestExampleManifestsConvert(t *testing.T) {
+	files, err := filepath.Glob("../examples/kube/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example manifests: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			src, err := fs.ReadFile(osDirFS(filepath.Dir(f)), filepath.Base(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(src), "podsup-kube play examples/kube/"+filepath.Base(f)) {
+				t.Errorf("%s does not say how to run it", f)
+			}
+			cfg, _ := convertAndParse(t, string(src), Options{})
+			for _, g := range cfg.Groups {
+				for _, p := range append(append([]spec.Process(nil), g.Init...), g.Processes...) {
+					lookPath(t, p.Command[0])
+				}
+			}
+		})
+	}
+}
