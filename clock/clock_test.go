@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -50,5 +52,64 @@ func TestFakeStopAndReset(t *testing.T) {
 	f.Advance(time.Second)
 	if fired != 1 {
 		t.Fatalf("reset timer fired %d times, want 1", fired)
+	}
+}
+
+func TestFakeBlockUntilWaitsForTimersToBeArmed(t *testing.T) {
+	f := NewFake(Epoch)
+	// Each arming comes once BlockUntil waits, so that it must be woken.
+	done := blockUntilInBackground(t, f, 2)
+	f.AfterFunc(time.Second, func() {})
+	f.NewTimer(2 * time.Second)
+	waitDone(t, done, "BlockUntil(2) after two timers were armed")
+	if n := f.Pending(); n != 2 {
+		t.Fatalf("BlockUntil(2) returned with %d timers armed", n)
+	}
+
+	// A fired timer no longer counts; re-arming it with Reset does.
+	tm := f.NewTimer(time.Second)
+	f.Advance(time.Second)
+	if n := f.Pending(); n != 1 {
+		t.Fatalf("after the 1s timers fired: %d armed, want 1", n)
+	}
+	done = blockUntilInBackground(t, f, 2)
+	tm.Reset(time.Second)
+	waitDone(t, done, "BlockUntil(2) after a Reset re-armed a fired timer")
+
+	// With too few timers it waits until its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := f.BlockUntilContext(ctx, 3); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("BlockUntilContext(3) with 2 armed: %v, want the context's deadline", err)
+	}
+}
+
+// blockUntilInBackground calls f.BlockUntil(n) in a goroutine and returns
+// once that call waits (a test in the package can see its channel).
+func blockUntilInBackground(t *testing.T, f *Fake, n int) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { f.BlockUntil(n); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		waiting := f.armed != nil
+		f.mu.Unlock()
+		if waiting {
+			return done
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("BlockUntil never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func waitDone(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: still blocked after 10s", what)
 	}
 }

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -8,11 +9,18 @@ import (
 
 // Fake is a manually advanced clock for deterministic tests. Timers fire,
 // in deadline order, only inside Advance or Set.
+//
+// A test that runs the code under test in another goroutine waits with
+// BlockUntil for that code to arm its timers before it advances the clock,
+// rather than polling in real time.
 type Fake struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
 	seq    int
+	// armed is closed, and replaced, whenever a timer is armed: what
+	// BlockUntil waits on.
+	armed chan struct{}
 }
 
 var _ Clock = (*Fake)(nil)
@@ -43,7 +51,46 @@ func (f *Fake) add(d time.Duration, fn func(), c chan time.Time) *fakeTimer {
 	f.seq++
 	t := &fakeTimer{clock: f, when: f.now.Add(d), fn: fn, c: c, seq: f.seq, armed: true}
 	f.timers = append(f.timers, t)
+	f.notifyArmed()
 	return t
+}
+
+// notifyArmed wakes every BlockUntil waiting; f.mu is held.
+func (f *Fake) notifyArmed() {
+	if f.armed != nil {
+		close(f.armed)
+		f.armed = nil
+	}
+}
+
+// BlockUntil blocks until at least n timers are armed (made by NewTimer or
+// AfterFunc, or re-armed by Reset, and neither fired nor stopped since):
+// the code under test has reached the point where it waits on the clock,
+// and an Advance now fires what it waits for.
+func (f *Fake) BlockUntil(n int) {
+	_ = f.BlockUntilContext(context.Background(), n)
+}
+
+// BlockUntilContext is BlockUntil that gives up when ctx ends, returning
+// ctx's error, so that a test can fail with a message instead of hanging.
+func (f *Fake) BlockUntilContext(ctx context.Context, n int) error {
+	for {
+		f.mu.Lock()
+		if len(f.timers) >= n {
+			f.mu.Unlock()
+			return nil
+		}
+		if f.armed == nil {
+			f.armed = make(chan struct{})
+		}
+		armed := f.armed
+		f.mu.Unlock()
+		select {
+		case <-armed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Advance moves the clock forward by d, firing every timer due on the way at
@@ -153,5 +200,6 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 	t.when = t.clock.now.Add(d)
 	t.armed = true
 	t.clock.timers = append(t.clock.timers, t)
+	t.clock.notifyArmed()
 	return was
 }

@@ -179,12 +179,10 @@ func runAsync(t *testing.T, ctx context.Context, clk *clock.Fake, hook spec.Hook
 	t.Helper()
 	done := make(chan Outcome, 1)
 	go func() { done <- Runner{Clock: clk}.Run(ctx, hook, point, budget) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for clk.Pending() < timers {
-		if time.Now().After(deadline) {
-			t.Fatalf("sleep hook armed %d timers, want %d", clk.Pending(), timers)
-		}
-		time.Sleep(time.Millisecond)
+	wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if clk.BlockUntilContext(wait, timers) != nil {
+		t.Fatalf("sleep hook armed %d timers, want %d", clk.Pending(), timers)
 	}
 	return done
 }

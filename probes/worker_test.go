@@ -74,19 +74,18 @@ func (r *loopRig) update() Update {
 	}
 }
 
-// armedAt waits until the worker has armed its timer for t.
+// armedAt waits until the worker has armed its timer, and checks it is
+// for t. The worker has one timer: armed after each probe, disarmed when
+// it fires.
 func (r *loopRig) armedAt(t time.Time) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if d, ok := r.clk.NextDeadline(); ok && d.Equal(t) {
-			return
-		}
-		if time.Now().After(deadline) {
-			d, _ := r.clk.NextDeadline()
-			r.t.Fatalf("timer armed for %v, want %v", d, t)
-		}
-		time.Sleep(time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.clk.BlockUntilContext(ctx, 1); err != nil {
+		r.t.Fatalf("the worker armed no timer (want one for %v): %v", t, err)
+	}
+	if d, ok := r.clk.NextDeadline(); !ok || !d.Equal(t) {
+		r.t.Fatalf("timer armed for %v, want %v", d, t)
 	}
 }
 

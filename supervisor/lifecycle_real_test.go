@@ -51,16 +51,18 @@ func execHook(script string) *spec.Hook {
 
 func TestRealSeed002LivenessInMiniature(t *testing.T) {
 	// The five-restarts-then-CrashLoopBackOff case scaled (T3, T6, B8, X4, R4, K7): an always-failing exec
-	// liveness probe (initial delay 0.1 s, period 0.1 s, threshold 3) on a
+	// liveness probe (initial delay 1 s, period 0.1 s, threshold 3) on a
 	// process that takes 0.2 s to exit after SIGTERM, back-off 100 ms /
-	// 1.6 s. Each instance lives at least 0.3 + 0.2 s, longer than the
-	// back-offs 0.1, 0.2 and 0.4 measured from the previous finish, so the
-	// first five restarts come without waiting and CrashLoopBackOff shows
-	// only after them.
+	// 1.6 s. Each instance lives at least 1.2 + 0.2 s, longer than the
+	// back-offs measured from the previous finish, so the first five
+	// restarts come without waiting and CrashLoopBackOff shows only after
+	// them. The initial delay leaves the helper (a -race test binary, slow
+	// to start on a loaded machine) time to install its SIGTERM handler:
+	// with 0.1 s it was now and then killed by the SIGTERM itself.
 	p := fastHelper(t, "app", "slow-term")
 	p.LivenessProbe = &spec.Probe{
 		Handler:      spec.Handler{Exec: &spec.ExecAction{Command: shell("echo db unreachable; exit 1")}},
-		InitialDelay: 100 * time.Millisecond, Period: 100 * time.Millisecond, FailureThreshold: 3,
+		InitialDelay: time.Second, Period: 100 * time.Millisecond, FailureThreshold: 3,
 	}
 	r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("live", spec.RestartAlways, p)}})
 

@@ -261,11 +261,9 @@ func TestWatchdogCadenceAndStarvation(t *testing.T) {
 // waitTimers waits until the fake clock has at least n pending timers.
 func waitTimers(t *testing.T, fc *clock.Fake, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for fc.Pending() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("fake clock: %d timers pending, want %d", fc.Pending(), n)
-		}
-		time.Sleep(time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if fc.BlockUntilContext(ctx, n) != nil {
+		t.Fatalf("fake clock: %d timers pending, want %d", fc.Pending(), n)
 	}
 }

@@ -133,6 +133,7 @@ group "web" {
 `
 
 func TestDescribeAndStatusOfACrashLoopAndAProbedProcess(t *testing.T) {
+	t.Parallel()
 	f := startUp(t, describeConfig)
 	f.waitRunning(t, "web", "api")
 
@@ -233,6 +234,7 @@ func missing(res []*regexp.Regexp, s string) []string {
 // status -w prints a line for each change as the server pushes it: the
 // crash loop's every start and exit, and a stop asked for.
 func TestStatusWatchPrintsEachChange(t *testing.T) {
+	t.Parallel()
 	f := startUp(t, describeConfig)
 	f.waitRunning(t, "web", "api")
 	w := start(t, podsupCmd(t, "--socket", f.socket, "status", "-w", "web/api"))

@@ -15,12 +15,14 @@ import (
 // process must come up running, then SIGTERM must stop everything and
 // podsup must exit 0 (X9).
 func TestExamplesRun(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.hcl"))
 	if len(files) < 4 {
 		t.Fatalf("found %d examples, want at least 4", len(files))
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel() // each has its own socket, so its own instance and cgroups
 			src, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
@@ -47,7 +49,7 @@ func TestExamplesRun(t *testing.T) {
 				}
 				return true
 			}) {
-				t.Fatalf("not every process of %s came up: %+v\n%s", file, last, up.rest(t))
+				t.Fatalf("not every process of %s came up: %+v\n%s", file, last, up.sofar(t))
 			}
 			_ = up.p.Signal(syscall.SIGTERM)
 			if e := up.wait(t); e.Code() != 0 {

@@ -77,7 +77,7 @@ func (f *upFixture) restart(t *testing.T) {
 	t.Helper()
 	f.up = start(t, podsupCmd(t, "up", "-f", f.cfg))
 	if !eventually(func() bool { _, err := f.c.Version(context.Background()); return err == nil }) {
-		t.Fatalf("podsup up never answered on %s: %s", f.socket, f.up.rest(t))
+		t.Fatalf("podsup up never answered on %s: %s", f.socket, f.up.sofar(t))
 	}
 }
 
@@ -181,6 +181,7 @@ func cgroupOf(t *testing.T, pid int) string {
 // restart, on a stop, and when podsup stops. Each process has one cgroup,
 // the same across its instances.
 func TestUpHostGroupDaemonDiesWithItsInstance(t *testing.T) {
+	t.Parallel()
 	f := startDaemons(t)
 	main1 := f.waitRunning(t, "host", "d")
 	d1 := f.newDaemon(t, "host", 1, main1)
@@ -230,6 +231,7 @@ func TestUpHostGroupDaemonDiesWithItsInstance(t *testing.T) {
 // one of them before it starts anything, host and sandbox groups alike,
 // and says so with an event per group.
 func TestUpAfterSIGKILLKillsWhatTheDeadOneLeft(t *testing.T) {
+	t.Parallel()
 	f := startDaemons(t)
 	var old []*watched
 	for _, g := range []string{"host", "boxed"} {
@@ -289,6 +291,7 @@ func TestUpAfterSIGKILLKillsWhatTheDeadOneLeft(t *testing.T) {
 // touching the running one's processes (it would take them for a crashed
 // predecessor's and kill them).
 func TestUpSecondOnSameSocketLeavesTheFirstAlone(t *testing.T) {
+	t.Parallel()
 	f := startDaemons(t)
 	var live []*watched
 	for _, g := range []string{"host", "boxed"} {

@@ -41,6 +41,7 @@ group "batch" {
 `
 
 func TestUpSupervisorBlockReloadRestartsNothing(t *testing.T) {
+	t.Parallel()
 	f := startUp(t, quietConfig)
 	targets := [][2]string{{"web", "api"}, {"web", "sidecar"}, {"batch", "worker"}}
 	before := map[[2]string]int{}
@@ -99,6 +100,7 @@ func TestUpSupervisorBlockReloadRestartsNothing(t *testing.T) {
 }
 
 func TestValidateRefusesProbePeriodAndTimeoutBelowTheFloor(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "spin.hcl")
 	src := `group "g" {
   process "p" {
@@ -154,6 +156,7 @@ group "web" {
 `
 
 func TestUpFoldsRepeatedUnhealthyEventsIntoOne(t *testing.T) {
+	t.Parallel()
 	f := startUp(t, stormConfig)
 	f.waitRunning(t, "web", "api")
 

@@ -41,6 +41,7 @@ func deepFile(socket string) string {
 }
 
 func TestValidateRefusesDeepNestingWithAnError(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "deep.hcl")
 	if err := os.WriteFile(path, []byte(deepFile("/tmp/unused.sock")), 0o644); err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestValidateRefusesDeepNestingWithAnError(t *testing.T) {
 }
 
 func TestValidateRefusesAnOversizedFileQuickly(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "big.hcl")
 	// 17 MiB of comments: valid HCL, over the 16 MiB podsup reads.
 	line := "# " + strings.Repeat("x", 1021) + "\n"
@@ -93,8 +95,10 @@ func killOrphanOnFailure(t *testing.T, pid *int) {
 }
 
 func TestReloadOfADeepFileKeepsPodsupAndItsProcess(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"podsup reload", "SIGHUP"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			var pid int
 			killOrphanOnFailure(t, &pid)
 			f := startUp(t, oneProcessConfig)
@@ -146,6 +150,7 @@ func (s *started) waitForLine(t *testing.T, want string) bool {
 }
 
 func TestAPIRefusesOversizedAndGarbageBodies(t *testing.T) {
+	t.Parallel()
 	f := startUp(t, oneProcessConfig)
 	pid := f.waitRunning(t, "g", "p")
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -73,6 +73,7 @@ func occurrences(evs []api.Event) int {
 }
 
 func TestUpFaultSandboxMissingCommandStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	f := startUp(t, `
 supervisor {
@@ -114,6 +115,7 @@ group "sb" {
 }
 
 func TestUpFaultHolderKilledSandboxRebuilt(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	f := startUp(t, `
 supervisor {
@@ -164,6 +166,7 @@ group "sb" {
 }
 
 func TestUpFaultFrozenStopEnds(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	fz := testfreeze.Root(t)
 	// Leave nothing behind even if podsup could not remove its cgroups:

@@ -75,11 +75,13 @@ func init() {
 // pause, while its child runs and while the child exits 42: podsup must
 // exit 42 every time, as PID 1 of a new PID namespace and as a subreaper.
 func TestRunFloodKeepsExitCode(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name  string
 		flags uintptr
 	}{{"subreaper", 0}, {"pid1", unix.CLONE_NEWPID}} {
 		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
 			if mode.flags != 0 && os.Geteuid() != 0 {
 				t.Skip("needs root: creates a PID namespace (CI runs as root)")
 			}
@@ -147,6 +149,7 @@ func needBash(t *testing.T) string {
 // that SIGPROF and 34 reach it (see package pid1: sent to a podsup busy
 // forwarding another signal, those two may land on a Go runtime thread).
 func TestRunForwardsURGPROFAndRealtimeOnce(t *testing.T) {
+	t.Parallel()
 	bash := needBash(t)
 	sigs := []syscall.Signal{syscall.SIGURG, syscall.SIGPROF}
 	names := []string{"URG", "PROF"}
@@ -183,6 +186,7 @@ func TestRunForwardsURGPROFAndRealtimeOnce(t *testing.T) {
 // hard case: the Go runtime keeps it unblocked everywhere and, with
 // asynchronous preemption on, takes it for a preemption request.
 func TestRunForwardsSIGURGOnAnyThread(t *testing.T) {
+	t.Parallel()
 	bash := needBash(t)
 	s := start(t, podsupCmd(t, "run", "--", bash, "-c", trapScript([]string{"URG", "USR1"})))
 	if l := s.line(t); l != "ready" {
@@ -261,6 +265,7 @@ func waitSignalThreadIdle(t *testing.T, pid int) {
 // child counts SIGURGs while podsup, logging every signal it forwards, is
 // kept busy by a flood; then one SIGURG from outside must arrive, once.
 func TestRunNeverForwardsRuntimeSIGURG(t *testing.T) {
+	t.Parallel()
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -299,6 +304,7 @@ func TestRunNeverForwardsRuntimeSIGURG(t *testing.T) {
 }
 
 func TestRunRemapExit(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		code int
@@ -353,26 +359,36 @@ group "web" {
 // TestUpDoubleSIGTERMKeepsGracefulStop: two SIGTERMs 5ms apart (what
 // `timeout` sends, to the pid and then its group) must run every pre_stop
 // hook and let every process handle SIGTERM within its grace, 20 times in
-// 20, and podsup up exits 0.
+// 20, and podsup up exits 0. The 20 runs are independent podsups (each its
+// own socket and cgroups), so they run at once.
 func TestUpDoubleSIGTERMKeepsGracefulStop(t *testing.T) {
-	for i := 0; i < 20; i++ {
-		marks := t.TempDir()
-		f := startUp(t, fmt.Sprintf(doubleTermConfig, "%s", marks))
-		f.waitRunning(t, "web", "a")
-		f.waitRunning(t, "web", "b")
-		_ = f.up.p.Signal(syscall.SIGTERM)
-		time.Sleep(5 * time.Millisecond)
-		_ = f.up.p.Signal(syscall.SIGTERM)
-		e := f.up.wait(t)
-		var missing []string
-		for _, m := range []string{"a.prestop", "a.term", "b.prestop", "b.term"} {
-			if _, err := os.Stat(filepath.Join(marks, m)); errors.Is(err, os.ErrNotExist) {
-				missing = append(missing, m)
-			}
+	t.Parallel()
+	for i := range 20 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			doubleSIGTERMRun(t)
+		})
+	}
+}
+
+// doubleSIGTERMRun is one run of TestUpDoubleSIGTERMKeepsGracefulStop.
+func doubleSIGTERMRun(t *testing.T) {
+	marks := t.TempDir()
+	f := startUp(t, fmt.Sprintf(doubleTermConfig, "%s", marks))
+	f.waitRunning(t, "web", "a")
+	f.waitRunning(t, "web", "b")
+	_ = f.up.p.Signal(syscall.SIGTERM)
+	time.Sleep(5 * time.Millisecond)
+	_ = f.up.p.Signal(syscall.SIGTERM)
+	e := f.up.wait(t)
+	var missing []string
+	for _, m := range []string{"a.prestop", "a.term", "b.prestop", "b.term"} {
+		if _, err := os.Stat(filepath.Join(marks, m)); errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, m)
 		}
-		if e.Code() != 0 || len(missing) > 0 {
-			t.Fatalf("run %d: podsup up %s; missing %v: the second SIGTERM cut the graceful stop short", i, e, missing)
-		}
+	}
+	if e.Code() != 0 || len(missing) > 0 {
+		t.Fatalf("podsup up %s; missing %v: the second SIGTERM cut the graceful stop short", e, missing)
 	}
 }
 
@@ -380,6 +396,7 @@ func TestUpDoubleSIGTERMKeepsGracefulStop(t *testing.T) {
 // deliberate second request (1s or more later) kills what is still
 // stopping.
 func TestUpSecondSignalAfterASecondEscalates(t *testing.T) {
+	t.Parallel()
 	marks := t.TempDir()
 	cfg := strings.ReplaceAll(doubleTermConfig, "sleep 0.3;", "sleep 30;")
 	f := startUp(t, fmt.Sprintf(cfg, "%s", marks))
@@ -402,6 +419,7 @@ func TestUpSecondSignalAfterASecondEscalates(t *testing.T) {
 // podsup's signals to that thread first), also when global flags come
 // before "run".
 func TestRunTakesSignalsOnTheMainThread(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"run"}, {"--socket", "/nonexistent/podsup.sock", "run"}} {
 		r, w, _ := os.Pipe()
 		c := podsupCmd(t, append(args, "--", "sh", "-c", "echo ready; read x; exit 0")...)

@@ -92,6 +92,7 @@ func restartCount(f *upFixture, group, process string) int {
 // restarts spawned. podsup used to hold the reaper's lock across the exec,
 // which stopped both.
 func TestUpStuckExecStallsNoOtherGroup(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: freezes a cgroup (CI runs as root)")
 	}
@@ -204,6 +205,7 @@ group "loop" {
 // lands inside the rootfs, where the sandbox's processes find it through
 // that symlink; nothing is created in the host directory the symlink names.
 func TestUpRootfsSymlinkMountStaysInside(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates namespaces and cgroups (CI runs as root)")
 	}

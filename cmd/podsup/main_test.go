@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,12 +105,27 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	raiseParallel(4)
 	cgBefore := podsupCgroups()
 	code := m.Run()
 	if code == 0 {
 		code = checkNothingLeft(cgBefore)
 	}
 	os.Exit(code)
+}
+
+// raiseParallel lets up to n of this package's parallel tests run at once
+// where -test.parallel was not given: the default, GOMAXPROCS, is 2 on a
+// small machine, yet these tests spend most of their time waiting for the
+// processes they start (a podsup, its children, a grace period) rather than
+// on a CPU.
+func raiseParallel(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given && runtime.GOMAXPROCS(0) < n {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // checkNothingLeft fails the run when the tests left a process or a cgroup
@@ -239,6 +256,10 @@ func start(t *testing.T, c *proc.Cmd) *started {
 		select {
 		case <-p.Done():
 		default:
+			// The test is done with the output: drain it, or a podsup
+			// whose log has filled the pipe blocks in write and never
+			// gets to its exit.
+			go func() { _, _ = io.Copy(io.Discard, r) }()
 			_ = p.Signal(syscall.SIGTERM)
 			select {
 			case <-p.Done():
@@ -281,7 +302,17 @@ func (s *started) lineOr(t *testing.T, after string) string {
 	}
 }
 
+// rest reads podsup's output to its end: podsup must have exited (or be
+// about to), or rest waits for it.
 func (s *started) rest(t *testing.T) string {
+	b, _ := io.ReadAll(s.out)
+	return string(b)
+}
+
+// sofar is what podsup has written until now, for the message of a test
+// that fails while podsup still runs (rest would wait for its exit).
+func (s *started) sofar(t *testing.T) string {
+	_ = s.r.SetReadDeadline(time.Now().Add(time.Second))
 	b, _ := io.ReadAll(s.out)
 	return string(b)
 }

@@ -63,6 +63,7 @@ next:
 // and the right values for a process restarted 3 times, one running, and
 // one the OOM killer ended.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +209,7 @@ group "batch" {
 // TestMetricsListenRefusesARemoteAddress: a non-loopback metrics_listen
 // needs metrics_allow_remote, and the error names the file and line.
 func TestMetricsListenRefusesARemoteAddress(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := dir + "/podsup.hcl"
 	if err := os.WriteFile(cfg, []byte("supervisor {\n  metrics_listen = \"0.0.0.0:9310\"\n}\n"), 0o644); err != nil {

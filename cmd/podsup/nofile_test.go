@@ -112,6 +112,7 @@ func nofileCmd(t testing.TB, soft, hard uint64, next string, args ...string) *pr
 }
 
 func TestStartingSoftLimitIsTheOnePodsupWasStartedWith(t *testing.T) {
+	t.Parallel()
 	// Go raises the soft limit to hard-1 at start; re-executing podsup with
 	// a raised hard limit relies on getting the starting one back.
 	s := start(t, nofileCmd(t, 200, 3000, "nofile-start"))

@@ -17,6 +17,7 @@ import (
 )
 
 func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")
 	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
@@ -48,6 +49,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestRunForwardsEverySignal(t *testing.T) {
+	t.Parallel()
 	r, w, _ := os.Pipe()
 	c := podsupCmd(t, append([]string{"run", "--"}, helperArgv(t, "sigecho")...)...)
 	c.Stdin = r
@@ -72,6 +74,7 @@ func TestRunForwardsEverySignal(t *testing.T) {
 }
 
 func TestRunPassesArgsStdinStdoutVerbatim(t *testing.T) {
+	t.Parallel()
 	code, out := runPodsup(t, "run", "--", "printf", "%s|", "a b", "", `"q"`, "$HOME", "-x")
 	if code != 0 || out != `a b||"q"|$HOME|-x|` {
 		t.Fatalf("args: %d %q", code, out)
@@ -100,6 +103,7 @@ func TestRunPassesArgsStdinStdoutVerbatim(t *testing.T) {
 // GODEBUG changed (package pid1's Prepare); the child still gets the
 // environment podsup was given, GODEBUG set or not.
 func TestRunPassesTheEnvironmentVerbatim(t *testing.T) {
+	t.Parallel() // after the serial tests, so no t.Setenv changes the environment under it
 	for _, godebug := range []string{"", "GODEBUG=madvdontneed=1", "GODEBUG="} {
 		c := podsupCmd(t, "run", "--", "env")
 		if godebug != "" {
@@ -121,6 +125,7 @@ func TestRunPassesTheEnvironmentVerbatim(t *testing.T) {
 }
 
 func TestRunChildHasOnlyFds012AndAnEmptySignalMask(t *testing.T) {
+	t.Parallel()
 	leak, err := os.Open("/dev/null")
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +161,7 @@ func TestRunChildHasOnlyFds012AndAnEmptySignalMask(t *testing.T) {
 }
 
 func TestRunGraceKillsATermIgnoringChild(t *testing.T) {
+	t.Parallel()
 	s := start(t, podsupCmd(t, "run", "--grace", "300ms", "--", "sh", "-c", `trap "" TERM; echo ready; while :; do sleep 0.05; done`))
 	if l := s.line(t); l != "ready" {
 		t.Fatal(l)
@@ -167,6 +173,7 @@ func TestRunGraceKillsATermIgnoringChild(t *testing.T) {
 }
 
 func TestRunGroupFlagSignalsTheWholeGroup(t *testing.T) {
+	t.Parallel()
 	s := start(t, podsupCmd(t, "run", "-g", "--", "sh", "-c", `sleep 100 & echo $!; wait`))
 	kid, _ := strconv.Atoi(s.line(t))
 	if kid <= 0 {
@@ -180,6 +187,7 @@ func TestRunGroupFlagSignalsTheWholeGroup(t *testing.T) {
 }
 
 func TestRunKillLeftovers(t *testing.T) {
+	t.Parallel()
 	code, out := runPodsup(t, "run", "--kill-leftovers", "--grace", "5s", "--", "sh", "-c", `sleep 100 & echo $!; exit 4`)
 	kid, _ := strconv.Atoi(strings.TrimSpace(out))
 	if code != 4 || kid <= 0 {
@@ -194,6 +202,7 @@ func TestRunKillLeftovers(t *testing.T) {
 // new PID namespace, 200 double-forked sleeps leave no zombie behind once
 // they have ended.
 func TestRunReapsOrphansAsPID1(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates a PID namespace (CI runs as root)")
 	}
@@ -218,7 +227,7 @@ func TestRunReapsOrphansAsPID1(t *testing.T) {
 }
 
 func eventually(cond func() bool) bool {
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // generous: tests run in parallel on a shared machine
 	for time.Now().Before(deadline) {
 		if cond() {
 			return true
@@ -263,6 +272,7 @@ func zombieChildren(ppid int) []int {
 // script(1) makes one): the child must be the terminal's foreground process
 // group, so a ^C typed there reaches it and job control works.
 func TestRunInATerminal(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/bin/script"); err != nil {
 		t.Skip("needs script(1) from util-linux to make a pty (.ci/run installs it)")
 	}

@@ -52,6 +52,7 @@ group "front" {
 // systemd's doc, systemd-notify works as a child's readiness signal, and
 // the socket survives the process's restarts.
 func TestUpUnderSystemd(t *testing.T) {
+	t.Parallel()
 	notifyBin, err := exec.LookPath("systemd-notify")
 	if err != nil {
 		t.Skip("needs systemd-notify (Debian package systemd; .ci/run installs it): " + err.Error())
@@ -109,7 +110,7 @@ func TestUpUnderSystemd(t *testing.T) {
 			answer = strings.TrimSpace(string(b[:n]))
 			return answer != ""
 		}) {
-			t.Fatalf("connection %d not answered: %s", i, f.up.rest(t))
+			t.Fatalf("connection %d not answered: %s", i, f.up.sofar(t))
 		}
 		pids = append(pids, answer)
 	}

@@ -33,6 +33,7 @@ func TestVersionLineAndJSON(t *testing.T) {
 // TestVersionCommand runs `podsup version` and `--version` as a user
 // would: both say the same, and -o json is one object with the Go version.
 func TestVersionCommand(t *testing.T) {
+	t.Parallel()
 	code, line := runPodsup(t, "version")
 	if code != 0 || !strings.HasPrefix(line, "podsup ") || !strings.Contains(line, " linux/") {
 		t.Fatalf("podsup version: %d %q", code, line)
@@ -50,6 +51,7 @@ func TestVersionCommand(t *testing.T) {
 // TestReadyCommand: `podsup ready` exits 0 for what is ready and 1, naming
 // it, for what is not, and 1 when no podsup answers.
 func TestReadyCommand(t *testing.T) {
+	t.Parallel()
 	f := startUp(t, `
 supervisor {
   socket = "%s"
