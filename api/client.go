@@ -125,7 +125,8 @@ func (c *Client) Shutdown(ctx context.Context, grace string) error {
 }
 
 // Exec runs argv in a group's sandbox, copying its output, and returns its
-// exit code.
+// exit code. Given a process, argv runs as that process runs (its user and
+// group, environment and working directory).
 func (c *Client) Exec(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
 	p := "/v1/exec/" + url.PathEscape(group)
 	if process != "" {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 const module = "github.com/podsup/podsup/"
@@ -62,7 +62,7 @@ func TestClientLinksNoRuntime(t *testing.T) {
 	}
 }
 
-// runGo runs the go tool to completion through package sandbox (podsup has
+// runGo runs the go tool to completion through package proc (podsup has
 // one reaper: nothing else may wait for a process) and returns its stdout;
 // a failure fails the test with its stderr.
 func runGo(t *testing.T, goTool string, args ...string) string {
@@ -78,7 +78,7 @@ func runGo(t *testing.T, goTool string, args ...string) string {
 		t.Fatal(err)
 	}
 	defer stderr.Close()
-	p, err := sandbox.Start(&sandbox.Cmd{Path: goTool, Args: append([]string{"go"}, args...), Stdout: stdout, Stderr: stderr})
+	p, err := proc.Start(&proc.Cmd{Path: goTool, Args: append([]string{"go"}, args...), Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		t.Fatalf("unable to start %s: %v", goTool, err)
 	}

@@ -65,7 +65,7 @@ func (e *StatusError) Error() string { return fmt.Sprintf("hook HTTP GET answere
 // Runner runs hooks for one process: exec hooks get its environment,
 // directory and user, and run through Exec (X6: inside its sandbox).
 // The zero value runs exec hooks with podsup's own context through
-// package sandbox, on the real clock.
+// package proc, on the real clock.
 type Runner struct {
 	// Exec runs exec hooks; nil means execrun.SandboxRunner{}.
 	Exec        execrun.Runner

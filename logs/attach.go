@@ -64,7 +64,7 @@ type stream struct {
 // current one and the one before it the previous one (--previous); what an
 // earlier instance (or a child it left) still writes stays its own.
 //
-// The caller hands Stdout and Stderr to sandbox.Cmd and calls CloseWriters
+// The caller hands Stdout and Stderr to proc.Cmd and calls CloseWriters
 // once the process has started, or failed to: until then podsup holds the
 // write ends, and the output cannot end.
 func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment, error) {
@@ -180,7 +180,7 @@ func (h *Hub) attachPassthrough(group, process string) (*Attachment, error) {
 	return &Attachment{hub: h, passthrough: true, stdout: h.opts.Stdout, stderr: h.opts.Stderr, ended: true}, nil
 }
 
-// Stdout is the file to give the process as its stdout (sandbox.Cmd.Stdout).
+// Stdout is the file to give the process as its stdout (proc.Cmd.Stdout).
 func (a *Attachment) Stdout() *os.File { return a.stdout }
 
 // Stderr is the file to give the process as its stderr.

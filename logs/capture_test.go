@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/clock"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -125,7 +125,7 @@ func startEchoerLog(t *testing.T, h *Hub, group, process, inst string, l spec.Lo
 	if err != nil {
 		t.Fatal(err)
 	}
-	startCmd(t, h, group, process, inst, l, &sandbox.Cmd{
+	startCmd(t, h, group, process, inst, l, &proc.Cmd{
 		Path: "/bin/sh", Args: []string{"sh", "-c", `while read -r l; do echo "$l"; done`}, Stdin: r,
 	})
 	_ = r.Close() // the child has its copy

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -32,7 +32,7 @@ func TestCloseLeavesNoGoroutineAndNoFD(t *testing.T) {
 	}
 	// Finished processes, one still running (its pipes stay open), two
 	// followers (one never read), a passthrough one.
-	var procs []*sandbox.Process
+	var procs []*proc.Process
 	for i, script := range []string{`echo a`, `echo b >&2`, `echo c; exec sleep 100`} {
 		p, a := startSh(t, h, "g", "p"+string(rune('0'+i)), "1", spec.Log{}, script)
 		if i < 2 {

@@ -83,9 +83,9 @@
 //
 // # Use
 //
-//	a, err := hub.Attach("web", "api", "3", proc.Log)
+//	a, err := hub.Attach("web", "api", "3", pr.Log) // pr: the spec.Process
 //	cmd.Stdout, cmd.Stderr = a.Stdout(), a.Stderr()
-//	p, err := sandbox.Start(cmd)
+//	p, err := proc.Start(cmd)
 //	a.CloseWriters() // the process has its copies; podsup keeps the read end only
 //	...
 //	<-a.Done()       // optional: every line of the instance has been read

@@ -26,7 +26,7 @@ func TestARunningProcessCostsOneFDAndNoneOnceItsOutputEnded(t *testing.T) {
 	}{{spec.Log{}, 1}, {spec.Log{SeparateStreams: true}, 2}} {
 		w := startEchoerLog(t, h, "g", "p", "1", c.log)
 		// -1: the test's write end to the echoer's stdin. A running
-		// process holds no pidfd (package sandbox opens one per signal).
+		// process holds no pidfd (package proc opens one per signal).
 		if n := openFDs(t) - 1 - fds; n != c.want {
 			t.Fatalf("separate_streams=%v: a running captured process holds %d fds, want %d", c.log.SeparateStreams, n, c.want)
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -26,19 +26,19 @@ func newTestHub(t testing.TB, opts HubOptions) *Hub {
 
 // startSh runs script under /bin/sh -c with its output attached to h as
 // group/process instance inst, the way the supervisor will.
-func startSh(t testing.TB, h *Hub, group, process, inst string, l spec.Log, script string) (*sandbox.Process, *Attachment) {
+func startSh(t testing.TB, h *Hub, group, process, inst string, l spec.Log, script string) (*proc.Process, *Attachment) {
 	t.Helper()
-	return startCmd(t, h, group, process, inst, l, &sandbox.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", script}})
+	return startCmd(t, h, group, process, inst, l, &proc.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", script}})
 }
 
-func startCmd(t testing.TB, h *Hub, group, process, inst string, l spec.Log, c *sandbox.Cmd) (*sandbox.Process, *Attachment) {
+func startCmd(t testing.TB, h *Hub, group, process, inst string, l spec.Log, c *proc.Cmd) (*proc.Process, *Attachment) {
 	t.Helper()
 	a, err := h.Attach(group, process, inst, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Stdout, c.Stderr = a.Stdout(), a.Stderr()
-	p, err := sandbox.Start(c)
+	p, err := proc.Start(c)
 	if cerr := a.CloseWriters(); cerr != nil {
 		t.Error(cerr)
 	}
@@ -59,7 +59,7 @@ func startCmd(t testing.TB, h *Hub, group, process, inst string, l spec.Log, c *
 }
 
 // processOf maps the attachments startCmd made to their processes.
-var processOf sync.Map // *Attachment -> *sandbox.Process
+var processOf sync.Map // *Attachment -> *proc.Process
 
 // waitDone waits for the process of a (started by startCmd) to exit and its
 // output to end: afterwards its whole output is in the tail, files and
@@ -71,7 +71,7 @@ func waitDone(t testing.TB, a *Attachment) {
 		t.Fatal("waitDone of an attachment startCmd did not make")
 	}
 	select {
-	case <-v.(*sandbox.Process).Done():
+	case <-v.(*proc.Process).Done():
 	case <-time.After(20 * time.Second):
 		t.Fatal("process did not exit within 20s")
 	}

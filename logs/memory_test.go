@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -88,11 +88,11 @@ func captureCostPerProcess(tb testing.TB, n int) (perHeap, perPSS float64) {
 func measureProcesses(tb testing.TB, n int, capture bool) (heap, pss int64) {
 	tb.Helper()
 	h := newTestHub(tb, HubOptions{Out: discardWriter{}})
-	procs := make([]*sandbox.Process, 0, n)
+	procs := make([]*proc.Process, 0, n)
 	heap0, pss0 := heapInUse(), selfKB(tb, "Pss")
 	atts := make([]*Attachment, 0, n)
 	for i := range n {
-		c := &sandbox.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "echo ready; exec sleep 1000"}}
+		c := &proc.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "echo ready; exec sleep 1000"}}
 		var a *Attachment
 		if capture { // what startCmd does, without its per-test Cleanup closure
 			var err error
@@ -102,7 +102,7 @@ func measureProcesses(tb testing.TB, n int, capture bool) (heap, pss int64) {
 			c.Stdout, c.Stderr = a.Stdout(), a.Stderr()
 			atts = append(atts, a)
 		}
-		p, err := sandbox.Start(c)
+		p, err := proc.Start(c)
 		if a != nil {
 			_ = a.CloseWriters() // fds of ours; cannot fail in a way that matters here
 		}

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/clock"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
 )
 
-func init() { sandbox.StartReaper() }
+func init() { proc.StartReaper() }
 
 func startProcess(t *testing.T, rt *Runtime, id string, p spec.Process, ex *exits) supervisor.Instance {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
 )
@@ -152,7 +152,7 @@ func startError(err error) error {
 
 // Spawner passes Next's sandbox spawner on, so exec probes and hooks
 // still run inside their group's sandbox (X6).
-func (r *Runtime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (r *Runtime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	return r.next().Spawner(group)
 }
 

@@ -1,6 +1,6 @@
 // Package pid1 owns the duties of an init process for one command: start
 // it in the foreground, forward every signal podsup receives to it, reap
-// every zombie (through package sandbox's reaper, as PID 1 or as a child
+// every zombie (through package proc's reaper, as PID 1 or as a child
 // subreaper), and report its exit the way a shell would. It is what
 // `podsup run` does, available to programs that embed podsup as their init.
 //
@@ -72,7 +72,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // Options configures Run.
@@ -135,8 +135,8 @@ func Run(o Options) int {
 	// CMD gets fds 0-2 and nothing else podsup happened to inherit.
 	CloseInheritedOnExec()
 	// 2. The reaper.
-	sandbox.StartReaper()
-	if !sandbox.Stats().Subreaper {
+	proc.StartReaper()
+	if !proc.Stats().Subreaper {
 		o.Logger.Warn().Msg("podsup is neither PID 1 nor a child subreaper: orphans will not be reaped here")
 	}
 	// 3. The child, forked from this thread while its mask is still
@@ -144,7 +144,7 @@ func Run(o Options) int {
 	child, err := startChild(o)
 	if err != nil {
 		fmt.Fprintf(o.Errors, "podsup: %v\n", err)
-		return sandbox.ExitCodeForStartError(err)
+		return proc.ExitCodeForStartError(err)
 	}
 	f := &forwarder{child: child, toGroup: o.ToGroup, grace: o.Grace, log: o.Logger.With().Int("pid", child.Pid()).Logger()}
 	f.log.Debug().Strs("argv", o.Argv).Msg("started")
@@ -194,7 +194,7 @@ func ignoreLoose() {
 // the forking thread's signal mask: both are put back to what the child
 // must get (default, empty) for the fork, in case an earlier Run in this
 // process changed them.
-func startChild(o Options) (*sandbox.Process, error) {
+func startChild(o Options) (*proc.Process, error) {
 	if loose.Load() {
 		restoreDefault(34)
 		defer ignoreIfDefault(34)
@@ -202,7 +202,7 @@ func startChild(o Options) (*sandbox.Process, error) {
 	if old, err := threadMask(unix.SIG_UNBLOCK, waitedSignals()|sigsetOf(syscall.SIGCHLD)); err == nil && old != 0 {
 		defer func() { _, _ = threadMask(unix.SIG_SETMASK, old) }()
 	}
-	return sandbox.Start(&sandbox.Cmd{
+	return proc.Start(&proc.Cmd{
 		Path: o.Argv[0], Args: o.Argv,
 		Stdin:      or(o.Stdin, os.Stdin),
 		Stdout:     or(o.Stdout, os.Stdout),
@@ -231,7 +231,7 @@ func takePending(set sigset) []syscall.Signal {
 
 // wakeOnExit wakes the signal thread once the child's exit is known, with
 // a signal podsup sends itself (which is never forwarded).
-func wakeOnExit(child *sandbox.Process, exited *atomic.Bool) {
+func wakeOnExit(child *proc.Process, exited *atomic.Bool) {
 	<-child.Done()
 	exited.Store(true)
 	wakeSignalThread()
@@ -250,7 +250,7 @@ func wakeSignalThread() {
 
 // forwarder passes signals on to the child.
 type forwarder struct {
-	child   *sandbox.Process
+	child   *proc.Process
 	toGroup bool
 	grace   time.Duration
 	log     zerolog.Logger
@@ -307,7 +307,7 @@ func (f *forwarder) forward(sig syscall.Signal) {
 	} else {
 		err = f.child.Signal(sig)
 	}
-	if err != nil && !errors.Is(err, sandbox.ErrProcessDone) {
+	if err != nil && !errors.Is(err, proc.ErrProcessDone) {
 		f.log.Warn().Err(err).Str("signal", unix.SignalName(sig)).Msg("could not forward signal")
 		return
 	}
@@ -346,7 +346,7 @@ func (f *forwarder) stopGrace() {
 // group has no leader left to wait for and its members need not be our
 // children, so its emptiness is checked every 10 ms for at most the grace
 // period: a bounded shutdown step, not an idle cost.
-func killLeftovers(p *sandbox.Process, grace time.Duration, log zerolog.Logger) {
+func killLeftovers(p *proc.Process, grace time.Duration, log zerolog.Logger) {
 	if p.KillTree(syscall.SIGTERM) != nil {
 		return // nothing left (ESRCH) or not ours
 	}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"testing"
 
+	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -19,7 +21,7 @@ import (
 
 func BenchmarkSpawnHost(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		spawnTrue(b, &Cmd{Path: "/bin/true"})
+		spawnTrue(b, &proc.Cmd{Path: "/bin/true"})
 	}
 }
 
@@ -37,7 +39,7 @@ func BenchmarkSpawnSandbox(b *testing.B) {
 	f := sandboxForker{ns: sb.holder.ns}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		spawnTrue(b, &Cmd{Path: "/bin/true", Forker: f})
+		spawnTrue(b, &proc.Cmd{Path: "/bin/true", Forker: f})
 	}
 }
 
@@ -56,7 +58,7 @@ func BenchmarkSpawnSandboxPlaced(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		spawnTrue(b, &Cmd{Path: "/bin/true", Forker: f, UseCgroupFD: fd >= 0, CgroupFD: fd})
+		spawnTrue(b, &proc.Cmd{Path: "/bin/true", Forker: f, UseCgroupFD: fd >= 0, CgroupFD: fd})
 		release()
 	}
 }
@@ -65,7 +67,7 @@ func BenchmarkExec(b *testing.B) {
 	rt, _ := benchSandbox(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := rt.Exec(testCtx(b), "bench", ExecRequest{Command: []string{"/bin/true"}})
+		res, err := runIn(testCtx(b), rt, "bench", execrun.Request{Argv: []string{"/bin/true"}})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatal(res, err)
 		}
@@ -86,8 +88,8 @@ func BenchmarkSandboxCreateDelete(b *testing.B) {
 	}
 }
 
-func spawnTrue(b *testing.B, c *Cmd) {
-	p, err := Start(c)
+func spawnTrue(b *testing.B, c *proc.Cmd) {
+	p, err := proc.Start(c)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -97,7 +98,7 @@ func TestSIGKILLedPodsupLeavesNothingAfterRestart(t *testing.T) {
 	defer r.Close()
 	c := helperCmd(t, "crashy-podsup", instance)
 	c.Stdout, c.Stderr = w, os.Stderr
-	podsup, err := Start(c)
+	podsup, err := proc.Start(c)
 	w.Close()
 	if err != nil {
 		t.Fatal(err)

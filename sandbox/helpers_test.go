@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // The test binary is its own child: with PODSUP_TEST_HELPER set, TestMain
@@ -35,13 +37,13 @@ func TestMain(m *testing.M) {
 }
 
 // helperCmd is a Cmd that runs helper name with args.
-func helperCmd(t testing.TB, name string, args ...string) *Cmd {
+func helperCmd(t testing.TB, name string, args ...string) *proc.Cmd {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Cmd{
+	return &proc.Cmd{
 		Path: exe,
 		Args: append([]string{exe}, args...),
 		Env:  helperEnv(name),

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,7 @@ var cloneFlags = map[string]uintptr{
 // holder is podsup's side of a sandbox holder: the process, its control
 // socket and the namespace thread that forks into its namespaces.
 type holder struct {
-	proc *Process
+	proc *proc.Process
 	ctl  net.Conn
 	ns   *nsThread
 }
@@ -35,7 +36,7 @@ type holderOptions struct {
 	path         string
 	stderr       *os.File
 	readyTimeout time.Duration
-	onExit       func(Exit)
+	onExit       func(proc.Exit)
 }
 
 // startHolder starts a holder for cfg and returns once it is ready and the
@@ -58,7 +59,7 @@ func startHolder(ctx context.Context, cfg spec.Sandbox, o holderOptions) (*holde
 		_ = theirs.Close()
 		return nil, fmt.Errorf("creating holder control socket: %w", err)
 	}
-	p, err := Start(&Cmd{
+	p, err := proc.Start(&proc.Cmd{
 		Path:       o.path,
 		Args:       []string{o.path, HolderArg},
 		Stderr:     o.stderr,
@@ -76,7 +77,7 @@ func startHolder(ctx context.Context, cfg spec.Sandbox, o holderOptions) (*holde
 		h.close(o.readyTimeout)
 		return nil, err
 	}
-	err = p.withPidfd(func(pidfd int) (err error) {
+	err = p.WithPidfd(func(pidfd int) (err error) {
 		h.ns, err = startNSThread(pidfd, int(flags))
 		return err
 	})

@@ -10,12 +10,14 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // HolderMain is the whole life of a sandbox holder (see HolderArg and the
-// protocol above holderConfig). It returns the exit code. It deliberately
-// does not use the package's reaper: as PID 1 of the sandbox it reaps with
-// a plain wait4 loop of its own, and it starts nothing.
+// protocol above holderConfig). It returns the exit code. It starts
+// nothing: as PID 1 of the sandbox it runs proc's reaper (only package proc
+// may wait), and every exit that reaper sees is an orphan's.
 //
 // Duties, in order:
 //  1. ignore the signals a process in the sandbox could send it (as PID 1
@@ -30,7 +32,9 @@ func HolderMain() int {
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU, syscall.SIGXFSZ,
 		syscall.SIGVTALRM, syscall.SIGPWR, syscall.SIGWINCH)
-	go holderReap()
+	// The holder's children are the sandbox's orphans: proc's reaper reaps
+	// them (the holder starts nothing, so every exit is an orphan's).
+	proc.StartReaper()
 
 	ctl := os.NewFile(holderControlFD, "podsup-control")
 	if ctl == nil {
@@ -59,25 +63,6 @@ func HolderMain() int {
 	for {
 		if _, err := ctl.Read(buf); err != nil {
 			return 0
-		}
-	}
-}
-
-// holderReap reaps every child that ends: the holder's children are the
-// sandbox's orphans. SIGCHLDs coalesce, so each one drains all exits.
-func holderReap() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGCHLD)
-	for range ch {
-		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil || pid <= 0 {
-				break
-			}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/rs/zerolog"
 )
@@ -88,7 +89,7 @@ func NewRuntime(opts Options) (*LocalRuntime, error) {
 		sandboxes: map[string]*sandboxRec{},
 		procs:     map[string]*procRec{},
 	}
-	StartReaper() // orphans of earlier runs and of host sandboxes come back to us
+	proc.StartReaper() // orphans of earlier runs and of host sandboxes come back to us
 	if !opts.DisableCgroups {
 		co := cgroups.Options{}
 		if opts.Cgroups != nil {

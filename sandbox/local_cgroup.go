@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // keptCgroup is a process cgroup that outlives the process records placed
@@ -117,7 +118,7 @@ func (t keptTree) KillTree(sig syscall.Signal) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.holder != t.pr {
-		return ErrProcessDone
+		return proc.ErrProcessDone
 	}
 	return k.cg.KillTree(sig)
 }

@@ -1,19 +1,12 @@
 package sandbox
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"time"
 
 	"github.com/podsup/podsup/sandbox/cgroups"
-	"golang.org/x/sys/unix"
+	"github.com/podsup/podsup/sandbox/proc"
 )
-
-// defaultExecOutput is ExecRequest.OutputLimit's default.
-const defaultExecOutput = 64 << 10
 
 // Spawn starts c inside the sandbox: in its namespaces (forked by its
 // namespace thread, so still podsup's child) and in a cgroup of its own
@@ -21,7 +14,7 @@ const defaultExecOutput = 64 << 10
 // tree can be killed whole and the sandbox's limits apply. When the
 // command's exit is known, whatever its tree left is killed and the cgroup
 // removed. See Runtime.
-func (rt *LocalRuntime) Spawn(sandboxID string, c *Cmd) (*Process, error) {
+func (rt *LocalRuntime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
 	sb, err := rt.readySandbox(sandboxID)
 	if err != nil {
 		return nil, err
@@ -44,7 +37,7 @@ func (rt *LocalRuntime) Spawn(sandboxID string, c *Cmd) (*Process, error) {
 		cc.Tree = cg
 	}
 	userOnExit := c.OnExit
-	cc.OnExit = func(e Exit) {
+	cc.OnExit = func(e proc.Exit) {
 		if userOnExit != nil {
 			userOnExit(e)
 		}
@@ -52,7 +45,7 @@ func (rt *LocalRuntime) Spawn(sandboxID string, c *Cmd) (*Process, error) {
 			go rt.dropExecCgroup(sb, cg) // the reaper must not wait for a kill
 		}
 	}
-	p, err := Start(&cc)
+	p, err := proc.Start(&cc)
 	release()
 	if err != nil {
 		rt.dropExecCgroup(sb, cg)
@@ -70,97 +63,5 @@ func (rt *LocalRuntime) dropExecCgroup(sb *sandboxRec, cg *cgroups.Process) {
 	defer sb.cgMu.RUnlock()
 	if err := errors.Join(cg.Kill(), cg.Delete()); err != nil {
 		rt.log.Warn().Err(err).Str("cgroup", cg.Path()).Msg("cannot remove an exec's cgroup")
-	}
-}
-
-// Exec runs req inside the sandbox and collects its output. See Runtime.
-func (rt *LocalRuntime) Exec(ctx context.Context, sandboxID string, req ExecRequest) (ExecResult, error) {
-	if len(req.Command) == 0 || req.Command[0] == "" {
-		return ExecResult{}, fmt.Errorf("exec in sandbox %q: %w: empty command", sandboxID, ErrInvalidArgument)
-	}
-	limit := req.OutputLimit
-	if limit <= 0 {
-		limit = defaultExecOutput
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return ExecResult{}, fmt.Errorf("exec in sandbox %q: creating output pipe: %w", sandboxID, err)
-	}
-	defer pr.Close()
-	start := time.Now()
-	p, err := rt.Spawn(sandboxID, &Cmd{
-		Path: req.Command[0], Args: req.Command, Env: req.Env, Dir: req.Dir,
-		User: req.User, Group: req.Group, Stdout: pw, Stderr: pw,
-	})
-	_ = pw.Close() // the child has its copy; ours would keep EOF away
-	if err != nil {
-		return ExecResult{}, fmt.Errorf("exec in sandbox %q: %w", sandboxID, err)
-	}
-	out := make(chan capped, 1)
-	go func() { out <- readCapped(pr, limit) }()
-
-	res := ExecResult{}
-	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var ctxErr error
-	select {
-	case <-p.Done():
-	case <-timeout:
-		res.TimedOut = true
-	case <-ctx.Done():
-		ctxErr = ctx.Err()
-	}
-	if !isClosed(p.Done()) {
-		_ = p.KillTree(unix.SIGKILL) // ErrProcessDone: it just ended by itself
-		select {
-		case <-p.Done():
-		case <-time.After(rt.opts.KillTimeout):
-			return res, fmt.Errorf("exec in sandbox %q: pid %d not reaped after SIGKILL: %w", sandboxID, p.Pid(), ErrUnavailable)
-		}
-	}
-	// Leftovers of the tree may hold the pipe open; the exec's cgroup is
-	// being killed (Spawn), but without cgroups nothing would: bound the
-	// wait for EOF and give up on the rest of the output.
-	_ = pr.SetReadDeadline(time.Now().Add(time.Second))
-	c := <-out
-	res.Exit = p.Exit()
-	res.Duration = time.Since(start)
-	res.Output, res.Truncated = c.buf, c.truncated
-	res.ExitCode = res.Exit.Code()
-	if res.TimedOut {
-		res.ExitCode = -1
-	}
-	if ctxErr != nil {
-		return res, fmt.Errorf("exec in sandbox %q: %w", sandboxID, ctxErr)
-	}
-	return res, nil
-}
-
-type capped struct {
-	buf       []byte
-	truncated bool
-}
-
-// readCapped reads r to EOF (or an error, a deadline), keeping the first
-// limit bytes.
-func readCapped(r io.Reader, limit int) capped {
-	var c capped
-	chunk := make([]byte, 4096)
-	for {
-		n, err := r.Read(chunk)
-		if n > 0 {
-			keep := min(n, limit-len(c.buf))
-			c.buf = append(c.buf, chunk[:keep]...)
-			if keep < n {
-				c.truncated = true
-			}
-		}
-		if err != nil {
-			return c
-		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,12 +37,12 @@ type procRec struct {
 	started chan struct{}
 	exited  chan struct{}
 
-	state    State     // guarded by rt.mu
-	proc     *Process  // guarded by rt.mu; set when running
-	created  time.Time // guarded by rt.mu
-	startAt  time.Time // guarded by rt.mu
-	finishAt time.Time // guarded by rt.mu
-	code     int       // guarded by rt.mu
+	state    State         // guarded by rt.mu
+	proc     *proc.Process // guarded by rt.mu; set when running
+	created  time.Time     // guarded by rt.mu
+	startAt  time.Time     // guarded by rt.mu
+	finishAt time.Time     // guarded by rt.mu
+	code     int           // guarded by rt.mu
 	signal   syscall.Signal
 	reason   string
 	oom      bool
@@ -141,7 +142,7 @@ func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessC
 // cgroup fd (-1: none) and a release to call after Start. The placement is
 // opened here, in podsup's own mount namespace, before the work goes to
 // the namespace thread (package cgroups: Placement).
-func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (Forker, int, func(), error) {
+func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker, int, func(), error) {
 	f := sandboxForker{}
 	if sb.holder != nil {
 		f.ns = sb.holder.ns
@@ -162,7 +163,7 @@ func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (Forker, int
 
 // processForker is forker for pr: through a placement in its cgroup (its
 // kept one, or its own) opened for this start.
-func (rt *LocalRuntime) processForker(pr *procRec) (Forker, int, func(), error) {
+func (rt *LocalRuntime) processForker(pr *procRec) (proc.Forker, int, func(), error) {
 	if pr.kept == nil {
 		return rt.forker(pr.sb, pr.cg)
 	}
@@ -191,12 +192,12 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 		return fmt.Errorf("starting process %q: %w", id, err)
 	}
 	c := pr.cfg
-	cmd := &Cmd{
+	cmd := &proc.Cmd{
 		Path: c.Command[0], Args: c.Command, Env: c.Env, Dir: c.Dir,
 		User: c.User, Group: c.Group,
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
 		Forker: forker, UseCgroupFD: fd >= 0, CgroupFD: fd,
-		OnExit: func(e Exit) { go rt.processExited(pr, e) }, // the reaper must not wait on us
+		OnExit: func(e proc.Exit) { go rt.processExited(pr, e) }, // the reaper must not wait on us
 	}
 	switch {
 	case pr.kept != nil:
@@ -205,14 +206,14 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 		cmd.Tree = pr.cg
 	}
 	startAt := time.Now() // before the fork: an exit may be reaped before Start returns
-	p, err := Start(cmd)
+	p, err := proc.Start(cmd)
 	release()
 	now := time.Now()
 	rt.mu.Lock()
 	if err != nil {
 		pr.state, _ = transition(id, pr.state, EventStartFailed)
 		pr.finishAt = now
-		pr.code = ExitCodeForStartError(err)
+		pr.code = proc.ExitCodeForStartError(err)
 		pr.reason = ReasonStartError
 		pr.message = err.Error()
 		st := rt.statusLocked(pr)
@@ -238,7 +239,7 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 
 // processExited turns a reaped exit into the exited state, with the OOM
 // verdict and final usage read from the cgroup.
-func (rt *LocalRuntime) processExited(pr *procRec, e Exit) {
+func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
 	<-pr.started
 	// Not ru_maxrss: the kernel carries it over execve, so it counts
 	// podsup's own memory at the fork.
@@ -330,7 +331,7 @@ func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout tim
 		if sig == 0 {
 			sig = unix.SIGTERM
 		}
-		if err := p.Signal(sig); err != nil && !errors.Is(err, ErrProcessDone) {
+		if err := p.Signal(sig); err != nil && !errors.Is(err, proc.ErrProcessDone) {
 			return fmt.Errorf("stopping process %q: %w", pr.id, err)
 		}
 		t := time.NewTimer(timeout)
@@ -342,7 +343,7 @@ func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout tim
 		t.Stop()
 	}
 	if !isClosed(pr.exited) {
-		if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, ErrProcessDone) {
+		if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, proc.ErrProcessDone) {
 			return fmt.Errorf("killing process %q: %w", pr.id, err)
 		}
 		t := time.NewTimer(rt.opts.KillTimeout)
@@ -358,11 +359,11 @@ func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout tim
 
 // killLeftovers kills what the tree of an exited process left behind (a
 // double-forked daemon, say): X10, kill means the tree.
-func (rt *LocalRuntime) killLeftovers(pr *procRec, p *Process) error {
+func (rt *LocalRuntime) killLeftovers(pr *procRec, p *proc.Process) error {
 	if p == nil {
 		return nil // never ran
 	}
-	if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, ErrProcessDone) {
+	if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, proc.ErrProcessDone) {
 		return fmt.Errorf("killing what process %q left behind: %w", pr.id, err)
 	}
 	return nil
@@ -543,7 +544,7 @@ func (rt *LocalRuntime) SignalProcess(id string, sig syscall.Signal) error {
 func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
 	rt.mu.Lock()
 	pr, err := rt.getProc(id)
-	var p *Process
+	var p *proc.Process
 	if err == nil {
 		p = pr.proc
 	}
@@ -554,7 +555,7 @@ func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
 	if p == nil {
 		return fmt.Errorf("process %q never started: %w", id, ErrFailedPrecondition)
 	}
-	if err := p.KillTree(sig); err != nil && !errors.Is(err, ErrProcessDone) {
+	if err := p.KillTree(sig); err != nil && !errors.Is(err, proc.ErrProcessDone) {
 		return fmt.Errorf("signalling the tree of process %q: %w", id, err)
 	}
 	if sig == unix.SIGKILL && pr.cg != nil {
@@ -567,7 +568,7 @@ func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
 	return nil
 }
 
-func (rt *LocalRuntime) runningProc(id string) (*Process, error) {
+func (rt *LocalRuntime) runningProc(id string) (*proc.Process, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	pr, err := rt.getProc(id)

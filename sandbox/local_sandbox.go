@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -99,7 +100,7 @@ func (rt *LocalRuntime) CreateSandbox(ctx context.Context, id string, cfg spec.S
 			path:         rt.opts.HolderPath,
 			stderr:       rt.opts.HolderStderr,
 			readyTimeout: rt.opts.ReadyTimeout,
-			onExit:       func(e Exit) { go rt.holderExited(sb, e) },
+			onExit:       func(e proc.Exit) { go rt.holderExited(sb, e) },
 		})
 		if err != nil {
 			if sb.group != nil {
@@ -128,7 +129,7 @@ func (rt *LocalRuntime) CreateSandbox(ctx context.Context, id string, cfg spec.S
 // that is expected; otherwise the sandbox has failed: with a PID namespace
 // the kernel already killed everything in it, without one podsup kills
 // the processes' trees so none outlives its sandbox.
-func (rt *LocalRuntime) holderExited(sb *sandboxRec, e Exit) {
+func (rt *LocalRuntime) holderExited(sb *sandboxRec, e proc.Exit) {
 	rt.mu.Lock()
 	if sb.state == SandboxDeleting || sb.state == SandboxCreating {
 		rt.mu.Unlock()

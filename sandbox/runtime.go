@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -17,7 +18,7 @@ import (
 // A pod's life through it:
 //
 //	CreateSandbox ─► CreateProcess ─► StartProcess ─► … ─► StopProcess ─► RemoveProcess ─► DeleteSandbox
-//	                                       │  Exec / Spawn run commands inside, any time  │
+//	                                       │     Spawn runs commands inside, any time     │
 //
 // Every call either fails or blocks until its transition happened: after a
 // successful CreateProcess the status says created. Errors are classes
@@ -66,13 +67,12 @@ type Runtime interface {
 	SignalProcess(id string, sig syscall.Signal) error
 	KillProcessTree(id string, sig syscall.Signal) error
 
-	// Exec runs a command inside the sandbox (every namespace, a cgroup of
-	// its own under the sandbox's) and returns its exit code and output.
-	Exec(ctx context.Context, sandboxID string, req ExecRequest) (ExecResult, error)
-	// Spawn starts c inside the sandbox like Exec but hands back the
-	// Process (streaming output, probes with their own timeouts). c's
-	// Forker, CgroupFD and Tree are replaced; its OnExit is kept.
-	Spawn(sandboxID string, c *Cmd) (*Process, error)
+	// Spawn starts c inside the sandbox (every namespace, a cgroup of its
+	// own under the sandbox's) and hands back the Process. c's Forker,
+	// CgroupFD and Tree are replaced; its OnExit is kept. To run a command
+	// to completion in a sandbox (output, timeout, tree kill), give Spawn
+	// to internal/execrun: podsup has one such path.
+	Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error)
 }
 
 // SandboxState is a sandbox's condition.
@@ -191,29 +191,4 @@ type Usage struct {
 type ProcessFilter struct {
 	Sandbox string
 	State   State
-}
-
-// ExecRequest is one command to run inside a sandbox.
-type ExecRequest struct {
-	Command     []string
-	Env         []string // nil: podsup's own
-	Dir         string
-	User, Group string
-	// Timeout bounds the run (0: only ctx); on expiry the command's tree is
-	// SIGKILLed and the result says TimedOut.
-	Timeout time.Duration
-	// OutputLimit caps the combined stdout+stderr kept; 0 means 64 KiB.
-	// The rest is read and dropped, so the command never blocks on output.
-	OutputLimit int
-}
-
-// ExecResult is how an Exec ended.
-type ExecResult struct {
-	// ExitCode as in ProcessStatus; -1 when it timed out.
-	ExitCode  int
-	Exit      Exit
-	Output    []byte
-	Truncated bool
-	TimedOut  bool
-	Duration  time.Duration
 }

@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -139,6 +141,24 @@ var _ = registerHelper("hog", func([]string) int {
 	return 3
 })
 
+// orphans N [SECONDS] forks N children that each sleep SECONDS (default
+// 0.2), then exits without waiting: they become orphans of the nearest
+// subreaper (in a sandbox with a PID namespace, its holder).
+var _ = registerHelper("orphans", func(args []string) int {
+	n, _ := strconv.Atoi(args[0])
+	life := "0.2"
+	if len(args) > 1 {
+		life = args[1]
+	}
+	for i := 0; i < n; i++ {
+		if _, err := syscall.ForkExec("/bin/sleep", []string{"sleep", life}, &syscall.ProcAttr{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+})
+
 // forkbomb forks sleepers as fast as it can, args[0] attempts at most,
 // prints how many forks failed, and waits.
 var _ = registerHelper("forkbomb", func(args []string) int {
@@ -219,11 +239,18 @@ func runHelper(t testing.TB, rt *LocalRuntime, sb, id, name string, args ...stri
 	return st
 }
 
+// runIn runs req to completion inside sandbox sb the way podsup runs exec
+// probes, hooks and podsup exec there: execrun over Spawn.
+func runIn(ctx context.Context, rt *LocalRuntime, sb string, req execrun.Request) (execrun.Result, error) {
+	spawn := func(c *proc.Cmd) (*proc.Process, error) { return rt.Spawn(sb, c) }
+	return execrun.SandboxRunner{Spawn: spawn}.Run(ctx, req)
+}
+
 // execHelper runs helper name inside sandbox sb and returns its output,
 // failing the test unless it exits 0.
 func execHelper(t testing.TB, rt *LocalRuntime, sb, name string, args ...string) string {
 	t.Helper()
-	res, err := rt.Exec(testCtx(t), sb, ExecRequest{Command: helperArgv(args...), Env: helperEnv(name), Timeout: 20 * time.Second})
+	res, err := runIn(testCtx(t), rt, sb, execrun.Request{Argv: helperArgv(args...), Env: helperEnv(name), Timeout: 20 * time.Second, OutputLimit: 64 << 10})
 	if err != nil {
 		t.Fatalf("Exec %s in %s: %v", name, sb, err)
 	}
@@ -362,6 +389,20 @@ func leftovers(mountsAtStart int) []string {
 		out = append(out, fmt.Sprintf("%d mounts in podsup's namespace, %d at start", n, mountsAtStart))
 	}
 	return out
+}
+
+// runHost starts c on the host and waits for its exit.
+func runHost(t *testing.T, c *proc.Cmd) proc.Exit {
+	t.Helper()
+	p, err := proc.Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := p.Wait(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // runChecked runs the tests and then fails the run if anything is left.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -266,7 +268,7 @@ func TestMemoryLimitOOMKilled(t *testing.T) {
 		t.Errorf("memory peak %d bytes; want near the 64 MiB limit", st.Usage.MemoryPeak)
 	}
 	// A process that just exits is not reported OOMKilled.
-	res, err := rt.Exec(testCtx(t), "m", ExecRequest{Command: []string{"/bin/true"}})
+	res, err := runIn(testCtx(t), rt, "m", execrun.Request{Argv: []string{"/bin/true"}})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("exec true: %+v %v", res, err)
 	}
@@ -295,7 +297,7 @@ func TestPidsLimitStopsForkBomb(t *testing.T) {
 	w.Close()
 	// While it forks: podsup still spawns and answers.
 	begin := time.Now()
-	e, _ := run(t, &Cmd{Path: "/bin/true"})
+	e := runHost(t, &proc.Cmd{Path: "/bin/true"})
 	if _, err := rt.ProcessStatus("bomb"); err != nil || e.Code() != 0 {
 		t.Fatalf("status %v, host spawn %s", err, e)
 	}
@@ -379,9 +381,9 @@ func TestRootfsPivotRootAndReadOnlyBind(t *testing.T) {
 			{Type: "proc", Target: "/proc"},
 			{Type: "tmpfs", Target: "/tmp"},
 		}})
-	res, err := rt.Exec(testCtx(t), "r", ExecRequest{
-		Command: []string{"sh", "-c", "ls /; touch /usr/podsup-test 2>/dev/null && echo WROTE; echo x > /tmp/x && cat /tmp/x"},
-		Env:     []string{"PATH=/usr/bin:/bin"},
+	res, err := runIn(testCtx(t), rt, "r", execrun.Request{
+		Argv: []string{"sh", "-c", "ls /; touch /usr/podsup-test 2>/dev/null && echo WROTE; echo x > /tmp/x && cat /tmp/x"},
+		Env:  []string{"PATH=/usr/bin:/bin"},
 	})
 	if err != nil {
 		t.Fatal(err)

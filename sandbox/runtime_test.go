@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/rs/zerolog"
 )
@@ -157,7 +159,7 @@ func TestStartErrorLeavesProcessExited(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := rt.StartProcess(ctx, "p")
-	if !errors.Is(err, ErrCommandNotFound) {
+	if !errors.Is(err, proc.ErrCommandNotFound) {
 		t.Errorf("start: %v; want ErrCommandNotFound", err)
 	}
 	st, _ := rt.ProcessStatus("p")
@@ -289,7 +291,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := rt.Exec(ctx, "c", ExecRequest{Command: []string{"/bin/true"}}); err != nil {
+			if _, err := runIn(ctx, rt, "c", execrun.Request{Argv: []string{"/bin/true"}}); err != nil {
 				errs <- err
 			}
 		}()
@@ -304,28 +306,31 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-// Exec collects output and exit code, caps output, and kills the tree on
-// timeout.
-func TestExecOutputCodeAndTimeout(t *testing.T) {
+// A command run to completion in a sandbox (execrun over Spawn, podsup's
+// one run-to-completion path) gives its output and exit code, has its
+// output capped, has its tree killed on timeout, and an unknown sandbox is
+// ErrNotFound.
+func TestRunToCompletionInSandboxOutputCodeAndTimeout(t *testing.T) {
 	rt := newHostRuntime(t)
 	mustCreateSandbox(t, rt, "g", spec.Sandbox{})
-	res, err := rt.Exec(testCtx(t), "g", ExecRequest{Command: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 7"}})
+	res, err := runIn(testCtx(t), rt, "g", execrun.Request{Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 7"}})
 	if err != nil || res.ExitCode != 7 || string(res.Output) != "out\nerr\n" {
 		t.Errorf("exec: %+v %v", res, err)
 	}
-	res, err = rt.Exec(testCtx(t), "g", ExecRequest{Command: []string{"/bin/sh", "-c", "head -c 100000 /dev/zero"}, OutputLimit: 1000})
+	res, err = runIn(testCtx(t), rt, "g", execrun.Request{Argv: []string{"/bin/sh", "-c", "head -c 100000 /dev/zero"}, OutputLimit: 1000})
 	if err != nil || len(res.Output) != 1000 || !res.Truncated || res.ExitCode != 0 {
 		t.Errorf("capped exec: %d bytes, truncated %v, %v", len(res.Output), res.Truncated, err)
 	}
 	begin := time.Now()
-	res, err = rt.Exec(testCtx(t), "g", ExecRequest{Command: []string{"sleep", "60"}, Timeout: 100 * time.Millisecond})
-	if err != nil || !res.TimedOut || res.ExitCode != -1 || res.Exit.Signal() != syscall.SIGKILL {
+	// A tree, so that the kill must reach more than the leader.
+	res, err = runIn(testCtx(t), rt, "g", execrun.Request{Argv: []string{"/bin/sh", "-c", "sleep 60 & sleep 60"}, Timeout: 100 * time.Millisecond})
+	if err != nil || !res.TimedOut || res.ExitCode != 128+int(syscall.SIGKILL) {
 		t.Errorf("timed-out exec: %+v %v", res, err)
 	}
 	if d := time.Since(begin); d > 10*time.Second {
 		t.Errorf("timed-out exec took %s", d)
 	}
-	_, err = rt.Exec(testCtx(t), "nope", ExecRequest{Command: []string{"true"}})
+	_, err = runIn(testCtx(t), rt, "nope", execrun.Request{Argv: []string{"true"}})
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("exec in unknown sandbox: %v", err)
 	}
@@ -380,7 +385,7 @@ func TestCgroupsUnavailableFallsBackToProcessGroups(t *testing.T) {
 	if err := rt.CreateSandbox(testCtx(t), "l", spec.Sandbox{Resources: spec.Resources{Memory: 1 << 20}}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("limits without cgroups: %v", err)
 	}
-	res, err := rt.Exec(testCtx(t), "g", ExecRequest{Command: []string{"/bin/sh", "-c", "echo ok"}})
+	res, err := runIn(testCtx(t), rt, "g", execrun.Request{Argv: []string{"/bin/sh", "-c", "echo ok"}})
 	if err != nil || string(res.Output) != "ok\n" {
 		t.Errorf("exec without cgroups: %+v %v", res, err)
 	}

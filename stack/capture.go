@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/podsup/podsup/logs"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -77,7 +77,7 @@ func (c capturingRuntime) ReleaseProcess(group, process string) {
 
 // Spawner passes the inner runtime's sandbox spawner on, so exec probes
 // and hooks run inside their group's sandbox (X6).
-func (c capturingRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (c capturingRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	return c.next.Spawner(group)
 }
 

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
@@ -153,8 +154,8 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 			err = fmt.Errorf("%w (and removing its record: %v)", err, rerr)
 		}
 		code := 128
-		if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrNotExecutable) {
-			code = sandbox.ExitCodeForStartError(err)
+		if errors.Is(err, proc.ErrCommandNotFound) || errors.Is(err, proc.ErrNotExecutable) {
+			code = proc.ExitCodeForStartError(err)
 		}
 		return nil, &supervisor.StartError{Code: code, Err: err}
 	}
@@ -247,11 +248,11 @@ func (l *LocalRuntime) ReleaseGroup(group string) {
 
 // Spawner returns how exec probes and hooks of group start their commands:
 // inside the group's sandbox when it has one, on the host otherwise.
-func (l *LocalRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (l *LocalRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	if _, err := l.rt.SandboxStatus(group); err != nil {
-		return sandbox.Start
+		return proc.Start
 	}
-	return func(c *sandbox.Cmd) (*sandbox.Process, error) { return l.rt.Spawn(group, c) }
+	return func(c *proc.Cmd) (*proc.Process, error) { return l.rt.Spawn(group, c) }
 }
 
 type localInstance struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
 	"github.com/podsup/podsup/systemd"
@@ -99,7 +100,7 @@ type Stack struct {
 //     os.Process.Wait, or a wait4/waitpid of its own would lose exits to
 //     the reaper or steal them from it ("waitid: no child processes"). A
 //     program that must run commands itself starts them with
-//     sandbox.Start, whose exits the reaper delivers. An embedder that
+//     proc.Start, whose exits the reaper delivers. An embedder that
 //     already reaps its children in its own way cannot embed a stack.
 //   - With Options.Subreaper, the process becomes a child subreaper;
 //     without it, it does not (unless a reaper started earlier chose so).
@@ -112,7 +113,7 @@ func New(cfg spec.Config, opts Options) (*Stack, error) {
 	if opts.Instance == "" {
 		return nil, errors.New("unable to assemble the runtime stack: Options.Instance is required")
 	}
-	sandbox.StartReaperAs(opts.Subreaper)
+	proc.StartReaperAs(opts.Subreaper)
 	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: opts.Instance, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("unable to assemble the runtime stack: %w", err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 )
@@ -135,7 +135,7 @@ func runSelf(t *testing.T, env string) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p, err := sandbox.Start(&sandbox.Cmd{Path: exe, Args: []string{exe}, Env: append(os.Environ(), env), Stdout: w, Stderr: os.Stderr})
+	p, err := proc.Start(&proc.Cmd{Path: exe, Args: []string{exe}, Env: append(os.Environ(), env), Stdout: w, Stderr: os.Stderr})
 	w.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
@@ -55,14 +55,14 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// spawnerFloor samples the time sandbox.Start takes to start cmd, each
+// spawnerFloor samples the time proc.Start takes to start cmd, each
 // run waiting for the previous one's exit.
 func spawnerFloor(tb testing.TB, n int, cmd []string) []time.Duration {
 	var ds []time.Duration
 	for i := 0; i < n; i++ {
 		done := make(chan struct{})
 		t0 := time.Now()
-		p, err := sandbox.Start(&sandbox.Cmd{Path: cmd[0], Args: cmd, OnExit: func(sandbox.Exit) { close(done) }})
+		p, err := proc.Start(&proc.Cmd{Path: cmd[0], Args: cmd, OnExit: func(proc.Exit) { close(done) }})
 		ds = append(ds, time.Since(t0))
 		if err != nil {
 			tb.Fatal(err)
@@ -116,7 +116,7 @@ func trueCommand(tb testing.TB) []string {
 
 // BenchmarkRestartReaction reports the median restart reaction (exit
 // known → next instance started) at back-off initial = 0 beside the
-// spawner floor (sandbox.Start alone), measured in alternating rounds so
+// spawner floor (proc.Start alone), measured in alternating rounds so
 // that machine noise hits both alike.
 func BenchmarkRestartReaction(b *testing.B) {
 	cmd := trueCommand(b)

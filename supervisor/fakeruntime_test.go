@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -20,10 +20,10 @@ import (
 // group or process. It claims caps.
 type runtimeBase struct{ caps Capabilities }
 
-func (runtimeBase) Spawner(string) func(*sandbox.Cmd) (*sandbox.Process, error) { return nil }
-func (runtimeBase) ReleaseGroup(string)                                         {}
-func (runtimeBase) ReleaseProcess(string, string)                               {}
-func (b runtimeBase) Capabilities() Capabilities                                { return b.caps }
+func (runtimeBase) Spawner(string) func(*proc.Cmd) (*proc.Process, error) { return nil }
+func (runtimeBase) ReleaseGroup(string)                                   {}
+func (runtimeBase) ReleaseProcess(string, string)                         {}
+func (b runtimeBase) Capabilities() Capabilities                          { return b.caps }
 
 // allCapabilities is every field of Capabilities set.
 func allCapabilities() Capabilities {

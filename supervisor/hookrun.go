@@ -11,7 +11,7 @@ import (
 	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/probes"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -98,12 +98,12 @@ type lifecycle struct {
 // spawner is the group's exec seam (X6). The runtime is asked at each
 // spawn, not once, because the sandbox of a group appears with its first
 // start, after its probe workers were built.
-func (w *worker) spawner() func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (w *worker) spawner() func(*proc.Cmd) (*proc.Process, error) {
 	rt, group := w.rt, w.name
-	return func(c *sandbox.Cmd) (*sandbox.Process, error) {
+	return func(c *proc.Cmd) (*proc.Process, error) {
 		spawn := rt.Spawner(group)
 		if spawn == nil {
-			spawn = sandbox.Start
+			spawn = proc.Start
 		}
 		return spawn(c)
 	}

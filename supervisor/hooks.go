@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -46,8 +46,8 @@ type HookRequest struct {
 	// stops waiting for a pre_stop at the budget whatever Run does.
 	Budget time.Duration
 	// Spawn starts exec hook commands inside the group's sandbox (X6);
-	// nil means sandbox.Start (podsup's own namespaces).
-	Spawn func(*sandbox.Cmd) (*sandbox.Process, error)
+	// nil means proc.Start (podsup's own namespaces).
+	Spawn func(*proc.Cmd) (*proc.Process, error)
 }
 
 // errNoHookRunner is what a hook reports when the supervisor has none.

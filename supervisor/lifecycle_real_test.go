@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
@@ -375,11 +375,11 @@ type spawnerRuntime struct {
 	spawned sync.Map // group → *atomic.Int64
 }
 
-func (r *spawnerRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (r *spawnerRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	n, _ := r.spawned.LoadOrStore(group, new(atomic.Int64))
-	return func(c *sandbox.Cmd) (*sandbox.Process, error) {
+	return func(c *proc.Cmd) (*proc.Process, error) {
 		n.(*atomic.Int64).Add(1)
-		return sandbox.Start(c)
+		return proc.Start(c)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/probes"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -109,7 +109,7 @@ func (w *worker) reconcileProbes() {
 	}
 }
 
-func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*sandbox.Cmd) (*sandbox.Process, error), clk clock.Clock) (*probeWorker, error) {
+func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*proc.Cmd) (*proc.Process, error), clk clock.Clock) (*probeWorker, error) {
 	h, err := probes.NewHandler(probe, probes.ExecContext{
 		Runner: execrun.SandboxRunner{Spawn: spawn},
 		Env:    Environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,

@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -50,11 +50,11 @@ type Runtime interface {
 
 	// Spawner returns how to start a command inside group's sandbox as
 	// things stand now, so that the group's exec probes and exec hooks run
-	// in its namespaces and cgroup (X6); nil (or sandbox.Start) means in
+	// in its namespaces and cgroup (X6); nil (or proc.Start) means in
 	// podsup's own, as for a group without a sandbox. The supervisor asks
 	// again for every exec probe or hook, so a sandbox created by the
 	// group's first start is used from then on.
-	Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error)
+	Spawner(group string) func(*proc.Cmd) (*proc.Process, error)
 
 	// ReleaseGroup frees what the runtime holds for group (its sandbox,
 	// its captured output) once the group's worker has ended: the group

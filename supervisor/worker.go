@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -400,7 +400,7 @@ func (w *worker) killTree(a core.KillTreeAction) {
 
 // treeGone reports a kill error that only says there was nothing left.
 func treeGone(err error) bool {
-	return errors.Is(err, sandbox.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+	return errors.Is(err, proc.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
 // effectDone books an effect's result and turns it into what the core

@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 type entry struct {
@@ -108,7 +108,7 @@ func TestJournalDatagramThroughGoSystemd(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: mounts a tmpfs on /run in a private mount namespace")
 	}
-	sandbox.StartReaper()
+	proc.StartReaper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestJournalDatagramThroughGoSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p, err := sandbox.Start(&sandbox.Cmd{Path: exe, Args: []string{exe}, Env: append(os.Environ(), helperEnv+"=journald"),
+	p, err := proc.Start(&proc.Cmd{Path: exe, Args: []string{exe}, Env: append(os.Environ(), helperEnv+"=journald"),
 		Stdout: w, Stderr: w, Cloneflags: syscall.CLONE_NEWNS})
 	w.Close()
 	if err != nil {

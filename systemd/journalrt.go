@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -62,7 +62,7 @@ func (j *JournalRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 }
 
 // Spawner passes Next's sandbox spawner on (X6).
-func (j *JournalRuntime) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (j *JournalRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	return j.Next.Spawner(group)
 }
 

@@ -29,8 +29,9 @@ type Backend struct {
 	Reload func() (string, error)
 	// Logs serves process output.
 	Logs LogSource
-	// Exec runs argv in the sandbox of group (and process, when given),
-	// writing its output, and returns its exit code.
+	// Exec runs argv in the sandbox of group, writing its output, and
+	// returns its exit code. Given a process, argv runs in that process's
+	// context: its user and group, environment and working directory.
 	Exec func(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error)
 }
 

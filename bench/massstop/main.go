@@ -1,5 +1,5 @@
 // Command massstop measures how long stopping many processes takes: first
-// the floor (sandbox.StopFloor: a bare Go program that only signals and
+// the floor (proc.StopFloor: a bare Go program that only signals and
 // reaps them, each in a cgroup of its own), then `podsup up` running the
 // same number of `sleep` processes in groups, from SIGTERM to podsup's
 // exit. Run it as root from the repository's root, on a quiet machine:
@@ -26,8 +26,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/cgroups"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 func main() {
@@ -65,7 +65,7 @@ func measureFloor(n int) error {
 			defer os.Remove(dir)
 		}
 	}
-	res, err := sandbox.StopFloor([]string{"/bin/sleep", "100000"}, n, dir)
+	res, err := proc.StopFloor([]string{"/bin/sleep", "100000"}, n, dir)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func measurePodsup(bin string, n, groupSize int, nofile uint64, grace time.Durat
 		return err
 	}
 	started := time.Now()
-	p, err := sandbox.Start(&sandbox.Cmd{Path: exe, Args: []string{exe, "up", "-f", cfg}, Stdout: logf, Stderr: logf})
+	p, err := proc.Start(&proc.Cmd{Path: exe, Args: []string{exe, "up", "-f", cfg}, Stdout: logf, Stderr: logf})
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func measurePodsup(bin string, n, groupSize int, nofile uint64, grace time.Durat
 		n, (n+groupSize-1)/groupSize, time.Since(started).Round(time.Second), fds(p.Pid()))
 	time.Sleep(2 * time.Second)
 	cpuBefore := cpu(p.Pid())
-	orphansBefore := sandbox.Stats().Orphans
+	orphansBefore := proc.Stats().Orphans
 	// podsup's own CPU, sampled until it exits: the rusage of its exit
 	// also counts every process it reaped.
 	lastCPU := make(chan time.Duration, 1)
@@ -177,11 +177,11 @@ func measurePodsup(bin string, n, groupSize int, nofile uint64, grace time.Durat
 	stopCPU := <-lastCPU - cpuBefore
 	time.Sleep(500 * time.Millisecond) // orphans, if any, come to this process's reaper
 	fmt.Printf("podsup: SIGTERM to exit %s (%s), podsup CPU in the stop ~%s, processes it left behind: %d\n",
-		took.Round(10*time.Millisecond), e, stopCPU.Round(10*time.Millisecond), sandbox.Stats().Orphans-orphansBefore)
+		took.Round(10*time.Millisecond), e, stopCPU.Round(10*time.Millisecond), proc.Stats().Orphans-orphansBefore)
 	return nil
 }
 
-func isDone(p *sandbox.Process) bool {
+func isDone(p *proc.Process) bool {
 	select {
 	case <-p.Done():
 		return true

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // childMode is argv[1] of this program re-executed as a benchmark child.
@@ -26,7 +26,7 @@ func runChild(mode string, args []string) int {
 		if err != nil {
 			return 2
 		}
-		n, err := sandbox.ForkExecFloor(args[1:], d)
+		n, err := proc.ForkExecFloor(args[1:], d)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "floor:", err)
 			return 1

@@ -33,7 +33,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 func init() {
@@ -95,7 +95,7 @@ func buildPodsup(dir string) (string, error) {
 	out := filepath.Join(dir, "podsup")
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 	env := append(os.Environ(), "CGO_ENABLED=0")
-	p, err := sandbox.Start(&sandbox.Cmd{Path: goTool, Args: []string{"go", "build", "-ldflags", "-s -w", "-o", out, "./cmd/podsup"}, Env: env, Stdout: os.Stderr, Stderr: os.Stderr})
+	p, err := proc.Start(&proc.Cmd{Path: goTool, Args: []string{"go", "build", "-ldflags", "-s -w", "-o", out, "./cmd/podsup"}, Env: env, Stdout: os.Stderr, Stderr: os.Stderr})
 	if err != nil {
 		return "", err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // S1's child: a program that exits at once.
@@ -114,8 +114,8 @@ func s1Podsup(podsup, work string, window time.Duration) ([]float64, int, error)
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(s1Config, filepath.Join(dir, "podsup.sock"), s1Child)), 0o644); err != nil {
 		return nil, 0, err
 	}
-	return measureRestarts(window, func() (*sandbox.Process, error) {
-		return sandbox.Start(&sandbox.Cmd{Path: podsup, Args: []string{"podsup", "up", "-f", cfg}})
+	return measureRestarts(window, func() (*proc.Process, error) {
+		return proc.Start(&proc.Cmd{Path: podsup, Args: []string{"podsup", "up", "-f", cfg}})
 	})
 }
 
@@ -123,15 +123,15 @@ func s1Podsup(podsup, work string, window time.Duration) ([]float64, int, error)
 // with wait4, which it may not do beside this program's reaper).
 func s1Floor(self string, window time.Duration) ([]float64, int, error) {
 	d := (warmUp + window + 200*time.Millisecond).String()
-	return measureRestarts(window, func() (*sandbox.Process, error) {
-		return sandbox.Start(&sandbox.Cmd{Path: self, Args: []string{"sidebyside", childMode, "floor", d, s1Child}})
+	return measureRestarts(window, func() (*proc.Process, error) {
+		return proc.Start(&proc.Cmd{Path: self, Args: []string{"sidebyside", childMode, "floor", d, s1Child}})
 	})
 }
 
 // measureRestarts starts a supervisor, records the kernel's process events
 // for its children over warm-up and window, stops it with SIGTERM and
 // returns the exit → next exec latencies inside the window.
-func measureRestarts(window time.Duration, startSupervisor func() (*sandbox.Process, error)) ([]float64, int, error) {
+func measureRestarts(window time.Duration, startSupervisor func() (*proc.Process, error)) ([]float64, int, error) {
 	l, err := listenProcEvents()
 	if err != nil {
 		return nil, 0, fmt.Errorf("process events connector: %w", err)

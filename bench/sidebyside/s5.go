@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // wrapper is an S5 contestant: the argv prefix that runs CMD under it.
@@ -109,7 +109,7 @@ func s5Trial(self, work string, w wrapper) (float64, error) {
 	file := filepath.Join(work, "sigrecv")
 	_ = os.Remove(file)
 	argv := append(append([]string{}, w.prefix...), self, childMode, "sigrecv", file)
-	p, err := sandbox.Start(&sandbox.Cmd{Path: argv[0], Args: argv, Cloneflags: unix.CLONE_NEWPID})
+	p, err := proc.Start(&proc.Cmd{Path: argv[0], Args: argv, Cloneflags: unix.CLONE_NEWPID})
 	if err != nil {
 		return 0, fmt.Errorf("starting %s: %w", w.name, err)
 	}

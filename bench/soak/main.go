@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/api"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 type options struct {
@@ -129,7 +129,7 @@ func run(o options) (failures []string, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := sandbox.Start(&sandbox.Cmd{Path: exe, Args: []string{exe, "up", "-f", cfg}, Stdout: logf, Stderr: logf})
+	p, err := proc.Start(&proc.Cmd{Path: exe, Args: []string{exe, "up", "-f", cfg}, Stdout: logf, Stderr: logf})
 	if err != nil {
 		return nil, fmt.Errorf("starting podsup: %w", err)
 	}
@@ -389,7 +389,7 @@ func marked(id string) []int {
 // stopOnInterrupt makes ^C (or a SIGTERM to the soak) stop the podsup it
 // started, gracefully, before the soak exits: an interrupted soak must not
 // leave a podsup and its 400 processes behind.
-func stopOnInterrupt(p *sandbox.Process, dir string) {
+func stopOnInterrupt(p *proc.Process, dir string) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -418,7 +418,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	return cond()
 }
 
-func isDone(p *sandbox.Process) bool {
+func isDone(p *proc.Process) bool {
 	select {
 	case <-p.Done():
 		return true

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/config"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // With asMainEnv set the test binary is podsup-kube (it runs main), so
@@ -137,7 +137,7 @@ func TestPlayExecsPodsupUpOnTheConvertedHCL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sandbox.Start(&sandbox.Cmd{
+	p, err := proc.Start(&proc.Cmd{
 		Path: exe, Args: []string{"podsup-kube", "play", "--socket", filepath.Join(dir, "s.sock"), "../../examples/kube/web.yaml"},
 		Env:    append(os.Environ(), asMainEnv+"=1", "PODSUP_BIN="+fake),
 		Stdout: w, Stderr: w,

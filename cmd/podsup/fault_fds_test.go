@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/api"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // File descriptors under `podsup up`: what podsup inherits stays podsup's,
@@ -65,7 +65,7 @@ group "g" {
     }
   }
 }
-`, func(c *sandbox.Cmd) { c.ExtraFiles = slices.Repeat([]*os.File{leak}, 7) })
+`, func(c *proc.Cmd) { c.ExtraFiles = slices.Repeat([]*os.File{leak}, 7) })
 	if fds := fdsOf(t, f.up.p.Pid()); !slices.Contains(fds, 9) {
 		t.Fatalf("podsup did not inherit fd 9 (it has %v): the test sets nothing up", fds)
 	}
@@ -93,7 +93,7 @@ group "g" {
 
 // startUpWith is startUp with a change to podsup's command (its fds, its
 // limits) before it starts.
-func startUpWith(t *testing.T, config string, change func(*sandbox.Cmd)) *upFixture {
+func startUpWith(t *testing.T, config string, change func(*proc.Cmd)) *upFixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := &upFixture{dir: dir, cfg: filepath.Join(dir, "podsup.hcl"), socket: filepath.Join(dir, "podsup.sock")}

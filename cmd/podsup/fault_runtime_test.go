@@ -15,6 +15,7 @@ import (
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/internal/testfreeze"
 	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // Faults of the runtime end to end through `podsup up`: a sandboxed start
@@ -29,7 +30,7 @@ func needRoot(t *testing.T) {
 }
 
 // exitsWithin waits up to d for podsup to exit and returns its exit.
-func (f *upFixture) exitsWithin(t *testing.T, d time.Duration) (sandbox.Exit, bool) {
+func (f *upFixture) exitsWithin(t *testing.T, d time.Duration) (proc.Exit, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // floodSignals are the signals of the flood: one of them (SIGHUP) ends its
@@ -104,7 +104,7 @@ func TestRunFloodKeepsExitCode(t *testing.T) {
 // flood signals p, cycling through floodSignals, at least min times and
 // then on until p has exited (at most 20 times min), so that the flood
 // spans the child's exit and podsup's own. It returns how many it sent.
-func flood(p *sandbox.Process, min int) int {
+func flood(p *proc.Process, min int) int {
 	n := 0
 	for ; n < 20*min; n++ {
 		if err := p.Signal(floodSignals[n%len(floodSignals)]); err != nil {

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -37,7 +39,8 @@ func TestMainRunsTheSandboxHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rt.Exec(ctx, "s", sandbox.ExecRequest{Command: []string{"cat", "/proc/1/cmdline"}})
+	spawn := func(c *proc.Cmd) (*proc.Process, error) { return rt.Spawn("s", c) }
+	res, err := execrun.SandboxRunner{Spawn: spawn}.Run(ctx, execrun.Request{Argv: []string{"cat", "/proc/1/cmdline"}})
 	if err != nil {
 		t.Fatal(err)
 	}

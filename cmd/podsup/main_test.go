@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/pid1"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // The test binary plays two parts besides running the tests:
@@ -129,7 +129,7 @@ func raiseParallel(n int) {
 }
 
 // checkNothingLeft fails the run when the tests left a process or a cgroup
-// behind. The test binary is a child subreaper (package sandbox's reaper),
+// behind. The test binary is a child subreaper (package proc's reaper),
 // so anything a test orphaned has become its child.
 func checkNothingLeft(cgBefore map[string]bool) int {
 	var left []string
@@ -205,10 +205,10 @@ func testExe(t testing.TB) string {
 	return exe
 }
 
-// podsupCmd is a sandbox.Cmd running `podsup ARGS...`.
-func podsupCmd(t testing.TB, args ...string) *sandbox.Cmd {
+// podsupCmd is a proc.Cmd running `podsup ARGS...`.
+func podsupCmd(t testing.TB, args ...string) *proc.Cmd {
 	exe := testExe(t)
-	return &sandbox.Cmd{Path: exe, Args: append([]string{"podsup"}, args...), Env: append(cleanEnv(), asPodsupEnv+"=1")}
+	return &proc.Cmd{Path: exe, Args: append([]string{"podsup"}, args...), Env: append(cleanEnv(), asPodsupEnv+"=1")}
 }
 
 // helperArgv is the argv that makes the test binary run helper name;
@@ -229,12 +229,12 @@ func cleanEnv() []string {
 
 // started is a running podsup with its stdout (and stderr) readable.
 type started struct {
-	p   *sandbox.Process
+	p   *proc.Process
 	out *bufio.Reader
 	r   *os.File
 }
 
-func start(t *testing.T, c *sandbox.Cmd) *started {
+func start(t *testing.T, c *proc.Cmd) *started {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -244,7 +244,7 @@ func start(t *testing.T, c *sandbox.Cmd) *started {
 	if c.Stderr == nil {
 		c.Stderr = w
 	}
-	p, err := sandbox.Start(c)
+	p, err := proc.Start(c)
 	w.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func (s *started) sofar(t *testing.T) string {
 	return string(b)
 }
 
-func (s *started) wait(t *testing.T) sandbox.Exit {
+func (s *started) wait(t *testing.T) proc.Exit {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -14,7 +14,7 @@ import (
 
 // File descriptors are podsup's one resource that grows with the number
 // of processes: each running process costs the read end of its output pipe
-// (package logs; signals open a pidfd only for the call, package sandbox),
+// (package logs; signals open a pidfd only for the call, package proc),
 // and podsup itself needs a few dozen.
 //
 // RLIMIT_NOFILE: Go raises podsup's soft limit to just below the hard

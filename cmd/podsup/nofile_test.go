@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -105,9 +105,9 @@ func init() {
 
 // nofileCmd runs NEXT ARGS... (see the nofile-exec helper) with
 // RLIMIT_NOFILE soft:hard.
-func nofileCmd(t testing.TB, soft, hard uint64, next string, args ...string) *sandbox.Cmd {
+func nofileCmd(t testing.TB, soft, hard uint64, next string, args ...string) *proc.Cmd {
 	exe := testExe(t)
-	return &sandbox.Cmd{Path: exe, Args: append([]string{exe, fmt.Sprint(soft), fmt.Sprint(hard), next}, args...),
+	return &proc.Cmd{Path: exe, Args: append([]string{exe, fmt.Sprint(soft), fmt.Sprint(hard), next}, args...),
 		Env: append(cleanEnv(), helperEnv+"=nofile-exec")}
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 func TestRunExitCodes(t *testing.T) {
@@ -142,7 +142,7 @@ func TestRunChildHasOnlyFds012AndAnEmptySignalMask(t *testing.T) {
 	// A parent that blocks signals before exec'ing podsup must not pass
 	// the mask on to the child.
 	exe := testExe(t)
-	bc := &sandbox.Cmd{Path: exe, Args: []string{exe, "run", "--", "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"},
+	bc := &proc.Cmd{Path: exe, Args: []string{exe, "run", "--", "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"},
 		Env: append(cleanEnv(), helperEnv+"=blocked-exec")}
 	s = start(t, bc)
 	out := s.rest(t)
@@ -299,7 +299,7 @@ func TestRunInATerminal(t *testing.T) {
 
 func runScript(t *testing.T, stdin *os.File, command string) (int, string) {
 	t.Helper()
-	c := &sandbox.Cmd{Path: "/usr/bin/script", Args: []string{"script", "-qec", command, "/dev/null"}, Env: cleanEnv(), Stdin: stdin}
+	c := &proc.Cmd{Path: "/usr/bin/script", Args: []string{"script", "-qec", command, "/dev/null"}, Env: cleanEnv(), Stdin: stdin}
 	s := start(t, c)
 	if stdin != nil {
 		stdin.Close()

@@ -22,7 +22,7 @@ import (
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
 	"github.com/podsup/podsup/pid1"
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
@@ -138,7 +138,7 @@ func runUp(cf configFlags, socketOverride string) (int, error) {
 	// They stay caught until podsup exits (handleUpSignals).
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	sandbox.StartReaperAs(true) // as PID 1, reap orphans from the first instant; a subreaper otherwise
+	proc.StartReaperAs(true) // as PID 1, reap orphans from the first instant; a subreaper otherwise
 
 	socket := cfg.Supervisor.EffectiveSocket()
 	gid := -1
@@ -233,8 +233,9 @@ func (d *daemon) reload() (string, error) {
 }
 
 // exec runs a command in a group's sandbox (on the host for a group
-// without one), streaming its output, for `podsup exec`. It ends with ctx:
-// a client that goes away takes the command's tree with it.
+// without one), streaming its output, for `podsup exec`; given a process,
+// in that process's context (execCmd). It ends with ctx: a client that
+// goes away takes the command's tree with it.
 func (d *daemon) exec(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
 	d.mu.Lock()
 	var g *spec.Group
@@ -247,16 +248,9 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 	if g == nil {
 		return -1, fmt.Errorf("no group %q", group)
 	}
-	if process != "" {
-		if _, ok := d.sup.Status().Group(group); ok {
-			found := false
-			for _, p := range g.Processes {
-				found = found || p.Name == process
-			}
-			if !found {
-				return -1, fmt.Errorf("group %q has no process %q", group, process)
-			}
-		}
+	cmd, err := execCmd(g, process, argv)
+	if err != nil {
+		return -1, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -268,14 +262,15 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 		outW.Close()
 		return -1, err
 	}
-	p, err := d.runtime.Spawner(group)(&sandbox.Cmd{Path: argv[0], Args: argv, Stdout: outW, Stderr: errW})
+	cmd.Stdout, cmd.Stderr = outW, errW
+	p, err := d.runtime.Spawner(group)(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
 		fmt.Fprintf(stderr, "podsup: %v\n", err)
-		return sandbox.ExitCodeForStartError(err), nil
+		return proc.ExitCodeForStartError(err), nil
 	}
 	var copied sync.WaitGroup
 	for _, c := range []struct {

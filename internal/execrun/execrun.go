@@ -3,10 +3,15 @@
 // stdout+stderr out, with a timeout that kills the command's whole process
 // tree (docs/semantics.md P10, X5, X10).
 //
+// It is podsup's one path for running a command to completion: on the host
+// (proc.Start) or inside a sandbox (SandboxRunner.Spawn set to the
+// runtime's Spawn), for probes, hooks and tests alike; package sandbox has
+// no second one.
+//
 // It never waits for a process itself: processes are started through package
-// sandbox, whose one reaper owns wait4 (see package sandbox). The Runner
+// proc, whose one reaper owns wait4 (see package proc). The Runner
 // interface is the seam probes and hooks depend on, so their tests can fake
-// it and so a group's sandbox can supply its own spawner later (X6: exec
+// it and so a group's sandbox can supply its own spawner (X6: exec
 // probes and hooks run inside the group's sandbox).
 package execrun
 

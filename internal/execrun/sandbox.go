@@ -11,24 +11,25 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // killWait bounds the wait for a SIGKILLed tree's leader to be reaped. Only a
 // process stuck in uninterruptible sleep (a hung NFS read) outlives it.
 const killWait = 10 * time.Second
 
-// SandboxRunner runs commands through package sandbox: own process group,
-// pidfd signals, exit from the one reaper.
+// SandboxRunner runs commands through package proc: own process group,
+// pidfd signals, exit from the one reaper; in a sandbox when Spawn is the
+// runtime's.
 //
 // One run costs no goroutine of its own: the output is read on the caller's
 // goroutine, and the exit, the timeout and the context's end all wake that
 // read through the pipe's read deadline.
 type SandboxRunner struct {
-	// Spawn starts a command; nil means sandbox.Start. A group's sandbox
+	// Spawn starts a command; nil means proc.Start. A group's sandbox
 	// supplies one that sets the Cmd's Forker, Tree and cgroup so exec
 	// probes and hooks run inside it (X6).
-	Spawn func(*sandbox.Cmd) (*sandbox.Process, error)
+	Spawn func(*proc.Cmd) (*proc.Process, error)
 }
 
 var _ Runner = SandboxRunner{}
@@ -50,7 +51,7 @@ func (r SandboxRunner) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	spawn := r.Spawn
 	if spawn == nil {
-		spawn = sandbox.Start
+		spawn = proc.Start
 	}
 	limit := req.OutputLimit
 	if limit <= 0 {
@@ -75,11 +76,11 @@ func (r SandboxRunner) Run(ctx context.Context, req Request) (Result, error) {
 	stopWatching := context.AfterFunc(ctx, wake)
 	defer stopWatching()
 
-	p, err := spawn(&sandbox.Cmd{
+	p, err := spawn(&proc.Cmd{
 		Path: req.Argv[0], Args: req.Argv, Env: req.Env, Dir: req.Dir,
 		User: req.User, Group: req.Group,
 		Stdout: pw, Stderr: pw,
-		OnExit: func(sandbox.Exit) { wake() }, // runs on the reaper: must not block
+		OnExit: func(proc.Exit) { wake() }, // runs on the reaper: must not block
 	})
 	_ = pw.Close() // the child has its copy; ours would keep EOF away
 	if err != nil {
@@ -126,7 +127,7 @@ func (r SandboxRunner) Run(ctx context.Context, req Request) (Result, error) {
 }
 
 // waitExit waits for p's exit until deadline (zero: none) or ctx's end.
-func waitExit(ctx context.Context, p *sandbox.Process, deadline time.Time) error {
+func waitExit(ctx context.Context, p *proc.Process, deadline time.Time) error {
 	var expired <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
@@ -144,8 +145,8 @@ func waitExit(ctx context.Context, p *sandbox.Process, deadline time.Time) error
 }
 
 // killAndWait SIGKILLs p's whole tree (X10) and waits for the leader's exit.
-func killAndWait(p *sandbox.Process) error {
-	if err := p.KillTree(syscall.SIGKILL); err != nil && !errors.Is(err, sandbox.ErrProcessDone) {
+func killAndWait(p *proc.Process) error {
+	if err := p.KillTree(syscall.SIGKILL); err != nil && !errors.Is(err, proc.ErrProcessDone) {
 		return fmt.Errorf("unable to kill command tree: %w", err)
 	}
 	t := time.NewTimer(killWait)

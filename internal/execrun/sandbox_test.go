@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 func run(t *testing.T, req Request) Result {
@@ -145,7 +145,7 @@ func TestRunDoesNotWaitForStragglers(t *testing.T) {
 
 func TestRunCouldNotStart(t *testing.T) {
 	_, err := SandboxRunner{}.Run(context.Background(), Request{Argv: []string{"/nonexistent/podsup-probe"}})
-	if !errors.Is(err, sandbox.ErrCommandNotFound) {
+	if !errors.Is(err, proc.ErrCommandNotFound) {
 		t.Fatalf("err %v, want ErrCommandNotFound", err)
 	}
 	if _, err := (SandboxRunner{}).Run(context.Background(), Request{}); err != ErrEmptyCommand {
@@ -176,10 +176,10 @@ func TestRunContextCancelKillsTree(t *testing.T) {
 
 func TestRunUsesSpawnSeam(t *testing.T) {
 	// X6: a group's sandbox supplies Spawn to start commands its way.
-	var seen *sandbox.Cmd
-	r := SandboxRunner{Spawn: func(c *sandbox.Cmd) (*sandbox.Process, error) {
+	var seen *proc.Cmd
+	r := SandboxRunner{Spawn: func(c *proc.Cmd) (*proc.Process, error) {
 		seen = c
-		return sandbox.Start(c)
+		return proc.Start(c)
 	}}
 	res, err := r.Run(context.Background(), Request{Argv: []string{"echo", "via seam"}, User: "", Dir: "/"})
 	if err != nil || string(res.Output) != "via seam\n" || seen == nil || seen.Dir != "/" {

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -54,9 +54,9 @@ func (r *Recorder) Start(context.Context, supervisor.StartRequest) (supervisor.I
 
 // Spawner returns a spawner that records the command it is given and
 // starts nothing.
-func (r *Recorder) Spawner(group string) func(*sandbox.Cmd) (*sandbox.Process, error) {
+func (r *Recorder) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	r.record("Spawner(%s)", group)
-	return func(c *sandbox.Cmd) (*sandbox.Process, error) {
+	return func(c *proc.Cmd) (*proc.Process, error) {
 		r.record("spawn(%s: %s)", group, c.Path)
 		return nil, ErrNoStart
 	}
@@ -78,7 +78,7 @@ func CheckForwarding(t testing.TB, layer supervisor.Runtime, rec *Recorder) {
 	before := len(rec.Calls())
 	if spawn := layer.Spawner("g"); spawn == nil {
 		t.Errorf("Spawner(g) returned nil, not the wrapped runtime's spawner")
-	} else if _, err := spawn(&sandbox.Cmd{Path: "/nonexistent/rttest-probe"}); !errors.Is(err, ErrNoStart) {
+	} else if _, err := spawn(&proc.Cmd{Path: "/nonexistent/rttest-probe"}); !errors.Is(err, ErrNoStart) {
 		t.Errorf("the spawner Spawner(g) returned is not the wrapped runtime's: %v", err)
 	}
 	layer.ReleaseProcess("g", "p")

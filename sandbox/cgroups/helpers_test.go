@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // The test binary is its own child: with PODSUP_CGROUPS_HELPER set it runs
@@ -143,67 +145,63 @@ func sweepStaleTestRoots() {
 	}
 }
 
-// child is a process a test started; the test reaps it itself (wait4 on
-// its pid: there is no podsup reaper in this package's tests).
+// child is a process a test started through package proc, whose one
+// reaper learns its exit: only proc may wait for a process.
 type child struct {
-	pid    int
-	reaped bool
+	pid int
+	p   *proc.Process
 }
 
 // startIn starts argv (or, with argv nil, the named helper) inside p.
 func startIn(t *testing.T, p *Process, helper string, argv ...string) *child {
 	t.Helper()
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer devnull.Close()
 	path, args, env := os.Args[0], []string{os.Args[0], "-test.run=^$"}, helperEnviron(helper)
 	if helper == "" {
 		path, args, env = argv[0], argv, os.Environ()
 	}
-	var pid int
-	err = p.Place(func(fd int) error {
-		var ferr error
-		pid, ferr = syscall.ForkExec(path, args, &syscall.ProcAttr{
-			Env:   env,
-			Files: []uintptr{devnull.Fd(), os.Stderr.Fd(), os.Stderr.Fd()},
-			Sys:   &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: fd >= 0, CgroupFD: fd},
+	var pp *proc.Process
+	err := p.Place(func(fd int) error {
+		var serr error
+		pp, serr = proc.Start(&proc.Cmd{
+			Path: path, Args: args, Env: env, Stdout: os.Stderr, Stderr: os.Stderr,
+			UseCgroupFD: fd >= 0, CgroupFD: fd,
 		})
-		return ferr
+		return serr
 	})
 	if err != nil {
 		t.Fatalf("starting %s %v in %s: %v", helper, argv, p.Path(), err)
 	}
-	c := &child{pid: pid}
+	c := &child{pid: pp.Pid(), p: pp}
 	t.Cleanup(func() {
-		if !c.reaped && c.pid > 1 {
-			_ = unix.Kill(c.pid, unix.SIGKILL) // our unreaped child: the pid cannot have been reused
+		if !c.ended() {
+			_ = pp.Signal(unix.SIGKILL) // through a pidfd: never a reused number
 			c.wait(t, 10*time.Second)
 		}
 	})
 	return c
 }
 
-// wait reaps the child, failing the test if it is still running after d.
+// ended reports whether the child's exit is known.
+func (c *child) ended() bool {
+	select {
+	case <-c.p.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// wait returns how the child ended, failing the test if it is still
+// running after d.
 func (c *child) wait(t *testing.T, d time.Duration) unix.WaitStatus {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(c.pid, &ws, unix.WNOHANG, nil)
-		if err != nil {
-			t.Fatalf("wait4(%d): %v", c.pid, err)
-		}
-		if pid == c.pid {
-			c.reaped = true
-			return ws
-		}
-		if time.Now().After(deadline) {
-			_ = unix.Kill(c.pid, unix.SIGKILL) // our unreaped child
-			t.Fatalf("pid %d still running after %v", c.pid, d)
-		}
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-c.p.Done():
+		return c.p.Exit().Status
+	case <-time.After(d):
+		_ = c.p.Signal(unix.SIGKILL)
+		t.Fatalf("pid %d still running after %v", c.pid, d)
+		return 0
 	}
 }
 

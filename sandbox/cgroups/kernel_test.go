@@ -403,13 +403,8 @@ func TestKillTreeLeavesTheCgroupUsableForTheNextChild(t *testing.T) {
 	}
 	next := startIn(t, p, "sleeper")
 	time.Sleep(200 * time.Millisecond) // a SIGKILL at fork lands at once
-	var ws unix.WaitStatus
-	pid, err := unix.Wait4(next.pid, &ws, unix.WNOHANG, nil)
-	if pid == next.pid {
-		next.reaped = true // reaped here: cleanup must not signal the number again
-	}
-	if err != nil || pid != 0 {
-		t.Fatalf("the next child in the killed cgroup ended at once: %v (wait4 %d, %v)", ws, pid, err)
+	if next.ended() {
+		t.Fatalf("the next child in the killed cgroup ended at once: %v", next.p.Exit())
 	}
 	if err := p.KillTree(unix.SIGKILL); err != nil {
 		t.Fatalf("KillTree: %v", err)
@@ -448,11 +443,7 @@ func TestKillTreeEndsAForkingTree(t *testing.T) {
 	}
 	next := startIn(t, p, "sleeper")
 	time.Sleep(200 * time.Millisecond) // a SIGKILL at fork lands at once
-	var ws unix.WaitStatus
-	if pid, err := unix.Wait4(next.pid, &ws, unix.WNOHANG, nil); err != nil || pid != 0 {
-		if pid == next.pid {
-			next.reaped = true
-		}
-		t.Fatalf("the next child in the cgroup ended at once: %v (wait4 %d, %v)", ws, pid, err)
+	if next.ended() {
+		t.Fatalf("the next child in the cgroup ended at once: %v", next.p.Exit())
 	}
 }

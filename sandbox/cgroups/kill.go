@@ -84,7 +84,7 @@ func (n *node) Signal(sig syscall.Signal) error {
 }
 
 // KillTree is Kill for SIGKILL and Signal otherwise; it matches the tree
-// killer interface of package sandbox.
+// killer interface of package proc (TreeKiller).
 //
 // Where the cgroup2 hierarchy is in use, KillTree's SIGKILL looks at v2
 // alone: every process podsup starts is created in its v2 cgroup

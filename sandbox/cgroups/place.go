@@ -47,7 +47,7 @@ import (
 // keeps the thread locked so that the Go runtime destroys it when the
 // goroutine exits; the goroutine should exit soon.
 //
-// Fork has the shape of package sandbox's Forker interface.
+// Fork has the shape of package proc's Forker interface.
 type Placement struct {
 	m     *Manager
 	rel   string     // the target's cgroup, relative to the root

@@ -10,7 +10,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/podsup/podsup/sandbox"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -48,29 +48,29 @@ func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor
 		stderr = os.Stderr
 	}
 	onExit := req.OnExit
-	cmd := &sandbox.Cmd{
+	cmd := &proc.Cmd{
 		Path: pr.Command[0], Args: pr.Command, Env: supervisor.Environ(pr.Env),
 		Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
 		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
-		OnExit: func(e sandbox.Exit) {
+		OnExit: func(e proc.Exit) {
 			onExit(supervisor.ExitStatus{Code: e.Code(), Signal: e.Signal()})
 		},
 	}
-	p, err := sandbox.Start(cmd)
+	p, err := proc.Start(cmd)
 	if err != nil {
 		code := 128
-		if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrNotExecutable) {
-			code = sandbox.ExitCodeForStartError(err)
+		if errors.Is(err, proc.ErrCommandNotFound) || errors.Is(err, proc.ErrNotExecutable) {
+			code = proc.ExitCodeForStartError(err)
 		}
 		return nil, &supervisor.StartError{Code: code, Err: err}
 	}
 	return hostInstance{p}, nil
 }
 
-// Spawner is sandbox.Start: Runtime's groups have no sandbox, so
+// Spawner is proc.Start: Runtime's groups have no sandbox, so
 // their exec probes and hooks run in podsup's namespaces.
-func (Runtime) Spawner(string) func(*sandbox.Cmd) (*sandbox.Process, error) {
-	return sandbox.Start
+func (Runtime) Spawner(string) func(*proc.Cmd) (*proc.Process, error) {
+	return proc.Start
 }
 
 // ReleaseGroup does nothing: Runtime keeps nothing per group.
@@ -85,6 +85,6 @@ func (Runtime) Capabilities() supervisor.Capabilities { return supervisor.Capabi
 
 // hostInstance is a process Runtime started. Once it exited and was
 // reaped it holds nothing: Remove has nothing to free.
-type hostInstance struct{ *sandbox.Process }
+type hostInstance struct{ *proc.Process }
 
 func (hostInstance) Remove() error { return nil }

@@ -1,9 +1,11 @@
 // Package onereaper is a vet analyzer that enforces podsup's one-reaper
-// rule (docs/architecture.md, package sandbox's doc): only package sandbox (and the
-// packages under it) may wait for processes. With sandbox's wait4(-1) loop
-// running, any other waiter — os/exec's Cmd.Wait/Run/Output/CombinedOutput,
-// os.Process.Wait, a stray wait4 — races it, and one of them loses the exit
-// status ("waitid: no child processes").
+// rule (docs/architecture.md, package proc's doc): only package
+// sandbox/proc, which owns the one reaper, may wait for processes; not the
+// runtime above it (package sandbox), not a package under it. With proc's
+// wait4(-1) loop running, any other waiter — os/exec's
+// Cmd.Wait/Run/Output/CombinedOutput, os.Process.Wait, a stray wait4 —
+// races it, and one of them loses the exit status ("waitid: no child
+// processes").
 package onereaper
 
 import (
@@ -14,15 +16,15 @@ import (
 	"golang.org/x/tools/go/analysis"
 )
 
-// Analyzer reports calls that wait for a process outside package sandbox.
+// Analyzer reports calls that wait for a process outside package proc.
 var Analyzer = &analysis.Analyzer{
 	Name: "onereaper",
-	Doc:  "reports process waits outside package sandbox (podsup has one reaper)",
+	Doc:  "reports process waits outside package sandbox/proc (podsup has one reaper)",
 	Run:  run,
 }
 
-// owner is the package tree that owns waiting.
-const owner = "github.com/podsup/podsup/sandbox"
+// owner is the one package that may wait: it holds the reaper.
+const owner = "github.com/podsup/podsup/sandbox/proc"
 
 // forbidden are the functions and methods that wait for a child.
 var forbidden = map[string]bool{
@@ -38,7 +40,7 @@ var forbidden = map[string]bool{
 
 func run(pass *analysis.Pass) (any, error) {
 	path := strings.TrimSuffix(pass.Pkg.Path(), "_test")
-	if path == owner || strings.HasPrefix(path, owner+"/") {
+	if path == owner {
 		return nil, nil
 	}
 	for _, f := range pass.Files {
@@ -58,7 +60,7 @@ func run(pass *analysis.Pass) (any, error) {
 			}
 			obj, ok := pass.TypesInfo.Uses[id].(*types.Func)
 			if ok && forbidden[obj.FullName()] {
-				pass.Reportf(call.Pos(), "%s waits for a process outside package sandbox: podsup has one reaper (sandbox); start processes with sandbox.Start and wait with Process.Wait/Done", obj.FullName())
+				pass.Reportf(call.Pos(), "%s waits for a process outside package proc: podsup has one reaper (sandbox/proc); start processes with proc.Start and wait with Process.Wait/Done", obj.FullName())
 			}
 			return true
 		})

@@ -13,8 +13,8 @@ func (proc) Wait() error { return nil }
 
 func f() {
 	c := exec.Command("true")
-	_ = c.Run()               // want `Run waits for a process outside package sandbox`
-	_ = c.Wait()              // want `Wait waits for a process outside package sandbox`
+	_ = c.Run()               // want `Run waits for a process outside package proc`
+	_ = c.Wait()              // want `Wait waits for a process outside package proc`
 	_, _ = c.Output()         // want `Output waits`
 	_, _ = c.CombinedOutput() // want `CombinedOutput waits`
 	p, _ := os.FindProcess(1)

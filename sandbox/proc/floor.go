@@ -1,4 +1,4 @@
-package sandbox
+package proc
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ var ErrReaperRunning = errors.New("the reaper runs in this process: the fork+exe
 // it with wait4(pid), again and again for d, and returns how many it ran.
 // It is the lower bound of what any Go supervisor's restart can cost (no
 // reaper hand-off, pidfd, process group or bookkeeping), for benchmarks
-// that set podsup beside it. Waiting is package sandbox's alone (it owns
+// that set podsup beside it. Waiting is package proc's alone (it owns
 // the one reaper), so the floor lives here, and it refuses to run once the
 // reaper has started in this process.
 func ForkExecFloor(argv []string, d time.Duration) (int, error) {

@@ -1,4 +1,4 @@
-package sandbox
+package proc
 
 import (
 	"syscall"
@@ -20,7 +20,7 @@ type processGroup struct{ p *Process }
 func (g processGroup) KillTree(sig syscall.Signal) error {
 	// While the leader is alive (or a zombie not yet reaped) a pidfd names
 	// it exactly, so its group is reached without trusting a number.
-	err := g.p.withPidfd(func(pidfd int) error { return signalPidfd(pidfd, sig, pidfdSignalProcessGroup) })
+	err := g.p.WithPidfd(func(pidfd int) error { return signalPidfd(pidfd, sig, pidfdSignalProcessGroup) })
 	if err != ErrProcessDone && err != unix.EINVAL {
 		return err
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package proc
 
 import (
 	"context"
@@ -184,7 +184,7 @@ func Start(c *Cmd) (*Process, error) {
 		r.register(s, p)
 		// The pidfd told this child's exit from an earlier process's with
 		// the same pid while registering; signals open their own
-		// (withPidfd), so a running process holds no fd.
+		// (WithPidfd), so a running process holds no fd.
 		_ = unix.Close(pidfd) // a pidfd: nothing to flush
 		p.pidfd = -1
 		return nil
@@ -207,14 +207,15 @@ func Start(c *Cmd) (*Process, error) {
 // Pid is the process id.
 func (p *Process) Pid() int { return p.pid }
 
-// Signal sends sig to the process through a pidfd (withPidfd). After the
+// Signal sends sig to the process through a pidfd (WithPidfd). After the
 // exit is known it returns ErrProcessDone and signals nothing.
 func (p *Process) Signal(sig syscall.Signal) error {
-	return p.withPidfd(func(pidfd int) error { return signalPidfd(pidfd, sig, 0) })
+	return p.WithPidfd(func(pidfd int) error { return signalPidfd(pidfd, sig, 0) })
 }
 
-// withPidfd calls fn with a pidfd naming the process, opened for the call
-// and closed after it: a process costs podsup no fd between signals, which
+// WithPidfd calls fn with a pidfd naming the process, opened for the call
+// and closed after it (ErrProcessDone once the process has ended, fn not
+// called): a process costs podsup no fd between signals, which
 // is what lets one podsup run tens of thousands of them within its
 // RLIMIT_NOFILE. The pidfd names this very process, never a later user of
 // its number: the process is still registered with the reaper after the
@@ -226,7 +227,7 @@ func (p *Process) Signal(sig syscall.Signal) error {
 // stopping at once, signals that opened, checked and sent under it queued
 // behind each other and starved the reaper (10,000 stopping took 13 s, most
 // of it with their exits waiting to be reaped).
-func (p *Process) withPidfd(fn func(pidfd int) error) error {
+func (p *Process) WithPidfd(fn func(pidfd int) error) error {
 	r := getReaper()
 	if !r.owns(p) {
 		return ErrProcessDone // its exit has been dispatched
@@ -268,7 +269,7 @@ func (p *Process) Wait(ctx context.Context) (Exit, error) {
 	}
 }
 
-// Close releases nothing: a Process holds no fd (withPidfd). It stays for
+// Close releases nothing: a Process holds no fd (WithPidfd). It stays for
 // callers that release what they started.
 func (p *Process) Close() error { return nil }
 

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
+)
+
+// execCmd is how `podsup exec` runs argv in group g. Named a process
+// (GROUP/PROCESS), the command runs as that process runs, the way kubectl
+// exec runs in a container's context: as its user and group, with its
+// environment (podsup's own with the process's env on top) and in its
+// working directory. Without a process it runs as podsup, with podsup's
+// environment and working directory. The sandbox is the caller's: every
+// exec of a group runs in the group's sandbox.
+func execCmd(g *spec.Group, process string, argv []string) (*proc.Cmd, error) {
+	c := &proc.Cmd{Path: argv[0], Args: argv}
+	if process == "" {
+		return c, nil
+	}
+	pr := findProcess(g, process)
+	if pr == nil {
+		return nil, fmt.Errorf("group %q has no process %q", g.Name, process)
+	}
+	c.Env = processEnviron(pr.Env)
+	c.Dir, c.User, c.Group = pr.WorkingDir, pr.User, pr.Group
+	return c, nil
+}
+
+// findProcess is g's process named name, or nil.
+func findProcess(g *spec.Group, name string) *spec.Process {
+	for i := range g.Processes {
+		if g.Processes[i].Name == name {
+			return &g.Processes[i]
+		}
+	}
+	return nil
+}
+
+// processEnviron is the environment the supervisor gives a process with
+// Env extra: podsup's own with extra on top, in a stable order; nil (podsup's
+// own, as proc reads a nil Env) without extra. It must stay what the
+// supervisor's runtimes give the process, or exec would run in another
+// environment than the process it names.
+func processEnviron(extra map[string]string) []string {
+	if len(extra) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := os.Environ()
+	out := make([]string, 0, len(env)+len(keys))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, override := extra[name]; !override {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
