@@ -249,7 +249,7 @@ func TestStatusWatchPrintsEachChange(t *testing.T) {
 		t.Fatalf("stop: %d %s", code, out)
 	}
 	// The stop shows at once; the bound is generous for a loaded machine,
-	// the "within 1 s" is what an idle one gives.
+	// the "within 1 s" podsup promises is what an idle one gives.
 	for {
 		l := w.lineOr(t, "web/api was stopped")
 		if !strings.HasPrefix(l, "web") {

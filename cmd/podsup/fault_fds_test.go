@@ -210,7 +210,7 @@ func nofileLimits(t *testing.T, pid int) string {
 }
 
 // TestUpRunsManyProcessesWithinTwoFDsEach starts N sleeps under a hard
-// RLIMIT_NOFILE of 2N (the 10,000 under 20,000, scaled): every one
+// RLIMIT_NOFILE of 2N (10,000 under 20,000, scaled): every one
 // must run, podsup must hold at most 2 fds per process, each child must
 // start with the limit podsup was started with, and SIGTERM must stop them
 // all. The soft limit is below what N processes need, so podsup must run

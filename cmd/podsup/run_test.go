@@ -198,7 +198,7 @@ func TestRunKillLeftovers(t *testing.T) {
 	}
 }
 
-// TestRunReapsOrphansAsPID1 is the acceptance case: as PID 1 of a
+// TestRunReapsOrphansAsPID1 is the container case: as PID 1 of a
 // new PID namespace, 200 double-forked sleeps leave no zombie behind once
 // they have ended.
 func TestRunReapsOrphansAsPID1(t *testing.T) {
