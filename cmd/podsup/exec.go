@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"sort"
-	"strings"
 
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // execCmd is how `podsup exec` runs argv in group g. Named a process
@@ -26,7 +24,7 @@ func execCmd(g *spec.Group, process string, argv []string) (*proc.Cmd, error) {
 	if pr == nil {
 		return nil, fmt.Errorf("group %q has no process %q", g.Name, process)
 	}
-	c.Env = processEnviron(pr.Env)
+	c.Env = supervisor.Environ(pr.Env) // what the process itself gets
 	c.Dir, c.User, c.Group = pr.WorkingDir, pr.User, pr.Group
 	return c, nil
 }
@@ -39,32 +37,4 @@ func findProcess(g *spec.Group, name string) *spec.Process {
 		}
 	}
 	return nil
-}
-
-// processEnviron is the environment the supervisor gives a process with
-// Env extra: podsup's own with extra on top, in a stable order; nil (podsup's
-// own, as proc reads a nil Env) without extra. It must stay what the
-// supervisor's runtimes give the process, or exec would run in another
-// environment than the process it names.
-func processEnviron(extra map[string]string) []string {
-	if len(extra) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	env := os.Environ()
-	out := make([]string, 0, len(env)+len(keys))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, override := extra[name]; !override {
-			out = append(out, kv)
-		}
-	}
-	for _, k := range keys {
-		out = append(out, k+"="+extra[k])
-	}
-	return out
 }
