@@ -43,9 +43,11 @@
 //   - SIGPROF and 34 cannot be caught there (the runtime's profiler keeps
 //     SIGPROF, and Run makes 34 ignored there rather than fatal) and are
 //     lost. They are forwarded whenever they reach the signal thread, which
-//     is every time podsup is idle, waiting in sigtimedwait; one sent while
-//     it forwards another may be lost. No Go program can do better without
-//     changing the runtime, which unblocks both on all its threads.
+//     is nearly every time podsup is idle, waiting in sigtimedwait; one sent
+//     while it forwards another is more likely to be lost, and a rare one
+//     was lost in tests even with the signal thread waiting. No Go program
+//     can do better without changing the runtime, which unblocks both on
+//     all its threads.
 //
 // # Contract on return
 //

@@ -166,6 +166,23 @@ func TestRunForwardsURGPROFAndRealtimeOnce(t *testing.T) {
 		if err := s.p.Signal(sig); err != nil {
 			t.Fatalf("signalling podsup: %v", err)
 		}
+		if sig == syscall.SIGPROF || sig == 34 {
+			// The documented limit (package pid1): one of these two may
+			// land on a Go runtime thread and be lost. Seen once in CI
+			// even with the signal thread in sigtimedwait. Once more,
+			// after a wait far longer than any forwarding takes.
+			if got, ok := s.lineWithin(t, 5*time.Second); ok {
+				if got != names[i] {
+					t.Fatalf("sent %s (%d) to podsup, child reported %q", unix.SignalName(sig), sig, got)
+				}
+				continue
+			}
+			t.Logf("signal %d was lost (a limit of the Go runtime, see package pid1); sending it again", sig)
+			waitSignalThreadIdle(t, s.p.Pid())
+			if err := s.p.Signal(sig); err != nil {
+				t.Fatalf("signalling podsup: %v", err)
+			}
+		}
 		if got := s.lineOr(t, "sent "+unix.SignalName(sig)+" ("+strconv.Itoa(int(sig))+")"); got != names[i] {
 			t.Fatalf("sent %s (%d) to podsup, child reported %q", unix.SignalName(sig), sig, got)
 		}

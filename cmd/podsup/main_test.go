@@ -232,6 +232,13 @@ type started struct {
 	p   *proc.Process
 	out *bufio.Reader
 	r   *os.File
+
+	pending chan lineRead // a read lineWithin gave up waiting for
+}
+
+type lineRead struct {
+	l   string
+	err error
 }
 
 func start(t *testing.T, c *proc.Cmd) *started {
@@ -281,24 +288,35 @@ func (s *started) line(t *testing.T) string {
 // lineOr is line, saying what the test had just done when no line comes.
 func (s *started) lineOr(t *testing.T, after string) string {
 	t.Helper()
-	type res struct {
-		l   string
-		err error
-	}
-	c := make(chan res, 1)
-	go func() { l, err := s.out.ReadString('\n'); c <- res{l, err} }()
-	select {
-	case r := <-c:
-		if r.err != nil && r.l == "" {
-			t.Fatalf("reading podsup's output: %v", r.err)
-		}
-		return strings.TrimSpace(r.l)
-	case <-time.After(30 * time.Second):
+	l, ok := s.lineWithin(t, 30*time.Second)
+	if !ok {
 		if after != "" {
 			t.Fatalf("no output from podsup within 30s (%s)", after)
 		}
 		t.Fatal("no output from podsup within 30s")
-		return ""
+	}
+	return l
+}
+
+// lineWithin is the next line, or false when none came within d; the read
+// goes on, and the next call takes its line.
+func (s *started) lineWithin(t *testing.T, d time.Duration) (string, bool) {
+	t.Helper()
+	c := s.pending
+	if c == nil {
+		c = make(chan lineRead, 1)
+		go func() { l, err := s.out.ReadString('\n'); c <- lineRead{l, err} }()
+	}
+	select {
+	case r := <-c:
+		s.pending = nil
+		if r.err != nil && r.l == "" {
+			t.Fatalf("reading podsup's output: %v", r.err)
+		}
+		return strings.TrimSpace(r.l), true
+	case <-time.After(d):
+		s.pending = c
+		return "", false
 	}
 }
 
