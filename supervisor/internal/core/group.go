@@ -48,6 +48,11 @@ type Group struct {
 	initFailed bool
 	// shutdown is X9: podsup is stopping; nothing starts again.
 	shutdown bool
+	// ext is the last DepState of each related group (O1, O8);
+	// stopAfter the groups that depend on this one, whose processes an
+	// ordered shutdown lets end first (O8).
+	ext       map[string]DepState
+	stopAfter []string
 
 	// rc is the group's recreate requests.
 	rc recreateQueue
@@ -99,6 +104,16 @@ type proc struct {
 	// reload.
 	nextSpec *spec.Process
 	idPrefix string
+
+	// wait is the wait for dependencies in progress (O3); depRetry says
+	// a wait after a timed-out one passed its back-off (O5); depStarts
+	// the instance counts of the restart = true dependencies at its start
+	// (O7); pendingStop an ordered shutdown's stop waiting for its
+	// dependents (O8).
+	wait        *depWait
+	depRetry    bool
+	depStarts   map[string]int
+	pendingStop *pendingStop
 }
 
 type b8Check struct {
@@ -169,6 +184,8 @@ func (g *Group) Step(now time.Time, in Input) Plan {
 		g.killDone(in)
 	case RuntimeEventInput:
 		g.runtimeEvent(in)
+	case DependencyInput:
+		g.dependencyState(in)
 	case TimerInput:
 	}
 	g.stepReload()

@@ -10,9 +10,11 @@ import (
 
 func (g *Group) reconcile() {
 	g.runStopDeadlines()
+	g.runPendingStops()
 	if g.shutdown {
 		return
 	}
+	g.restartDependents()
 	if !g.mainsRan && g.anyMainWanted() {
 		if g.initFailed {
 			return
@@ -34,6 +36,15 @@ func (g *Group) reconcile() {
 // tryStart is kubelet's doBackOff (B6) with X7's bypass and B8's pre-kill
 // check, followed by the start.
 func (g *Group) tryStart(p *proc) {
+	if !g.gateOpen(p) { // O1–O6
+		return
+	}
+	if t := p.last; t != nil && t.Reason == ReasonDependencyTimeout {
+		// O5: the back-off ran before the wait, not again after it.
+		p.depRetry, p.startNow, p.b8 = false, false, nil
+		g.start(p)
+		return
+	}
 	key := p.spec.Name
 	if p.startNow {
 		p.startNow = false
@@ -101,6 +112,7 @@ func (g *Group) nextWake() time.Time {
 		}
 		if p.inst == nil {
 			consider(p.nextStart)
+			consider(p.waitWake())
 		}
 	}
 	consider(g.rc.wake)
