@@ -103,6 +103,7 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 		}
 	}
 	s.order = order
+	s.deps.configure(&s.cfg, s.workers)
 	return ch, nil
 }
 

@@ -18,6 +18,10 @@ import (
 
 // Events of the start order.
 const (
+	// EventReady: a running instance's readiness probe or protocol turned
+	// it ready (O3). kubelet shows this only as the Ready condition's
+	// transition time; podsup's waits need it as an event.
+	EventReady = "Ready"
 	// EventWaiting: a process began to wait for a dependency (O3).
 	EventWaiting = "Waiting"
 	// EventDependenciesMet: the wait is over; the start follows (O3).
