@@ -215,7 +215,7 @@ func (g *Group) gateOpen(p *proc) bool {
 	if len(unmet) == 0 {
 		if w := p.wait; w != nil {
 			p.wait = nil
-			g.emit(p, EventNormal, EventDependenciesMet, "Dependencies of process %s met after %s", p.spec.Name, g.now.Sub(w.since))
+			g.emit(p, EventNormal, EventDependenciesMet, "Dependencies of process %s met after %s", p.spec.Name, g.now.Sub(w.since).Round(time.Millisecond))
 		}
 		g.noteDepStarts(p)
 		return true

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/api"
+)
+
+// Start and stop order (docs/semantics.md O1–O9) through podsup up, with
+// real processes; the events stream tells the order.
+
+// eventLog follows podsup's events until the stream ends (podsup exits)
+// or the test does.
+type eventLog struct {
+	mu   sync.Mutex
+	evs  []api.Event
+	done chan struct{}
+}
+
+func followEvents(t *testing.T, c *api.Client) *eventLog {
+	t.Helper()
+	l := &eventLog{done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); <-l.done })
+	go func() {
+		defer close(l.done)
+		_ = c.Events(ctx, true, func(e api.Event) error {
+			l.mu.Lock()
+			l.evs = append(l.evs, e)
+			l.mu.Unlock()
+			return nil
+		})
+	}()
+	return l
+}
+
+func (l *eventLog) all() []api.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]api.Event(nil), l.evs...)
+}
+
+// find returns the first event of process (group/process) with reason.
+func (l *eventLog) find(group, process, reason string) (api.Event, bool) {
+	for _, e := range l.all() {
+		if e.Group == group && e.Process == process && e.Reason == reason {
+			return e, true
+		}
+	}
+	return api.Event{}, false
+}
+
+func (l *eventLog) dump() string {
+	var b strings.Builder
+	for _, e := range l.all() {
+		fmt.Fprintf(&b, "%d %s %s/%s %s: %s\n", e.Seq, e.Time.Format("15:04:05.000"), e.Group, e.Process, e.Reason, e.Message)
+	}
+	return b.String()
+}
+
+func TestUpDependsOnReady(t *testing.T) {
+	t.Parallel()
+	// O1, O3: api waits for db ready (a readiness probe turns true 2s
+	// after db starts) and starts after db's Ready event; status, wait
+	// and health say what is going on meanwhile.
+	flag := filepath.Join(t.TempDir(), "db-ready")
+	f := startUp(t, `
+supervisor {
+  socket = "%s"
+}
+group "g" {
+  process "api" {
+    command = ["sleep", "1000"]
+    depends_on "db" { condition = "ready" }
+  }
+  process "db" {
+    command = ["sh", "-c", "sleep 2; touch `+flag+`; exec sleep 1000"]
+    readiness_probe {
+      exec { command = ["test", "-f", "`+flag+`"] }
+      period = "100ms"
+    }
+  }
+}
+`)
+	log := followEvents(t, f.c)
+	if code, out := f.ctl(t, "status", "g/api"); code != 0 || !strings.Contains(out, "waiting for db ready") {
+		t.Errorf("O3: status of a waiting api: %d\n%s", code, out)
+	}
+	if code, out := f.ctl(t, "health"); code != 1 || !strings.Contains(out, "not ready") {
+		t.Errorf("health while api waits: %d %q, want 1", code, out)
+	}
+	if code, out := f.ctl(t, "wait", "g/api", "--for", "started", "--timeout", "200ms"); code != 1 || !strings.Contains(out, "timed out") {
+		t.Errorf("wait that times out: %d %q, want 1", code, out)
+	}
+	if code, out := f.ctl(t, "wait", "g", "--for", "ready", "--timeout", "30s"); code != 0 || !strings.Contains(out, "g ready") {
+		t.Fatalf("wait g ready: %d %q\n%s", code, out, log.dump())
+	}
+	if code, out := f.ctl(t, "health"); code != 0 {
+		t.Errorf("health once ready: %d %q", code, out)
+	}
+	if code, _ := f.ctl(t, "ready"); code != 0 {
+		t.Errorf("ready (health's alias) once ready: %d", code)
+	}
+	if code, out := f.ctl(t, "wait", "--for", "ready", "--timeout", "0"); code != 0 {
+		t.Errorf("wait --timeout 0 when met: %d %q", code, out)
+	}
+	var ready, started, waiting api.Event
+	if !eventually(func() bool {
+		var ok1, ok2, ok3 bool
+		ready, ok1 = log.find("g", "db", "Ready")
+		started, ok2 = log.find("g", "api", "Started")
+		waiting, ok3 = log.find("g", "api", "Waiting")
+		return ok1 && ok2 && ok3
+	}) {
+		t.Fatalf("missing events:\n%s", log.dump())
+	}
+	if !(waiting.Seq < ready.Seq && ready.Seq < started.Seq) {
+		t.Errorf("O1: want api Waiting < db Ready < api Started:\n%s", log.dump())
+	}
+	gap := started.Time.Sub(ready.Time)
+	t.Logf("api Started %s after db's Ready event", gap)
+	if gap < 0 || gap > 5*time.Second { // generous: a noisy machine
+		t.Errorf("api started %s after db's Ready", gap)
+	}
+	if _, ok := log.find("g", "api", "DependenciesMet"); !ok {
+		t.Errorf("O3: no DependenciesMet event:\n%s", log.dump())
+	}
+	if code, _ := f.ctl(t, "wait", "g/api", "--for", "bogus"); code == 0 {
+		t.Error("wait --for bogus exited 0")
+	}
+	f.ctl(t, "shutdown")
+	f.up.wait(t)
+}
+
+func TestUpDependsOnCompleted(t *testing.T) {
+	t.Parallel()
+	// O4: a completed dependency gates until exit 0; one that fails for
+	// good blocks its dependent, with a DependencyFailed event.
+	f := startUp(t, `
+supervisor {
+  socket = "%s"
+}
+group "ok" {
+  process "migrate" {
+    command        = ["sh", "-c", "sleep 0.5"]
+    restart_policy = "never"
+  }
+  process "api" {
+    command = ["sleep", "1000"]
+    depends_on "migrate" { condition = "completed" }
+  }
+}
+group "bad" {
+  process "migrate" {
+    command        = ["sh", "-c", "exit 3"]
+    restart_policy = "never"
+  }
+  process "api" {
+    command = ["sleep", "1000"]
+    depends_on "migrate" { condition = "completed" }
+  }
+}
+`)
+	log := followEvents(t, f.c)
+	if code, out := f.ctl(t, "wait", "ok/api", "--for", "started", "--timeout", "30s"); code != 0 {
+		t.Fatalf("wait ok/api started: %d %q\n%s", code, out, log.dump())
+	}
+	if code, out := f.ctl(t, "wait", "ok/migrate", "--for", "completed", "--timeout", "30s"); code != 0 {
+		t.Errorf("wait ok/migrate completed: %d %q", code, out)
+	}
+	var failed api.Event
+	if !eventually(func() bool { var ok bool; failed, ok = log.find("bad", "api", "DependencyFailed"); return ok }) {
+		t.Fatalf("O4: no DependencyFailed for bad/api:\n%s", log.dump())
+	}
+	if !strings.Contains(failed.Message, "migrate exited with code 3") || failed.Type != "Warning" {
+		t.Errorf("O4: %+v", failed)
+	}
+	completed, _ := log.find("ok", "migrate", "Completed")
+	started, _ := log.find("ok", "api", "Started")
+	if !(completed.Seq > 0 && completed.Seq < started.Seq) {
+		t.Errorf("O4: ok/api started before ok/migrate completed:\n%s", log.dump())
+	}
+	if _, ok := log.find("bad", "api", "Started"); ok {
+		t.Errorf("O4: bad/api started:\n%s", log.dump())
+	}
+	if code, out := f.ctl(t, "status", "bad/api"); !strings.Contains(out, "waiting for migrate completed") {
+		t.Errorf("status bad/api: %d %q", code, out)
+	}
+	if code, _ := f.ctl(t, "health", "ok"); code != 0 {
+		t.Errorf("health ok: %d", code)
+	}
+	if code, _ := f.ctl(t, "health"); code != 1 {
+		t.Errorf("health with bad/api blocked: %d, want 1", code)
+	}
+	f.ctl(t, "shutdown")
+	f.up.wait(t)
+}
+
+func TestUpRefusesADependencyCycle(t *testing.T) {
+	t.Parallel()
+	// O2: validate and up refuse a cycle with file:line:col, naming it.
+	file := filepath.Join(t.TempDir(), "cycle.hcl")
+	src := `group "g" {
+  process "a" {
+    command = ["sleep", "1"]
+    depends_on "b" {}
+  }
+  process "b" {
+    command = ["sleep", "1"]
+    depends_on "a" { condition = "ready" }
+  }
+}
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"validate", "-f", file}, {"up", "-f", file, "--socket", filepath.Join(t.TempDir(), "s.sock")}} {
+		code, out := runPodsup(t, args...)
+		if code == 0 || !strings.Contains(out, file+":4:5") || !strings.Contains(out, "cycle: a -> b -> a") {
+			t.Errorf("podsup %s: %d\n%s", args[0], code, out)
+		}
+	}
+}
+
+func TestUpShutdownStopsAChainInReverse(t *testing.T) {
+	t.Parallel()
+	// O8: c depends on b, b on a, and group edge on group chain:
+	// podsup shutdown stops edge, then c, b, a, each after the one before
+	// exited.
+	f := startUp(t, `
+supervisor {
+  socket = "%s"
+}
+group "chain" {
+  process "a" {
+    command = ["sleep", "1000"]
+  }
+  process "b" {
+    command = ["sleep", "1000"]
+    depends_on "a" {}
+  }
+  process "c" {
+    command = ["sleep", "1000"]
+    depends_on "b" {}
+  }
+}
+group "edge" {
+  depends_on "chain" { condition = "started" }
+  process "proxy" {
+    command = ["sleep", "1000"]
+  }
+}
+`)
+	log := followEvents(t, f.c)
+	if code, out := f.ctl(t, "wait", "--for", "started", "--timeout", "30s"); code != 0 {
+		t.Fatalf("wait started: %d %q", code, out)
+	}
+	if code, out := f.ctl(t, "shutdown"); code != 0 {
+		t.Fatalf("shutdown: %d %s", code, out)
+	}
+	if e := f.up.wait(t); e.Code() != 0 {
+		t.Fatalf("podsup up after shutdown: %s", e)
+	}
+	<-log.done // the stream ends with podsup
+	var order []string
+	exited := map[string]uint64{}
+	for _, e := range log.all() {
+		switch e.Reason {
+		case "Killing":
+			order = append(order, e.Process)
+			for _, dep := range map[string][]string{"c": {"proxy"}, "b": {"c", "proxy"}, "a": {"b", "c", "proxy"}}[e.Process] {
+				if exited[dep] == 0 {
+					t.Errorf("O8: %s was stopped before %s exited", e.Process, dep)
+				}
+			}
+		case "Exited", "Completed":
+			exited[e.Process] = e.Seq
+		}
+	}
+	if got := strings.Join(order, " "); got != "proxy c b a" {
+		t.Errorf("O8: stop order %q, want \"proxy c b a\":\n%s", got, log.dump())
+	}
+}
