@@ -52,7 +52,7 @@ group "app" {
 	}
 }
 
-// O2: what validate and up refuse, each at the file:line:col of the
+// W2: what validate and up refuse, each at the file:line:col of the
 // depends_on block (or its condition) that is wrong.
 func TestDependsOnRefused(t *testing.T) {
 	t.Parallel()

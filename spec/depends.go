@@ -8,7 +8,7 @@ import (
 
 // Start order: a process (or a whole group) waits for other processes (or
 // groups) to reach a condition before it starts, as docker compose's
-// depends_on does (docs/semantics.md O1–O9).
+// depends_on does (docs/semantics.md W1–W9).
 
 // Condition is what a dependency must reach before its dependents start.
 type Condition string
@@ -53,7 +53,7 @@ func (d Dependency) EffectiveCondition() Condition {
 type StopOrder string
 
 const (
-	// StopOrdered stops dependents before what they depend on (O8).
+	// StopOrdered stops dependents before what they depend on (W8).
 	StopOrdered StopOrder = "ordered"
 	// StopParallel stops everything at once.
 	StopParallel StopOrder = "parallel"
@@ -74,7 +74,7 @@ func (c *Config) Dependents(group string) []string {
 
 // dependencies checks the depends_on blocks of every group and process:
 // known names, valid conditions, `completed` only on what can complete,
-// and no cycle (O2).
+// and no cycle (W2).
 func (ch *checker) dependencies(c *Config) {
 	groups := map[string]*Group{}
 	for i := range c.Groups {

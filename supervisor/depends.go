@@ -11,8 +11,8 @@ import (
 
 // depHub carries each group's DepState to the groups related to it by a
 // group-level depends_on: its dependents, whose processes wait for it
-// (O1), and its dependencies, whose ordered shutdown waits for it to be
-// gone (O8). A worker hands it its state after every batch it handled;
+// (W1), and its dependencies, whose ordered shutdown waits for it to be
+// gone (W8). A worker hands it its state after every batch it handled;
 // the hub posts a DependencyInput only when the state changed, so the
 // waiting group's core is stepped in the same instant: nothing polls.
 type depHub struct {
@@ -46,8 +46,8 @@ func (h *depHub) configure(cfg *spec.Config, workers map[string]*worker) {
 	}
 	for _, g := range cfg.Groups {
 		for _, d := range g.DependsOn {
-			add(d.Name, g.Name) // the dependent waits for d (O1)
-			add(g.Name, d.Name) // d's ordered shutdown waits for g (O8)
+			add(d.Name, g.Name) // the dependent waits for d (W1)
+			add(g.Name, d.Name) // d's ordered shutdown waits for g (W8)
 		}
 	}
 	for name, st := range h.last {
@@ -78,8 +78,8 @@ func (h *depHub) tellLocked(name string, st core.DepState) {
 	}
 }
 
-// shutdownInput is the shutdown request for group name: ordered (O8)
-// unless the supervisor block says stop_order = "parallel" (O9).
+// shutdownInput is the shutdown request for group name: ordered (W8)
+// unless the supervisor block says stop_order = "parallel" (W9).
 func shutdownInput(cfg *spec.Config, name string, grace *time.Duration, by string) core.CommandInput {
 	in := core.CommandInput{Kind: core.CmdShutdown, Grace: grace, By: by}
 	if cfg.Supervisor.StopOrder != spec.StopParallel {

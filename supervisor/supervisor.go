@@ -216,7 +216,7 @@ func (s *Supervisor) spawn(w *worker) {
 
 // Shutdown stops every group, each process through K1–K6 with grace as
 // the override (nil: each group's own): dependents before what they
-// depend on (O8), or all at once with stop_order = "parallel" (O9). A
+// depend on (W8), or all at once with stop_order = "parallel" (W9). A
 // second call stops whatever still waits for its dependents at once and
 // escalates every process already stopping to SIGKILL (X9). It does not
 // wait: Run returns when everything has stopped.
@@ -232,7 +232,7 @@ func (s *Supervisor) shutdownLocked(grace *time.Duration, by string) {
 		close(s.stopping)
 	}
 	for name, w := range s.workers {
-		w.mb.put(shutdownInput(&s.cfg, name, grace, by)) // O8, O9
+		w.mb.put(shutdownInput(&s.cfg, name, grace, by)) // W8, W9
 	}
 	for w := range s.retiring {
 		w.mb.put(core.CommandInput{Kind: core.CmdShutdown, Grace: grace, By: by})

@@ -71,7 +71,7 @@ type worker struct {
 	done    chan struct{}
 	// lc runs hooks and probe workers.
 	lc lifecycle
-	// deps carries the group's DepState to related groups (O1, O8).
+	// deps carries the group's DepState to related groups (W1, W8).
 	deps *depHub
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/podsup/podsup/api"
 )
 
-// Start and stop order (docs/semantics.md O1–O9) through podsup up, with
+// Start and stop order (docs/semantics.md W1–W9) through podsup up, with
 // real processes; the events stream tells the order.
 
 // eventLog follows podsup's events until the stream ends (podsup exits)
@@ -67,7 +67,7 @@ func (l *eventLog) dump() string {
 
 func TestUpDependsOnReady(t *testing.T) {
 	t.Parallel()
-	// O1, O3: api waits for db ready (a readiness probe turns true 2s
+	// W1, W3: api waits for db ready (a readiness probe turns true 2s
 	// after db starts) and starts after db's Ready event; status, wait
 	// and health say what is going on meanwhile.
 	flag := filepath.Join(t.TempDir(), "db-ready")
@@ -91,7 +91,7 @@ group "g" {
 `)
 	log := followEvents(t, f.c)
 	if code, out := f.ctl(t, "status", "g/api"); code != 0 || !strings.Contains(out, "waiting for db ready") {
-		t.Errorf("O3: status of a waiting api: %d\n%s", code, out)
+		t.Errorf("W3: status of a waiting api: %d\n%s", code, out)
 	}
 	if code, out := f.ctl(t, "health"); code != 1 || !strings.Contains(out, "not ready") {
 		t.Errorf("health while api waits: %d %q, want 1", code, out)
@@ -122,7 +122,7 @@ group "g" {
 		t.Fatalf("missing events:\n%s", log.dump())
 	}
 	if !(waiting.Seq < ready.Seq && ready.Seq < started.Seq) {
-		t.Errorf("O1: want api Waiting < db Ready < api Started:\n%s", log.dump())
+		t.Errorf("W1: want api Waiting < db Ready < api Started:\n%s", log.dump())
 	}
 	gap := started.Time.Sub(ready.Time)
 	t.Logf("api Started %s after db's Ready event", gap)
@@ -130,7 +130,7 @@ group "g" {
 		t.Errorf("api started %s after db's Ready", gap)
 	}
 	if _, ok := log.find("g", "api", "DependenciesMet"); !ok {
-		t.Errorf("O3: no DependenciesMet event:\n%s", log.dump())
+		t.Errorf("W3: no DependenciesMet event:\n%s", log.dump())
 	}
 	if code, _ := f.ctl(t, "wait", "g/api", "--for", "bogus"); code == 0 {
 		t.Error("wait --for bogus exited 0")
@@ -141,7 +141,7 @@ group "g" {
 
 func TestUpDependsOnCompleted(t *testing.T) {
 	t.Parallel()
-	// O4: a completed dependency gates until exit 0; one that fails for
+	// W4: a completed dependency gates until exit 0; one that fails for
 	// good blocks its dependent, with a DependencyFailed event.
 	f := startUp(t, `
 supervisor {
@@ -177,18 +177,18 @@ group "bad" {
 	}
 	var failed api.Event
 	if !eventually(func() bool { var ok bool; failed, ok = log.find("bad", "api", "DependencyFailed"); return ok }) {
-		t.Fatalf("O4: no DependencyFailed for bad/api:\n%s", log.dump())
+		t.Fatalf("W4: no DependencyFailed for bad/api:\n%s", log.dump())
 	}
 	if !strings.Contains(failed.Message, "migrate exited with code 3") || failed.Type != "Warning" {
-		t.Errorf("O4: %+v", failed)
+		t.Errorf("W4: %+v", failed)
 	}
 	completed, _ := log.find("ok", "migrate", "Completed")
 	started, _ := log.find("ok", "api", "Started")
 	if !(completed.Seq > 0 && completed.Seq < started.Seq) {
-		t.Errorf("O4: ok/api started before ok/migrate completed:\n%s", log.dump())
+		t.Errorf("W4: ok/api started before ok/migrate completed:\n%s", log.dump())
 	}
 	if _, ok := log.find("bad", "api", "Started"); ok {
-		t.Errorf("O4: bad/api started:\n%s", log.dump())
+		t.Errorf("W4: bad/api started:\n%s", log.dump())
 	}
 	if code, out := f.ctl(t, "status", "bad/api"); !strings.Contains(out, "waiting for migrate completed") {
 		t.Errorf("status bad/api: %d %q", code, out)
@@ -205,7 +205,7 @@ group "bad" {
 
 func TestUpRefusesADependencyCycle(t *testing.T) {
 	t.Parallel()
-	// O2: validate and up refuse a cycle with file:line:col, naming it.
+	// W2: validate and up refuse a cycle with file:line:col, naming it.
 	file := filepath.Join(t.TempDir(), "cycle.hcl")
 	src := `group "g" {
   process "a" {
@@ -231,7 +231,7 @@ func TestUpRefusesADependencyCycle(t *testing.T) {
 
 func TestUpShutdownStopsAChainInReverse(t *testing.T) {
 	t.Parallel()
-	// O8: c depends on b, b on a, and group edge on group chain:
+	// W8: c depends on b, b on a, and group edge on group chain:
 	// podsup shutdown stops edge, then c, b, a, each after the one before
 	// exited.
 	f := startUp(t, `
@@ -277,7 +277,7 @@ group "edge" {
 			order = append(order, e.Process)
 			for _, dep := range map[string][]string{"c": {"proxy"}, "b": {"c", "proxy"}, "a": {"b", "c", "proxy"}}[e.Process] {
 				if exited[dep] == 0 {
-					t.Errorf("O8: %s was stopped before %s exited", e.Process, dep)
+					t.Errorf("W8: %s was stopped before %s exited", e.Process, dep)
 				}
 			}
 		case "Exited", "Completed":
@@ -285,6 +285,6 @@ group "edge" {
 		}
 	}
 	if got := strings.Join(order, " "); got != "proxy c b a" {
-		t.Errorf("O8: stop order %q, want \"proxy c b a\":\n%s", got, log.dump())
+		t.Errorf("W8: stop order %q, want \"proxy c b a\":\n%s", got, log.dump())
 	}
 }

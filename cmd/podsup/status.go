@@ -246,7 +246,7 @@ func describeState(p api.ProcessStatus, now time.Time) string {
 		}
 	}
 	if p.Reason == "DependencyWait" && p.Message != "" {
-		s += " (" + p.Message + ")" // O3: what it waits for
+		s += " (" + p.Message + ")" // W3: what it waits for
 	}
 	if p.State == "terminated" && p.Terminated != nil {
 		s += fmt.Sprintf(" (exit %d)", p.Terminated.ExitCode)

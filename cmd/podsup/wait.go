@@ -27,7 +27,7 @@ func newWaitCmd(f *ctlFlags) *cobra.Command {
 exit 1 when the timeout comes first (saying what is still missing) or
 podsup does not answer. Without an argument every group must meet it.
 
-The conditions are depends_on's (docs/semantics.md O1): a process is
+The conditions are depends_on's (docs/semantics.md W1): a process is
 started when it runs and its startup probe (if any) succeeded, ready when
 its readiness probe or protocol says so (without one, once started), and
 completed when it exited 0 and is not restarted; a process that completed
@@ -169,7 +169,7 @@ func (w *waiter) missing() []string {
 	return out
 }
 
-// meets is depends_on's condition (O1) on a process's wire status.
+// meets is depends_on's condition (W1) on a process's wire status.
 func meets(p api.ProcessStatus, cond string) bool {
 	completed := p.State == "terminated" && p.Terminated != nil && p.Terminated.ExitCode == 0 && p.Reason == "Completed"
 	switch cond {

@@ -7,7 +7,7 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-// Start order (O1–O7): a process starts only once each of its
+// Start order (W1–W7): a process starts only once each of its
 // depends_on conditions holds, and those of its group's depends_on; the
 // wait is a waiting state with events at its start and end, bounded by
 // the dependency's timeout; restart = true restarts a running dependent
@@ -19,19 +19,19 @@ import (
 // Events of the start order.
 const (
 	// EventReady: a running instance's readiness probe or protocol turned
-	// it ready (O3). kubelet shows this only as the Ready condition's
+	// it ready (W3). kubelet shows this only as the Ready condition's
 	// transition time; podsup's waits need it as an event.
 	EventReady = "Ready"
-	// EventWaiting: a process began to wait for a dependency (O3).
+	// EventWaiting: a process began to wait for a dependency (W3).
 	EventWaiting = "Waiting"
-	// EventDependenciesMet: the wait is over; the start follows (O3).
+	// EventDependenciesMet: the wait is over; the start follows (W3).
 	EventDependenciesMet = "DependenciesMet"
 	// EventDependencyFailed: a `completed` dependency ended for good with
 	// a non-zero exit: the wait can only end by its timeout or a restart
-	// of that dependency (O4).
+	// of that dependency (W4).
 	EventDependencyFailed = "DependencyFailed"
 	// EventDependencyTimeout: the wait outlived a timeout; the process
-	// failed and its restart policy applies (O5).
+	// failed and its restart policy applies (W5).
 	EventDependencyTimeout = "DependencyTimeout"
 )
 
@@ -44,11 +44,11 @@ const (
 )
 
 // DependencyTimeoutExitCode is the exit code a timed-out wait is
-// recorded with: a failure, so that on-failure restarts it (O5).
+// recorded with: a failure, so that on-failure restarts it (W5).
 const DependencyTimeoutExitCode = 1
 
 // DepState is what a group's dependents (depends_on "GROUP") and, at
-// shutdown, its dependencies (O8) need to know of it.
+// shutdown, its dependencies (W8) need to know of it.
 type DepState struct {
 	// Started, Ready and Completed: every main process has started, is
 	// ready, has completed (exited 0 for good). A process that completed
@@ -60,7 +60,7 @@ type DepState struct {
 	// Alive: an instance of the group is alive.
 	Alive bool
 	// Starts counts the main processes' instances: restart = true
-	// restarts dependents when it grows (O7).
+	// restarts dependents when it grows (W7).
 	Starts int
 }
 
@@ -74,14 +74,14 @@ type DependencyInput struct {
 
 func (DependencyInput) isInput() {}
 
-// depWait is a process's wait for its dependencies (O3).
+// depWait is a process's wait for its dependencies (W3).
 type depWait struct {
 	since time.Time
 	// on is what it waits for now ("db ready"), its status message.
 	on string
 	// failed names the dependencies whose failure was reported.
 	failed map[string]bool
-	// wake is the earliest timeout of an unmet dependency (O5).
+	// wake is the earliest timeout of an unmet dependency (W5).
 	wake time.Time
 }
 
@@ -126,7 +126,7 @@ func (g *Group) DepState() DepState {
 	return st
 }
 
-// procMet reports whether q meets c (O1), and when it never will, why.
+// procMet reports whether q meets c (W1), and when it never will, why.
 func (g *Group) procMet(q *proc, c spec.Condition) (met bool, failed string) {
 	if q.init && g.initCompleted(q) {
 		return true, "" // I1, I3: a completed init met every condition
@@ -188,14 +188,14 @@ func (g *Group) hasDeps(p *proc) bool {
 	return len(g.spec.DependsOn) > 0 || len(p.spec.DependsOn) > 0
 }
 
-// gateOpen is O1–O6 for a process about to start: true when every
+// gateOpen is W1–W6 for a process about to start: true when every
 // dependency holds. Otherwise it starts or continues the wait, reports
 // it, and fails the process when a timeout is over.
 func (g *Group) gateOpen(p *proc) bool {
 	if !g.hasDeps(p) {
 		return true
 	}
-	// O5: after a timed-out wait, the back-off delays the next one, as it
+	// W5: after a timed-out wait, the back-off delays the next one, as it
 	// delays a restart after a crash.
 	if t := p.last; p.wait == nil && t != nil && t.Reason == ReasonDependencyTimeout && !p.depRetry {
 		key := p.spec.Name
@@ -250,7 +250,7 @@ func (g *Group) gateOpen(p *proc) bool {
 	return false
 }
 
-// dependencyTimeout is O5: the wait failed the process, as an exit with
+// dependencyTimeout is W5: the wait failed the process, as an exit with
 // code 1 would; the restart policy then decides, and the next wait
 // begins after the back-off.
 func (g *Group) dependencyTimeout(p *proc, u unmetDep) {
@@ -269,7 +269,7 @@ func (g *Group) dependencyTimeout(p *proc, u unmetDep) {
 }
 
 // noteDepStarts records the dependencies' instance counts as p starts,
-// for restart = true (O7).
+// for restart = true (W7).
 func (g *Group) noteDepStarts(p *proc) {
 	p.depStarts = nil
 	for _, d := range g.spec.DependsOn {
@@ -291,7 +291,7 @@ func (g *Group) setDepStart(p *proc, key string, n int) {
 	p.depStarts[key] = n
 }
 
-// restartDependents is O7: a running process whose dependency with
+// restartDependents is W7: a running process whose dependency with
 // restart = true started a new instance since it started is restarted;
 // its next start waits for the condition again.
 func (g *Group) restartDependents() {

@@ -9,7 +9,7 @@ import (
 	"github.com/podsup/podsup/spec"
 )
 
-// Start order (O1–O7) and stop order (O8, O9) on the simulated clock.
+// Start order (W1–W7) and stop order (W8, W9) on the simulated clock.
 
 // dbAPI is a group where api depends on db with cond; db has a readiness
 // probe, so it is ready only when a probe says so.
@@ -49,33 +49,33 @@ func reasonsOf(evs []Event, process string) []string {
 }
 
 func TestDependsOnGateOpensOnTheReadyEvent(t *testing.T) {
-	// O1, O3: api waits, shown as waiting with what it waits for, and
+	// W1, W3: api waits, shown as waiting with what it waits for, and
 	// starts in the very step that reports db ready.
 	s := newSim(t, dbAPI(spec.ConditionReady, 0), scaled, 0, forever)
 	s.runUntil(time.Second)
 	assertTimes(t, "db", s.starts["db"], secs(0))
 	if len(s.starts["api"]) != 0 {
-		t.Fatalf("O1: api started at %v before db was ready", s.starts["api"])
+		t.Fatalf("W1: api started at %v before db was ready", s.starts["api"])
 	}
 	ps := s.status("api")
 	if ps.State != StateWaiting || ps.Reason != ReasonDependencyWait || ps.Message != "waiting for db ready" {
-		t.Errorf("O3: api status %s/%s %q", ps.State, ps.Reason, ps.Message)
+		t.Errorf("W3: api status %s/%s %q", ps.State, ps.Reason, ps.Message)
 	}
 	if w := s.eventsWith(EventWaiting); len(w) != 1 || w[0].Process != "api" || s.at(w[0]) != 0 || !strings.Contains(w[0].Message, "db ready") {
-		t.Errorf("O3: Waiting events %+v", w)
+		t.Errorf("W3: Waiting events %+v", w)
 	}
 	s.ready("db")
 	assertTimes(t, "api", s.starts["api"], secs(1))
 	if got := reasonsOf(s.events, "api"); !slices.Equal(got, []string{EventWaiting, EventDependenciesMet, EventStarted}) {
-		t.Errorf("O3: api's events %v", got)
+		t.Errorf("W3: api's events %v", got)
 	}
 	if met := s.eventsWith(EventDependenciesMet); len(met) != 1 || !strings.Contains(met[0].Message, "after 1s") {
-		t.Errorf("O3: DependenciesMet %+v", met)
+		t.Errorf("W3: DependenciesMet %+v", met)
 	}
 }
 
 func TestDependsOnStartedAndReadyWithoutProbe(t *testing.T) {
-	// O1: without a readiness signal, ready is started: api starts in the
+	// W1: without a readiness signal, ready is started: api starts in the
 	// step that reports db started.
 	g := dbAPI(spec.ConditionReady, 0)
 	g.Processes[1].ReadinessProbe = nil
@@ -89,7 +89,7 @@ func TestDependsOnStartedAndReadyWithoutProbe(t *testing.T) {
 }
 
 func TestDependsOnTimeoutFiresAtExactlyTheTimeout(t *testing.T) {
-	// O5: a wait not met by its timeout fails the process then, exactly;
+	// W5: a wait not met by its timeout fails the process then, exactly;
 	// the policy (always) and back-off decide the next wait: the first
 	// at once, the next after 100ms (scaled back-off).
 	s := newSim(t, dbAPI(spec.ConditionReady, 2*time.Second), scaled, 0, forever)
@@ -98,7 +98,7 @@ func TestDependsOnTimeoutFiresAtExactlyTheTimeout(t *testing.T) {
 	for _, e := range s.eventsWith(EventDependencyTimeout) {
 		at = append(at, s.at(e))
 		if e.Type != EventWarning || !strings.Contains(e.Message, "db ready not met within 2s") {
-			t.Errorf("O5: %+v", e)
+			t.Errorf("W5: %+v", e)
 		}
 	}
 	assertTimes(t, "timeouts", at, secs(2, 4, 6.1))
@@ -106,11 +106,11 @@ func TestDependsOnTimeoutFiresAtExactlyTheTimeout(t *testing.T) {
 		t.Errorf("api started at %v", s.starts["api"])
 	}
 	if bo := s.eventsWith(EventBackOff); len(bo) != 2 || s.at(bo[0]) != 4*time.Second || s.at(bo[1]) != 6100*time.Millisecond {
-		t.Errorf("O5: BackOff events %+v", bo)
+		t.Errorf("W5: BackOff events %+v", bo)
 	}
 	ps := s.status("api")
 	if ps.LastTermination == nil || ps.LastTermination.Reason != ReasonDependencyTimeout || ps.LastTermination.ExitCode != DependencyTimeoutExitCode {
-		t.Errorf("O5: api's last termination %+v", ps.LastTermination)
+		t.Errorf("W5: api's last termination %+v", ps.LastTermination)
 	}
 	// Met during a later wait: the start is immediate, no second back-off.
 	s.ready("db")
@@ -124,7 +124,7 @@ func TestDependsOnTimeoutUnderNeverEndsForGood(t *testing.T) {
 	s := newSim(t, g, scaled, 0, forever)
 	s.runUntil(5 * time.Second)
 	if n := len(s.eventsWith(EventDependencyTimeout)); n != 1 {
-		t.Errorf("O5 under never: %d timeouts, want 1", n)
+		t.Errorf("W5 under never: %d timeouts, want 1", n)
 	}
 	if ps := s.status("api"); ps.State != StateTerminated || ps.Reason != ReasonDependencyTimeout {
 		t.Errorf("api %s/%s", ps.State, ps.Reason)
@@ -144,7 +144,7 @@ func TestDependsOnCompleted(t *testing.T) {
 			},
 		}
 	}
-	t.Run("O4 gates until exit 0", func(t *testing.T) {
+	t.Run("W4 gates until exit 0", func(t *testing.T) {
 		s := newSim(t, group(), scaled, 0, func(p string, n int) simRun {
 			if p == "migrate" {
 				return simRun{runFor: time.Second}
@@ -154,7 +154,7 @@ func TestDependsOnCompleted(t *testing.T) {
 		s.runUntil(3 * time.Second)
 		assertTimes(t, "api", s.starts["api"], secs(1))
 	})
-	t.Run("O4 failures retried: the wait goes on", func(t *testing.T) {
+	t.Run("W4 failures retried: the wait goes on", func(t *testing.T) {
 		s := newSim(t, group(), scaled, 0, func(p string, n int) simRun {
 			if p == "migrate" && n < 2 {
 				return simRun{runFor: time.Second, code: 3}
@@ -171,7 +171,7 @@ func TestDependsOnCompleted(t *testing.T) {
 			t.Errorf("a failure that is retried is no DependencyFailed: %d", n)
 		}
 	})
-	t.Run("O4 a failure for good blocks with an event", func(t *testing.T) {
+	t.Run("W4 a failure for good blocks with an event", func(t *testing.T) {
 		g := group()
 		g.Processes[1].RestartPolicy = spec.RestartNever
 		s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
@@ -186,7 +186,7 @@ func TestDependsOnCompleted(t *testing.T) {
 		}
 		f := s.eventsWith(EventDependencyFailed)
 		if len(f) != 1 || s.at(f[0]) != time.Second || !strings.Contains(f[0].Message, "migrate exited with code 3") {
-			t.Errorf("O4: DependencyFailed %+v", f)
+			t.Errorf("W4: DependencyFailed %+v", f)
 		}
 		if ps := s.status("api"); ps.Reason != ReasonDependencyWait {
 			t.Errorf("api %s/%s", ps.State, ps.Reason)
@@ -195,7 +195,7 @@ func TestDependsOnCompleted(t *testing.T) {
 }
 
 func TestDependsOnAppliesToRestarts(t *testing.T) {
-	// O6: api crashes while db is not ready (db restarted): its restart
+	// W6: api crashes while db is not ready (db restarted): its restart
 	// waits for db ready again. Without restart = true, db's restart
 	// leaves a running api alone.
 	g := dbAPI(spec.ConditionReady, 0)
@@ -211,12 +211,12 @@ func TestDependsOnAppliesToRestarts(t *testing.T) {
 	assertTimes(t, "db", s.starts["db"], secs(0, 2))
 	assertTimes(t, "api", s.starts["api"], secs(1))
 	if len(s.signals) != 0 {
-		t.Errorf("O6: api was stopped when db restarted: %+v", s.signals)
+		t.Errorf("W6: api was stopped when db restarted: %+v", s.signals)
 	}
 }
 
 func TestDependsOnRestartTrue(t *testing.T) {
-	// O7: restart = true restarts api after db restarts, and api's new
+	// W7: restart = true restarts api after db restarts, and api's new
 	// start waits for db ready again.
 	g := dbAPI(spec.ConditionReady, 0)
 	g.Processes[0].DependsOn[0].Restart = true
@@ -230,18 +230,18 @@ func TestDependsOnRestartTrue(t *testing.T) {
 	s.ready("db")
 	s.runUntil(3 * time.Second)
 	if len(s.signals) != 1 || s.signals[0].process != "api" || s.signals[0].at != 2*time.Second {
-		t.Fatalf("O7: signals %+v, want api's at 2s", s.signals)
+		t.Fatalf("W7: signals %+v, want api's at 2s", s.signals)
 	}
 	assertTimes(t, "api", s.starts["api"], secs(1))
 	if ps := s.status("api"); ps.Reason != ReasonDependencyWait {
-		t.Errorf("O7: api %s/%s, want waiting for db", ps.State, ps.Reason)
+		t.Errorf("W7: api %s/%s, want waiting for db", ps.State, ps.Reason)
 	}
 	s.ready("db")
 	assertTimes(t, "api", s.starts["api"], secs(1, 3))
 }
 
 func TestDependsOnAnotherGroup(t *testing.T) {
-	// O1 for a group depends_on: every process waits for the other
+	// W1 for a group depends_on: every process waits for the other
 	// group's state, delivered as DependencyInput.
 	g := oneProcess(spec.RestartAlways)
 	g.DependsOn = []spec.Dependency{{Name: "db", Condition: spec.ConditionReady}}
@@ -251,7 +251,7 @@ func TestDependsOnAnotherGroup(t *testing.T) {
 		t.Fatal("app started before group db said anything")
 	}
 	if ps := s.status("app"); ps.Message != "waiting for group db ready" {
-		t.Errorf("O3: %q", ps.Message)
+		t.Errorf("W3: %q", ps.Message)
 	}
 	s.feed(DependencyInput{Group: "db", State: DepState{Started: true, Alive: true, Starts: 1}})
 	s.runUntil(2 * time.Second)
@@ -301,14 +301,14 @@ func signalOrder(s *sim) string {
 }
 
 func TestOrderedShutdownStopsDependentsFirst(t *testing.T) {
-	// O8: each process receives its stop signal once what depends on it
+	// W8: each process receives its stop signal once what depends on it
 	// has exited; each step within its own grace.
 	s := newSim(t, chain(), scaled, 0, constant(simRun{runFor: -1, termExit: time.Second}))
 	s.runUntil(time.Second)
 	s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true})
 	s.runUntil(10 * time.Second)
 	if got, want := signalOrder(s), "c@1s b@2s a@3s"; got != want {
-		t.Errorf("O8: signals %s, want %s", got, want)
+		t.Errorf("W8: signals %s, want %s", got, want)
 	}
 	if !s.core.Idle() {
 		t.Error("not everything stopped")
@@ -316,7 +316,7 @@ func TestOrderedShutdownStopsDependentsFirst(t *testing.T) {
 }
 
 func TestOrderedShutdownStepBoundedByGrace(t *testing.T) {
-	// O8: a dependent that ignores its stop signal holds its dependency
+	// W8: a dependent that ignores its stop signal holds its dependency
 	// back only until its SIGKILL (its grace, 2s).
 	g := chain()
 	grace := 2 * time.Second
@@ -328,12 +328,12 @@ func TestOrderedShutdownStepBoundedByGrace(t *testing.T) {
 	s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true})
 	s.runUntil(10 * time.Second)
 	if got, want := signalOrder(s), "c@1s b@3s a@3s"; got != want {
-		t.Errorf("O8: signals %s, want %s", got, want)
+		t.Errorf("W8: signals %s, want %s", got, want)
 	}
 }
 
 func TestParallelShutdownAndSecondRequest(t *testing.T) {
-	t.Run("O9 parallel stops all at once", func(t *testing.T) {
+	t.Run("W9 parallel stops all at once", func(t *testing.T) {
 		s := newSim(t, chain(), scaled, 0, constant(simRun{runFor: -1, termExit: time.Second}))
 		s.runUntil(time.Second)
 		s.feed(CommandInput{Kind: CmdShutdown, By: "test"})
@@ -342,7 +342,7 @@ func TestParallelShutdownAndSecondRequest(t *testing.T) {
 			t.Errorf("signals %s, want %s", got, want)
 		}
 	})
-	t.Run("O8 a second shutdown stops what still waits at once", func(t *testing.T) {
+	t.Run("W8 a second shutdown stops what still waits at once", func(t *testing.T) {
 		s := newSim(t, chain(), scaled, 0, constant(simRun{runFor: -1, termExit: 5 * time.Second}))
 		s.runUntil(time.Second)
 		s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true})
@@ -358,7 +358,7 @@ func TestParallelShutdownAndSecondRequest(t *testing.T) {
 }
 
 func TestOrderedShutdownWaitsForDependentGroups(t *testing.T) {
-	// O8 between groups: db's processes stop once group app is gone.
+	// W8 between groups: db's processes stop once group app is gone.
 	s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{runFor: -1}))
 	s.runUntil(time.Second)
 	s.feed(DependencyInput{Group: "app", State: DepState{Alive: true}})

@@ -48,9 +48,9 @@ type Group struct {
 	initFailed bool
 	// shutdown is X9: podsup is stopping; nothing starts again.
 	shutdown bool
-	// ext is the last DepState of each related group (O1, O8);
+	// ext is the last DepState of each related group (W1, W8);
 	// stopAfter the groups that depend on this one, whose processes an
-	// ordered shutdown lets end first (O8).
+	// ordered shutdown lets end first (W8).
 	ext       map[string]DepState
 	stopAfter []string
 
@@ -105,11 +105,11 @@ type proc struct {
 	nextSpec *spec.Process
 	idPrefix string
 
-	// wait is the wait for dependencies in progress (O3); depRetry says
-	// a wait after a timed-out one passed its back-off (O5); depStarts
+	// wait is the wait for dependencies in progress (W3); depRetry says
+	// a wait after a timed-out one passed its back-off (W5); depStarts
 	// the instance counts of the restart = true dependencies at its start
-	// (O7); pendingStop an ordered shutdown's stop waiting for its
-	// dependents (O8).
+	// (W7); pendingStop an ordered shutdown's stop waiting for its
+	// dependents (W8).
 	wait        *depWait
 	depRetry    bool
 	depStarts   map[string]int

@@ -46,7 +46,7 @@ type CommandInput struct {
 	Grace *time.Duration
 	// By says who asked, for events (X7).
 	By string
-	// Ordered makes a shutdown stop dependents first (O8); After names
+	// Ordered makes a shutdown stop dependents first (W8); After names
 	// the groups that depend on this one.
 	Ordered bool
 	After   []string

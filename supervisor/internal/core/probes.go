@@ -26,7 +26,7 @@ func (g *Group) probeReact(p *proc, ev event) {
 	switch in.Probe {
 	case spec.Readiness:
 		if in.Success && !p.inst.ready {
-			// O3: the instant depends_on's "ready" is met, in the events.
+			// W3: the instant depends_on's "ready" is met, in the events.
 			g.emit(p, EventNormal, EventReady, "Process %s is ready", p.spec.Name)
 		}
 		p.inst.ready = in.Success

@@ -31,7 +31,7 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 		ps.InstanceID = p.inst.id
 		ps.LastTermination = p.last.clone()
 	case p.wait != nil:
-		ps.State, ps.Reason = StateWaiting, ReasonDependencyWait // O3
+		ps.State, ps.Reason = StateWaiting, ReasonDependencyWait // W3
 		ps.Message = "waiting for " + p.wait.on
 		if p.last != nil {
 			ps.InstanceID = p.last.InstanceID

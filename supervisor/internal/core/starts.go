@@ -36,11 +36,11 @@ func (g *Group) reconcile() {
 // tryStart is kubelet's doBackOff (B6) with X7's bypass and B8's pre-kill
 // check, followed by the start.
 func (g *Group) tryStart(p *proc) {
-	if !g.gateOpen(p) { // O1–O6
+	if !g.gateOpen(p) { // W1–W6
 		return
 	}
 	if t := p.last; t != nil && t.Reason == ReasonDependencyTimeout {
-		// O5: the back-off ran before the wait, not again after it.
+		// W5: the back-off ran before the wait, not again after it.
 		p.depRetry, p.startNow, p.b8 = false, false, nil
 		g.start(p)
 		return

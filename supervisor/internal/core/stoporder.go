@@ -2,7 +2,7 @@ package core
 
 import "time"
 
-// Stop order (O8, O9): with an ordered shutdown, a process is stopped
+// Stop order (W8, W9): with an ordered shutdown, a process is stopped
 // only once every process that depends on it (in its group) and every
 // group that depends on its group has no instance left; each stop then
 // runs through K1–K6 with its own grace. A second shutdown request stops
@@ -49,7 +49,7 @@ func (g *Group) runPendingStops() {
 }
 
 // dependentsAlive reports an alive instance that depends on p: a process
-// of the group naming it, or a group depending on this one (O8).
+// of the group naming it, or a group depending on this one (W8).
 func (g *Group) dependentsAlive(p *proc) bool {
 	for _, d := range g.stopAfter {
 		if g.ext[d].Alive {
