@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,8 +233,17 @@ func TestUpRefusesADependencyCycle(t *testing.T) {
 func TestUpShutdownStopsAChainInReverse(t *testing.T) {
 	t.Parallel()
 	// W8: c depends on b, b on a, and group edge on group chain:
-	// podsup shutdown stops edge, then c, b, a, each after the one before
-	// exited.
+	// podsup shutdown, and SIGTERM alike, stop edge, then c, b, a, each
+	// after the one before exited.
+	for _, how := range []string{"shutdown", "SIGTERM"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			stopChainInReverse(t, how)
+		})
+	}
+}
+
+func stopChainInReverse(t *testing.T, how string) {
 	f := startUp(t, `
 supervisor {
   socket = "%s"
@@ -262,11 +272,13 @@ group "edge" {
 	if code, out := f.ctl(t, "wait", "--for", "started", "--timeout", "30s"); code != 0 {
 		t.Fatalf("wait started: %d %q", code, out)
 	}
-	if code, out := f.ctl(t, "shutdown"); code != 0 {
+	if how == "SIGTERM" {
+		_ = f.up.p.Signal(syscall.SIGTERM)
+	} else if code, out := f.ctl(t, "shutdown"); code != 0 {
 		t.Fatalf("shutdown: %d %s", code, out)
 	}
 	if e := f.up.wait(t); e.Code() != 0 {
-		t.Fatalf("podsup up after shutdown: %s", e)
+		t.Fatalf("podsup up after %s: %s", how, e)
 	}
 	<-log.done // the stream ends with podsup
 	var order []string
