@@ -194,6 +194,9 @@ group "bad" {
 	if code, out := f.ctl(t, "status", "bad/api"); !strings.Contains(out, "waiting for migrate completed") {
 		t.Errorf("status bad/api: %d %q", code, out)
 	}
+	if code, out := f.ctl(t, "describe", "bad/api"); code != 0 || !strings.Contains(out, "migrate completed") || !strings.Contains(out, "waiting for migrate completed") || !strings.Contains(out, "DependencyFailed") {
+		t.Errorf("W3: describe bad/api: %d\n%s", code, out)
+	}
 	if code, _ := f.ctl(t, "health", "ok"); code != 0 {
 		t.Errorf("health ok: %d", code)
 	}
