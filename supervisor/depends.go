@@ -31,12 +31,20 @@ type depHub struct {
 func (h *depHub) configure(cfg *spec.Config, workers map[string]*worker) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.last == nil {
+		h.last = map[string]core.DepState{}
+	}
+	for name, w := range workers {
+		if old, ok := h.workers[name]; ok && old != w {
+			// A reload replaced the group: until its new worker speaks,
+			// it is neither started nor ready, and the old one's
+			// instances may still be alive.
+			h.last[name] = core.DepState{Alive: true}
+		}
+	}
 	h.workers = make(map[string]*worker, len(workers))
 	for name, w := range workers {
 		h.workers[name] = w
-	}
-	if h.last == nil {
-		h.last = map[string]core.DepState{}
 	}
 	h.listeners = map[string][]string{}
 	add := func(from, to string) {
