@@ -46,7 +46,7 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 	default:
 		ps.State = StateWaiting
 		switch {
-		case !p.init && !p.want:
+		case (!p.init || p.sidecar) && !p.want:
 			ps.Reason = ReasonStopped
 		case p.init || !g.mainsRan:
 			ps.Reason = ReasonPodInitializing // I1: waiting for its turn
