@@ -97,6 +97,30 @@ func TestExportUsesPodFieldsFirst(t *testing.T) {
 	}
 }
 
+// O1: a sidecar is exported as a restartable init container, in the
+// Pod's own fields, and comes back a sidecar.
+func TestExportSidecarAsRestartableInitContainer(t *testing.T) {
+	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
+		Name: "job", RestartPolicy: spec.RestartNever,
+		Init: []spec.Process{
+			{Name: "migrate", Command: []string{"true"}},
+			{Name: "shipper", Command: []string{"sleep", "60"}, RestartPolicy: spec.RestartAlways,
+				StartupProbe: &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"true"}}}, Period: time.Second}},
+		},
+		Processes: []spec.Process{{Name: "work", Command: []string{"true"}}},
+	}}}
+	back, yml := roundTrip(t, cfg, "pod")
+	if strings.Contains(yml, "podsup.dev/") {
+		t.Errorf("a sidecar needs no annotation:\n%s", yml)
+	}
+	if strings.Count(yml, "restartPolicy: Always") != 1 || !strings.Contains(yml, "startupProbe:") {
+		t.Errorf("the sidecar is not a restartable init container with its probe:\n%s", yml)
+	}
+	if !equal(groupsWithBackoff(cfg), groupsWithBackoff(back)) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
+	}
+}
+
 // podsup-only fields go into annotations, with a warning naming them.
 func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
 	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
