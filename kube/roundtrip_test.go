@@ -176,3 +176,30 @@ func TestExampleManifestsConvert(t *testing.T) {
 		})
 	}
 }
+
+// O5: an annotation on a sidecar's init container may hold what only a
+// sidecar may have (a readiness protocol here), and may also say
+// restart_policy itself.
+func TestSidecarAnnotations(t *testing.T) {
+	for _, body := range []string{`readiness = "notify"`, "restart_policy = \"always\"\nreadiness = \"notify\""} {
+		manifest := `apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  annotations:
+    podsup.dev/init.shipper: '` + strings.ReplaceAll(body, "\n", "\n\n    ") + `'
+spec:
+  initContainers:
+  - name: shipper
+    command: [sleep, "60"]
+    restartPolicy: Always
+  containers:
+  - name: app
+    command: [sleep, "60"]
+`
+		cfg, _ := convertAndParse(t, manifest, Options{Strict: true})
+		if sc := cfg.Groups[0].Init[0]; !spec.IsSidecar(&sc) || sc.Readiness != "notify" {
+			t.Errorf("%q: init %+v", body, sc)
+		}
+	}
+}
