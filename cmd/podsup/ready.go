@@ -79,6 +79,12 @@ func whatIsNotReady(st api.StatusResponse, process string) []string {
 // groupWhy is the first process of g that keeps it from being ready.
 func groupWhy(g api.GroupStatus) string {
 	for _, p := range g.Init {
+		if p.Sidecar {
+			if !p.Ready {
+				return "sidecar " + p.Name + ": " + processWhy(p)
+			}
+			continue
+		}
 		if p.State != "terminated" || p.Terminated == nil || p.Terminated.ExitCode != 0 {
 			return "init " + p.Name + ": " + processWhy(p)
 		}

@@ -76,8 +76,11 @@ func TestUpSidecars(t *testing.T) {
 
 	f.waitRunning(t, "svc", "app")
 	proxy := processStatus(t, f.c, "svc", "proxy")
-	if proxy.State != "running" || !proxy.Init || proxy.Pid == 0 {
+	if proxy.State != "running" || !proxy.Init || !proxy.Sidecar || proxy.Pid == 0 {
 		t.Fatalf("O3: the sidecar is not running beside the app: %+v", proxy)
+	}
+	if code, out := f.ctl(t, "status", "svc"); code != 0 || !strings.Contains(out, "proxy (sidecar)") {
+		t.Fatalf("status does not show the sidecar as one: %d\n%s", code, out)
 	}
 	// O2: the sidecar started before the main process.
 	var order []string
@@ -133,5 +136,25 @@ func TestUpSidecars(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "svc")); string(b) != "app-exit\nproxy-term\n" {
 		t.Fatalf("O6: svc's file %q, want app-exit, then proxy-term", b)
+	}
+}
+
+// O5: `podsup ready` names a running sidecar that is not ready as what
+// holds its group back, and passes over a ready one.
+func TestReadyNamesAnUnreadySidecar(t *testing.T) {
+	t.Parallel()
+	g := api.GroupStatus{Name: "svc", Phase: "Running",
+		Init: []api.ProcessStatus{
+			{Name: "migrate", Init: true, State: "terminated", Terminated: &api.Termination{Reason: "Completed"}},
+			{Name: "proxy", Init: true, Sidecar: true, State: "running", Ready: false},
+		},
+		Processes: []api.ProcessStatus{{Name: "app", State: "running", Ready: true}},
+	}
+	if got := groupWhy(g); !strings.HasPrefix(got, "sidecar proxy: running") {
+		t.Errorf("groupWhy = %q, want the unready sidecar", got)
+	}
+	g.Init[1].Ready, g.Processes[0].Ready = true, false
+	if got := groupWhy(g); !strings.HasPrefix(got, "app: running") {
+		t.Errorf("groupWhy = %q, want app (the sidecar is ready)", got)
 	}
 }

@@ -162,7 +162,10 @@ func (t *statusTable) flush() error {
 // statusRow is one process's columns.
 func statusRow(group string, p api.ProcessStatus, wide bool, now time.Time) []string {
 	name := p.Name
-	if p.Init {
+	switch {
+	case p.Sidecar:
+		name += " (sidecar)"
+	case p.Init:
 		name += " (init)"
 	}
 	age := "-"

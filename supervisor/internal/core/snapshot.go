@@ -17,7 +17,7 @@ func (g *Group) Snapshot() GroupStatus {
 }
 
 func (g *Group) procStatus(p *proc) ProcessStatus {
-	ps := ProcessStatus{Name: p.spec.Name, Init: p.init, RestartCount: max(p.starts-1, 0), OOMKills: p.oomKills}
+	ps := ProcessStatus{Name: p.spec.Name, Init: p.init, Sidecar: p.sidecar, RestartCount: max(p.starts-1, 0), OOMKills: p.oomKills}
 	switch {
 	case p.inst != nil && p.inst.running():
 		ps.State = StateRunning
