@@ -59,8 +59,10 @@ func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by st
 			return
 		}
 		// A restart or probe kill in progress becomes this stop request,
-		// so that the next one escalates.
+		// so that the next one escalates; a sidecar's, one that waits for
+		// its turn if it has not had its stop signal yet (O6).
 		st.reason, st.by = reason, by
+		st.ordered = st.ordered || inTurn
 		return
 	}
 	if inTurn {

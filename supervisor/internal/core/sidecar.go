@@ -55,7 +55,7 @@ func (g *Group) stopSidecarsOfEndedGroup() {
 			continue
 		}
 		p.startNow, p.b8 = false, nil
-		g.beginStopInTurn(p, KillGroupCompleted, nil, "")
+		g.beginStopInTurn(p, KillGroupCompleted, nil, "podsup")
 	}
 	for _, p := range g.inits {
 		if p.sidecar {

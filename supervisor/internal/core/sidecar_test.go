@@ -407,3 +407,29 @@ func TestSidecarStopOrder(t *testing.T) {
 		}
 	})
 }
+
+func TestSidecarStopThatAmendsAnother(t *testing.T) {
+	// O6: a sidecar whose restart is under way (its pre_stop runs) when
+	// the group shuts down still waits for its turn.
+	g := sidecarGroup(spec.RestartAlways)
+	g.Init[0].PreStop = &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: time.Second}}}
+	s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
+		if p == "migrate" {
+			return simRun{runFor: time.Second}
+		}
+		return simRun{runFor: -1, termExit: 3 * time.Second}
+	})
+	s.preStop["s1"] = time.Second
+	s.runUntil(10 * time.Second)
+	s.command(CmdRestart, "s1", nil, "test")
+	s.command(CmdShutdown, "", nil, "test")
+	s.runUntil(60 * time.Second)
+	// app gets SIGTERM at 10 and exits at 13, s2 then and exits at 16;
+	// s1's pre_stop ends at 11, and it waits until 16.
+	if got := signalTimes(s, "s1"); len(got) != 1 || got[0] != 16*time.Second {
+		t.Errorf("s1 signalled at %v, want [16s]", got)
+	}
+	if len(s.starts["s1"]) != 1 {
+		t.Errorf("s1 restarted during the shutdown: %v", s.starts["s1"])
+	}
+}
