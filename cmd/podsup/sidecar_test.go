@@ -153,6 +153,10 @@ func TestReadyNamesAnUnreadySidecar(t *testing.T) {
 	if got := groupWhy(g); !strings.HasPrefix(got, "sidecar proxy: running") {
 		t.Errorf("groupWhy = %q, want the unready sidecar", got)
 	}
+	st := api.StatusResponse{Groups: []api.GroupStatus{g}}
+	if got := whatIsNotReady(st, "proxy"); len(got) != 1 || !strings.HasPrefix(got[0], "svc/proxy (running") {
+		t.Errorf("ready svc/proxy: %q, want the unready sidecar", got)
+	}
 	g.Init[1].Ready, g.Processes[0].Ready = true, false
 	if got := groupWhy(g); !strings.HasPrefix(got, "app: running") {
 		t.Errorf("groupWhy = %q, want app (the sidecar is ready)", got)
