@@ -9,13 +9,3 @@ package spec
 // IsSidecar reports whether init, an entry of a group's Init, is a
 // sidecar.
 func IsSidecar(init *Process) bool { return init.RestartPolicy == RestartAlways }
-
-// HasSidecars reports whether any of the group's inits is a sidecar.
-func (g *Group) HasSidecars() bool {
-	for i := range g.Init {
-		if IsSidecar(&g.Init[i]) {
-			return true
-		}
-	}
-	return false
-}

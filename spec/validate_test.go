@@ -90,10 +90,10 @@ func TestSidecarTakesProbesAndReadiness(t *testing.T) {
 	if err := g.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if !IsSidecar(&g.Init[0]) || !g.HasSidecars() {
+	if !IsSidecar(&g.Init[0]) {
 		t.Error("an init with restart_policy always is a sidecar")
 	}
-	if g.Init[0].RestartPolicy = ""; IsSidecar(&g.Init[0]) || g.HasSidecars() {
+	if g.Init[0].RestartPolicy = ""; IsSidecar(&g.Init[0]) {
 		t.Error("an init without restart_policy is no sidecar")
 	}
 }
