@@ -2,9 +2,11 @@
 #
 # A database-like server that needs a second before it accepts
 # connections, a migration that must finish (exit 0) first, an API that
-# starts only then, and a log shipper the API starts after:
+# starts only then, and a log-shipping sidecar beside it:
 #   - group "app" waits for group "data" to be ready (group depends_on),
-#   - "api" waits for "migrate" to complete and for "shipper" to run,
+#   - the sidecar "shipper" starts first (an init with restart_policy
+#     "always", as Kubernetes' sidecars), then "migrate" and "api",
+#   - "api" waits for "migrate" to complete,
 #   - a shutdown stops them in reverse: api, then shipper, then db.
 #
 # Run it:
@@ -46,17 +48,17 @@ group "app" {
     timeout   = "1m"
   }
 
+  # The log shipper: a sidecar, started before the processes, restarted
+  # whenever it ends, stopped after them.
+  init "shipper" {
+    command        = ["sh", "-c", "echo shipping logs; exec sleep infinity"]
+    restart_policy = "always"
+  }
+
   process "migrate" {
     # A one-shot: it runs once against the database and exits 0.
     command        = ["sh", "-c", "echo migrating; sleep 0.5; echo migrated"]
     restart_policy = "on-failure"
-  }
-
-  # The log shipper. With native sidecars it is an init with
-  # restart_policy = "always"; as a process, depends_on gives it the same
-  # order: it starts before api and stops after it.
-  process "shipper" {
-    command = ["sh", "-c", "echo shipping logs; exec sleep infinity"]
   }
 
   process "api" {
@@ -65,9 +67,6 @@ group "app" {
 
     depends_on "migrate" {
       condition = "completed"
-    }
-    depends_on "shipper" {
-      condition = "started"
     }
 
     readiness_probe {

@@ -208,9 +208,19 @@ func newActionCmd(f *ctlFlags, action string) *cobra.Command {
 		"stop":    "Stop a group or process: stop signal, grace period, then SIGKILL of its tree",
 		"restart": "Restart a group or process now (not a crash: no back-off wait)",
 	}[action]
+	long := map[string]string{
+		"stop": short + `.
+
+Stopping a whole group stops its sidecars (inits with restart_policy
+"always") after its processes: each gets its stop signal once the
+processes and the later sidecars have exited, the wait taken from its grace
+period. A sidecar stopped on its own stops at once and stays stopped until
+started.`,
+	}[action]
 	cmd := &cobra.Command{
 		Use:               action + " GROUP[/PROCESS] [--grace D]",
 		Short:             short,
+		Long:              long,
 		Example:           "  podsup " + action + " web\n  podsup " + action + " web/api --grace 5s",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTargets(f),
@@ -301,8 +311,11 @@ func newShutdownCmd(f *ctlFlags) *cobra.Command {
 (then SIGKILL of its tree), and make podsup exit 0: the same as SIGTERM to
 podsup. Dependents stop first: a process receives its stop signal once
 every process (and every group) that depends_on it has exited; with
-supervisor { stop_order = "parallel" } everything stops at once. Asking
-twice stops whatever still waits at once and skips to SIGKILL.`,
+supervisor { stop_order = "parallel" } everything stops at once. A group's
+sidecars (inits with restart_policy "always") get their stop signal only
+after its processes have exited, in reverse order, the wait taken from
+their grace period. Asking twice stops whatever still waits at once and
+skips to SIGKILL.`,
 		Example: `  podsup shutdown
   podsup shutdown --grace 5s`,
 		Args: cobra.NoArgs,

@@ -123,12 +123,24 @@ func (g *Group) DepState() DepState {
 		st.Completed = st.Completed && ok
 		st.Failed = st.Failed || failed != ""
 	}
+	// A sidecar counts for the group's readiness (O5), never completes.
+	for _, p := range g.inits {
+		if !p.sidecar {
+			continue
+		}
+		if ok, _ := g.procMet(p, spec.ConditionStarted); !ok {
+			st.Started = false
+		}
+		if ok, _ := g.procMet(p, spec.ConditionReady); !ok {
+			st.Ready = false
+		}
+	}
 	return st
 }
 
 // procMet reports whether q meets c (W1), and when it never will, why.
 func (g *Group) procMet(q *proc, c spec.Condition) (met bool, failed string) {
-	if q.init && g.initCompleted(q) {
+	if q.init && !q.sidecar && g.initCompleted(q) {
 		return true, "" // I1, I3: a completed init met every condition
 	}
 	t := q.last

@@ -24,7 +24,7 @@ func dbAPI(cond spec.Condition, timeout time.Duration) spec.Group {
 	}
 }
 
-func forever(string, int) simRun { return simRun{runFor: -1} }
+func runForever(string, int) simRun { return simRun{runFor: -1} }
 
 // ready reports db's readiness probe's success at the current time.
 func (s *sim) ready(process string) {
@@ -51,7 +51,7 @@ func reasonsOf(evs []Event, process string) []string {
 func TestDependsOnGateOpensOnTheReadyEvent(t *testing.T) {
 	// W1, W3: api waits, shown as waiting with what it waits for, and
 	// starts in the very step that reports db ready.
-	s := newSim(t, dbAPI(spec.ConditionReady, 0), scaled, 0, forever)
+	s := newSim(t, dbAPI(spec.ConditionReady, 0), scaled, 0, runForever)
 	s.runUntil(time.Second)
 	assertTimes(t, "db", s.starts["db"], secs(0))
 	if len(s.starts["api"]) != 0 {
@@ -79,7 +79,7 @@ func TestDependsOnStartedAndReadyWithoutProbe(t *testing.T) {
 	// step that reports db started.
 	g := dbAPI(spec.ConditionReady, 0)
 	g.Processes[1].ReadinessProbe = nil
-	s := newSim(t, g, scaled, 0, forever)
+	s := newSim(t, g, scaled, 0, runForever)
 	s.runUntil(time.Second)
 	assertTimes(t, "db", s.starts["db"], secs(0))
 	assertTimes(t, "api", s.starts["api"], secs(0))
@@ -92,7 +92,7 @@ func TestDependsOnTimeoutFiresAtExactlyTheTimeout(t *testing.T) {
 	// W5: a wait not met by its timeout fails the process then, exactly;
 	// the policy (always) and back-off decide the next wait: the first
 	// at once, the next after 100ms (scaled back-off).
-	s := newSim(t, dbAPI(spec.ConditionReady, 2*time.Second), scaled, 0, forever)
+	s := newSim(t, dbAPI(spec.ConditionReady, 2*time.Second), scaled, 0, runForever)
 	s.runUntil(6500 * time.Millisecond)
 	var at []time.Duration
 	for _, e := range s.eventsWith(EventDependencyTimeout) {
@@ -121,7 +121,7 @@ func TestDependsOnTimeoutUnderNeverEndsForGood(t *testing.T) {
 	g := dbAPI(spec.ConditionReady, time.Second)
 	g.Processes[0].RestartPolicy = spec.RestartNever
 	g.Processes[0].Critical = true
-	s := newSim(t, g, scaled, 0, forever)
+	s := newSim(t, g, scaled, 0, runForever)
 	s.runUntil(5 * time.Second)
 	if n := len(s.eventsWith(EventDependencyTimeout)); n != 1 {
 		t.Errorf("W5 under never: %d timeouts, want 1", n)
@@ -245,7 +245,7 @@ func TestDependsOnAnotherGroup(t *testing.T) {
 	// group's state, delivered as DependencyInput.
 	g := oneProcess(spec.RestartAlways)
 	g.DependsOn = []spec.Dependency{{Name: "db", Condition: spec.ConditionReady}}
-	s := newSim(t, g, scaled, 0, forever)
+	s := newSim(t, g, scaled, 0, runForever)
 	s.runUntil(time.Second)
 	if len(s.starts["app"]) != 0 {
 		t.Fatal("app started before group db said anything")
@@ -264,7 +264,7 @@ func TestDependsOnAnotherGroup(t *testing.T) {
 
 func TestDepStateSummarisesTheGroup(t *testing.T) {
 	g := dbAPI(spec.ConditionStarted, 0)
-	s := newSim(t, g, scaled, 0, forever)
+	s := newSim(t, g, scaled, 0, runForever)
 	if st := s.core.DepState(); st.Started || st.Ready || st.Alive {
 		t.Errorf("before any start: %+v", st)
 	}

@@ -14,13 +14,19 @@ func (g *Group) reconcile() {
 	if g.shutdown {
 		return
 	}
-	g.restartDependents()
+	if g.over() {
+		g.stopSidecarsOfEndedGroup() // O4
+		return
+	}
+	g.keepSidecarsRunning() // O3
+	g.restartDependents()   // W7
 	if !g.mainsRan && g.anyMainWanted() {
 		if g.initFailed {
 			return
 		}
+		g.passStartedSidecars()        // O2
 		if g.initNext < len(g.inits) { // I1: one at a time, in order
-			if p := g.inits[g.initNext]; p.inst == nil {
+			if p := g.inits[g.initNext]; p.inst == nil && (!p.sidecar || p.want) {
 				g.tryStart(p)
 			}
 			return

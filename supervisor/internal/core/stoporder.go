@@ -16,11 +16,13 @@ type pendingStop struct {
 }
 
 // shutdownProc is CmdShutdown for one process: at once, or, in an
-// ordered first shutdown, once its dependents are gone.
-func (g *Group) shutdownProc(p *proc, c CommandInput, first bool) {
-	if !first || !c.Ordered || p.inst == nil || p.inst.stop != nil {
+// ordered first shutdown, once its dependents are gone. A sidecar
+// stopped with its group (inTurn) waits for its turn instead (O6), which
+// comes after every main process has exited.
+func (g *Group) shutdownProc(p *proc, c CommandInput, first, inTurn bool) {
+	if !first || !c.Ordered || inTurn || p.inst == nil || p.inst.stop != nil {
 		p.pendingStop = nil
-		g.stopProc(p, KillShutdown, c.Grace, c.By)
+		g.stopProc(p, KillShutdown, c.Grace, c.By, inTurn)
 		return
 	}
 	p.want = false
