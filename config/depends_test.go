@@ -126,6 +126,17 @@ group "y" {
   depends_on "x" { condition = "completed" }
   process "p" { command = ["p"] }
 }`, "6:32", `its process "p" is restarted always`},
+		{"completed on a sidecar", `
+group "g" {
+  init "side" {
+    command        = ["s"]
+    restart_policy = "always"
+  }
+  process "b" {
+    command = ["b"]
+    depends_on "side" { condition = "completed" }
+  }
+}`, "9:37", "it is a sidecar"},
 		{"init on a main", `
 group "g" {
   init "i" {

@@ -152,8 +152,12 @@ func (ch *checker) processDependencies(g *Group) {
 				continue
 			}
 			target := procs[d.Name]
-			if d.Condition == ConditionCompleted && (tk == "process" && g.EffectiveRestartPolicy(target) == RestartAlways || tk == "init" && IsSidecar(target)) {
+			switch {
+			case d.Condition != ConditionCompleted:
+			case tk == "process" && g.EffectiveRestartPolicy(target) == RestartAlways:
 				ch.add(at(dp, "condition"), "condition \"completed\" waits for %q to exit 0, but it is restarted always and never completes: give it restart_policy \"on-failure\" or \"never\"", d.Name)
+			case tk == "init" && IsSidecar(target):
+				ch.add(at(dp, "condition"), "condition \"completed\" waits for %q to exit 0, but it is a sidecar, restarted always, and never completes: use \"started\" or \"ready\"", d.Name)
 			}
 			if !slices.Contains(graph[pr.Name], d.Name) {
 				graph[pr.Name] = append(graph[pr.Name], d.Name)

@@ -372,3 +372,28 @@ func TestOrderedShutdownWaitsForDependentGroups(t *testing.T) {
 		t.Errorf("signals %s", got)
 	}
 }
+
+func TestDependsOnASidecar(t *testing.T) {
+	// W1 with O2: the init order passes a sidecar once it started; a main
+	// process that depends on it being ready waits for its readiness too.
+	probe := &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
+	g := spec.Group{
+		Name: "g",
+		Init: []spec.Process{{Name: "side", Command: []string{"x"}, RestartPolicy: spec.RestartAlways, ReadinessProbe: probe}},
+		Processes: []spec.Process{
+			{Name: "app", Command: []string{"x"}, DependsOn: []spec.Dependency{{Name: "side", Condition: spec.ConditionReady}}},
+			{Name: "other", Command: []string{"x"}},
+		},
+	}
+	s := newSim(t, g, scaled, 0, runForever)
+	s.runUntil(time.Second)
+	assertTimes(t, "other", s.starts["other"], secs(0))
+	if len(s.starts["app"]) != 0 {
+		t.Fatalf("app started before its sidecar was ready: %v", s.starts["app"])
+	}
+	s.ready("side")
+	assertTimes(t, "app", s.starts["app"], secs(1))
+	if st := s.core.DepState(); !st.Ready {
+		t.Errorf("O5, W1: a ready sidecar and ready processes make a ready group: %+v", st)
+	}
+}
