@@ -32,7 +32,7 @@ started when it runs and its startup probe (if any) succeeded, ready when
 its readiness probe or protocol says so (without one, once started), and
 completed when it exited 0 and is not restarted; a process that completed
 counts as started and ready too. A group meets a condition when every one
-of its processes does.
+of its processes does (and, for started and ready, every sidecar).
 
 podsup pushes each status change down the socket and the command checks
 each one as it arrives: it answers within the instant of the change.
@@ -158,7 +158,9 @@ func (w *waiter) missing() []string {
 	for _, name := range w.order {
 		g := w.groups[name]
 		for _, p := range append(append([]api.ProcessStatus(nil), g.Init...), g.Processes...) {
-			if w.process != "" && p.Name != w.process || w.process == "" && p.Init {
+			// A group's condition is its main processes' and, for started
+			// and ready, its sidecars' (W1); inits have completed by then.
+			if w.process != "" && p.Name != w.process || w.process == "" && p.Init && (!p.Sidecar || w.cond == "completed") {
 				continue
 			}
 			if !meets(p, w.cond) {
