@@ -20,7 +20,8 @@ import (
 // written as the HCL that podsup's own file would hold for them.
 //
 //	podsup.dev/group            the group's fields (restart_policy,
-//	                            termination_grace_period, backoff, sandbox)
+//	                            termination_grace_period, backoff, sandbox,
+//	                            depends_on)
 //	podsup.dev/process.NAME     fields of the process for container NAME
 //	podsup.dev/init.NAME        fields of the init for init container NAME
 //
