@@ -106,6 +106,7 @@ each one as it arrives: it answers within the instant of the change.
 	}
 	cmd.Flags().StringVar(&cond, "for", "ready", "the condition: ready, started or completed")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait before exiting 1; 0 checks once")
+	_ = cmd.RegisterFlagCompletionFunc("for", cobra.FixedCompletions([]string{"ready", "started", "completed"}, cobra.ShellCompDirectiveNoFileComp)) // only fails for an unknown flag
 	return cmd
 }
 
