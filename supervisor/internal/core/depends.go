@@ -208,8 +208,9 @@ func (g *Group) gateOpen(p *proc) bool {
 		return true
 	}
 	// W5: after a timed-out wait, the back-off delays the next one, as it
-	// delays a restart after a crash.
-	if t := p.last; p.wait == nil && t != nil && t.Reason == ReasonDependencyTimeout && !p.depRetry {
+	// delays a restart after a crash; an explicit start does not wait
+	// for it (X7).
+	if t := p.last; p.wait == nil && t != nil && t.Reason == ReasonDependencyTimeout && !p.depRetry && !p.startNow {
 		key := p.spec.Name
 		if g.backoff.IsInBackOffSince(key, t.FinishedAt, g.now) {
 			d := g.backoff.Get(key)

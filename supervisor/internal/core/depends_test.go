@@ -397,3 +397,19 @@ func TestDependsOnASidecar(t *testing.T) {
 		t.Errorf("O5, W1: a ready sidecar and ready processes make a ready group: %+v", st)
 	}
 }
+
+func TestDependsOnExplicitStartSkipsTheTimeoutsBackOff(t *testing.T) {
+	// W5 with X7: after a timed-out wait, an explicit
+	// start begins a new wait at once, without the back-off.
+	s := newSim(t, dbAPI(spec.ConditionReady, time.Second), scaled, 0, runForever)
+	s.runUntil(2050 * time.Millisecond) // timeouts at 1s and 2s; back-off until 2.1s
+	if ps := s.status("api"); ps.Reason != ReasonCrashLoopBackOff {
+		t.Fatalf("api %s/%s, want CrashLoopBackOff", ps.State, ps.Reason)
+	}
+	s.command(CmdStart, "api", nil, "test")
+	if ps := s.status("api"); ps.Reason != ReasonDependencyWait {
+		t.Errorf("X7: api %s/%s, want waiting for db at once", ps.State, ps.Reason)
+	}
+	s.ready("db")
+	assertTimes(t, "api", s.starts["api"], secs(2.05))
+}
