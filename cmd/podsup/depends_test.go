@@ -168,6 +168,23 @@ group "bad" {
     depends_on "migrate" { condition = "completed" }
   }
 }
+group "slow" {
+  process "db" {
+    command = ["sleep", "1000"]
+    readiness_probe {
+      exec { command = ["false"] }
+      period = "100ms"
+    }
+  }
+  process "api" {
+    command        = ["sleep", "1000"]
+    restart_policy = "never"
+    depends_on "db" {
+      condition = "ready"
+      timeout   = "300ms"
+    }
+  }
+}
 `)
 	log := followEvents(t, f.c)
 	if code, out := f.ctl(t, "wait", "ok/api", "--for", "started", "--timeout", "30s"); code != 0 {
@@ -196,6 +213,17 @@ group "bad" {
 	}
 	if code, out := f.ctl(t, "describe", "bad/api"); code != 0 || !strings.Contains(out, "migrate completed") || !strings.Contains(out, "waiting for migrate completed") || !strings.Contains(out, "DependencyFailed") {
 		t.Errorf("W3: describe bad/api: %d\n%s", code, out)
+	}
+	// W5: the wait's timeout fails the process; under never, for good.
+	var timedOut api.Event
+	if !eventually(func() bool { var ok bool; timedOut, ok = log.find("slow", "api", "DependencyTimeout"); return ok }) {
+		t.Fatalf("W5: no DependencyTimeout for slow/api:\n%s", log.dump())
+	}
+	if waited, _ := log.find("slow", "api", "Waiting"); timedOut.Time.Sub(waited.Time) < 300*time.Millisecond {
+		t.Errorf("W5: timed out %s after the wait began, before its 300ms", timedOut.Time.Sub(waited.Time))
+	}
+	if code, out := f.ctl(t, "status", "slow/api"); !strings.Contains(out, "terminated: DependencyTimeout") {
+		t.Errorf("W5: status slow/api: %d %q", code, out)
 	}
 	if code, _ := f.ctl(t, "health", "ok"); code != 0 {
 		t.Errorf("health ok: %d", code)
