@@ -160,6 +160,11 @@ type Log struct {
 	// terminal: lines keep the order they were written in, are all
 	// reported as stdout, and the process costs podsup one fd fewer.
 	SeparateStreams bool
+	// NoStdout (`stdout = false`) keeps the process's lines off podsup's
+	// own output (`podsup up`'s stdout) while its tail (`podsup logs`), its
+	// file in log_dir and the journal still get them: for a process too
+	// noisy to read among the others.
+	NoStdout bool
 }
 
 // ProbeKind names the three probes (P1).
