@@ -81,6 +81,10 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 	p := h.procs[key]
 	if p == nil || p.passthrough {
 		p = &procLog{group: group, process: process, name: key}
+		if h.opts.PrefixColor != nil {
+			p.color = h.opts.PrefixColor(h.colors)
+			h.colors++
+		}
 		if h.opts.Dir != "" {
 			p.file = &rotatingFile{path: h.filePath(group, process)}
 		}

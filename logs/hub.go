@@ -28,6 +28,9 @@ type HubOptions struct {
 	// NoPrefix writes console lines to Out without their "group/process | "
 	// prefix (`podsup up --no-log-prefix`, as docker compose's flag).
 	NoPrefix bool
+	// PrefixColor, when set, gives the console prefix of the i-th process
+	// attached its colour (an SGR sequence), for an Out that is a terminal.
+	PrefixColor func(i int) string
 	// OutBufferBytes bounds what waits to be written to Out; beyond it lines
 	// are dropped and counted. Default 1 MiB.
 	OutBufferBytes int
@@ -88,6 +91,7 @@ type Hub struct {
 	follows  sync.WaitGroup
 
 	width   atomic.Int32  // widest "group/process", for console padding
+	colors  int           // processes given a colour so far; Hub.mu guards it
 	wakeups atomic.Uint64 // epoll_wait returns; tests check an idle hub sleeps
 
 	// readMu is held by whoever reads capture pipes and writes what they
@@ -109,6 +113,7 @@ type Hub struct {
 type procLog struct {
 	group, process, name string
 	passthrough          bool
+	color                string // the prefix's SGR sequence with HubOptions.PrefixColor
 
 	// open counts the streams of the process's captures not yet at EOF;
 	// its file is closed when none is left. Hub.mu guards it.

@@ -170,7 +170,7 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 			} else if h.opts.NoPrefix {
 				b.out = append(append(b.out, b.text(r)...), '\n')
 			} else {
-				b.out = appendConsole(b.out, p.name, width, b.text(r))
+				b.out = appendConsole(b.out, p.name, width, p.color, b.text(r))
 			}
 		}
 		h.sink.add(b.out)

@@ -2,6 +2,7 @@ package logs
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,23 @@ func TestNoStdoutKeepsAProcessOffOutOnly(t *testing.T) {
 	}
 	if got := out.String(); got != "hello\n" {
 		t.Fatalf("Out without prefixes and without the quiet process: %q", got)
+	}
+}
+
+func TestPrefixColorsAreOnePerProcess(t *testing.T) {
+	var out syncBuffer
+	h := newTestHub(t, HubOptions{Out: &out, PrefixColor: func(i int) string { return "<c" + strconv.Itoa(i) + ">" }})
+	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `echo one`)
+	waitDone(t, a)
+	_, b := startSh(t, h, "web", "db", "1", spec.Log{}, `echo two`)
+	waitDone(t, b)
+	_, c := startSh(t, h, "web", "api", "2", spec.Log{}, `echo three`) // a new instance keeps its process's colour
+	waitDone(t, c)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := "<c0>web/api |\x1b[0m one\n<c1>web/db  |\x1b[0m two\n<c0>web/api |\x1b[0m three\n"
+	if got := out.String(); got != want {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

@@ -161,9 +161,11 @@ type Log struct {
 	// reported as stdout, and the process costs podsup one fd fewer.
 	SeparateStreams bool
 	// NoStdout (`stdout = false`) keeps the process's lines off podsup's
-	// own output (`podsup up`'s stdout) while its tail (`podsup logs`), its
-	// file in log_dir and the journal still get them: for a process too
-	// noisy to read among the others.
+	// own output (`podsup up`'s stdout, which under systemd is the journal)
+	// while its tail (`podsup logs`) and its file in log_dir still get
+	// them: for a process too noisy to read among the others. Journal
+	// sends a process's lines to journald by themselves, whatever this
+	// says.
 	NoStdout bool
 }
 

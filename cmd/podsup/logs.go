@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +30,8 @@ process, each line is prefixed "group/process | " as podsup up prints it,
 in a colour of its own on a terminal (none when NO_COLOR is set, TERM is
 dumb or the output is not a terminal). Without -f the lines of all of them
 come in the order they were captured; with -f, the kept lines of each and
-then new ones as they arrive, until ^C.
+then new ones as they arrive, until ^C (-f follows the processes there are
+when it starts: one a reload adds needs a new podsup logs).
 
 --previous shows the last terminated instance, as kubectl logs --previous
 does: the one before the running one, or, while the process waits in
@@ -135,10 +135,6 @@ func isColorTerminal(w io.Writer) bool {
 	return ok && tty.ColorWanted(f)
 }
 
-// prefixColors are docker compose's colours for service names, in its
-// order: each process shown gets the next one.
-var prefixColors = []int{36, 33, 32, 35, 34, 96, 93, 92, 95, 94}
-
 // linePrefixer writes podsup up's "group/process | " prefix, padded to the
 // widest name shown and, on a terminal, in the process's colour.
 type linePrefixer struct {
@@ -159,7 +155,7 @@ func newLinePrefixer(procs []api.Target, on, color bool) *linePrefixer {
 		name := t.Group + "/" + t.Process
 		p.width = max(p.width, len(name))
 		if color {
-			p.colors[name] = "\x1b[" + strconv.Itoa(prefixColors[i%len(prefixColors)]) + "m"
+			p.colors[name] = tty.PrefixColor(i)
 		}
 	}
 	return p
@@ -175,7 +171,7 @@ func (p *linePrefixer) append(b []byte, name string) []byte {
 	b = append(b, strings.Repeat(" ", max(p.width-len(name), 0))...)
 	b = append(b, " |"...)
 	if c != "" {
-		b = append(b, "\x1b[0m"...)
+		b = append(b, tty.Reset...)
 	}
 	return append(b, ' ')
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // logsConfig: a group of two chatty processes and a noisy one kept off
@@ -145,6 +146,34 @@ func TestLogsOfAGroupArePrefixedFollowedAndFiltered(t *testing.T) {
 			seen["worker"] = true
 		case strings.HasPrefix(l, "crash/loop | run-"):
 			seen["crash"] = true
+		}
+	}
+
+	// On a terminal each process's prefix has its colour; NO_COLOR and
+	// --no-color take them away.
+	for _, c := range []struct {
+		env   []string
+		flags []string
+		color bool
+	}{{nil, nil, true}, {[]string{"NO_COLOR=1"}, nil, false}, {nil, []string{"--no-color"}, false}} {
+		term := openPty(t, 120, 30)
+		cmd := podsupCmd(t, append([]string{"--socket", f.socket, "logs", "web", "--tail", "1"}, c.flags...)...)
+		cmd.Env = append(withTerm(cmd.Env, "xterm"), c.env...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = term.term, term.term, term.term
+		p, err := proc.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		e, err := p.Wait(ctx)
+		cancel()
+		if err != nil || e.Code() != 0 {
+			t.Fatalf("logs on a terminal: %v %v", e, err)
+		}
+		term.waitFor(t, 0, regexp.MustCompile(`web/worker \|`), "the lines on a terminal")
+		colored := regexp.MustCompile(`\x1b\[\d+mweb/api    \|\x1b\[0m api-`).MatchString(term.output())
+		if colored != c.color || (!c.color && strings.Contains(term.output(), "\x1b[")) {
+			t.Errorf("logs web on a terminal with %v %v: colour %v, want %v:\n%q", c.env, c.flags, colored, c.color, term.output())
 		}
 	}
 

@@ -21,6 +21,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
+	"github.com/podsup/podsup/internal/tty"
 	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
@@ -60,8 +61,9 @@ $XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).
 Captured output goes to podsup's stdout, each line prefixed
 "group/process | " (log_format = "console") or as JSON objects
 (log_format = "json"); --no-log-prefix drops the prefix, and a process
-with log { stdout = false } is kept off it (podsup logs, log_dir and the
-journal still have its lines).`,
+with log { stdout = false } is kept off it (podsup logs and its file in
+log_dir still have its lines). On a terminal the prefix has a colour per
+process, unless NO_COLOR is set or TERM is dumb.`,
 		Example: `  podsup up -f examples/web.hcl
   podsup up -f base.hcl -f /etc/podsup/conf.d/ --var http_port=8080
   podsup status            # in another terminal
@@ -165,8 +167,12 @@ func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error)
 		return 0, err
 	}
 	defer os.Remove(socket)
+	var logColor func(int) string
+	if tty.ColorWanted(os.Stdout) {
+		logColor = tty.PrefixColor
+	}
 	st, err := stack.New(*cfg, stack.Options{
-		Instance: instanceName(socket), Logger: log, Output: os.Stdout, NoLogPrefix: noLogPrefix,
+		Instance: instanceName(socket), Logger: log, Output: os.Stdout, NoLogPrefix: noLogPrefix, LogColor: logColor,
 		RuntimeDir: filepath.Dir(socket), Journal: journalOn, ActivationFiles: listenFiles,
 		Subreaper: true, // orphans of the groups come back to podsup
 	})

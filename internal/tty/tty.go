@@ -7,6 +7,7 @@ package tty
 
 import (
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,3 +68,17 @@ func ColorWanted(f *os.File) bool {
 	}
 	return IsTerminal(int(f.Fd()))
 }
+
+// prefixColors are docker compose's colours for service names, in its
+// order (SGR codes: cyan, yellow, green, magenta, blue, then their bright
+// forms).
+var prefixColors = []int{36, 33, 32, 35, 34, 96, 93, 92, 95, 94}
+
+// PrefixColor is the SGR sequence of the i-th name shown: `podsup up`
+// and `podsup logs` colour each process's prefix in turn.
+func PrefixColor(i int) string {
+	return "\x1b[" + strconv.Itoa(prefixColors[i%len(prefixColors)]) + "m"
+}
+
+// Reset ends a colour.
+const Reset = "\x1b[0m"
