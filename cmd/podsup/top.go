@@ -55,6 +55,11 @@ time and memory, and exits.`,
 			if once || tty.Dumb() || !tty.IsTerminal(int(in.Fd())) || !tty.IsTerminal(int(out.Fd())) {
 				return topOnce(ctx, c, cmd.OutOrStdout())
 			}
+			// Say so now if podsup is not there, rather than on a screen
+			// that waits for it.
+			if _, err := c.Version(ctx); err != nil {
+				return err
+			}
 			return runTop(ctx, c, in, out)
 		},
 	}
