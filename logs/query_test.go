@@ -45,8 +45,8 @@ func TestLinesByInstanceFindCurrentAndPrevious(t *testing.T) {
 	h := newTestHub(t, HubOptions{})
 	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `echo first`)
 	waitDone(t, a)
-	// While the process waits in back-off, its last terminated instance is
-	// the current one: asked for by id, it is found.
+	// S5: while the process waits in back-off, its last terminated
+	// instance is the current one: asked for by id, it is found.
 	got, err := h.Lines("web", "api", Query{Instance: "1"})
 	if err != nil || len(got) != 1 || got[0].Text != "first" {
 		t.Fatalf("instance 1 while current: %v %v", got, err)

@@ -427,7 +427,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// previousInstance points q at the process's last terminated instance, as
+// previousInstance points q at the process's last terminated instance (S5), as
 // the kubelet answers `kubectl logs --previous` with the container of
 // lastState.terminated: after any number of restarts, and also while the
 // process waits in CrashLoopBackOff, when that instance is still the

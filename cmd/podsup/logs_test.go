@@ -196,7 +196,7 @@ func TestLogsOfAGroupArePrefixedFollowedAndFiltered(t *testing.T) {
 	up.wait(t)
 }
 
-// --previous is the last terminated instance, however many restarts there
+// S5: --previous is the last terminated instance, however many restarts there
 // were: while the crash loop waits in back-off that is the instance that
 // just crashed, as kubectl logs --previous shows in CrashLoopBackOff.
 func TestLogsPreviousOfACrashLoop(t *testing.T) {
