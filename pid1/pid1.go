@@ -40,14 +40,16 @@
 //     preemption off, since every SIGURG then comes from outside. Without
 //     Prepare a SIGURG that lands elsewhere is taken for a preemption
 //     request and lost;
-//   - SIGPROF and 34 cannot be caught there (the runtime's profiler keeps
-//     SIGPROF, and Run makes 34 ignored there rather than fatal) and are
-//     lost. They are forwarded whenever they reach the signal thread, which
-//     is nearly every time podsup is idle, waiting in sigtimedwait; one sent
-//     while it forwards another is more likely to be lost, and a rare one
-//     was lost in tests even with the signal thread waiting. No Go program
-//     can do better without changing the runtime, which unblocks both on
-//     all its threads.
+//   - SIGPROF and 34: no Go code can catch them there (the runtime's
+//     profiler handler keeps SIGPROF, and 34 has no Go handler). On amd64
+//     and arm64 Run installs a handler of its own for both, in assembly,
+//     which re-sends them to the signal thread (redirect.go): they are
+//     forwarded however busy podsup is. On other architectures 34 is
+//     ignored there rather than fatal, and one of the two that lands there
+//     is lost, which happens only while the signal thread is not waiting.
+//     The handler stays installed after Run returns, so a program that
+//     embeds Run cannot profile its own CPU (runtime/pprof) once Run has
+//     started: its profiler's SIGPROFs would be the child's.
 //
 // # Contract on return
 //
@@ -121,7 +123,7 @@ func Run(o Options) int {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if unix.Gettid() != unix.Getpid() {
-		o.Logger.Warn().Msg("pid1.Run is not on the main thread: SIGURG, SIGPROF and 34 will not be forwarded")
+		o.Logger.Warn().Msg("pid1.Run is not on the main thread: a signal that lands elsewhere while it forwards another may be lost")
 	}
 	if runtimeSendsSIGURG {
 		o.Logger.Debug().Msg("asynchronous preemption is on (no pid1.Prepare): a SIGURG that arrives while a signal is being forwarded may be lost")
@@ -153,7 +155,9 @@ func Run(o Options) int {
 	if _, err := threadMask(unix.SIG_BLOCK, waited|sigsetOf(syscall.SIGCHLD)); err != nil {
 		f.log.Warn().Err(err).Msg("could not block signals on the signal thread: forwarding through os/signal only")
 	}
-	ignoreLoose()
+	if !redirectTo(unix.Gettid()) {
+		ignoreLoose()
+	}
 	for _, sig := range early {
 		f.forward(sig)
 	}
@@ -225,7 +229,7 @@ func takePending(set sigset) []syscall.Signal {
 		if !ok {
 			return out
 		}
-		if !fromSelf(&info) {
+		if !selfSent(sig, &info) {
 			out = append(out, sig)
 		}
 	}
@@ -280,7 +284,7 @@ func (f *forwarder) loop(set sigset, exited *atomic.Bool) {
 			f.log.Warn().Err(err).Msg("sigtimedwait failed: forwarding through os/signal only")
 			<-f.child.Done()
 			return
-		case fromSelf(&info):
+		case selfSent(sig, &info):
 			if exited.Load() {
 				return
 			}

@@ -170,11 +170,14 @@ func sigpoll(set sigset, info *siginfo) (sig syscall.Signal, ok bool) {
 	return syscall.Signal(r), true
 }
 
-// fromSelf reports a signal podsup sent itself: the Go runtime's
-// preemption SIGURGs (tgkill to one of its threads) and Run's own wake-up.
-// Seen from podsup's own PID namespace, its pid is also the sender's.
-func fromSelf(info *siginfo) bool {
-	return info.Code == siTKILL && int(info.Pid) == unix.Getpid()
+// selfSent reports a signal of podsup's own, never forwarded: a SIGURG
+// podsup sent itself, the Go runtime's preemption requests (tgkill to one
+// of its threads) and Run's own wake-up. Seen from podsup's own PID
+// namespace, its pid is also the sender's. The other signals podsup sends
+// itself are the ones redirect.go's handler re-sends to the signal thread:
+// signals from outside, forwarded.
+func selfSent(sig syscall.Signal, info *siginfo) bool {
+	return sig == syscall.SIGURG && info.Code == siTKILL && int(info.Pid) == unix.Getpid()
 }
 
 // ignoreIfDefault sets sig's disposition to SIG_IGN if it is SIG_DFL and

@@ -158,9 +158,19 @@ func newActionCmd(f *ctlFlags, action string) *cobra.Command {
 		"stop":    "Stop a group or process: stop signal, grace period, then SIGKILL of its tree",
 		"restart": "Restart a group or process now (not a crash: no back-off wait)",
 	}[action]
+	long := map[string]string{
+		"stop": short + `.
+
+Stopping a whole group stops its sidecars (inits with restart_policy
+"always") after its processes: each gets its stop signal once the
+processes and the later sidecars have exited, the wait taken from its grace
+period. A sidecar stopped on its own stops at once and stays stopped until
+started.`,
+	}[action]
 	cmd := &cobra.Command{
 		Use:               action + " GROUP[/PROCESS] [--grace D]",
 		Short:             short,
+		Long:              long,
 		Example:           "  podsup " + action + " web\n  podsup " + action + " web/api --grace 5s",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTargets(f),
@@ -249,7 +259,10 @@ func newShutdownCmd(f *ctlFlags) *cobra.Command {
 		Short: "Stop every group and make podsup exit",
 		Long: `Stop every group in parallel, each process through its pre_stop hook and
 grace period (then SIGKILL of its tree), and make podsup exit 0: the same as
-SIGTERM to podsup. Asking twice skips to SIGKILL.`,
+SIGTERM to podsup. A group's sidecars (inits with restart_policy "always")
+get their stop signal only after its processes have exited, in reverse
+order, the wait taken from their grace period. Asking twice skips to
+SIGKILL.`,
 		Example: `  podsup shutdown
   podsup shutdown --grace 5s`,
 		Args: cobra.NoArgs,

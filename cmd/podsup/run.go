@@ -33,9 +33,9 @@ func newRunCmd() *cobra.Command {
     podsup; the Go runtime's own SIGURGs never are (podsup runs with its
     asynchronous preemption off, so it sends none). 32 and 33 are not
     forwarded: the C library and the Go runtime keep them for themselves.
-    SIGPROF and 34 have one limit: now and then one is lost, most often
-    when sent while podsup is forwarding another signal (the Go runtime
-    keeps both unblocked on all its threads, where nothing can catch them);
+    SIGPROF and 34 arrive however busy podsup is on amd64 and arm64; on
+    other architectures one sent while podsup forwards another may be lost
+    (the Go runtime keeps both unblocked on all its threads);
   - however many signals arrive, even while CMD exits, podsup reports
     CMD's exit status (it never falls back to a signal's default action);
   - every zombie is reaped: as PID 1 (in a container, or under

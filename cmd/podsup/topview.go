@@ -401,7 +401,10 @@ func (v *topView) renderText() []string {
 // cgroup's CPU and memory.
 func topCells(r *topRow, now time.Time) []string {
 	name := r.key.process
-	if r.p.Init {
+	switch { // as podsup status names them
+	case r.p.Sidecar:
+		name += " (sidecar)"
+	case r.p.Init:
 		name += " (init)"
 	}
 	cpu, mem := "-", "-"

@@ -130,8 +130,8 @@ func (g *Group) finish(p *proc, term *Termination) {
 		p.oomKills++
 	}
 	switch {
-	case p.init && term.ExitCode == 0:
-		g.initSucceeded(p)
+	case p.init && !p.sidecar && term.ExitCode == 0:
+		g.initSucceeded(p) // a sidecar never completes: O3
 	case st != nil && st.restart && st.reason.probeKill():
 		p.b8 = &b8Check{ref: st.preKill} // R4: decided before the kill
 	case st != nil && st.restart:

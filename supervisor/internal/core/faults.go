@@ -91,7 +91,7 @@ func (g *Group) deferStop(p *proc, ev event) {
 	r := ev.stop
 	if d := p.inst.deferred; d != nil {
 		d.escalate = d.escalate || (isStopRequest(d.reason) && isStopRequest(r.reason))
-		d.reason, d.by, d.restart = r.reason, r.by, r.restart
+		d.reason, d.by, d.restart, d.ordered = r.reason, r.by, r.restart, r.ordered
 		if r.override != nil {
 			d.override = r.override
 		}

@@ -18,7 +18,7 @@ func (g *Group) beginStop(p *proc, reason KillReason, override, probeGrace *time
 func (g *Group) stopBegin(p *proc, ev event) {
 	r := ev.stop
 	grace := SelectGrace(r.reason, g.grace, r.probeGrace, r.override)
-	st := &stopState{reason: r.reason, by: r.by, grace: grace, begun: g.now, restart: r.restart, shown: p.inst.phase == phaseRunning}
+	st := &stopState{reason: r.reason, by: r.by, grace: grace, begun: g.now, restart: r.restart, shown: p.inst.phase == phaseRunning, ordered: r.ordered}
 	p.inst.stop = st
 	switch r.reason {
 	case KillLiveness, KillStartup:
@@ -34,6 +34,8 @@ func (g *Group) stopBegin(p *proc, ev event) {
 		}
 	case KillPostStartHook:
 		g.emit(p, EventNormal, EventKilling, "Stopping process %s: its post_start hook failed (grace %s)", p.spec.Name, grace)
+	case KillGroupCompleted:
+		g.emit(p, EventNormal, EventKilling, "Stopping sidecar %s: every main process of the group has ended (grace %s)", p.spec.Name, grace)
 	default:
 		g.emit(p, EventNormal, EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(r.reason), who(r.by), grace)
 	}
@@ -44,7 +46,7 @@ func (g *Group) stopBegin(p *proc, ev event) {
 		g.do(PreStopAction{Process: p.spec.Name, Instance: p.inst.id, Budget: grace})
 		return
 	}
-	g.sendStopSignal(p, grace)
+	g.signalInTurn(p, grace)
 }
 
 // sendStopSignal is K5 then K6: the stop signal now, SIGKILL after grace
@@ -65,7 +67,7 @@ func (g *Group) endPreStop(p *proc, ev event) {
 		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, ev.err)
 	}
 	st := p.inst.stop
-	g.sendStopSignal(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
+	g.signalInTurn(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
 }
 
 // escalate is a second stop request (X9): SIGKILL of the tree now.
@@ -92,6 +94,8 @@ func (g *Group) runStopDeadlines() {
 			g.fire(p, event{on: onPreStopDone}) // K3: the hook outlived the grace; stop waiting
 		}
 		switch ph := p.inst.phase; {
+		case ph == phaseAwaitTurn && (g.turnCame(p) || !g.now.Before(st.deadline)):
+			g.fire(p, event{on: onTurn}) // O6, K4
 		case ph == phaseSignalled && !g.now.Before(st.deadline):
 			g.fire(p, event{on: onGraceExpired})
 		case (ph == phaseKilling || ph == phaseKilled) && !g.now.Before(st.deadline):

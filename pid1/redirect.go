@@ -1,0 +1,80 @@
+package pid1
+
+import (
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The Go runtime keeps SIGPROF and 34 unblocked on every thread it starts
+// (SIGPROF for its profiler, 34 for musl's use) and no Go code can catch
+// either on those threads: its SIGPROF handler only samples, and 34 has no
+// Go handler at all. The kernel hands a process-directed signal to the
+// main thread when that thread can take it — while the signal thread waits
+// in sigtimedwait — and to any other thread that does not block it
+// otherwise. So a SIGPROF or 34 sent while the signal thread is busy
+// forwarding another signal, or merely descheduled between two waits,
+// lands on a runtime thread.
+//
+// Where the architecture has one (redirect_*.s), a signal handler of a few
+// instructions takes those two instead of the runtime: it re-sends the
+// signal to the signal thread alone with tgkill(2). That thread blocks
+// both, so the signal waits there until sigtimedwait takes it. The handler
+// never enters Go, so it may run on any thread at any moment, and it does
+// nothing when it runs on the signal thread itself (possible only while an
+// embedding program's second Run forks with the signal unblocked), since
+// re-sending there would deliver it again at once, forever. A signal it
+// re-sends reaches the loop as one podsup sent itself (SI_TKILL from
+// podsup's pid); only SIGURG of those is podsup's own (see selfSent).
+
+// redirectTgid and redirectTid are where the handler re-sends a signal:
+// this process and its signal thread. The handler reads them as plain
+// 32-bit loads; 0 makes it do nothing (never a tgkill to a pid <= 0).
+var redirectTgid, redirectTid atomic.Int32
+
+// redirected is the signals whose disposition redirectTo changed.
+var redirected = []syscall.Signal{syscall.SIGPROF, 34}
+
+// redirectTo points the redirecting handler at thread tid and installs it
+// for SIGPROF and 34, and reports whether it could: false where the
+// architecture has no handler, or when the runtime's own sigaction (whose
+// flags, mask and restorer the handler's copies) cannot be read.
+func redirectTo(tid int) bool {
+	pc := redirectHandlerPC()
+	if pc == 0 || tid <= 0 {
+		return false
+	}
+	// The runtime's sigaction for SIGUSR1 (it installs its handler for
+	// that one at start, with the flags the kernel needs on this
+	// architecture: SA_SIGINFO, SA_ONSTACK, SA_RESTORER and its restorer).
+	var model sigaction
+	if rtSigaction(syscall.SIGUSR1, nil, &model) != nil || model.handler == sigDFL || model.handler == sigIGN {
+		return false
+	}
+	pid := unix.Getpid()
+	if pid <= 0 {
+		return false
+	}
+	redirectTgid.Store(int32(pid))
+	redirectTid.Store(int32(tid))
+	act := model
+	act.handler = pc
+	for _, sig := range redirected {
+		if rtSigaction(sig, &act, nil) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// rtSigaction is rt_sigaction(2) with the kernel's struct.
+func rtSigaction(sig syscall.Signal, act, old *sigaction) error {
+	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig),
+		uintptr(unsafe.Pointer(act)), uintptr(unsafe.Pointer(old)), 8, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

@@ -1,0 +1,11 @@
+//go:build amd64 || arm64
+
+package pid1
+
+// redirectHandler is the signal handler of redirect.go, in assembly: it
+// runs on whatever thread the kernel picked, on the signal stack, and must
+// not enter Go.
+func redirectHandler()
+
+// redirectHandlerPC is redirectHandler's entry address, for rt_sigaction.
+func redirectHandlerPC() uintptr
