@@ -349,7 +349,7 @@ var referenceDefaults = map[string]string{
 
 	"resources.memory":     "no limit",
 	"resources.cpu":        "no limit",
-	"resources.cpu_weight": "100 (the kernel's)",
+	"resources.cpu_weight": "100", // what sandbox/cgroups writes to cpu.weight when unset: the kernel's default
 	"resources.pids":       "no limit",
 
 	"process.command":         "",
