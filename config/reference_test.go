@@ -391,6 +391,7 @@ var referenceDefaults = map[string]string{
 	"log.max_files":        num(logs.DefaultMaxFiles),
 	"log.journal":          code("false"),
 	"log.separate_streams": code("false"),
+	"log.stdout":           code("true"),
 
 	"probe.initial_delay":            dur(0),
 	"probe.period":                   dur(spec.DefaultProbePeriod),

@@ -160,6 +160,13 @@ type Log struct {
 	// terminal: lines keep the order they were written in, are all
 	// reported as stdout, and the process costs podsup one fd fewer.
 	SeparateStreams bool
+	// NoStdout (`stdout = false`) keeps the process's lines off podsup's
+	// own output (`podsup up`'s stdout, which under systemd is the journal)
+	// while its tail (`podsup logs`) and its file in log_dir still get
+	// them: for a process too noisy to read among the others. Journal
+	// sends a process's lines to journald by themselves, whatever this
+	// says.
+	NoStdout bool
 }
 
 // ProbeKind names the three probes (P1).
