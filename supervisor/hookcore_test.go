@@ -334,3 +334,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestPreStopOutlivingTheGraceEndsWithTheSIGKILL(t *testing.T) {
+	// K3, K9: a pre_stop that never returns. The supervisor stops waiting
+	// for it at the grace (5 s) and sends the stop signal; the hook runs
+	// on, and ends when the instance's tree is SIGKILLed 1 s (the minimum)
+	// later, not before. Its end then is no FailedPreStopHook.
+	cfg := hookGroup(spec.RestartNever, func(p *spec.Process) { p.PreStop = hookOf(0) })
+	r := startLifecycle(t, cfg, constant(simRun{runFor: -1, ignoreTerm: true}), func(spec.HookPoint, string, int) fakeHook {
+		return fakeHook{takes: -1} // hangs until its context ends
+	})
+	r.advanceTo(time.Second)
+	if err := r.sup.Stop("g", "app", RequestOptions{Requester: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	r.advanceTo(6500 * time.Millisecond) // past the grace: TERM went out at 6
+	if c := r.hooks.callsAt(spec.PreStop); len(c) != 1 || c[0].at != time.Second || c[0].ended >= 0 {
+		t.Fatalf("K9: pre_stop calls %+v, want one from 1s still running after the grace", c)
+	}
+	r.advanceTo(7 * time.Second)
+	// The hook's context ends at the SIGKILL; the fake hook hears it in a
+	// goroutine of its own (context.AfterFunc) and reads the clock, which
+	// stays at 7s until it has.
+	waitFor(t, "pre_stop ended", func() bool { return r.hooks.callsAt(spec.PreStop)[0].ended >= 0 })
+	c := r.hooks.callsAt(spec.PreStop)
+	if c[0].ended != 7*time.Second || !c[0].cancelled {
+		t.Errorf("K9: pre_stop %+v, want it ended (cancelled) at the SIGKILL, 7s", c[0])
+	}
+	ps := r.status("app")
+	if ps.Terminated == nil || ps.Terminated.Signal != syscall.SIGKILL || ps.FinishedAt.Sub(clock.Epoch) != 7*time.Second {
+		t.Errorf("K3, K5: %+v, want SIGKILL at 1 + 5 + 1 = 7s", ps)
+	}
+	if f := withReason(r.events(), EventFailedPreStopHook); len(f) != 0 {
+		t.Errorf("K9: the hook's end at the SIGKILL is no failure: %+v", f)
+	}
+	r.stop()
+}

@@ -34,6 +34,17 @@ func init() {
 		time.Sleep(200 * time.Millisecond)
 		return 0
 	}
+	// note-term DIR: writes its pid to DIR/pid; on SIGTERM writes DIR/term
+	// and carries on, until SIGKILL.
+	helpers["note-term"] = func(args []string) int {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		writePid(filepath.Join(args[0], "pid"), os.Getpid())
+		<-c
+		writePid(filepath.Join(args[0], "term"), os.Getpid())
+		time.Sleep(time.Hour)
+		return 0
+	}
 }
 
 // fastHelper is helperProcess without the race detector's one-second
@@ -320,33 +331,48 @@ func TestRealPreStopChargedAgainstGrace(t *testing.T) {
 	}
 }
 
-func TestRealHangingPreStopDoesNotDelaySIGKILL(t *testing.T) {
-	// K3, K8, X12: a pre_stop that hangs is cut at the grace (1 s), SIGTERM
-	// goes out then and SIGKILL the minimum grace (0.3 s) later; the hook's
-	// process is killed at its timeout and leaves nothing behind.
+func TestRealHangingPreStopOutlivesTheGraceUntilSIGKILL(t *testing.T) {
+	// K3, K8, K9, X12 with real processes: a pre_stop that hangs (a shell
+	// and its child sleep). The supervisor stops waiting for it at the
+	// grace (1 s) and sends SIGTERM; the hook keeps running after that,
+	// and ends with the instance's SIGKILL the minimum grace (2 s) later,
+	// its child too: nothing is left behind.
 	dir := t.TempDir()
-	hookPid := filepath.Join(dir, "hook.pid")
-	p := fastHelper(t, "app", "ignore-term", filepath.Join(dir, "pid"))
-	p.PreStop = execHook(`printf %s $$ > ` + hookPid + `.tmp; mv ` + hookPid + `.tmp ` + hookPid + `; exec sleep 60`)
-	g := realGroup("g", spec.RestartAlways, p)
+	hookPid, childPid := filepath.Join(dir, "hook.pid"), filepath.Join(dir, "child.pid")
+	p := fastHelper(t, "app", "note-term", dir)
+	p.PreStop = execHook(`sleep 30 & printf %s $! > ` + childPid + `.tmp; mv ` + childPid + `.tmp ` + childPid +
+		`; printf %s $$ > ` + hookPid + `.tmp; mv ` + hookPid + `.tmp ` + hookPid + `; wait`)
+	g := realGroup("g", spec.RestartNever, p)
 	g.TerminationGracePeriod = spec.Durp(time.Second)
-	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(300 * time.Millisecond)}, Groups: []spec.Group{g}})
+	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(2 * time.Second)}, Groups: []spec.Group{g}})
 	r.next(supervisor.EventStarted)
 	waitPidFile(t, filepath.Join(dir, "pid"))
 	if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	killing := r.next(supervisor.EventKilling)
-	pid := waitPidFile(t, hookPid)
+	hook, child := waitPidFile(t, hookPid), waitPidFile(t, childPid)
+	t.Cleanup(func() { // leave nothing behind, whatever failed
+		for _, pid := range []int{hook, child} {
+			if !processGone(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	waitPidFile(t, filepath.Join(dir, "term")) // the stop signal went out
+	time.Sleep(300 * time.Millisecond)
+	if processGone(hook) || processGone(child) {
+		t.Fatalf("K9: the pre_stop (%d, child %d) was killed by the time the stop signal was sent, %s after the stop began",
+			hook, child, time.Since(killing.Time).Round(time.Millisecond))
+	}
 	exited := r.next(supervisor.EventExited)
-	if d := exited.Time.Sub(killing.Time); d < 1300*time.Millisecond || d > 2300*time.Millisecond {
-		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 0.3 s", d)
+	if d := exited.Time.Sub(killing.Time); d < 3*time.Second || d > 5*time.Second {
+		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 2 s", d)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !processGone(pid) {
+	for !processGone(hook) || !processGone(child) {
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL) // leave nothing behind
-			t.Fatalf("the hanging pre_stop's process %d outlived its timeout", pid)
+			t.Fatalf("K9: the pre_stop's processes (%d, child %d) outlived the instance's SIGKILL", hook, child)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -373,6 +373,7 @@ func (g *exitGate) started(mb *mailbox, done startDoneInput) {
 func (w *worker) killTree(a core.KillTreeAction) {
 	inst := w.insts[a.Instance]
 	w.effects++
+	w.endInstanceHooks(a.Instance) // K9: its hooks go with it
 	if inst == nil {
 		// Nothing to kill (the core defers stops of starts in flight):
 		// answer at once so the core's bookkeeping of kills in flight holds.
