@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -222,8 +223,9 @@ func TestRealCriticalExitCode(t *testing.T) {
 }
 
 func TestRealStartFailure(t *testing.T) {
-	// A command that does not exist: Failed event, exit code 127, and the
-	// back-off applies as for a crash.
+	// E3: a command that does not exist is exit code 128, reason
+	// StartError, as containerd records it (not the shell's 127), with the
+	// cause in the message and a Failed event.
 	g := realGroup("missing", spec.RestartNever, spec.Process{Name: "app", Command: []string{filepath.Join(os.TempDir(), "podsup-no-such-command")}})
 	r := startReal(t, spec.Config{Groups: []spec.Group{g}})
 	e := r.next(supervisor.EventFailed)
@@ -234,8 +236,8 @@ func TestRealStartFailure(t *testing.T) {
 	for {
 		p, _ := r.sup.Status().Groups[0].Process("app")
 		if p.State == supervisor.StateTerminated {
-			if p.Terminated.ExitCode != 127 || p.Reason != supervisor.ReasonStartError {
-				t.Errorf("status %+v", p)
+			if p.Terminated.ExitCode != 128 || p.Reason != supervisor.ReasonStartError || !strings.Contains(p.Terminated.Message, "not found") {
+				t.Errorf("E3: status %+v (terminated %+v), want 128 StartError saying not found", p, p.Terminated)
 			}
 			break
 		}

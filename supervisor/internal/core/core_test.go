@@ -443,22 +443,22 @@ func TestCriticalX11(t *testing.T) {
 			t.Errorf("X11: %+v", s.criticals)
 		}
 	})
-	t.Run("start failure that ends for good is critical (127)", func(t *testing.T) {
+	t.Run("start failure that ends for good is critical (128, E3)", func(t *testing.T) {
 		g := crit(spec.RestartNever)
 		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
 		s.core.Step(s.now, TimerInput{})
 		id := s.core.mains[0].inst.id
-		p := s.core.Step(s.now, StartFailedInput{Instance: id, Err: errString("not found"), Code: 127})
+		p := s.core.Step(s.now, StartFailedInput{Instance: id, Err: errString("not found"), Code: 128})
 		var got []CriticalAction
 		for _, a := range p.Actions {
 			if c, ok := a.(CriticalAction); ok {
 				got = append(got, c)
 			}
 		}
-		if len(got) != 1 || got[0].Code != 127 {
+		if len(got) != 1 || got[0].Code != 128 {
 			t.Errorf("X11: %+v", got)
 		}
-		if ps := s.status("app"); ps.State != StateTerminated || ps.Reason != ReasonStartError || ps.Terminated.ExitCode != 127 {
+		if ps := s.status("app"); ps.State != StateTerminated || ps.Reason != ReasonStartError || ps.Terminated.ExitCode != 128 {
 			t.Errorf("status %+v", ps)
 		}
 	})
