@@ -188,7 +188,7 @@ func TestPostStartFailureKillsThroughTheStopPath(t *testing.T) {
 		t.Errorf("H2: pre_stop calls %+v, want one at 0.5s with the group's 5s grace", c)
 	}
 	evs := r.events()
-	want := []string{EventStarted, EventFailedPostStartHook, EventKilling, EventKilling, EventExited, EventStarted}
+	want := []string{EventCreated, EventStarted, EventFailedPostStartHook, EventKilling, EventCreated, EventStarted} // E1, E2
 	if got := reasonsOf(evs); fmt.Sprint(got[:min(len(got), len(want))]) != fmt.Sprint(want) {
 		t.Errorf("H2 events %v, want %v", got, want)
 	}

@@ -81,7 +81,7 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 
 	var evs []supervisor.Event
 	for {
-		e := r.next(supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventCompleted, supervisor.EventBackOff)
+		e := r.next(supervisor.EventCreated, supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventBackOff)
 		evs = append(evs, e)
 		if e.Reason == supervisor.EventBackOff {
 			break
@@ -96,12 +96,21 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 	if backoff.RestartCount < 5 {
 		t.Errorf("X4, B8: CrashLoopBackOff after %d restarts, want at least 5", backoff.RestartCount)
 	}
-	// Per instance, as kubectl describe shows it: Started, Unhealthy ×3
-	// with the probe's output, Killing, then the exit (0: the application
-	// shuts down cleanly on SIGTERM); the next Started follows the exit
-	// without a BackOff in between.
+	// Per instance, as kubectl describe shows it: Created, Started,
+	// Unhealthy ×3 with the probe's output, Killing; the exit is no event
+	// (E2), and the next Created follows without a BackOff in between (E1).
+	want := strings.Join([]string{supervisor.EventCreated, supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventKilling}, " ")
 	var instance []string
+	check := func() {
+		if instance != nil && strings.Join(instance, " ") != want {
+			t.Errorf("instance events %v, want %v", instance, want)
+		}
+		instance = nil
+	}
 	for _, e := range evs[:len(evs)-1] {
+		if e.Reason == supervisor.EventCreated {
+			check()
+		}
 		instance = append(instance, e.Reason)
 		switch e.Reason {
 		case supervisor.EventUnhealthy:
@@ -112,14 +121,9 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 			if !strings.Contains(e.Message, "failed liveness probe, will be restarted") {
 				t.Errorf("K7: Killing message %q", e.Message)
 			}
-		case supervisor.EventCompleted:
-			want := []string{supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventCompleted}
-			if strings.Join(instance, " ") != strings.Join(want, " ") {
-				t.Errorf("instance events %v, want %v", instance, want)
-			}
-			instance = nil
 		}
 	}
+	check()
 	// After the BackOff the process starts again, not before its back-off.
 	next := r.next(supervisor.EventStarted)
 	if d := next.Time.Sub(backoff.Time); d <= 0 || d > 5*time.Second {
@@ -226,7 +230,7 @@ func TestRealHooksSucceedInOrder(t *testing.T) {
 	if err := r.sup.Stop("hooks", "app", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	r.next(supervisor.EventExited)
+	r.terminated("hooks", "app")
 	deadline := time.Now().Add(10 * time.Second)
 	want := "pre_start main post_start pre_stop post_stop"
 	for {
@@ -272,7 +276,6 @@ func TestRealHookFailures(t *testing.T) {
 		if k := r.next(supervisor.EventKilling); !strings.Contains(k.Message, "post_start") {
 			t.Errorf("H2: Killing message %q", k.Message)
 		}
-		r.next(supervisor.EventExited)
 		ps := waitStatus(t, r, "app", func(ps supervisor.ProcessStatus) bool { return ps.State == supervisor.StateTerminated })
 		if ps.Terminated.Signal != syscall.SIGTERM {
 			t.Errorf("H2: %+v, want killed by SIGTERM", ps.Terminated)
@@ -291,17 +294,18 @@ func TestRealHookFailures(t *testing.T) {
 		if w.Type != supervisor.EventWarning || !strings.Contains(w.Message, "code 3") {
 			t.Errorf("H4: %+v", w)
 		}
-		r.next(supervisor.EventExited)
+		r.terminated("g", "app")
 	})
 	t.Run("post_stop failure is a warning only", func(t *testing.T) {
-		// X5: FailedPostStopHook after each exit; the restart does not wait.
+		// X5: FailedPostStopHook after each exit; the restart does not wait
+		// for it (3 s): the second instance starts well before.
 		p := fastHelper(t, "app", "exit", "1")
-		p.PostStop = execHook("sleep 1; exit 3")
+		p.PostStop = execHook("sleep 3; exit 3")
 		r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}})
-		first := r.next(supervisor.EventExited)
+		first := r.next(supervisor.EventStarted)
 		second := r.next(supervisor.EventStarted)
-		if d := second.Time.Sub(first.Time); d > 500*time.Millisecond {
-			t.Errorf("X5: the restart waited %s for post_stop", d)
+		if d := second.Time.Sub(first.Time); d > 2*time.Second {
+			t.Errorf("X5: the restart came %s after the first start: it waited for post_stop", d)
 		}
 		if w := r.next(supervisor.EventFailedPostStopHook); w.Type != supervisor.EventWarning || w.InstanceID != first.InstanceID {
 			t.Errorf("X5: %+v should name the instance %s", w, first.InstanceID)
@@ -325,8 +329,8 @@ func TestRealPreStopChargedAgainstGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	killing := r.next(supervisor.EventKilling)
-	exited := r.next(supervisor.EventExited)
-	if d := exited.Time.Sub(killing.Time); d < 2500*time.Millisecond || d > 3400*time.Millisecond {
+	exited := r.terminated("g", "app")
+	if d := exited.FinishedAt.Sub(killing.Time); d < 2500*time.Millisecond || d > 3400*time.Millisecond {
 		t.Errorf("K3: SIGKILL %s after the stop began, want 2.5 s (pre_stop's 1.5 s charged as 1 s)", d)
 	}
 }
@@ -365,8 +369,8 @@ func TestRealHangingPreStopOutlivesTheGraceUntilSIGKILL(t *testing.T) {
 		t.Fatalf("K9: the pre_stop (%d, child %d) was killed by the time the stop signal was sent, %s after the stop began",
 			hook, child, time.Since(killing.Time).Round(time.Millisecond))
 	}
-	exited := r.next(supervisor.EventExited)
-	if d := exited.Time.Sub(killing.Time); d < 3*time.Second || d > 5*time.Second {
+	exited := r.terminated("g", "app")
+	if d := exited.FinishedAt.Sub(killing.Time); d < 3*time.Second || d > 5*time.Second {
 		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 2 s", d)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -440,5 +444,45 @@ func TestRealExecProbesAndHooksGoThroughTheGroupsSpawner(t *testing.T) {
 			t.Fatal("X6: exec hooks and probes did not go through the group's spawner")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRealEventsFollowKubelet(t *testing.T) {
+	// E1, E2 with real processes: an instance that ignores SIGTERM and is
+	// stopped has Created, Started and one Killing, none more when the
+	// grace runs out and SIGKILL ends it, and no event for its exit; one
+	// that exits 1 on its own has Created and Started only. The exits are
+	// in the status.
+	dir := t.TempDir()
+	stubborn := fastHelper(t, "stubborn", "ignore-term", filepath.Join(dir, "pid"))
+	crash := fastHelper(t, "crash", "exit", "1")
+	g := realGroup("g", spec.RestartNever, stubborn, crash)
+	g.TerminationGracePeriod = spec.Durp(300 * time.Millisecond)
+	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(0)}, Groups: []spec.Group{g}})
+	waitPidFile(t, filepath.Join(dir, "pid"))
+	if term := r.terminated("g", "crash"); term.ExitCode != 1 || term.Reason != "Error" {
+		t.Errorf("E2: crash ended %+v, want exit code 1, Error", term)
+	}
+	if err := r.sup.Stop("g", "stubborn", supervisor.RequestOptions{Requester: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if term := r.terminated("g", "stubborn"); term.Signal != syscall.SIGKILL || term.ExitCode != 137 {
+		t.Errorf("E2: stubborn ended %+v, want SIGKILL (137)", term)
+	}
+	time.Sleep(200 * time.Millisecond) // any late event would be published by now
+	got := map[string][]string{}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		e, err := r.sub.Next(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		got[e.Process] = append(got[e.Process], e.Reason)
+	}
+	for process, want := range map[string]string{"stubborn": "Created Started Killing", "crash": "Created Started"} {
+		if s := strings.Join(got[process], " "); s != want {
+			t.Errorf("E1, E2: events of %s %q, want %q", process, s, want)
+		}
 	}
 }

@@ -74,7 +74,7 @@ func TestWorkerStatusAndEvents(t *testing.T) {
 			break
 		}
 	}
-	want := []string{EventStarted, EventExited, EventStarted, EventExited, EventBackOff}
+	want := []string{EventCreated, EventStarted, EventCreated, EventStarted, EventBackOff} // E1, E2
 	for i := range want {
 		if reasons[i] != want[i] {
 			t.Fatalf("event order %v, want %v", reasons, want)
@@ -216,15 +216,27 @@ func TestEventsAreStructuredLogLines(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := sub.Next(ctx); err != nil {
-		t.Fatal(err)
+	for { // Created (E1), then Started, which has a pid
+		e, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Reason == EventStarted {
+			break
+		}
 	}
 	sup.Shutdown(nil)
 	<-done
-	line, _, _ := strings.Cut(buf.String(), "\n")
+	var line string
 	var m map[string]any
-	if err := json.Unmarshal([]byte(line), &m); err != nil {
-		t.Fatalf("not a JSON line: %q: %v", line, err)
+	for _, l := range strings.Split(buf.String(), "\n") {
+		m = nil
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", l, err)
+		}
+		if line = l; m["event"] == EventStarted {
+			break
+		}
 	}
 	for _, k := range []string{"event", "group", "process", "instance", "restart_count", "pid", "seq", "event_time", "message", "level"} {
 		if _, ok := m[k]; !ok {

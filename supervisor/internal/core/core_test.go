@@ -63,12 +63,92 @@ func TestRestartCountAndEvents(t *testing.T) {
 		}
 		seen[e.InstanceID] = true
 	}
-	if ex := s.eventsWith(EventExited); len(ex) == 0 || !strings.Contains(ex[0].Message, "code 3") || ex[0].Type != EventWarning {
-		t.Errorf("Exited events: %+v", ex)
-	}
 	if ps := s.status("app"); ps.RestartCount != 4 || ps.State != StateWaiting {
 		t.Errorf("R5/B12: status %+v", ps)
 	}
+	// E2: the exit code is the status's (Last State), not an event's.
+	if ps := s.status("app"); ps.LastTermination == nil || ps.LastTermination.ExitCode != 3 || ps.LastTermination.Reason != ReasonError {
+		t.Errorf("E2: last termination %+v, want exit code 3, Error", ps.LastTermination)
+	}
+}
+
+func TestEventsFollowKubelet(t *testing.T) {
+	// E1, E2: per instance Created then Started, with the same instance
+	// and restart count; nothing for the exit; one Killing per stop, none
+	// more when the grace runs out and the tree is SIGKILLed; a second
+	// stop request is a second Killing, as kubelet's kill with a shorter
+	// grace is.
+	seq := func(s *sim) string {
+		var out []string
+		for _, e := range s.events {
+			out = append(out, e.Reason)
+		}
+		return strings.Join(out, " ")
+	}
+	t.Run("crash loop", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{runFor: 50 * time.Millisecond, code: 1}))
+		s.runUntil(200 * time.Millisecond) // starts at 0, 0.05, 0.2 (0.1 after the exit at 0.1)
+		if got, want := seq(s), "Created Started Created Started BackOff Created Started"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+		for i := 0; i+1 < len(s.events); i++ {
+			c, st := s.events[i], s.events[i+1]
+			if c.Reason != EventCreated {
+				continue
+			}
+			if st.Reason != EventStarted || c.InstanceID != st.InstanceID || c.RestartCount != st.RestartCount || c.Type != EventNormal || c.Message != "Created process app" {
+				t.Errorf("E1: %+v then %+v", c, st)
+			}
+		}
+	})
+	t.Run("one Killing for a stop that ends in SIGKILL", func(t *testing.T) {
+		g := oneProcess(spec.RestartAlways)
+		g.TerminationGracePeriod = spec.Durp(time.Second)
+		s := newSim(t, g, scaled, 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s.runUntil(time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(5 * time.Second)
+		if got, want := seq(s), "Created Started Killing"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+		if ps := s.status("app"); ps.Terminated == nil || ps.Terminated.Signal != syscall.SIGKILL {
+			t.Errorf("status %+v, want ended by SIGKILL", ps)
+		}
+	})
+	t.Run("a second stop request is a second Killing", func(t *testing.T) {
+		g := oneProcess(spec.RestartAlways)
+		g.TerminationGracePeriod = spec.Durp(30 * time.Second)
+		s := newSim(t, g, scaled, 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s.runUntil(time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(2 * time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(3 * time.Second)
+		if got, want := seq(s), "Created Started Killing Killing"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
+	t.Run("a start that fails: Created, Failed", func(t *testing.T) {
+		// E1, E3: kubelet records Created before the runtime's start,
+		// which is where a missing command fails.
+		s := newSim(t, oneProcess(spec.RestartNever), scaled, 0, constant(simRun{runFor: -1}))
+		var got []string
+		for _, in := range []func() Input{
+			func() Input { return TimerInput{} },
+			func() Input {
+				return StartFailedInput{Instance: s.core.mains[0].inst.id, Err: errString("/x: command not found"), Code: 128}
+			},
+		} {
+			for _, a := range s.core.Step(s.now, in()).Actions {
+				if e, ok := a.(EmitAction); ok {
+					got = append(got, e.Event.Reason)
+				}
+			}
+		}
+		if strings.Join(got, " ") != "Created Failed" {
+			t.Errorf("events %v, want Created Failed", got)
+		}
+	})
 }
 
 func TestInitProcesses(t *testing.T) {

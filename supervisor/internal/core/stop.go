@@ -74,9 +74,10 @@ func (g *Group) escalate(p *proc, ev event) {
 	g.killTree(p)
 }
 
-// graceExpired is K6's end: the grace is over, SIGKILL the tree.
+// graceExpired is K6's end: the grace is over, SIGKILL the tree. No
+// second Killing event: kubelet's one Killing covers the whole stop, the
+// runtime's SIGKILL included (E1).
 func (g *Group) graceExpired(p *proc, _ event) {
-	g.emit(p, EventNormal, EventKilling, "Killing process %s: grace period expired, sending SIGKILL to its process tree", p.spec.Name)
 	g.killTree(p)
 }
 
