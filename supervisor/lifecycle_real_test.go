@@ -336,11 +336,26 @@ func TestRealPreStopChargedAgainstGrace(t *testing.T) {
 }
 
 func TestRealHangingPreStopOutlivesTheGraceUntilSIGKILL(t *testing.T) {
-	// K3, K8, K9, X12 with real processes: a pre_stop that hangs (a shell
-	// and its child sleep). The supervisor stops waiting for it at the
-	// grace (1 s) and sends SIGTERM; the hook keeps running after that,
-	// and ends with the instance's SIGKILL the minimum grace (2 s) later,
-	// its child too: nothing is left behind.
+	// K3, K8, K9, X12 with real processes on the host: the hook has a
+	// process group of its own, outside the instance's.
+	preStopOutlivesTheGrace(t, func(cfg spec.Config) *realRun { return startReal(t, cfg) }, nil)
+}
+
+func TestLocalSandboxHangingPreStopOutlivesTheGraceUntilSIGKILL(t *testing.T) {
+	// K9 in a sandbox: the hook runs in a cgroup of its own there, which
+	// the instance's cgroup kill does not reach; it still ends with the
+	// instance's SIGKILL, and its cgroup with it.
+	preStopOutlivesTheGrace(t, func(cfg spec.Config) *realRun {
+		return startLocal(t, cfg, supervisor.Options{}, nil).realRun
+	}, &spec.Sandbox{})
+}
+
+// preStopOutlivesTheGrace: a pre_stop that hangs (a shell and its child
+// sleep). The supervisor stops waiting for it at the grace (1 s) and sends
+// SIGTERM; the hook keeps running after that, and ends with the instance's
+// SIGKILL the minimum grace (2 s) later, its child too: nothing is left
+// behind.
+func preStopOutlivesTheGrace(t *testing.T, start func(spec.Config) *realRun, sb *spec.Sandbox) {
 	dir := t.TempDir()
 	hookPid, childPid := filepath.Join(dir, "hook.pid"), filepath.Join(dir, "child.pid")
 	p := fastHelper(t, "app", "note-term", dir)
@@ -348,7 +363,8 @@ func TestRealHangingPreStopOutlivesTheGraceUntilSIGKILL(t *testing.T) {
 		`; printf %s $$ > ` + hookPid + `.tmp; mv ` + hookPid + `.tmp ` + hookPid + `; wait`)
 	g := realGroup("g", spec.RestartNever, p)
 	g.TerminationGracePeriod = spec.Durp(time.Second)
-	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(2 * time.Second)}, Groups: []spec.Group{g}})
+	g.Sandbox = sb
+	r := start(spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(2 * time.Second)}, Groups: []spec.Group{g}})
 	r.next(supervisor.EventStarted)
 	waitPidFile(t, filepath.Join(dir, "pid"))
 	if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
