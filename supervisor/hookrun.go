@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/podsup/podsup/supervisor/internal/core"
@@ -150,6 +151,17 @@ func (w *worker) startHook(pr spec.Process, instance string, point spec.HookPoin
 		req.Pid = inst.Pid()
 	}
 	finish := func(err error) {
+		if err != nil && ctx.Err() != nil && point == spec.PreStop {
+			// K9: ended with its instance (or the worker's end), not by
+			// itself. An exec or HTTP hook then failed, as kubelet's would
+			// (the exec dies with the container, the request finds none);
+			// kubelet's sleep would have run out quietly.
+			if req.Hook.Sleep != nil {
+				err = nil
+			} else {
+				err = fmt.Errorf("%w (%v)", core.ErrHookEndedWithInstance, err)
+			}
+		}
 		var he *HookError
 		if errors.As(err, &he) && len(he.Output) > 0 {
 			w.log.Debug().Str("process", process).Str("instance", instance).Str("hook", string(point)).

@@ -389,6 +389,9 @@ func preStopOutlivesTheGrace(t *testing.T, start func(spec.Config) *realRun, sb 
 	if d := exited.FinishedAt.Sub(killing.Time); d < 3*time.Second || d > 5*time.Second {
 		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 2 s", d)
 	}
+	if f := r.next(supervisor.EventFailedPreStopHook); !strings.Contains(f.Message, "did not complete") || f.InstanceID != exited.InstanceID {
+		t.Errorf("K9: %+v, want the hook reported as not completed for instance %s", f, exited.InstanceID)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for !processGone(hook) || !processGone(child) {
 		if time.Now().After(deadline) {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -303,6 +304,46 @@ func TestGracefulStopK8(t *testing.T) {
 				t.Error("a stopped process must not restart")
 			}
 		})
+	}
+}
+
+func TestPreStopThatOutlivesTheGrace(t *testing.T) {
+	// K9: the core stops waiting for a hanging pre_stop at the grace (30s)
+	// and the stop goes on; the hook's later end changes nothing but is
+	// told when it failed: while the instance is signalled, and after it
+	// is gone (the hook ended with its SIGKILL), naming that instance.
+	s := newSim(t, graceGroup(true), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+	s.runUntil(0)
+	id := s.core.mains[0].inst.id
+	s.command(CmdStop, "app", nil, "test")
+	s.runUntil(31 * time.Second)
+	step := func(in Input) []Event {
+		var out []Event
+		for _, a := range s.core.Step(s.now, in).Actions {
+			if e, ok := a.(EmitAction); ok {
+				out = append(out, e.Event)
+			}
+		}
+		return out
+	}
+	if e := step(PreStopDoneInput{Instance: id, Err: errString("hook command exited with code 3")}); len(e) != 1 ||
+		e[0].Reason != EventFailedPreStopHook || e[0].InstanceID != id || !strings.Contains(e[0].Message, "after the grace period") {
+		t.Errorf("a late failure while signalled: %+v", e)
+	}
+	if e := step(PreStopDoneInput{Instance: id}); len(e) != 0 {
+		t.Errorf("a late success: %+v", e)
+	}
+	s.runUntil(40 * time.Second) // SIGKILL at 32s: gone
+	if len(s.signals) != 1 || s.signals[0].at != 30*time.Second || len(s.kills) == 0 || s.kills[0].at != 32*time.Second {
+		t.Fatalf("K3, K5: signals %v kills %v, want TERM at 30s and SIGKILL at 32s", s.signals, s.kills)
+	}
+	e := step(PreStopDoneInput{Instance: id, Err: fmt.Errorf("%w (context canceled)", ErrHookEndedWithInstance)})
+	if len(e) != 1 || e[0].Reason != EventFailedPreStopHook || e[0].InstanceID != id || e[0].Type != EventWarning ||
+		e[0].Message != "PreStop hook for process app did not complete: it was ended with the process" {
+		t.Errorf("the hook's end with the instance: %+v", e)
+	}
+	if e := step(PreStopDoneInput{Instance: "no-such-instance", Err: errString("x")}); len(e) != 0 {
+		t.Errorf("an unknown instance: %+v", e)
 	}
 }
 
