@@ -71,6 +71,9 @@ func TestPreStartFailureFailsTheStartWithBackOff(t *testing.T) {
 	if n := len(withReason(evs, EventFailedPreStartHook)); n != 5 {
 		t.Errorf("X5: %d FailedPreStartHook events, want 5: %v", n, reasonsOf(evs))
 	}
+	if n := len(withReason(evs, EventCreated)); n != 0 {
+		t.Errorf("E1: %d Created events for starts that pre_start failed: %v", n, reasonsOf(evs))
+	}
 	if n := len(withReason(evs, EventStarted)); n != 0 {
 		t.Errorf("X5: Started events although nothing started: %v", reasonsOf(evs))
 	}
