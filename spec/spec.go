@@ -287,8 +287,9 @@ type Hook struct {
 	Timeout time.Duration
 }
 
-// DefaultHookTimeout is X5's default: none for post_start (H3), the grace
-// period for pre_stop (returned as 0: the caller bounds it), 30s otherwise.
+// DefaultHookTimeout is X5's default: none for post_start (H3) and
+// pre_stop (the supervisor waits for it up to the grace, K3, and ends it
+// with its instance's SIGKILL, K9), 30s otherwise.
 func DefaultHookTimeout(p HookPoint) time.Duration {
 	switch p {
 	case PreStart, PostStop:

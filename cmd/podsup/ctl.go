@@ -107,9 +107,11 @@ func newEventsCmd(f *ctlFlags) *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "events [-f]",
-		Short: "Show kubelet-style events (Started, Killing, BackOff, Unhealthy, ...)",
-		Long: `Show kubelet-style events (Started, Killing, BackOff, Unhealthy, ...), the
-kept history and, with -f, new ones as they happen. An event that repeats
+		Short: "Show kubelet-style events (Created, Started, Killing, BackOff, Unhealthy, ...)",
+		Long: `Show kubelet-style events (Created, Started, Killing, BackOff, Unhealthy, ...), the
+kept history and, with -f, new ones as they happen. As in kubelet, an exit is
+no event: its exit code and reason are in status and describe (Last State).
+An event that repeats
 identically (a probe failing at every period) is one line with its count and
 span, "(x12 over 1m5s)", at the time of its last occurrence; -f prints each
 repeat with the count so far. -o json has "count", "first_time" and
