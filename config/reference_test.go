@@ -403,7 +403,7 @@ var referenceDefaults = map[string]string{
 	"probe.http_get":                 "",
 	"probe.tcp_socket":               "",
 
-	"hook.timeout":  "none for post_start, the grace period for pre_stop, " + dur(spec.DefaultHookTimeout(spec.PreStart)) + " for the others",
+	"hook.timeout":  "none for post_start and pre_stop (podsup waits for a pre_stop up to the grace period, and it ends when the process is killed), " + dur(spec.DefaultHookTimeout(spec.PreStart)) + " for the others",
 	"hook.exec":     "",
 	"hook.http_get": "",
 	"hook.sleep":    "",
