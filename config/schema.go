@@ -118,7 +118,7 @@ var (
 
 	dependsOnSchema = newSchema("depends_on", []string{"condition", "timeout", "restart"}, nil, nil)
 
-	logSchema = newSchema("log", []string{"mode", "max_size", "max_files", "journal", "separate_streams"}, nil, nil)
+	logSchema = newSchema("log", []string{"mode", "max_size", "max_files", "journal", "separate_streams", "stdout"}, nil, nil)
 
 	probeSchema = newSchema("probe",
 		[]string{"initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period"}, nil,

@@ -94,6 +94,22 @@ func (r *running) waitReady(t *testing.T, group, process string) {
 	t.Fatalf("%s/%s never became ready", group, process)
 }
 
+// waitTerminated polls the status until process has ended: an exit is no
+// event (E2).
+func (r *running) waitTerminated(t *testing.T, group, process string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if g, ok := r.sup.Status().Group(group); ok {
+			if p, ok := g.Process(process); ok && p.State == supervisor.StateTerminated {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s/%s never ended", group, process)
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -192,7 +208,7 @@ spec:
 	if err := r.sup.Stop("tcp", "server", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(t, "server", supervisor.EventExited, "")
+	r.waitTerminated(t, "tcp", "server")
 	if _, err := os.Stat(filepath.Join(dir, "prestop")); err != nil {
 		t.Errorf("the preStop hook did not run before the stop: %v", err)
 	}

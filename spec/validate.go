@@ -257,6 +257,9 @@ func (ch *checker) process(p []string, pr *Process, isInit bool) {
 	default:
 		ch.add(at(p, "log", "mode"), "log mode %q is not one of \"capture\", \"passthrough\"", pr.Log.Mode)
 	}
+	if pr.Log.NoStdout && pr.Log.Mode == "passthrough" {
+		ch.add(at(p, "log", "stdout"), "stdout = false needs mode \"capture\": with passthrough the process writes to podsup's stdout itself")
+	}
 	if pr.Log.MaxSize < 0 {
 		ch.add(at(p, "log", "max_size"), "max_size must not be negative")
 	}

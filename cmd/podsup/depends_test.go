@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,10 +201,14 @@ group "slow" {
 	if !strings.Contains(failed.Message, "migrate exited with code 3") || failed.Type != "Warning" {
 		t.Errorf("W4: %+v", failed)
 	}
-	completed, _ := log.find("ok", "migrate", "Completed")
-	started, _ := log.find("ok", "api", "Started")
-	if !(completed.Seq > 0 && completed.Seq < started.Seq) {
-		t.Errorf("W4: ok/api started before ok/migrate completed:\n%s", log.dump())
+	// E2: an exit is no event; migrate's end is in its status.
+	st, err := f.c.Status(context.Background(), "ok", "migrate")
+	if err != nil || st.Groups[0].Processes[0].Terminated == nil || st.Groups[0].Processes[0].Terminated.FinishedAt == nil {
+		t.Fatalf("status ok/migrate: %+v %v", st, err)
+	}
+	finished := *st.Groups[0].Processes[0].Terminated.FinishedAt
+	if started, _ := log.find("ok", "api", "Started"); started.Time.Before(finished) {
+		t.Errorf("W4: ok/api started at %s, before ok/migrate completed at %s:\n%s", started.Time, finished, log.dump())
 	}
 	if _, ok := log.find("bad", "api", "Started"); ok {
 		t.Errorf("W4: bad/api started:\n%s", log.dump())
@@ -274,28 +279,36 @@ func TestUpShutdownStopsAChainInReverse(t *testing.T) {
 	}
 }
 
+// stopChainInReverse runs the chain, each process writing when it got
+// its stop signal (the time, in ns) to a file of its name, and checks
+// that each Killing came after what depends on it had exited (E2: an exit
+// is no event).
 func stopChainInReverse(t *testing.T, how string) {
+	dir := t.TempDir()
+	cmd := func(name string) string {
+		return fmt.Sprintf(`["sh", "-c", "trap 'date +%%%%s%%%%N > %s/%s; exit 0' TERM; sleep 1000 & wait"]`, dir, name)
+	}
 	f := startUp(t, `
 supervisor {
   socket = "%s"
 }
 group "chain" {
   process "a" {
-    command = ["sleep", "1000"]
+    command = `+cmd("a")+`
   }
   process "b" {
-    command = ["sleep", "1000"]
+    command = `+cmd("b")+`
     depends_on "a" {}
   }
   process "c" {
-    command = ["sleep", "1000"]
+    command = `+cmd("c")+`
     depends_on "b" {}
   }
 }
 group "edge" {
   depends_on "chain" { condition = "started" }
   process "proxy" {
-    command = ["sleep", "1000"]
+    command = `+cmd("proxy")+`
   }
 }
 `)
@@ -312,19 +325,24 @@ group "edge" {
 		t.Fatalf("podsup up after %s: %s", how, e)
 	}
 	<-log.done // the stream ends with podsup
+	termAt := func(name string) time.Time {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		ns, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || perr != nil {
+			t.Fatalf("%s wrote no stop time: %v %v", name, err, perr)
+		}
+		return time.Unix(0, ns)
+	}
 	var order []string
-	exited := map[string]uint64{}
 	for _, e := range log.all() {
-		switch e.Reason {
-		case "Killing":
-			order = append(order, e.Process)
-			for _, dep := range map[string][]string{"c": {"proxy"}, "b": {"c", "proxy"}, "a": {"b", "c", "proxy"}}[e.Process] {
-				if exited[dep] == 0 {
-					t.Errorf("W8: %s was stopped before %s exited", e.Process, dep)
-				}
+		if e.Reason != "Killing" {
+			continue
+		}
+		order = append(order, e.Process)
+		for _, dep := range map[string][]string{"c": {"proxy"}, "b": {"c"}, "a": {"b"}}[e.Process] {
+			if at := termAt(dep); !e.Time.After(at) {
+				t.Errorf("W8: %s was stopped at %s, before %s had its stop signal (%s)", e.Process, e.Time.Format("15:04:05.000000"), dep, at.Format("15:04:05.000000"))
 			}
-		case "Exited", "Completed":
-			exited[e.Process] = e.Seq
 		}
 	}
 	if got := strings.Join(order, " "); got != "proxy c b a" {

@@ -66,7 +66,7 @@ func TestDependsOnGateOpensOnTheReadyEvent(t *testing.T) {
 	}
 	s.ready("db")
 	assertTimes(t, "api", s.starts["api"], secs(1))
-	if got := reasonsOf(s.events, "api"); !slices.Equal(got, []string{EventWaiting, EventDependenciesMet, EventStarted}) {
+	if got := reasonsOf(s.events, "api"); !slices.Equal(got, []string{EventWaiting, EventDependenciesMet, EventCreated, EventStarted}) {
 		t.Errorf("W3: api's events %v", got)
 	}
 	if met := s.eventsWith(EventDependenciesMet); len(met) != 1 || !strings.Contains(met[0].Message, "after 1s") {

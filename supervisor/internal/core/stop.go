@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Termination (K1–K6, X9, X12): a stop begins with pre_stop or the stop
 // signal, and the grace's deadline ends in SIGKILL of the tree.
@@ -76,9 +80,10 @@ func (g *Group) escalate(p *proc, ev event) {
 	g.killTree(p)
 }
 
-// graceExpired is K6's end: the grace is over, SIGKILL the tree.
+// graceExpired is K6's end: the grace is over, SIGKILL the tree. No
+// second Killing event: kubelet's one Killing covers the whole stop, the
+// runtime's SIGKILL included (E1).
 func (g *Group) graceExpired(p *proc, _ event) {
-	g.emit(p, EventNormal, EventKilling, "Killing process %s: grace period expired, sending SIGKILL to its process tree", p.spec.Name)
 	g.killTree(p)
 }
 
@@ -104,10 +109,41 @@ func (g *Group) runStopDeadlines() {
 	}
 }
 
-// preStopDone hears that an instance's pre_stop hook returned.
+// preStopDone hears that an instance's pre_stop hook returned. In the
+// pre_stop phase that ends the phase (the table); a hook that outlived the
+// grace (K9) ends later, when the instance is signalled, being killed or
+// gone, and then only its failure is told: kubelet's hook goroutine
+// records FailedPreStopHook whenever the hook fails, also after it
+// stopped waiting, and an exec hook fails when the container's kill ends
+// it.
 func (g *Group) preStopDone(in PreStopDoneInput) {
-	if p := g.procByInstance(in.Instance); p != nil {
+	p := g.procByInstance(in.Instance)
+	if p != nil && p.inst.phase == phasePreStop {
 		g.fire(p, event{on: onPreStopDone, err: in.Err})
+		return
+	}
+	if in.Err == nil {
+		return
+	}
+	failed := func(p *proc) string {
+		if errors.Is(in.Err, ErrHookEndedWithInstance) {
+			return fmt.Sprintf("PreStop hook for process %s did not complete: %v", p.spec.Name, ErrHookEndedWithInstance)
+		}
+		return fmt.Sprintf("PreStop hook for process %s failed after the grace period: %v", p.spec.Name, in.Err)
+	}
+	if p != nil { // signalled, or being killed
+		g.emit(p, EventWarning, EventFailedPreStopHook, "%s", failed(p))
+		return
+	}
+	for _, q := range g.all() { // gone: the event names the instance that ended
+		if q.last != nil && q.last.InstanceID == in.Instance {
+			g.do(EmitAction{Event{
+				Time: g.wallNow(), Type: EventWarning, Reason: EventFailedPreStopHook, Group: g.name,
+				Process: q.spec.Name, InstanceID: in.Instance, RestartCount: max(q.starts-1, 0), Request: q.recreateReq,
+				Message: failed(q),
+			}})
+			return
+		}
 	}
 }
 
