@@ -301,16 +301,21 @@ func (r *lcRun) status(process string) ProcessStatus {
 	return ProcessStatus{}
 }
 
+// stop shuts the supervisor down, moving the fake clock a second at a time
+// until Run returns. The bound is real time, not a number of steps: a step
+// whose goroutines have not run yet (a loaded machine) moves no deadline,
+// and a thousand such steps can pass in a few milliseconds.
 func (r *lcRun) stop() {
 	r.sup.Shutdown(nil)
-	for i := 0; ; i++ {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		select {
 		case <-r.res:
 			return
-		default:
+		case <-time.After(time.Millisecond):
 		}
-		if i > 1000 {
-			r.t.Fatal("supervisor did not stop")
+		if time.Now().After(deadline) {
+			r.t.Fatal("supervisor did not stop within 30s")
 		}
 		r.advanceTo(r.clock.Now().Sub(clock.Epoch) + time.Second)
 	}
