@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/podsup/podsup/spec"
@@ -110,7 +111,12 @@ func (u unmetDep) key() string {
 
 // DepState summarises the group for the groups related to it.
 func (g *Group) DepState() DepState {
-	st := DepState{Started: true, Ready: true, Completed: true, Alive: !g.Idle(), Failed: g.initFailed}
+	st := DepState{Started: true, Ready: true, Completed: true, Failed: g.initFailed}
+	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} { // not Idle's g.all(): once per batch
+		for _, p := range ps {
+			st.Alive = st.Alive || p.inst != nil
+		}
+	}
 	for _, p := range g.mains {
 		st.Starts += p.starts
 		if ok, _ := g.procMet(p, spec.ConditionStarted); !ok {
@@ -308,22 +314,28 @@ func (g *Group) setDepStart(p *proc, key string, n int) {
 // restart = true started a new instance since it started is restarted;
 // its next start waits for the condition again.
 func (g *Group) restartDependents() {
-	for _, p := range g.all() {
-		if p.inst == nil || p.inst.stop != nil || p.inst.starting() || len(p.depStarts) == 0 {
-			continue
+	// No g.all(): this runs for every input (see procByInstance).
+	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} {
+		for _, p := range ps {
+			g.restartIfDependencyRestarted(p)
 		}
-		for key, seen := range p.depStarts {
-			now, name := 0, key
-			if len(key) > 6 && key[:6] == "group/" {
-				name = key[6:]
-				now = g.ext[name].Starts
-			} else if q := g.byName[key]; q != nil {
-				now = q.starts
-			}
-			if now > seen {
-				g.beginStop(p, KillRestart, nil, nil, "the restart of dependency "+name, true)
-				break
-			}
+	}
+}
+
+func (g *Group) restartIfDependencyRestarted(p *proc) {
+	if p.inst == nil || p.inst.stop != nil || p.inst.starting() || len(p.depStarts) == 0 {
+		return
+	}
+	for key, seen := range p.depStarts {
+		now, name := 0, key
+		if group, ok := strings.CutPrefix(key, "group/"); ok {
+			name, now = group, g.ext[group].Starts
+		} else if q := g.byName[key]; q != nil {
+			now = q.starts
+		}
+		if now > seen {
+			g.beginStop(p, KillRestart, nil, nil, "the restart of dependency "+name, true)
+			return
 		}
 	}
 }

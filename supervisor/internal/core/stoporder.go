@@ -33,6 +33,9 @@ func (g *Group) shutdownProc(p *proc, c CommandInput, first, inTurn bool) {
 
 // runPendingStops begins the pending stops whose dependents are gone.
 func (g *Group) runPendingStops() {
+	if !g.shutdown {
+		return // only a shutdown defers stops; and this runs for every input
+	}
 	for _, p := range g.all() {
 		ps := p.pendingStop
 		if ps == nil {
