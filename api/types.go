@@ -77,6 +77,8 @@ type GroupDescription struct {
 	// Conditions are a pod's Initialized and Ready, in that order.
 	Conditions    []Condition `json:"conditions"`
 	RestartPolicy string      `json:"restart_policy,omitempty"`
+	// DependsOn is the group's depends_on blocks, as a process's.
+	DependsOn []string `json:"depends_on,omitempty"`
 	// Grace is the termination grace period, a Go duration.
 	Grace string `json:"grace,omitempty"`
 	// Backoff is the CrashLoopBackOff parameters in force for the group.
@@ -151,6 +153,9 @@ type ProcessDescription struct {
 	User          string   `json:"user,omitempty"`
 	RestartPolicy string   `json:"restart_policy,omitempty"`
 	Critical      bool     `json:"critical,omitempty"`
+	// DependsOn is the process's depends_on blocks, each as
+	// "NAME CONDITION" with "(timeout D, restart)" when set.
+	DependsOn []string `json:"depends_on,omitempty"`
 	// Probes are in the order startup, liveness, readiness.
 	Probes []ProbeDescription `json:"probes,omitempty"`
 	// Hooks are in the order pre_start, post_start, pre_stop, post_stop.

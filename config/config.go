@@ -297,6 +297,8 @@ func summaryFor(path []string) string {
 		return fmt.Sprintf("Invalid %s %q", path[n-2], path[n-1])
 	case n >= 2 && path[n-2] == "mount":
 		return "Invalid mount"
+	case n >= 2 && path[n-2] == "depends_on":
+		return fmt.Sprintf("Invalid depends_on %q", path[n-1])
 	default:
 		return "Invalid " + path[n-1]
 	}

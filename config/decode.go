@@ -47,6 +47,9 @@ func (d *decoder) supervisor(b *hcl.Block) spec.Supervisor {
 	d.str(as, p, "notify_ready", &s.NotifyReady)
 	d.str(as, p, "metrics_listen", &s.MetricsListen)
 	d.boolean(as, p, "metrics_allow_remote", &s.MetricsAllowRemote)
+	var order string
+	d.str(as, p, "stop_order", &order)
+	s.StopOrder = spec.StopOrder(order)
 	return s
 }
 
@@ -84,6 +87,7 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	for _, pb := range bs["process"] {
 		g.Processes = append(g.Processes, d.process(pb, d.named(p, "process", pb.Labels[0]), processSchema, env))
 	}
+	g.DependsOn = d.dependsOn(bs["depends_on"], p)
 	return g
 }
 
@@ -158,6 +162,7 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEn
 			*x.dst = d.hook(hb, at(p, x.name))
 		}
 	}
+	pr.DependsOn = d.dependsOn(bs["depends_on"], p)
 	for _, lb := range bs["log"] {
 		lp := at(p, "log")
 		d.block(lb, lp)
@@ -172,6 +177,24 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEn
 		pr.Log.NoStdout = !stdout
 	}
 	return pr
+}
+
+// dependsOn decodes the depends_on blocks of a group or process at p.
+func (d *decoder) dependsOn(bs hcl.Blocks, p []string) []spec.Dependency {
+	var out []spec.Dependency
+	for _, b := range bs {
+		dp := at(p, "depends_on", b.Labels[0])
+		d.block(b, dp)
+		as, _ := d.content(b.Body, dependsOnSchema, dp)
+		dep := spec.Dependency{Name: b.Labels[0]}
+		var cond string
+		d.str(as, dp, "condition", &cond)
+		dep.Condition = spec.Condition(cond)
+		d.durationTo(as, dp, "timeout", &dep.Timeout)
+		d.boolean(as, dp, "restart", &dep.Restart)
+		out = append(out, dep)
+	}
+	return out
 }
 
 func (d *decoder) probe(b *hcl.Block, p []string) *spec.Probe {

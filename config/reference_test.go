@@ -195,6 +195,7 @@ var probeTemplates = map[string]string{
 	"http_get":   inProcess("liveness_probe {\nhttp_get {\n%s\n}\n}"),
 	"tcp_socket": inProcess("liveness_probe {\ntcp_socket {\n%s\n}\n}"),
 	"sleep":      inProcess("pre_stop {\nsleep {\n%s\n}\n}"),
+	"depends_on": inGroup("process \"q\" {\ncommand = [\"q\"]\n}\nprocess \"p\" {\ncommand = [\"p\"]\ndepends_on \"q\" {\n%s\n}\n}"),
 }
 
 func inGroup(s string) string   { return "group \"g\" {\n" + s + "\n}" }
@@ -334,6 +335,7 @@ var referenceDefaults = map[string]string{
 	"supervisor.notify_ready":         code(systemd.ReadyWhenReady),
 	"supervisor.metrics_listen":       "none",
 	"supervisor.metrics_allow_remote": code("false"),
+	"supervisor.stop_order":           code(string(spec.StopOrdered)),
 
 	"backoff.initial": dur(spec.DefaultBackoffInitial),
 	"backoff.max":     dur(spec.DefaultBackoffMax),
@@ -347,6 +349,7 @@ var referenceDefaults = map[string]string{
 	"group.sandbox":                  "none: the host's namespaces",
 	"group.init":                     "",
 	"group.process":                  "",
+	"group.depends_on":               "",
 
 	"sandbox.namespaces": "none",
 	"sandbox.hostname":   "",
@@ -377,6 +380,7 @@ var referenceDefaults = map[string]string{
 	"process.readiness":       "probes only",
 	"process.watchdog":        "none",
 	"process.sockets":         "",
+	"process.depends_on":      "",
 	"process.startup_probe":   "",
 	"process.liveness_probe":  "",
 	"process.readiness_probe": "",
@@ -420,6 +424,10 @@ var referenceDefaults = map[string]string{
 	"tcp_socket.host": code(spec.DefaultHost),
 
 	"sleep.duration": "",
+
+	"depends_on.condition": code(string(spec.ConditionStarted)),
+	"depends_on.timeout":   "none",
+	"depends_on.restart":   code("false"),
 }
 
 // TestReferenceDefaultsAgree: the defaults that referenceDefaults can only

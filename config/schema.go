@@ -90,13 +90,13 @@ var (
 	variableSchema = newSchema("variable", []string{"default", "description"}, nil, nil)
 
 	supervisorSchema = newSchema("supervisor",
-		[]string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote"}, nil, nil)
+		[]string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote", "stop_order"}, nil, nil)
 
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 
 	groupSchema = newSchema("group",
 		[]string{"restart_policy", "termination_grace_period", "env", "env_file"}, nil,
-		append(blocks("backoff", "sandbox"), named("init", "process")...), "init", "process")
+		append(blocks("backoff", "sandbox"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
 
 	sandboxSchema = newSchema("sandbox",
 		[]string{"namespaces", "hostname", "rootfs"}, nil,
@@ -109,12 +109,14 @@ var (
 	processSchema = newSchema("process",
 		[]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
 			"critical", "readiness", "watchdog", "sockets"}, nil,
-		blocks("startup_probe", "liveness_probe", "readiness_probe",
-			"pre_start", "post_start", "pre_stop", "post_stop", "log"))
+		append(blocks("startup_probe", "liveness_probe", "readiness_probe",
+			"pre_start", "post_start", "pre_stop", "post_stop", "log"), named("depends_on")...), "depends_on")
 
 	// initSchema is processSchema under its own name: an init takes the same
 	// fields, and spec's validation says which of them make no sense there.
 	initSchema = &blockSchema{name: "init", schema: processSchema.schema, single: processSchema.single}
+
+	dependsOnSchema = newSchema("depends_on", []string{"condition", "timeout", "restart"}, nil, nil)
 
 	logSchema = newSchema("log", []string{"mode", "max_size", "max_files", "journal", "separate_streams", "stdout"}, nil, nil)
 

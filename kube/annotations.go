@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
 	"github.com/podsup/podsup/config"
@@ -18,7 +20,8 @@ import (
 // written as the HCL that podsup's own file would hold for them.
 //
 //	podsup.dev/group            the group's fields (restart_policy,
-//	                            termination_grace_period, backoff, sandbox)
+//	                            termination_grace_period, backoff, sandbox,
+//	                            depends_on)
 //	podsup.dev/process.NAME     fields of the process for container NAME
 //	podsup.dev/init.NAME        fields of the init for init container NAME
 //
@@ -79,19 +82,54 @@ func (c *converter) annotations(g *spec.Group) {
 				c.r.fail(at(k), "%v", err)
 				continue
 			}
-			fp := frag.Groups[0].Processes[0]
-			if isInit {
-				fp = frag.Groups[0].Init[0]
-			}
-			overlayProcess(&(*list)[i], &fp)
+			overlayProcess(&(*list)[i], fragmentProcess(&frag.Groups[0], isInit))
 		default:
 			c.r.fail(at(k), "unknown podsup annotation: want %s, %sNAME or %sNAME", groupAnnotation, processAnnotation, initAnnotation)
 		}
 	}
 }
 
+// groupFragment is a group annotation's body as a whole file. The groups
+// its depends_on blocks name are stubs after it, so that the fragment
+// validates on its own (W2); they end with the fragment.
 func groupFragment(body string) string {
-	return fmt.Sprintf("group \"fragment\" {\n%s\nprocess \"fragment\" {\ncommand = %s\n}\n}\n", body, hclList(placeholderCommand))
+	s := fmt.Sprintf("group \"fragment\" {\n%s\nprocess \"fragment\" {\ncommand = %s\n}\n}\n", body, hclList(placeholderCommand))
+	for _, name := range dependsOnLabels(body) {
+		if name != "fragment" {
+			s += fmt.Sprintf("group %q {\nprocess \"stub\" {\ncommand = %s\nrestart_policy = \"never\"\n}\n}\n", name, hclList(placeholderCommand))
+		}
+	}
+	return s
+}
+
+// dependsOnLabels are the names the depends_on blocks of an annotation's
+// body give, read without validating it (the fragment's parse reports
+// what is wrong with it).
+func dependsOnLabels(body string) []string {
+	f, diags := hclsyntax.ParseConfig([]byte(body), "annotation", hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil
+	}
+	var out []string
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+		if b.Type == "depends_on" && len(b.Labels) == 1 && !slices.Contains(out, b.Labels[0]) {
+			out = append(out, b.Labels[0])
+		}
+	}
+	return out
+}
+
+// stubProcesses are the processes (or, for an init, the inits before it)
+// that a process annotation's depends_on blocks name, one-shots so that
+// any condition validates.
+func stubProcesses(body, kind string) string {
+	var s string
+	for _, name := range dependsOnLabels(body) {
+		if name != "fragment" && (kind != "init" || name != "main") { // an init's fragment has its own "main"
+			s += fmt.Sprintf("%s %q {\ncommand = %s\nrestart_policy = \"never\"\n}\n", kind, name, hclList(placeholderCommand))
+		}
+	}
+	return s
 }
 
 // processFragment is an annotation's body as a whole file. For a
@@ -106,7 +144,16 @@ func processFragment(body string, isInit, sidecar bool) string {
 	if sidecar {
 		body += "\nrestart_policy = \"always\""
 	}
-	s := fmt.Sprintf("group \"fragment\" {\n%s \"fragment\" {\ncommand = %s\n%s\n}\n", kind, hclList(placeholderCommand), body)
+	// An init's stubs are earlier inits (I1: an init may depend only on
+	// those); they come first and shift its lines.
+	var before, after string
+	if isInit {
+		before = stubProcesses(body, "init")
+		before = strings.ReplaceAll(before, "restart_policy = \"never\"\n", "")
+	} else {
+		after = stubProcesses(body, "process")
+	}
+	s := fmt.Sprintf("group \"fragment\" {\n%s%s \"fragment\" {\ncommand = %s\n%s\n}\n%s", before, kind, hclList(placeholderCommand), body, after)
 	if isInit {
 		s += fmt.Sprintf("process \"main\" {\ncommand = %s\n}\n", hclList(placeholderCommand))
 	}
@@ -140,6 +187,9 @@ func overlayGroup(g, frag *spec.Group) {
 	}
 	if frag.Sandbox != nil {
 		g.Sandbox = frag.Sandbox
+	}
+	if frag.DependsOn != nil {
+		g.DependsOn = frag.DependsOn
 	}
 }
 
@@ -181,4 +231,19 @@ func fragmentBody(write func(*hclwrite.Body)) string {
 	f := hclwrite.NewEmptyFile()
 	write(f.Body())
 	return strings.TrimSpace(string(hclwrite.Format(f.Bytes())))
+}
+
+// fragmentProcess is the process (or init) named "fragment" of a parsed
+// fragment: the stubs its depends_on blocks brought are others.
+func fragmentProcess(g *spec.Group, isInit bool) *spec.Process {
+	list := g.Processes
+	if isInit {
+		list = g.Init
+	}
+	for i := range list {
+		if list[i].Name == "fragment" {
+			return &list[i]
+		}
+	}
+	return &list[0] // cannot happen: the fragment names it so
 }

@@ -144,6 +144,9 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 			gd.Sandbox = &spec.Sandbox{}
 		}
 	}
+	if len(g.DependsOn) > 0 { // a Pod has no start order: always podsup's own
+		gd.DependsOn = g.DependsOn
+	}
 	if !reflect.DeepEqual(gd, spec.Group{}) {
 		annotate(groupAnnotation, fragmentBody(func(b *hclwrite.Body) { writeGroupFields(b, &gd) }))
 	}

@@ -15,13 +15,13 @@ import (
 func TestBridgeKnowsEverySpecField(t *testing.T) {
 	known := map[reflect.Type][]string{
 		reflect.TypeFor[spec.Config]():          {"Supervisor", "Backoff", "Groups"},
-		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote"},
+		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote", "StopOrder"},
 		reflect.TypeFor[spec.Backoff]():         {"Initial", "Max", "Reset"},
-		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes"},
+		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes", "DependsOn"},
 		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources"},
 		reflect.TypeFor[spec.Mount]():           {"Type", "Source", "Target", "ReadOnly", "Options"},
 		reflect.TypeFor[spec.Resources]():       {"Memory", "CPU", "CPUWeight", "Pids"},
-		reflect.TypeFor[spec.Process]():         {"Name", "Command", "Env", "WorkingDir", "User", "Group", "StopSignal", "RestartPolicy", "Critical", "StartupProbe", "LivenessProbe", "ReadinessProbe", "PreStart", "PostStart", "PreStop", "PostStop", "Log", "Readiness", "Watchdog", "Sockets"},
+		reflect.TypeFor[spec.Process]():         {"Name", "Command", "Env", "WorkingDir", "User", "Group", "StopSignal", "RestartPolicy", "Critical", "StartupProbe", "LivenessProbe", "ReadinessProbe", "PreStart", "PostStart", "PreStop", "PostStop", "Log", "Readiness", "Watchdog", "Sockets", "DependsOn"},
 		reflect.TypeFor[spec.Log]():             {"Mode", "MaxSize", "MaxFiles", "Journal", "SeparateStreams", "NoStdout"},
 		reflect.TypeFor[spec.Probe]():           {"Handler", "InitialDelay", "Period", "Timeout", "SuccessThreshold", "FailureThreshold", "TerminationGracePeriod"},
 		reflect.TypeFor[spec.Hook]():            {"Handler", "Timeout"},
@@ -30,6 +30,7 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 		reflect.TypeFor[spec.HTTPGetAction]():   {"Scheme", "Host", "Port", "Path", "Headers"},
 		reflect.TypeFor[spec.TCPSocketAction](): {"Host", "Port"},
 		reflect.TypeFor[spec.SleepAction]():     {"Duration"},
+		reflect.TypeFor[spec.Dependency]():      {"Name", "Condition", "Timeout", "Restart"},
 	}
 	for typ, names := range known {
 		var got []string

@@ -51,6 +51,7 @@ func writeConfig(body *hclwrite.Body, cfg *spec.Config, images map[[2]string]str
 		str(sb, "notify_ready", s.NotifyReady)
 		str(sb, "metrics_listen", s.MetricsListen)
 		boolean(sb, "metrics_allow_remote", s.MetricsAllowRemote)
+		str(sb, "stop_order", string(s.StopOrder))
 		body.AppendNewline()
 	}
 	if cfg.Backoff != spec.DefaultBackoff() && cfg.Backoff != (spec.Backoff{}) {
@@ -97,6 +98,7 @@ func comment(b *hclwrite.Body, text string) {
 // writeGroupFields writes a group's own attributes and blocks, all but
 // its processes.
 func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
+	writeDependsOn(b, g.DependsOn)
 	str(b, "restart_policy", string(g.RestartPolicy))
 	durp(b, "termination_grace_period", g.TerminationGracePeriod)
 	if g.Backoff != nil {
@@ -161,6 +163,7 @@ func writeProcess(b *hclwrite.Body, p *spec.Process) {
 	if len(p.Sockets) > 0 {
 		b.SetAttributeValue("sockets", strList(p.Sockets))
 	}
+	writeDependsOn(b, p.DependsOn)
 	writeProbe(b, "startup_probe", p.StartupProbe)
 	writeProbe(b, "liveness_probe", p.LivenessProbe)
 	writeProbe(b, "readiness_probe", p.ReadinessProbe)
@@ -303,4 +306,14 @@ func formatDuration(d time.Duration) string {
 		}
 	}
 	return d.String()
+}
+
+// writeDependsOn writes depends_on blocks (W1), the condition only when set.
+func writeDependsOn(b *hclwrite.Body, ds []spec.Dependency) {
+	for _, d := range ds {
+		db := b.AppendNewBlock("depends_on", []string{d.Name}).Body()
+		str(db, "condition", string(d.Condition))
+		dur(db, "timeout", d.Timeout)
+		boolean(db, "restart", d.Restart)
+	}
 }

@@ -203,3 +203,43 @@ spec:
 		}
 	}
 }
+
+// depends_on has no Pod field: it travels in the annotations, for a
+// group, a process and an init, and comes back the same (W1).
+func TestDependsOnRoundTrips(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+group "db" {
+  process "db" { command = ["db"] }
+}
+group "app" {
+  depends_on "db" {
+    condition = "ready"
+    timeout   = "1m"
+  }
+  init "a" { command = ["a"] }
+  init "b" {
+    command = ["b"]
+    depends_on "a" { condition = "completed" }
+  }
+  process "main" { command = ["m"] }
+  process "api" {
+    command = ["api"]
+    depends_on "main" {
+      condition = "started"
+      restart   = true
+    }
+  }
+}
+`), "deps.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, yml := roundTrip(t, cfg, "pod")
+	want, got := groupsWithBackoff(cfg), groupsWithBackoff(back)
+	if !equal(want, got) {
+		t.Errorf("round trip changed the groups\nwant %s\ngot  %s\nYAML:\n%s", show(want), show(got), yml)
+	}
+	if !strings.Contains(yml, "depends_on") {
+		t.Errorf("no depends_on in the annotations:\n%s", yml)
+	}
+}

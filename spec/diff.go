@@ -210,6 +210,7 @@ func SupervisorChanges(old, new Supervisor) []string {
 		{"notify_ready", old.NotifyReady == new.NotifyReady},
 		{"metrics_listen", old.MetricsListen == new.MetricsListen},
 		{"metrics_allow_remote", old.MetricsAllowRemote == new.MetricsAllowRemote},
+		{"stop_order", old.StopOrder == new.StopOrder},
 	} {
 		if !f.same {
 			out = append(out, f.name)

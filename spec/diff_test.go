@@ -205,10 +205,11 @@ supervisor {
   notify_ready  = "started"
   metrics_listen = "0.0.0.0:9310"
   metrics_allow_remote = true
+  stop_order = "parallel"
 }
 `+diffBase)
 	got := spec.Diff(old, next)
-	want := []string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote"}
+	want := []string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote", "stop_order"}
 	if !reflect.DeepEqual(got.Supervisor, want) {
 		t.Errorf("Supervisor = %v, want %v", got.Supervisor, want)
 	}

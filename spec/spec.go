@@ -52,6 +52,10 @@ type Supervisor struct {
 	// group and process.
 	MetricsListen      string
 	MetricsAllowRemote bool
+	// StopOrder is how a shutdown stops processes: StopOrdered (the
+	// default: dependents first, in reverse depends_on order) or
+	// StopParallel (everything at once).
+	StopOrder StopOrder
 }
 
 // Default values (D2, X2, X12).
@@ -102,6 +106,10 @@ type Group struct {
 	// Init processes run to completion, one at a time, before Processes (I1).
 	Init      []Process
 	Processes []Process
+	// DependsOn holds every process of the group back until each named
+	// group meets its condition (the group's Ready, or all its processes
+	// started or completed).
+	DependsOn []Dependency
 }
 
 // Process is a container: one command, supervised.
@@ -142,6 +150,9 @@ type Process struct {
 	// Sockets names socket-activation fds (LISTEN_FDNAMES) handed to the
 	// process as fd 3 onwards.
 	Sockets []string
+	// DependsOn holds each start back until every named process or init
+	// of the same group meets its condition.
+	DependsOn []Dependency
 }
 
 // Log says where a process's stdout and stderr go.

@@ -82,6 +82,7 @@ func (c *Config) Validate() error {
 		seen[g.Name] = true
 		ch.group(g)
 	}
+	ch.dependencies(c)
 	return ch.errs.Err()
 }
 
@@ -116,6 +117,11 @@ func (ch *checker) supervisor(s Supervisor) {
 		if err := checkMetricsListen(s.MetricsListen, s.MetricsAllowRemote); err != "" {
 			ch.add(at(p, "metrics_listen"), "%s", err)
 		}
+	}
+	switch s.StopOrder {
+	case "", StopOrdered, StopParallel:
+	default:
+		ch.add(at(p, "stop_order"), "stop_order %q is not one of \"ordered\", \"parallel\"", string(s.StopOrder))
 	}
 	if s.Socket != "" && !filepath.IsAbs(s.Socket) {
 		ch.add(at(p, "socket"), "socket must be an absolute path, got %q", s.Socket)
@@ -186,6 +192,7 @@ func (ch *checker) group(g *Group) {
 		seen[pr.Name] = true
 		ch.process(pp, pr, false)
 	}
+	ch.processDependencies(g)
 }
 
 func (ch *checker) restartPolicy(p []string, r RestartPolicy) {

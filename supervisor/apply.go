@@ -33,7 +33,8 @@ func (s *Supervisor) Apply(cfg spec.Config) error {
 // The supervisor block is no part of any group's spec: changing it
 // restarts nothing. Of its settings the supervisor itself uses only
 // minimum_grace, which applies live to every stop that begins after the
-// reload (a stop under way keeps its deadline); the others are the
+// reload (a stop under way keeps its deadline), and stop_order, which the
+// next shutdown follows; the others are the
 // caller's (changes.Supervisor names them). The top-level back-off is
 // part of the spec of every group that sets none of its own.
 // Before Run it only replaces the plan.
@@ -103,6 +104,7 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 		}
 	}
 	s.order = order
+	s.deps.configure(&s.cfg, s.workers)
 	return ch, nil
 }
 

@@ -160,8 +160,25 @@ func startFakeOn(t *testing.T, cfg spec.Config, rt *fakeRuntime) *fakeRun {
 // settle waits until every worker has handled everything posted so far.
 // A group replaced by Apply hands over to its successor when it is idle:
 // settle waits for that hand-over too, so the fake clock never runs ahead
-// of a successor that is about to start.
+// of a successor that is about to start. A worker's handling may post to
+// another (a group's state to its dependents, W1), which may then start
+// something: with group-level depends_on, settle goes round once per
+// group, one hop of the dependency graph each time.
 func (f *fakeRun) settle() {
+	f.sup.mu.Lock()
+	rounds := 1
+	for _, g := range f.sup.cfg.Groups {
+		if len(g.DependsOn) > 0 {
+			rounds = len(f.sup.cfg.Groups) + 1
+		}
+	}
+	f.sup.mu.Unlock()
+	for range rounds {
+		f.settleOnce()
+	}
+}
+
+func (f *fakeRun) settleOnce() {
 	f.sup.mu.Lock()
 	var ws, retiring []*worker
 	for _, w := range f.sup.workers {

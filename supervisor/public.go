@@ -33,6 +33,15 @@ const (
 	// EventRecovered: at start-up podsup found (and killed) what an
 	// earlier podsup of the same instance left of a group when it died.
 	EventRecovered = core.EventRecovered
+	// The start order's events (W3–W5): a wait for a dependency began,
+	// ended, cannot end (a completed dependency failed for good), or
+	// timed out; and a readiness probe or protocol turned an instance
+	// ready.
+	EventWaiting           = core.EventWaiting
+	EventDependenciesMet   = core.EventDependenciesMet
+	EventDependencyFailed  = core.EventDependencyFailed
+	EventDependencyTimeout = core.EventDependencyTimeout
+	EventReady             = core.EventReady
 )
 
 // Event is one thing that happened to a process or group.
@@ -67,6 +76,10 @@ const (
 	ReasonError             = core.ReasonError
 	ReasonOOMKilled         = core.ReasonOOMKilled
 	ReasonStartError        = core.ReasonStartError
+	// ReasonDependencyWait: waiting for a dependency (W3);
+	// ReasonDependencyTimeout: the wait timed out (W5).
+	ReasonDependencyWait    = core.ReasonDependencyWait
+	ReasonDependencyTimeout = core.ReasonDependencyTimeout
 )
 
 // GroupPhase summarises a group, like a pod's phase.

@@ -96,6 +96,7 @@ type Supervisor struct {
 	killRetry  time.Duration
 	killTries  int
 	rc         recreateRegistry
+	deps       depHub
 
 	mu sync.Mutex // guards everything below
 	// cfg is the configuration in force, which Reload compares against.
@@ -157,6 +158,7 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		s.workers[g.Name] = newWorker(s.coreConfig(g), s)
 		s.order = append(s.order, g.Name)
 	}
+	s.deps.configure(&s.cfg, s.workers)
 	return s, nil
 }
 
@@ -212,10 +214,12 @@ func (s *Supervisor) spawn(w *worker) {
 	}()
 }
 
-// Shutdown stops every group in parallel, each process through K1–K6 with
-// grace as the override (nil: each group's own). A second call escalates
-// every process still stopping to SIGKILL at once (X9). It does not wait:
-// Run returns when everything has stopped.
+// Shutdown stops every group, each process through K1–K6 with grace as
+// the override (nil: each group's own): dependents before what they
+// depend on (W8), or all at once with stop_order = "parallel" (W9). A
+// second call stops whatever still waits for its dependents at once and
+// escalates every process already stopping to SIGKILL (X9). It does not
+// wait: Run returns when everything has stopped.
 func (s *Supervisor) Shutdown(grace *time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -227,8 +231,8 @@ func (s *Supervisor) shutdownLocked(grace *time.Duration, by string) {
 	if s.shutdowns == 1 {
 		close(s.stopping)
 	}
-	for _, w := range s.workers {
-		w.mb.put(core.CommandInput{Kind: core.CmdShutdown, Grace: grace, By: by})
+	for name, w := range s.workers {
+		w.mb.put(shutdownInput(&s.cfg, name, grace, by)) // W8, W9
 	}
 	for w := range s.retiring {
 		w.mb.put(core.CommandInput{Kind: core.CmdShutdown, Grace: grace, By: by})

@@ -71,6 +71,8 @@ type worker struct {
 	done    chan struct{}
 	// lc runs hooks and probe workers.
 	lc lifecycle
+	// deps carries the group's DepState to related groups (W1, W8).
+	deps *depHub
 }
 
 func newWorker(c core.Config, s *Supervisor) *worker {
@@ -94,6 +96,7 @@ func newWorker(c core.Config, s *Supervisor) *worker {
 		cleaning:   map[string]chan struct{}{},
 		done:       make(chan struct{}),
 		registry:   &s.rc,
+		deps:       &s.deps,
 	}
 	st := w.core.Snapshot()
 	w.status.Store(&st)
@@ -240,6 +243,9 @@ func (w *worker) publish() {
 		w.bus.publish(e)
 	}
 	w.events = w.events[:0]
+	// After the events: a dependent's Started follows its dependency's
+	// Ready in the event stream too.
+	w.deps.publish(w, w.core.DepState())
 }
 
 func (w *worker) arm(wake time.Time) {

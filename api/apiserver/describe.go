@@ -79,6 +79,7 @@ func describeGroup(gs supervisor.GroupStatus, gspec *spec.Group, defBackoff spec
 		Processes:  []api.ProcessDescription{}, Events: lastEvents(evs, st.Name, "", true)}
 	if gspec != nil {
 		d.RestartPolicy = string(gspec.EffectiveRestartPolicy(nil))
+		d.DependsOn = describeDependencies(gspec.DependsOn)
 		d.Grace = gspec.Grace().String()
 		d.Backoff = backoffParams(gspec.EffectiveBackoff(defBackoff))
 		d.Sandbox = describeSandbox(gspec.Sandbox)
@@ -165,6 +166,7 @@ func describeProcess(st api.ProcessStatus, ps *spec.Process, g *spec.Group, evs 
 	if ps != nil {
 		d.Command, d.WorkingDir, d.User, d.Critical = ps.Command, ps.WorkingDir, ps.User, ps.Critical
 		d.RestartPolicy = string(g.EffectiveRestartPolicy(ps))
+		d.DependsOn = describeDependencies(ps.DependsOn)
 		for _, k := range []struct {
 			kind  spec.ProbeKind
 			probe *spec.Probe
@@ -266,6 +268,27 @@ func lastEvents(evs []api.Event, group, process string, groupOnly bool) []api.Ev
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// describeDependencies spells depends_on blocks as describe shows them:
+// "db ready (timeout 2m0s, restart)".
+func describeDependencies(ds []spec.Dependency) []string {
+	var out []string
+	for _, d := range ds {
+		s := d.Name + " " + string(d.EffectiveCondition())
+		var extra []string
+		if d.Timeout > 0 {
+			extra = append(extra, "timeout "+d.Timeout.String())
+		}
+		if d.Restart {
+			extra = append(extra, "restart")
+		}
+		if len(extra) > 0 {
+			s += " (" + strings.Join(extra, ", ") + ")"
+		}
+		out = append(out, s)
 	}
 	return out
 }

@@ -259,12 +259,15 @@ func newShutdownCmd(f *ctlFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "shutdown [--grace D]",
 		Short: "Stop every group and make podsup exit",
-		Long: `Stop every group in parallel, each process through its pre_stop hook and
-grace period (then SIGKILL of its tree), and make podsup exit 0: the same as
-SIGTERM to podsup. A group's sidecars (inits with restart_policy "always")
-get their stop signal only after its processes have exited, in reverse
-order, the wait taken from their grace period. Asking twice skips to
-SIGKILL.`,
+		Long: `Stop every group, each process through its pre_stop hook and grace period
+(then SIGKILL of its tree), and make podsup exit 0: the same as SIGTERM to
+podsup. Dependents stop first: a process receives its stop signal once
+every process (and every group) that depends_on it has exited; with
+supervisor { stop_order = "parallel" } everything stops at once. A group's
+sidecars (inits with restart_policy "always") get their stop signal only
+after its processes have exited, in reverse order, the wait taken from
+their grace period. Asking twice stops whatever still waits at once and
+skips to SIGKILL.`,
 		Example: `  podsup shutdown
   podsup shutdown --grace 5s`,
 		Args: cobra.NoArgs,

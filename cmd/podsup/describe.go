@@ -90,6 +90,9 @@ func printDescription(w io.Writer, g api.GroupDescription, onlyProcess bool, now
 	if g.RestartPolicy != "" {
 		d.line(0, "Restart Policy", "%s", g.RestartPolicy)
 	}
+	if len(g.DependsOn) > 0 {
+		d.line(0, "Depends On", "%s", strings.Join(g.DependsOn, ", "))
+	}
 	if g.Grace != "" {
 		d.line(0, "Grace Period", "%s", g.Grace)
 	}
@@ -161,6 +164,9 @@ func (d *describer) process(level int, p api.ProcessDescription, named bool) {
 	}
 	if p.RestartPolicy != "" {
 		d.line(level, "Restart Policy", "%s", p.RestartPolicy)
+	}
+	if len(p.DependsOn) > 0 {
+		d.line(level, "Depends On", "%s", strings.Join(p.DependsOn, ", "))
 	}
 	d.state(level, p.ProcessStatus)
 	if last := p.LastTermination; last != nil {

@@ -22,7 +22,7 @@ func TestManPagesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"podsup.1", "podsup-run.1", "podsup-up.1", "podsup-status.1", "podsup-ready.1", "podsup.hcl.5"} {
+	for _, want := range []string{"podsup.1", "podsup-run.1", "podsup-up.1", "podsup-status.1", "podsup-health.1", "podsup-wait.1", "podsup.hcl.5"} {
 		if _, ok := pages[want]; !ok {
 			t.Errorf("no %s among the generated pages", want)
 		}

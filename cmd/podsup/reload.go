@@ -21,6 +21,7 @@ import (
 var liveSettings = map[string]string{
 	"minimum_grace": "for stops that begin from now on",
 	"log_level":     "",
+	"stop_order":    "for the next shutdown",
 }
 
 func (d *daemon) applyFile() (string, error) {

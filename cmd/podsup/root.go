@@ -35,7 +35,7 @@ for plain Linux processes, in one static binary.
 	root.SetVersionTemplate("{{.Version}}\n")
 	var ctl ctlFlags
 	ctl.register(root)
-	root.AddCommand(newRunCmd(), newUpCmd(), newValidateCmd(), newVersionCmd(&ctl), newReadyCmd(&ctl), newGenManCmd())
+	root.AddCommand(newRunCmd(), newUpCmd(), newValidateCmd(), newVersionCmd(&ctl), newHealthCmd(&ctl), newWaitCmd(&ctl), newGenManCmd())
 	addCtlCommands(root, &ctl)
 	return root
 }

@@ -250,6 +250,9 @@ func describeState(p api.ProcessStatus, now time.Time) string {
 			s += fmt.Sprintf(" (next start in %s)", delay(in))
 		}
 	}
+	if p.Reason == "DependencyWait" && p.Message != "" {
+		s += " (" + p.Message + ")" // W3: what it waits for
+	}
 	if p.State == "terminated" && p.Terminated != nil {
 		s += fmt.Sprintf(" (exit %d)", p.Terminated.ExitCode)
 	}

@@ -39,10 +39,12 @@ func newUpCmd() *cobra.Command {
 		Use:   "up [-f FILE|DIR]... [--var NAME=VALUE]... [--var-file FILE]...",
 		Short: "Run the groups of a configuration file in the foreground",
 		Long: `Run every group of an HCL configuration in the foreground until SIGTERM or
-SIGINT (or "podsup shutdown"), then stop them all in parallel, each process
-through its pre_stop hook and grace period (a group's sidecars after its
-processes), and exit 0. A second SIGTERM or
-SIGINT at least 1s after the first skips to SIGKILL; one sooner is taken as
+SIGINT (or "podsup shutdown"), then stop them, each process through its
+pre_stop hook and grace period, and exit 0: a process once every process
+that depends_on it has exited (a group's sidecars after its processes), or
+all at once with supervisor { stop_order = "parallel" }. A second SIGTERM
+or SIGINT at least 1s after the first stops whatever still waits at once
+and skips to SIGKILL; one sooner is taken as
 a duplicate of the first (as "timeout" or a container runtime may send) and
 changes nothing. SIGHUP (or "podsup reload") re-reads the files, the
 directories, the --var-files and the env files: if the result is valid, only

@@ -19,7 +19,11 @@ func (g *Group) command(c CommandInput) {
 		g.emit(nil, EventWarning, EventFailed, "%s request by %s ignored: podsup is shutting down", c.Kind, c.By)
 		return
 	}
+	first := !g.shutdown
 	if c.Kind == CmdShutdown {
+		if first && c.Ordered {
+			g.stopAfter = c.After
+		}
 		g.shutdown = true
 	}
 	for _, p := range targets {
@@ -36,7 +40,7 @@ func (g *Group) command(c CommandInput) {
 		case CmdStop:
 			g.stopProc(p, KillStop, c.Grace, c.By, inTurn)
 		case CmdShutdown:
-			g.stopProc(p, KillShutdown, c.Grace, c.By, inTurn)
+			g.shutdownProc(p, c, first, inTurn)
 		case CmdStart:
 			g.startProc(p, c.By)
 		case CmdRestart:
@@ -49,6 +53,7 @@ func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by st
 	p.want = false
 	p.startNow, p.b8 = false, nil
 	p.nextStart = time.Time{}
+	p.wait = nil
 	if p.inst == nil {
 		return
 	}

@@ -3,7 +3,9 @@
 // to do about what happened. It owns the init order (I1–I4), sidecars
 // (O1–O7: sidecar.go), restart policies (R1–R5), the CrashLoopBackOff throttle (B1–B12 with X2–X4),
 // graceful termination (K1–K6, X9, X10, X12), reactions to probes and
-// lifecycle hooks (P, H, X5), critical processes (X11), explicit
+// lifecycle hooks (P, H, X5), the start order's gates and the ordered
+// shutdown (W1–W9: depends.go, stoporder.go; another group's state comes
+// in as a DependencyInput), critical processes (X11), explicit
 // start/stop/restart requests (X7), recreate requests (part C with X8),
 // process-level reloads, kill retries, and the status snapshots and events
 // that report all of it.

@@ -48,6 +48,11 @@ type Group struct {
 	initFailed bool
 	// shutdown is X9: podsup is stopping; nothing starts again.
 	shutdown bool
+	// ext is the last DepState of each related group (W1, W8);
+	// stopAfter the groups that depend on this one, whose processes an
+	// ordered shutdown lets end first (W8).
+	ext       map[string]DepState
+	stopAfter []string
 
 	// rc is the group's recreate requests.
 	rc recreateQueue
@@ -101,6 +106,16 @@ type proc struct {
 	// reload.
 	nextSpec *spec.Process
 	idPrefix string
+
+	// wait is the wait for dependencies in progress (W3); depRetry says
+	// a wait after a timed-out one passed its back-off (W5); depStarts
+	// the instance counts of the restart = true dependencies at its start
+	// (W7); pendingStop an ordered shutdown's stop waiting for its
+	// dependents (W8).
+	wait        *depWait
+	depRetry    bool
+	depStarts   map[string]int
+	pendingStop *pendingStop
 }
 
 type b8Check struct {
@@ -172,6 +187,8 @@ func (g *Group) Step(now time.Time, in Input) Plan {
 		g.killDone(in)
 	case RuntimeEventInput:
 		g.runtimeEvent(in)
+	case DependencyInput:
+		g.dependencyState(in)
 	case TimerInput:
 	}
 	g.stepReload()

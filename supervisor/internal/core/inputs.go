@@ -47,6 +47,10 @@ type CommandInput struct {
 	Grace *time.Duration
 	// By says who asked, for events (X7).
 	By string
+	// Ordered makes a shutdown stop dependents first (W8); After names
+	// the groups that depend on this one.
+	Ordered bool
+	After   []string
 }
 
 type StartedInput struct {

@@ -25,6 +25,10 @@ func (g *Group) probeReact(p *proc, ev event) {
 	reason := KillLiveness
 	switch in.Probe {
 	case spec.Readiness:
+		if in.Success && !p.inst.ready {
+			// W3: the instant depends_on's "ready" is met, in the events.
+			g.emit(p, EventNormal, EventReady, "Process %s is ready", p.spec.Name)
+		}
 		p.inst.ready = in.Success
 		return
 	case spec.Startup:

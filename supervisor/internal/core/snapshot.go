@@ -30,6 +30,13 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 		ps.State, ps.Reason = StateWaiting, ReasonContainerCreating
 		ps.InstanceID = p.inst.id
 		ps.LastTermination = p.last.clone()
+	case p.wait != nil:
+		ps.State, ps.Reason = StateWaiting, ReasonDependencyWait // W3
+		ps.Message = "waiting for " + p.wait.on
+		if p.last != nil {
+			ps.InstanceID = p.last.InstanceID
+		}
+		ps.LastTermination = p.last.clone()
 	case !p.nextStart.IsZero():
 		ps.State, ps.Reason = StateWaiting, ReasonCrashLoopBackOff // S1
 		ps.NextStartAt = p.nextStart

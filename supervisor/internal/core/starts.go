@@ -10,6 +10,7 @@ import (
 
 func (g *Group) reconcile() {
 	g.runStopDeadlines()
+	g.runPendingStops()
 	if g.shutdown {
 		return
 	}
@@ -18,6 +19,7 @@ func (g *Group) reconcile() {
 		return
 	}
 	g.keepSidecarsRunning() // O3
+	g.restartDependents()   // W7
 	if !g.mainsRan && g.anyMainWanted() {
 		if g.initFailed {
 			return
@@ -40,6 +42,15 @@ func (g *Group) reconcile() {
 // tryStart is kubelet's doBackOff (B6) with X7's bypass and B8's pre-kill
 // check, followed by the start.
 func (g *Group) tryStart(p *proc) {
+	if !g.gateOpen(p) { // W1–W6
+		return
+	}
+	if t := p.last; t != nil && t.Reason == ReasonDependencyTimeout {
+		// W5: the back-off ran before the wait, not again after it.
+		p.depRetry, p.startNow, p.b8 = false, false, nil
+		g.start(p)
+		return
+	}
 	key := p.spec.Name
 	if p.startNow {
 		p.startNow = false
@@ -107,6 +118,7 @@ func (g *Group) nextWake() time.Time {
 		}
 		if p.inst == nil {
 			consider(p.nextStart)
+			consider(p.waitWake())
 		}
 	}
 	consider(g.rc.wake)

@@ -9,13 +9,14 @@ import (
 	"github.com/podsup/podsup/api"
 )
 
-// newReadyCmd is the health check of a container or a script: the exit
+// newHealthCmd is the health check of a container or a script: the exit
 // code says whether what it names is ready, and nothing is printed when
-// it is.
-func newReadyCmd(f *ctlFlags) *cobra.Command {
+// it is. "ready" was its first name and stays an alias.
+func newHealthCmd(f *ctlFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "ready [GROUP[/PROCESS]]",
-		Short: "Exit 0 when every group (or the one named) is ready, 1 when not: a container's HEALTHCHECK",
+		Use:     "health [GROUP[/PROCESS]]",
+		Aliases: []string{"ready"},
+		Short:   "Exit 0 when every group (or the one named) is ready, 1 when not: a container's HEALTHCHECK",
 		Long: `Exit 0 when podsup answers and what is named is ready, 1 otherwise, printing
 on stderr what is not ready and why. Without an argument every group must be
 ready, with GROUP that group, with GROUP/PROCESS that process.
@@ -27,12 +28,16 @@ probe (or readiness = "notify"/"fd" protocol) says so; without one, once it
 runs (and its startup probe, if any, has succeeded).
 
 Exit 1 also when podsup does not answer: a health check treats any other
-non-zero code as reserved.`,
-		Example: `  # Dockerfile
-  HEALTHCHECK --interval=10s --timeout=3s CMD ["/podsup", "ready"]
+non-zero code as reserved.
 
-  # wait in a script until the api process is ready
-  until podsup ready web/api; do sleep 1; done`,
+It answers at once. To wait until something is ready (or started, or
+completed), use podsup wait. "podsup ready" is the same command under its
+former name.`,
+		Example: `  # Dockerfile
+  HEALTHCHECK --interval=10s --timeout=3s CMD ["/podsup", "health"]
+
+  # is the api process ready now?
+  podsup health web/api`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeTargets(f),
 		RunE: func(cmd *cobra.Command, args []string) error {

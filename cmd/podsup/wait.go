@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podsup/podsup/api"
+)
+
+// errConditionMet ends a status watch once the condition holds.
+var errConditionMet = errors.New("condition met")
+
+// newWaitCmd is kubectl wait for podsup: it follows the status stream the
+// server pushes (no polling) until what it names meets the condition.
+func newWaitCmd(f *ctlFlags) *cobra.Command {
+	var cond string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait [GROUP[/PROCESS]] [--for ready|started|completed] [--timeout D]",
+		Short: "Wait until every group (or the one named) is ready, started or completed, like kubectl wait",
+		Long: `Wait until what is named meets the condition, then print it and exit 0;
+exit 1 when the timeout comes first (saying what is still missing) or
+podsup does not answer. Without an argument every group must meet it.
+
+The conditions are depends_on's (docs/semantics.md W1): a process is
+started when it runs and its startup probe (if any) succeeded, ready when
+its readiness probe or protocol says so (without one, once started), and
+completed when it exited 0 and is not restarted; a process that completed
+counts as started and ready too. A group meets a condition when every one
+of its processes does (and, for started and ready, every sidecar).
+
+podsup pushes each status change down the socket and the command checks
+each one as it arrives: it answers within the instant of the change.
+--timeout 0 checks once.`,
+		Example: `  # start the tests once the whole stack is ready
+  podsup wait --for ready --timeout 2m && ./run-tests
+
+  # a migration that must have finished
+  podsup wait app/migrate --for completed --timeout 5m`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeTargets(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var group, process string
+			if len(args) == 1 {
+				var err error
+				if group, process, err = splitTarget(args[0]); err != nil {
+					return err
+				}
+			}
+			switch cond {
+			case "ready", "started", "completed":
+			default:
+				return fmt.Errorf("--for %q is not one of ready, started, completed", cond)
+			}
+			if timeout < 0 {
+				return fmt.Errorf("--timeout must not be negative, got %s", timeout)
+			}
+			what := "every group"
+			if len(args) == 1 {
+				what = args[0]
+			}
+			w := &waiter{cond: cond, process: process, groups: map[string]*api.GroupStatus{}}
+			if timeout == 0 {
+				st, err := f.client().Status(cmd.Context(), group, process)
+				if err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", err)
+					return exitError{1}
+				}
+				w.merge(st)
+				if missing := w.missing(); len(missing) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s not %s: %s\n", what, cond, strings.Join(missing, "; "))
+					return exitError{1}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", what, cond)
+				return nil
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+			defer cancelTimeout()
+			err := f.client().WatchStatus(ctx, group, process, false, func(st api.StatusResponse) error {
+				w.merge(st)
+				if len(w.missing()) == 0 {
+					return errConditionMet
+				}
+				return nil
+			})
+			switch {
+			case errors.Is(err, errConditionMet):
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", what, cond)
+				return nil
+			case ctx.Err() != nil && w.seen:
+				fmt.Fprintf(cmd.ErrOrStderr(), "timed out after %s waiting for %s %s: %s\n", timeout, what, cond, strings.Join(w.missing(), "; "))
+				return exitError{1}
+			case err == nil:
+				err = errors.New("podsup ended the status stream")
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", err)
+			return exitError{1}
+		},
+	}
+	cmd.Flags().StringVar(&cond, "for", "ready", "the condition: ready, started or completed")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait before exiting 1; 0 checks once")
+	_ = cmd.RegisterFlagCompletionFunc("for", cobra.FixedCompletions([]string{"ready", "started", "completed"}, cobra.ShellCompDirectiveNoFileComp)) // only fails for an unknown flag
+	return cmd
+}
+
+// waiter holds the status a watch has built so far and checks it.
+type waiter struct {
+	cond    string
+	process string
+	seen    bool
+	order   []string
+	groups  map[string]*api.GroupStatus
+}
+
+// merge applies one answer of the status stream: the whole status first,
+// then the groups that changed with only their changed processes.
+func (w *waiter) merge(st api.StatusResponse) {
+	w.seen = true
+	for _, g := range st.Groups {
+		cur := w.groups[g.Name]
+		if cur == nil {
+			c := g
+			w.groups[g.Name] = &c
+			w.order = append(w.order, g.Name)
+			continue
+		}
+		cur.Phase, cur.Ready, cur.ReadinessHeldBy = g.Phase, g.Ready, g.ReadinessHeldBy
+		cur.Init = mergeProcesses(cur.Init, g.Init)
+		cur.Processes = mergeProcesses(cur.Processes, g.Processes)
+	}
+}
+
+func mergeProcesses(cur, changed []api.ProcessStatus) []api.ProcessStatus {
+	for _, p := range changed {
+		found := false
+		for i := range cur {
+			if cur[i].Name == p.Name {
+				cur[i], found = p, true
+				break
+			}
+		}
+		if !found {
+			cur = append(cur, p)
+		}
+	}
+	return cur
+}
+
+// missing names what does not meet the condition yet, with its state.
+func (w *waiter) missing() []string {
+	var out []string
+	for _, name := range w.order {
+		g := w.groups[name]
+		for _, p := range append(append([]api.ProcessStatus(nil), g.Init...), g.Processes...) {
+			// A group's condition is its main processes' and, for started
+			// and ready, its sidecars' (W1); inits have completed by then.
+			if w.process != "" && p.Name != w.process || w.process == "" && p.Init && (!p.Sidecar || w.cond == "completed") {
+				continue
+			}
+			if !meets(p, w.cond) {
+				out = append(out, g.Name+"/"+p.Name+" ("+describeState(p, time.Now())+")")
+			}
+		}
+	}
+	return out
+}
+
+// meets is depends_on's condition (W1) on a process's wire status.
+func meets(p api.ProcessStatus, cond string) bool {
+	completed := p.State == "terminated" && p.Terminated != nil && p.Terminated.ExitCode == 0 && p.Reason == "Completed"
+	switch cond {
+	case "completed":
+		return completed
+	case "started":
+		return completed || p.State == "running" && p.Started
+	default:
+		return completed || p.State == "running" && p.Ready
+	}
+}
