@@ -271,7 +271,7 @@ spec:
     livenessProbe:
       httpGet: {path: /healthz, port: %[2]d}
       periodSeconds: 1
-      failureThreshold: 3
+      failureThreshold: 1
 `, dir, port))
 	r.waitStatus(t, "liveness-http", "server", "ready", func(p supervisor.ProcessStatus) bool { return p.Ready })
 	r.quiet(t, 3500*time.Millisecond, "server", supervisor.EventUnhealthy, "Liveness")
@@ -279,7 +279,7 @@ spec:
 		t.Fatalf("restart count %d while the probe passes, want 0", n)
 	}
 	remove(t, filepath.Join(dir, "healthz"))
-	r.failsThenRestarts(t, "server", "Liveness probe failed: HTTP probe failed with statuscode: 404", 3)
+	r.failsThenRestarts(t, "server", "Liveness probe failed: HTTP probe failed with statuscode: 404", 1)
 }
 
 // tcpServer listens on argv[1] while the file argv[2] exists, accepting
