@@ -405,7 +405,7 @@ spec:
 }
 
 // A stop runs the preStop hook first, sends SIGTERM, and SIGKILLs a
-// process that ignores it once terminationGracePeriodSeconds has passed,
+// process that shrugs it off once terminationGracePeriodSeconds has passed,
 // not before (K1, K3, K6).
 func TestRunConvertedPreStopHookAndGrace(t *testing.T) {
 	t.Parallel()
@@ -418,7 +418,7 @@ spec:
   terminationGracePeriodSeconds: 3
   containers:
   - name: stubborn
-    command: ["sh", "-c", "trap '' TERM; echo up > %[1]s/up; while :; do sleep 0.1; done"]
+    command: ["sh", "-c", "trap 'echo TERM > %[1]s/term' TERM; echo up > %[1]s/up; while :; do sleep 0.1; done"]
     lifecycle:
       preStop:
         exec:
@@ -442,13 +442,28 @@ spec:
 		t.Errorf("Killing %q, want the manifest's grace of 3s", stopping.Message)
 	}
 	kill := r.waitFor(t, "stubborn", supervisor.EventKilling, "grace period expired")
-	r.waitFor(t, "stubborn", supervisor.EventExited, "")
+	r.waitFor(t, "stubborn", supervisor.EventExited, "killed by SIGKILL")
 	// Generous bounds: the grace is measured between two events' times.
 	if took := kill.Time.Sub(stopping.Time); took < grace-100*time.Millisecond || took > grace+30*time.Second {
 		t.Errorf("SIGKILL %v after the stop began, want the grace period (%v)", took, grace)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "prestop")); err != nil {
-		t.Errorf("the preStop hook did not run: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "term")); err != nil {
+		t.Errorf("the process got no SIGTERM before the SIGKILL: %v", err)
+	}
+	// The hook ran inside the stop, before the SIGKILL (H4, K3): its
+	// clock reading lies between the two events' (a second's slack for
+	// date's own rounding and the noisy machine).
+	b, err := os.ReadFile(filepath.Join(dir, "prestop"))
+	if err != nil {
+		t.Fatalf("the preStop hook did not run: %v", err)
+	}
+	var secs float64
+	if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &secs); err != nil {
+		t.Fatalf("the hook wrote %q: %v", b, err)
+	}
+	ran := time.Unix(0, int64(secs*1e9))
+	if ran.Before(stopping.Time.Add(-time.Second)) || ran.After(kill.Time) {
+		t.Errorf("the preStop hook ran at %v, not between the stop (%v) and the SIGKILL (%v)", ran, stopping.Time, kill.Time)
 	}
 }
 
