@@ -231,6 +231,7 @@ spec:
       exec:
         command: ["cat", "%s/healthy"]
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 2
 `, dir))
 	r.waitFor(t, "liveness", supervisor.EventStarted, "")
@@ -264,13 +265,16 @@ spec:
     startupProbe:
       tcpSocket: {port: %[2]d}
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 60
     readinessProbe:
       httpGet: {path: /healthz, port: web}
       periodSeconds: 1
+      timeoutSeconds: 5
     livenessProbe:
       httpGet: {path: /healthz, port: %[2]d}
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 1
 `, dir, port))
 	r.waitStatus(t, "liveness-http", "server", "ready", func(p supervisor.ProcessStatus) bool { return p.Ready })
@@ -322,10 +326,12 @@ spec:
     startupProbe:
       tcpSocket: {port: %[2]d}
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 60
     livenessProbe:
       tcpSocket: {port: %[2]d, host: 127.0.0.1}
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 2
 `, script, port, open))
 	r.waitStatus(t, "liveness-tcp", "server", "started", func(p supervisor.ProcessStatus) bool { return p.Started })
@@ -355,6 +361,7 @@ spec:
       exec:
         command: ["test", "-e", "%s/started"]
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 2
 `, dir))
 	r.waitFor(t, "slow", supervisor.EventStarted, "")
@@ -388,6 +395,7 @@ spec:
       exec:
         command: ["test", "-e", "%s"]
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 1
 `, flag))
 	r.waitFor(t, "app", supervisor.EventUnhealthy, "Readiness probe failed")
