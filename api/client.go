@@ -11,8 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // Client talks to a podsup over its control socket.
@@ -70,6 +73,14 @@ func (c *Client) StatusWide(ctx context.Context, group, process string) (StatusR
 	return s, c.do(ctx, http.MethodGet, statusPath(group, process)+"?wide=true", nil, &s)
 }
 
+// StatusUsage is Status with each running process's cgroup and what it
+// uses now (CPU, memory, pids) filled in, as `podsup top` shows them: it
+// costs the server a read of /proc and of the cgroup files per process.
+func (c *Client) StatusUsage(ctx context.Context) (StatusResponse, error) {
+	var s StatusResponse
+	return s, c.do(ctx, http.MethodGet, "/v1/status?usage=true", nil, &s)
+}
+
 // WatchStatus calls fn with the status of every group (of one, or of one
 // process) and then, until ctx ends, with each change: the groups that
 // changed, holding only the processes that changed. wide fills in cgroups
@@ -98,8 +109,187 @@ func (c *Client) Events(ctx context.Context, follow bool, fn func(Event) error) 
 
 // Logs calls fn for each line of a process's output.
 func (c *Client) Logs(ctx context.Context, group, process string, tail int, follow, previous bool, fn func(LogLine) error) error {
-	q := url.Values{"tail": {strconv.Itoa(tail)}, "follow": {strconv.FormatBool(follow)}, "previous": {strconv.FormatBool(previous)}}
-	return streamGet(c, ctx, "/v1/logs/"+url.PathEscape(group)+"/"+url.PathEscape(process)+"?"+q.Encode(), fn)
+	return c.ProcessLogs(ctx, group, process, LogsOptions{Tail: tail, Follow: follow, Previous: previous}, fn)
+}
+
+// LogsOptions select the lines of ProcessLogs and LogsOf.
+type LogsOptions struct {
+	// Tail is how many of the last kept lines; -1 for all. The zero value
+	// shows none, and with Follow only new lines.
+	Tail int
+	// Follow keeps streaming new lines until ctx ends.
+	Follow bool
+	// Previous asks for the last terminated instance (kubectl logs
+	// --previous): the one before the current, or the current one while
+	// the process waits in CrashLoopBackOff.
+	Previous bool
+	// Since, when not zero, keeps the lines captured at or after it.
+	Since time.Time
+}
+
+func (o LogsOptions) query() string {
+	q := url.Values{"tail": {strconv.Itoa(o.Tail)}, "follow": {strconv.FormatBool(o.Follow)}, "previous": {strconv.FormatBool(o.Previous)}}
+	if !o.Since.IsZero() {
+		q.Set("since", o.Since.UTC().Format(time.RFC3339Nano))
+	}
+	return q.Encode()
+}
+
+// ProcessLogs calls fn for each line of a process's output that o selects.
+func (c *Client) ProcessLogs(ctx context.Context, group, process string, o LogsOptions, fn func(LogLine) error) error {
+	return streamGet(c, ctx, "/v1/logs/"+url.PathEscape(group)+"/"+url.PathEscape(process)+"?"+o.query(), fn)
+}
+
+// Target names a process (Group/Process) or a whole group (Process empty).
+type Target struct {
+	Group, Process string
+}
+
+// LogsOf calls fn for each line of several processes' output: those named
+// and every process of each group named alone (its init processes first,
+// as the status lists them). Without Follow, the lines of all of them come
+// in the order of their capture times; with Follow, the kept lines of each
+// and then new lines as they arrive. fn is never called concurrently.
+//
+// Of a group, the processes that have nothing to show are passed over:
+// output not captured (log mode passthrough), or, with Previous, no
+// terminated instance yet. A process named explicitly, or a group none of
+// whose processes has anything, is an error.
+func (c *Client) LogsOf(ctx context.Context, targets []Target, o LogsOptions, fn func(LogLine) error) error {
+	procs, err := c.expandTargets(ctx, targets)
+	if err != nil {
+		return err
+	}
+	if !o.Follow {
+		var all []LogLine
+		shown := map[string]bool{}
+		for _, p := range procs {
+			err := c.ProcessLogs(ctx, p.Group, p.Process, o, func(l LogLine) error {
+				all = append(all, l)
+				return nil
+			})
+			switch {
+			case err == nil:
+				shown[p.from] = true
+			case !IsNotFound(err) || !p.expanded:
+				return err
+			}
+		}
+		for _, t := range targets {
+			if t.Process == "" && !shown[t.Group] {
+				return &Error{Status: http.StatusNotFound, Message: "no process of group " + strconv.Quote(t.Group) + " has output to show"}
+			}
+		}
+		slices.SortStableFunc(all, func(a, b LogLine) int { return a.Time.Compare(b.Time) })
+		for _, l := range all {
+			if err := fn(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return c.followMany(ctx, procs, o, fn)
+}
+
+// expanded is one process of a LogsOf request; from names the target it
+// came from.
+type expanded struct {
+	Target
+	from     string
+	expanded bool // from a group: passed over when it has nothing
+}
+
+// ExpandTargets lists the processes that targets name, a group standing
+// for its processes (init ones first), each once, in the order named.
+func (c *Client) ExpandTargets(ctx context.Context, targets []Target) ([]Target, error) {
+	ex, err := c.expandTargets(ctx, targets)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Target, len(ex))
+	for i, e := range ex {
+		out[i] = e.Target
+	}
+	return out, nil
+}
+
+func (c *Client) expandTargets(ctx context.Context, targets []Target) ([]expanded, error) {
+	var out []expanded
+	seen := map[Target]bool{}
+	add := func(e expanded) {
+		if !seen[e.Target] {
+			seen[e.Target] = true
+			out = append(out, e)
+		}
+	}
+	var st *StatusResponse
+	for _, t := range targets {
+		if t.Process != "" {
+			add(expanded{Target: t, from: t.Group + "/" + t.Process})
+			continue
+		}
+		if st == nil {
+			s, err := c.Status(ctx, "", "")
+			if err != nil {
+				return nil, err
+			}
+			st = &s
+		}
+		found := false
+		for _, g := range st.Groups {
+			if g.Name != t.Group {
+				continue
+			}
+			found = true
+			for _, p := range append(append([]ProcessStatus{}, g.Init...), g.Processes...) {
+				add(expanded{Target: Target{g.Name, p.Name}, from: g.Name, expanded: true})
+			}
+		}
+		if !found {
+			return nil, &Error{Status: http.StatusNotFound, Message: "no group " + strconv.Quote(t.Group)}
+		}
+	}
+	return out, nil
+}
+
+// followMany follows every process at once, one stream each, handing
+// their lines to fn one at a time. The first error (of a stream or of fn)
+// ends them all.
+func (c *Client) followMany(ctx context.Context, procs []expanded, o LogsOptions, fn func(LogLine) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.ProcessLogs(ctx, p.Group, p.Process, o, func(l LogLine) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if firstErr != nil {
+					return firstErr
+				}
+				return fn(l)
+			})
+			if err != nil && ctx.Err() == nil && !(p.expanded && IsNotFound(err)) {
+				fail(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // Action asks for start, stop or restart of a group, or of one process

@@ -20,5 +20,10 @@
 // events in one answer, and GET /v1/status[...]?watch=true streams status
 // changes as JSON lines: the whole status first, then, each time the
 // supervisor replaces a snapshot, the groups that changed holding only the
-// processes that changed (a burst may arrive as one update).
+// processes that changed (a burst may arrive as one update). GET
+// /v1/status?usage=true adds each running process's cgroup usage (what
+// `podsup top` shows), and GET /v1/logs/{group}/{process} takes tail,
+// since (an RFC 3339 time), follow and previous (the last terminated
+// instance, as the kubelet picks it); Client.LogsOf reads several
+// processes and whole groups at once.
 package api

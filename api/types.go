@@ -50,6 +50,13 @@ type ProcessStatus struct {
 	// (GET /v1/status?wide=true, `podsup status -o wide`): finding it costs
 	// a read of /proc for every process.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Sidecar marks an init with restart_policy "always": it keeps
+	// running beside the processes (a restartable init container).
+	Sidecar bool `json:"sidecar,omitempty"`
+	// Usage is what the running instance's cgroup uses now, filled only
+	// when asked for (GET /v1/status?usage=true, `podsup top`) and only for
+	// a process in a cgroup of its own.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // DescribeResponse is GET /v1/describe/{group}[/{process}]: one group as

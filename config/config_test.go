@@ -397,6 +397,24 @@ group "web" {
   restart_policy = "sometimes"
   process "api" { command = ["/bin/true"] }
 }`, "3:20", `restart_policy "sometimes" is not one of "always", "on-failure", "never"`},
+		{"O1 an init's restart_policy other than always", `
+group "web" {
+  init "migrate" {
+    command        = ["/bin/true"]
+    restart_policy = "on-failure"
+  }
+  process "api" { command = ["/bin/true"] }
+}`, "5:22", `an init takes only restart_policy = "always", which makes it a sidecar`},
+		{"O5 a probe on a plain init", `
+group "web" {
+  init "migrate" {
+    command = ["/bin/true"]
+    startup_probe {
+      exec { command = ["x"] }
+    }
+  }
+  process "api" { command = ["/bin/true"] }
+}`, "5:5", `init processes run to completion and cannot have a startup_probe (a sidecar, restart_policy = "always", can)`},
 		{"two probe blocks of one kind", `
 group "web" {
   process "api" {

@@ -167,6 +167,9 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEn
 		d.integerInt(las, lp, "max_files", &pr.Log.MaxFiles)
 		d.boolean(las, lp, "journal", &pr.Log.Journal)
 		d.boolean(las, lp, "separate_streams", &pr.Log.SeparateStreams)
+		stdout := true
+		d.boolean(las, lp, "stdout", &stdout)
+		pr.Log.NoStdout = !stdout
 	}
 	return pr
 }

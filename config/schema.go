@@ -116,7 +116,7 @@ var (
 	// fields, and spec's validation says which of them make no sense there.
 	initSchema = &blockSchema{name: "init", schema: processSchema.schema, single: processSchema.single}
 
-	logSchema = newSchema("log", []string{"mode", "max_size", "max_files", "journal", "separate_streams"}, nil, nil)
+	logSchema = newSchema("log", []string{"mode", "max_size", "max_files", "journal", "separate_streams", "stdout"}, nil, nil)
 
 	probeSchema = newSchema("probe",
 		[]string{"initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period"}, nil,

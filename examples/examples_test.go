@@ -74,25 +74,30 @@ func lookPath(t *testing.T, what string, command []string) {
 	}
 }
 
-// TestInitSidecarShape pins what the recreate tests rely on: `podsup recreate
-// web app` on init-sidecar.hcl.
+// TestInitSidecarShape pins what the example shows and the recreate
+// tests rely on (`podsup recreate web app`): an init step, then a sidecar
+// (O1), then the app.
 func TestInitSidecarShape(t *testing.T) {
 	cfg, err := config.Load("init-sidecar.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Groups) != 1 || cfg.Groups[0].Name != "web" || len(cfg.Groups[0].Init) != 1 {
-		t.Fatalf("want one group \"web\" with one init, got %+v", cfg.Groups)
+	if len(cfg.Groups) != 1 || cfg.Groups[0].Name != "web" || len(cfg.Groups[0].Init) != 2 {
+		t.Fatalf("want one group \"web\" with two inits, got %+v", cfg.Groups)
+	}
+	g := cfg.Groups[0]
+	if spec.IsSidecar(&g.Init[0]) || !spec.IsSidecar(&g.Init[1]) || g.Init[1].StartupProbe == nil {
+		t.Errorf("want a plain init, then a sidecar with a startup probe: %+v", g.Init)
 	}
 	var names []string
-	for _, p := range cfg.Groups[0].Processes {
+	for _, p := range g.Processes {
 		names = append(names, p.Name)
 		if p.Name == "app" && (p.ReadinessProbe == nil || p.PreStop == nil) {
 			t.Errorf("app needs a readiness probe and a pre_stop hook")
 		}
 	}
-	if strings.Join(names, ",") != "app,sidecar" {
-		t.Errorf("processes = %v, want app, sidecar", names)
+	if strings.Join(names, ",") != "app" {
+		t.Errorf("processes = %v, want app", names)
 	}
 }
 

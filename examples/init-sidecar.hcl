@@ -3,15 +3,20 @@
 # Group "web":
 #   - init "prepare" runs to completion first: it writes the site into
 #     /tmp/podsup-init-sidecar.
+#   - init "shipper" is a sidecar (restart_policy = "always", Kubernetes'
+#     restartable init container): it starts after "prepare", and "app"
+#     starts once its startup probe has passed. It prints a heartbeat with
+#     the number of files served every 5s, as a log shipper or metrics
+#     agent would, and is restarted whenever it ends. At a stop it gets
+#     SIGTERM only after "app" has exited, so it ships app's last lines.
 #   - process "app" serves that directory on 127.0.0.1:8081; it is ready
 #     while "/" answers, and on stop it drains for 1s (pre_stop).
-#   - process "sidecar" prints a heartbeat with the number of files served
-#     every 5s, as a log shipper or metrics agent would run beside an app.
 #
 # Run it:
 #   podsup up -f examples/init-sidecar.hcl
+#   podsup status               # shipper is an init that keeps running
 #   podsup recreate web app     # recreate only the app; the sidecar stays
-#   podsup status
+#   podsup events               # at ^C: app stops first, then shipper
 
 supervisor {
   minimum_grace = "1s"
@@ -22,6 +27,18 @@ group "web" {
 
   init "prepare" {
     command = ["sh", "-c", "mkdir -p /tmp/podsup-init-sidecar && echo 'hello from podsup' > /tmp/podsup-init-sidecar/index.html"]
+  }
+
+  init "shipper" {
+    restart_policy = "always"
+    command        = ["sh", "-c", "trap 'echo shipper: app is gone, flushing; exit 0' TERM; while :; do echo \"shipper: $(ls /tmp/podsup-init-sidecar | wc -l) file(s) served\"; sleep 5 & wait $!; done"]
+
+    startup_probe {
+      exec {
+        command = ["test", "-d", "/tmp/podsup-init-sidecar"]
+      }
+      period = "500ms"
+    }
   }
 
   process "app" {
@@ -41,9 +58,5 @@ group "web" {
         command = ["sh", "-c", "echo app: draining; sleep 1"]
       }
     }
-  }
-
-  process "sidecar" {
-    command = ["sh", "-c", "trap 'kill $! 2>/dev/null; exit 0' TERM; while :; do echo \"sidecar: $(ls /tmp/podsup-init-sidecar | wc -l) file(s) served\"; sleep 5 & wait $!; done"]
   }
 }

@@ -83,8 +83,9 @@ func Run(ctx context.Context, hook spec.Hook, point spec.HookPoint, budget time.
 
 // Timeout is the bound for hook at point: its own Timeout, else X5's
 // default for the point (spec.DefaultHookTimeout), capped by budget when
-// budget > 0. For pre_stop the caller passes the grace period as budget
-// (K3), which is then also its default. 0 means no bound (post_start, H3).
+// budget > 0. 0 means no bound (post_start, H3; pre_stop, whose end the
+// supervisor does not bound by the grace but ties to its instance's
+// SIGKILL through ctx, K9).
 func Timeout(hook spec.Hook, point spec.HookPoint, budget time.Duration) time.Duration {
 	t := hook.Timeout
 	if t == 0 {

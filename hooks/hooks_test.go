@@ -22,9 +22,9 @@ func execHook(argv ...string) spec.Hook {
 }
 
 func TestTimeoutDefaults(t *testing.T) {
-	// X5: none for post_start (H3), the caller's grace for pre_stop (K3),
-	// 30s for pre_start and post_stop; an explicit timeout wins, and a
-	// budget caps whatever applies.
+	// X5: none for post_start (H3) and pre_stop (K9: the supervisor passes
+	// no budget), 30s for pre_start and post_stop; an explicit timeout
+	// wins, and a caller's budget caps whatever applies.
 	grace := 20 * time.Second
 	cases := []struct {
 		name   string
@@ -34,6 +34,7 @@ func TestTimeoutDefaults(t *testing.T) {
 		want   time.Duration
 	}{
 		{"post_start has none", spec.Hook{}, spec.PostStart, 0, 0},
+		{"pre_stop has none", spec.Hook{}, spec.PreStop, 0, 0},
 		{"pre_stop takes the grace", spec.Hook{}, spec.PreStop, grace, grace},
 		{"pre_start 30s", spec.Hook{}, spec.PreStart, 0, 30 * time.Second},
 		{"post_stop 30s", spec.Hook{}, spec.PostStop, 0, 30 * time.Second},

@@ -67,7 +67,14 @@ func (c *converter) annotations(g *spec.Group) {
 				c.r.fail(at(k), "the pod has no %s named %q", map[bool]string{true: "init container", false: "container"}[isInit], name)
 				continue
 			}
-			frag, err := parseFragment(processFragment(v, isInit))
+			frag, err := parseFragment(processFragment(v, isInit, isInit && spec.IsSidecar(&(*list)[i])))
+			if err != nil && isInit && spec.IsSidecar(&(*list)[i]) {
+				// The body may say restart_policy itself: then it is
+				// read as it is.
+				if f, err2 := parseFragment(processFragment(v, true, false)); err2 == nil {
+					frag, err = f, nil
+				}
+			}
 			if err != nil {
 				c.r.fail(at(k), "%v", err)
 				continue
@@ -87,10 +94,17 @@ func groupFragment(body string) string {
 	return fmt.Sprintf("group \"fragment\" {\n%s\nprocess \"fragment\" {\ncommand = %s\n}\n}\n", body, hclList(placeholderCommand))
 }
 
-func processFragment(body string, isInit bool) string {
+// processFragment is an annotation's body as a whole file. For a
+// sidecar's, the fragment is a sidecar too, so that the probes a sidecar
+// may have validate (O5); the line goes after the body, which keeps the
+// positions of its errors.
+func processFragment(body string, isInit, sidecar bool) string {
 	kind := "process"
 	if isInit {
 		kind = "init"
+	}
+	if sidecar {
+		body += "\nrestart_policy = \"always\""
 	}
 	s := fmt.Sprintf("group \"fragment\" {\n%s \"fragment\" {\ncommand = %s\n%s\n}\n", kind, hclList(placeholderCommand), body)
 	if isInit {

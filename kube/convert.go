@@ -293,7 +293,7 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 	p := spec.Process{Name: ct.Name}
 	if isInit && ct.RestartPolicy != nil {
 		if *ct.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			c.r.fail(c.path(at+".restartPolicy"), "init container %q is a sidecar (restartPolicy: Always), which podsup cannot start in order yet: make it a regular container", ct.Name)
+			p.RestartPolicy = spec.RestartAlways // a sidecar (KEP-753)
 		} else {
 			c.r.fail(c.path(at+".restartPolicy"), "%q: only Always is defined for an init container", *ct.RestartPolicy)
 		}

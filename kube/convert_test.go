@@ -197,6 +197,38 @@ spec:
 			t.Errorf("init = %s", show(g.Init))
 		}
 	}},
+	{"sidecar", `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: app
+spec:
+  restartPolicy: Never
+  initContainers:
+  - name: migrate
+    command: [sh, -c, "exit 0"]
+  - name: shipper
+    command: [sh, -c, "tail -F /var/log/app.log"]
+    restartPolicy: Always
+    startupProbe:
+      exec: {command: [test, -e, /var/log/app.log]}
+    readinessProbe:
+      exec: {command: ["true"]}
+  containers:
+  - name: job
+    command: [sh, -c, "echo done >> /var/log/app.log"]
+`, func(t *testing.T, cfg *spec.Config) {
+		g := cfg.Groups[0]
+		if len(g.Init) != 2 || g.Init[0].RestartPolicy != "" || g.Init[1].RestartPolicy != spec.RestartAlways {
+			t.Fatalf("init = %s", show(g.Init))
+		}
+		if !spec.IsSidecar(&g.Init[1]) || g.Init[1].StartupProbe == nil || g.Init[1].ReadinessProbe == nil {
+			t.Errorf("O1: the restartable init container is not a sidecar with its probes: %s", show(g.Init[1]))
+		}
+		if err := g.Validate(); err != nil {
+			t.Errorf("the converted sidecar does not validate: %v", err)
+		}
+	}},
 	{"deployment", `
 apiVersion: apps/v1
 kind: Deployment
@@ -345,7 +377,13 @@ func TestConvertDocumentationManifests(t *testing.T) {
 }
 
 func TestConvertWarnsWithPaths(t *testing.T) {
-	_, res := convertAndParse(t, manifests[5].yaml, Options{}) // the Deployment
+	var deployment string
+	for _, m := range manifests {
+		if m.name == "deployment" {
+			deployment = m.yaml
+		}
+	}
+	_, res := convertAndParse(t, deployment, Options{})
 	want := []string{
 		"Deployment/nginx-deployment: spec.replicas: podsup runs one copy of the pod, not 3: ignored",
 		"Deployment/nginx-deployment: spec.template.spec.containers[0].image: podsup runs no images",
@@ -402,14 +440,14 @@ func TestConvertRefusals(t *testing.T) {
 		o          Options
 		want       []string
 	}{
-		{"sidecar", pod(`  initContainers:
+		{"init restart policy", pod(`  initContainers:
   - name: log
     command: [sleep, "1"]
-    restartPolicy: Always
+    restartPolicy: OnFailure
   containers:
   - name: app
     command: [sleep, "1"]
-`), Options{}, []string{`error: Pod/p: spec.initContainers[0].restartPolicy: init container "log" is a sidecar (restartPolicy: Always), which podsup cannot start in order yet`}},
+`), Options{}, []string{`error: Pod/p: spec.initContainers[0].restartPolicy: "OnFailure": only Always is defined for an init container`}},
 		{"valueFrom", pod(`  containers:
   - name: app
     command: [sleep, "1"]

@@ -25,6 +25,7 @@
 //	                                    of that and any init container's), as kubelet
 //	                                    sizes the pod cgroup; no limit unless all set one
 //	containers[]                        process; initContainers[] → init
+//	initContainers[].restartPolicy      Always: a sidecar, restart_policy = "always"
 //	  name, command + args, env[].value, workingDir
 //	  startupProbe, livenessProbe, readinessProbe: exec, httpGet (named ports
 //	    resolved through ports[]), tcpSocket and every timing field
@@ -34,9 +35,8 @@
 //	  image                             a comment and a warning; with Options.Rootfs,
 //	                                    the sandbox's rootfs
 //
-// Refused (errors): env valueFrom, grpc probes, init containers with
-// restartPolicy Always (sidecars: podsup cannot start them in order yet),
-// a container without command (podsup runs no image, so it knows no
+// Refused (errors): env valueFrom, grpc probes, an init container's
+// restartPolicy other than Always, a container without command (podsup runs no image, so it knows no
 // entrypoint), a named port the container does not have, two images
 // mapped to different root filesystems in one pod. Labels and selectors
 // mean nothing outside Kubernetes and are not read, nor is a StatefulSet's

@@ -102,7 +102,12 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 		ps.Resources = podResources(s.Resources)
 	}
 	for i := range g.Init {
-		ps.InitContainers = append(ps.InitContainers, container(&g.Init[i]))
+		ct := container(&g.Init[i])
+		if spec.IsSidecar(&g.Init[i]) {
+			always := corev1.ContainerRestartPolicyAlways
+			ct.RestartPolicy = &always // a sidecar: a restartable init container
+		}
+		ps.InitContainers = append(ps.InitContainers, ct)
 	}
 	for i := range g.Processes {
 		ps.Containers = append(ps.Containers, container(&g.Processes[i]))

@@ -22,7 +22,7 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 		reflect.TypeFor[spec.Mount]():           {"Type", "Source", "Target", "ReadOnly", "Options"},
 		reflect.TypeFor[spec.Resources]():       {"Memory", "CPU", "CPUWeight", "Pids"},
 		reflect.TypeFor[spec.Process]():         {"Name", "Command", "Env", "WorkingDir", "User", "Group", "StopSignal", "RestartPolicy", "Critical", "StartupProbe", "LivenessProbe", "ReadinessProbe", "PreStart", "PostStart", "PreStop", "PostStop", "Log", "Readiness", "Watchdog", "Sockets"},
-		reflect.TypeFor[spec.Log]():             {"Mode", "MaxSize", "MaxFiles", "Journal", "SeparateStreams"},
+		reflect.TypeFor[spec.Log]():             {"Mode", "MaxSize", "MaxFiles", "Journal", "SeparateStreams", "NoStdout"},
 		reflect.TypeFor[spec.Probe]():           {"Handler", "InitialDelay", "Period", "Timeout", "SuccessThreshold", "FailureThreshold", "TerminationGracePeriod"},
 		reflect.TypeFor[spec.Hook]():            {"Handler", "Timeout"},
 		reflect.TypeFor[spec.Handler]():         {"Exec", "HTTPGet", "TCPSocket", "Sleep"},

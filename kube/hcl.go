@@ -175,6 +175,9 @@ func writeProcess(b *hclwrite.Body, p *spec.Process) {
 		integer(lb, "max_files", int64(l.MaxFiles))
 		boolean(lb, "journal", l.Journal)
 		boolean(lb, "separate_streams", l.SeparateStreams)
+		if l.NoStdout {
+			lb.SetAttributeValue("stdout", cty.False)
+		}
 	}
 }
 

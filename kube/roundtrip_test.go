@@ -116,6 +116,30 @@ func TestExportUsesPodFieldsFirst(t *testing.T) {
 	}
 }
 
+// O1: a sidecar is exported as a restartable init container, in the
+// Pod's own fields, and comes back a sidecar.
+func TestExportSidecarAsRestartableInitContainer(t *testing.T) {
+	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
+		Name: "job", RestartPolicy: spec.RestartNever,
+		Init: []spec.Process{
+			{Name: "migrate", Command: []string{"true"}},
+			{Name: "shipper", Command: []string{"sleep", "60"}, RestartPolicy: spec.RestartAlways,
+				StartupProbe: &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"true"}}}, Period: time.Second}},
+		},
+		Processes: []spec.Process{{Name: "work", Command: []string{"true"}}},
+	}}}
+	back, yml := roundTrip(t, cfg, "pod")
+	if strings.Contains(yml, "podsup.dev/") {
+		t.Errorf("a sidecar needs no annotation:\n%s", yml)
+	}
+	if strings.Count(yml, "restartPolicy: Always") != 1 || !strings.Contains(yml, "startupProbe:") {
+		t.Errorf("the sidecar is not a restartable init container with its probe:\n%s", yml)
+	}
+	if !equal(groupsWithBackoff(cfg), groupsWithBackoff(back)) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
+	}
+}
+
 // podsup-only fields go into annotations, with a warning naming them.
 func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
 	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
@@ -169,5 +193,32 @@ func TestExampleManifestsConvert(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// O5: an annotation on a sidecar's init container may hold what only a
+// sidecar may have (a readiness protocol here), and may also say
+// restart_policy itself.
+func TestSidecarAnnotations(t *testing.T) {
+	for _, body := range []string{`readiness = "notify"`, "restart_policy = \"always\"\nreadiness = \"notify\""} {
+		manifest := `apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  annotations:
+    podsup.dev/init.shipper: '` + strings.ReplaceAll(body, "\n", "\n\n    ") + `'
+spec:
+  initContainers:
+  - name: shipper
+    command: [sleep, "60"]
+    restartPolicy: Always
+  containers:
+  - name: app
+    command: [sleep, "60"]
+`
+		cfg, _ := convertAndParse(t, manifest, Options{Strict: true})
+		if sc := cfg.Groups[0].Init[0]; !spec.IsSidecar(&sc) || sc.Readiness != "notify" {
+			t.Errorf("%q: init %+v", body, sc)
+		}
 	}
 }

@@ -45,6 +45,7 @@ type capture struct {
 	n       int         // streams in use: 1, or 2 with separate streams
 	w       [2]*os.File // podsup's write ends until CloseWriters; Hub.mu guards them
 	limits  fileLimits  // rotation of the process's file, from this instance's spec
+	quiet   bool        // log { stdout = false }: kept off Out
 	open    int         // streams not yet at EOF; Hub.readMu guards it
 }
 
@@ -80,6 +81,10 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 	p := h.procs[key]
 	if p == nil || p.passthrough {
 		p = &procLog{group: group, process: process, name: key}
+		if h.opts.PrefixColor != nil {
+			p.color = h.opts.PrefixColor(h.colors)
+			h.colors++
+		}
 		if h.opts.Dir != "" {
 			p.file = &rotatingFile{path: h.filePath(group, process)}
 		}
@@ -108,7 +113,7 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 // newCapture makes a's pipes and adds their read ends to the loop.
 // h.mu is held: the loop looks fds up under it.
 func (h *Hub) newCapture(a *Attachment, l spec.Log) (*capture, error) {
-	c := &capture{att: a, inst: &a.inst, n: 1, limits: fileLimitsOf(l)}
+	c := &capture{att: a, inst: &a.inst, n: 1, limits: fileLimitsOf(l), quiet: l.NoStdout}
 	kinds := []Stream{Stdout}
 	if l.SeparateStreams {
 		c.n, kinds = 2, []Stream{Stdout, Stderr}

@@ -91,6 +91,7 @@
 //	<-a.Done()       // optional: every line of the instance has been read
 //
 //	lines, err := hub.Tail("web", "api", 100, false) // podsup logs --tail 100 [--previous]
+//	lines, err = hub.Lines("web", "api", logs.Query{Instance: id, Since: t}) // an instance by id, lines since t
 //	ch, err := hub.Follow(ctx, "web", "api", 10)     // podsup logs -f
 //	hub.Forget("web", "api")                         // removed by a reload, its last instance gone
 //

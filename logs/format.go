@@ -13,13 +13,19 @@ const (
 )
 
 // appendConsole formats a line the way docker compose does: the name padded
-// to the widest name seen so far, " | ", the text.
-func appendConsole(b []byte, name string, width int, text []byte) []byte {
+// to the widest name seen so far, " | ", the text; with a colour, the name
+// and bar are in it.
+func appendConsole(b []byte, name string, width int, color string, text []byte) []byte {
+	b = append(b, color...)
 	b = append(b, name...)
 	for i := len(name); i < width; i++ {
 		b = append(b, ' ')
 	}
-	b = append(b, " | "...)
+	b = append(b, " |"...)
+	if color != "" {
+		b = append(b, "\x1b[0m"...) // SGR reset
+	}
+	b = append(b, ' ')
 	b = append(b, text...)
 	return append(b, '\n')
 }

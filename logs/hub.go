@@ -22,8 +22,15 @@ type HubOptions struct {
 	// FormatJSON (one object per line).
 	Format string
 	// Out is podsup's own output; nil writes captured lines nowhere but the
-	// tails, followers and files.
+	// tails, followers and files. A process whose log block sets stdout =
+	// false (spec.Log.NoStdout) is kept off it.
 	Out io.Writer
+	// NoPrefix writes console lines to Out without their "group/process | "
+	// prefix (`podsup up --no-log-prefix`, as docker compose's flag).
+	NoPrefix bool
+	// PrefixColor, when set, gives the console prefix of the i-th process
+	// attached its colour (an SGR sequence), for an Out that is a terminal.
+	PrefixColor func(i int) string
 	// OutBufferBytes bounds what waits to be written to Out; beyond it lines
 	// are dropped and counted. Default 1 MiB.
 	OutBufferBytes int
@@ -84,6 +91,7 @@ type Hub struct {
 	follows  sync.WaitGroup
 
 	width   atomic.Int32  // widest "group/process", for console padding
+	colors  int           // processes given a colour so far; Hub.mu guards it
 	wakeups atomic.Uint64 // epoll_wait returns; tests check an idle hub sleeps
 
 	// readMu is held by whoever reads capture pipes and writes what they
@@ -105,6 +113,7 @@ type Hub struct {
 type procLog struct {
 	group, process, name string
 	passthrough          bool
+	color                string // the prefix's SGR sequence with HubOptions.PrefixColor
 
 	// open counts the streams of the process's captures not yet at EOF;
 	// its file is closed when none is left. Hub.mu guards it.
@@ -322,23 +331,66 @@ func (h *Hub) proc(group, process string) (*procLog, error) {
 	return p, nil
 }
 
+// Query selects lines of one process for Lines and FollowQuery.
+type Query struct {
+	// Tail is how many of the last lines (all kept when <= 0; with
+	// FollowQuery, none when 0 and all kept when < 0).
+	Tail int
+	// Previous selects the instance before the current one.
+	Previous bool
+	// Instance, when set, selects the kept instance (current or previous)
+	// of that id instead: what the supervisor names the last terminated
+	// one, which is the current one while the process waits in back-off.
+	Instance string
+	// Since, when not zero, keeps only lines captured at or after it; Tail
+	// counts among those.
+	Since time.Time
+}
+
 // Tail returns the last n lines (all kept lines when n <= 0) of the current
 // instance of group/process, or of the one before it when previous is set.
 func (h *Hub) Tail(group, process string, n int, previous bool) ([]Line, error) {
+	return h.Lines(group, process, Query{Tail: n, Previous: previous})
+}
+
+// Lines returns the kept lines of one instance of group/process that q
+// selects. An instance that is not kept (no previous one yet, or an id
+// that is neither the current nor the previous) is ErrNoPrevious.
+func (h *Hub) Lines(group, process string, q Query) ([]Line, error) {
 	p, err := h.proc(group, process)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	in := p.cur
-	if previous {
-		in = p.prev
-	}
+	in := p.pick(q)
 	if in == nil {
 		return nil, fmt.Errorf("%s/%s: %w", group, process, ErrNoPrevious)
 	}
-	return in.tail.lines(n, in), nil
+	return in.tail.lines(q.Tail, sinceNano(q.Since), in), nil
+}
+
+// pick is the instance q names; p.mu is held.
+func (p *procLog) pick(q Query) *instance {
+	switch {
+	case q.Instance != "":
+		for _, in := range []*instance{p.cur, p.prev} {
+			if in != nil && in.instance == q.Instance {
+				return in
+			}
+		}
+		return nil
+	case q.Previous:
+		return p.prev
+	}
+	return p.cur
+}
+
+func sinceNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // Follow streams the lines of group/process, across its instances, until
@@ -348,14 +400,21 @@ func (h *Hub) Tail(group, process string, n int, previous bool) ([]Line, error) 
 // reader: when the reader falls FollowBuffer lines behind, further lines are
 // skipped for it and a Line with Skipped = their count marks the gap.
 func (h *Hub) Follow(ctx context.Context, group, process string, tail int) (<-chan Line, error) {
+	return h.FollowQuery(ctx, group, process, Query{Tail: tail})
+}
+
+// FollowQuery is Follow with the backlog chosen by q: its last q.Tail lines
+// captured at or after q.Since. Previous and Instance do not apply: a
+// follower follows the current instance and the ones after it.
+func (h *Hub) FollowQuery(ctx context.Context, group, process string, q Query) (<-chan Line, error) {
 	p, err := h.proc(group, process)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	var backlog []Line
-	if tail != 0 && p.cur != nil {
-		backlog = p.cur.tail.lines(max(tail, 0), p.cur)
+	if q.Tail != 0 && p.cur != nil {
+		backlog = p.cur.tail.lines(max(q.Tail, 0), sinceNano(q.Since), p.cur)
 	}
 	f := newFollower(group, process, h.opts.FollowBuffer, backlog)
 	p.followers = append(p.followers, f)

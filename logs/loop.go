@@ -161,14 +161,16 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 	}
 	p.mu.Unlock()
 
-	if h.sink != nil {
+	if h.sink != nil && !s.c.quiet {
 		b.out = b.out[:0]
 		width := int(h.width.Load())
 		for _, r := range b.refs {
 			if h.opts.Format == FormatJSON {
 				b.out = appendJSON(b.out, now, in, s.kind, r.partial, b.text(r))
+			} else if h.opts.NoPrefix {
+				b.out = append(append(b.out, b.text(r)...), '\n')
 			} else {
-				b.out = appendConsole(b.out, p.name, width, b.text(r))
+				b.out = appendConsole(b.out, p.name, width, p.color, b.text(r))
 			}
 		}
 		h.sink.add(b.out)

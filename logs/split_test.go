@@ -59,9 +59,14 @@ func TestSplit(t *testing.T) {
 }
 
 func TestConsoleLinePadsNameLikeCompose(t *testing.T) {
-	got := string(appendConsole(nil, "web/api", 11, []byte("hello")))
+	got := string(appendConsole(nil, "web/api", 11, "", []byte("hello")))
 	if got != "web/api     | hello\n" {
 		t.Fatalf("got %q", got)
+	}
+	// A colour takes in the name, its padding and the bar.
+	got = string(appendConsole(nil, "web/api", 9, "\x1b[36m", []byte("hello")))
+	if got != "\x1b[36mweb/api   |\x1b[0m hello\n" {
+		t.Fatalf("coloured: %q", got)
 	}
 }
 

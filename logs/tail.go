@@ -91,30 +91,51 @@ func (t *tail) grow(n int) {
 	t.buf, t.head = nb, 0
 }
 
-// lines returns the last n lines (all when n <= 0), oldest first, stamped
-// with the instance's names.
-func (t *tail) lines(n int, in *instance) []Line {
-	if n <= 0 || n > t.count {
-		n = t.count
+// lines returns the last n lines (all when n <= 0) of those captured at or
+// after since (Unix ns; 0 for all), oldest first, stamped with the
+// instance's names.
+func (t *tail) lines(n int, since int64, in *instance) []Line {
+	// Capture times only grow within an instance, unless the wall clock
+	// was set back: count the matching records rather than assume a
+	// suffix.
+	var hdr [recordHeader]byte
+	match := t.count
+	if since != 0 {
+		match = 0
+		off := t.head
+		for i := 0; i < t.count; i++ {
+			t.get(off, hdr[:])
+			if int64(binary.LittleEndian.Uint64(hdr[0:8])) >= since {
+				match++
+			}
+			off += recordHeader + int(binary.LittleEndian.Uint16(hdr[9:11]))
+		}
+	}
+	if n <= 0 || n > match {
+		n = match
 	}
 	out := make([]Line, 0, n)
 	off := t.head
-	var hdr [recordHeader]byte
+	seen := 0 // matching records passed
 	for i := 0; i < t.count; i++ {
 		t.get(off, hdr[:])
 		size := int(binary.LittleEndian.Uint16(hdr[9:11]))
-		if i >= t.count-n {
-			text := make([]byte, size)
-			t.get(off+recordHeader, text)
-			out = append(out, Line{
-				Time:     time.Unix(0, int64(binary.LittleEndian.Uint64(hdr[0:8]))),
-				Group:    in.proc.group,
-				Process:  in.proc.process,
-				Instance: in.instance,
-				Stream:   streamOf(hdr[8]),
-				Text:     string(text),
-				Partial:  hdr[8]&flagPartial != 0,
-			})
+		when := int64(binary.LittleEndian.Uint64(hdr[0:8]))
+		if since == 0 || when >= since {
+			if seen >= match-n {
+				text := make([]byte, size)
+				t.get(off+recordHeader, text)
+				out = append(out, Line{
+					Time:     time.Unix(0, when),
+					Group:    in.proc.group,
+					Process:  in.proc.process,
+					Instance: in.instance,
+					Stream:   streamOf(hdr[8]),
+					Text:     string(text),
+					Partial:  hdr[8]&flagPartial != 0,
+				})
+			}
+			seen++
 		}
 		off += recordHeader + size
 	}

@@ -34,7 +34,7 @@ func TestTailMatchesModelUnderRandomLines(t *testing.T) {
 			tl.add(int64(i), 0, []byte(s), bounds.lines, bounds.bytes)
 			m.add(s, bounds.lines, bounds.bytes)
 			if i%97 == 0 || i == 2999 {
-				got := texts(tl.lines(0, in))
+				got := texts(tl.lines(0, 0, in))
 				if !equalStrings(got, m.lines) {
 					t.Fatalf("bounds %+v after %d lines: tail has %d lines, model %d", bounds, i+1, len(got), len(m.lines))
 				}
@@ -43,7 +43,7 @@ func TestTailMatchesModelUnderRandomLines(t *testing.T) {
 				t.Fatalf("ring grew to %d bytes, bound %d", len(tl.buf), bounds.bytes)
 			}
 		}
-		last := tl.lines(2, in)
+		last := tl.lines(2, 0, in)
 		if len(last) != 2 || last[1].Text != m.lines[len(m.lines)-1] || last[1].Time.UnixNano() != 2999 {
 			t.Fatalf("bounds %+v: last two lines %+v", bounds, last)
 		}
@@ -60,7 +60,7 @@ func TestTailGrowsLazily(t *testing.T) {
 		t.Fatalf("one short line allocated %d bytes, want %d", len(tl.buf), tailGrain)
 	}
 	in := &instance{proc: &procLog{group: "web", process: "api"}, instance: "7"}
-	got := tl.lines(0, in)
+	got := tl.lines(0, 0, in)
 	want := Line{Group: "web", Process: "api", Instance: "7", Stream: Stderr, Text: "hello", Partial: true}
 	got[0].Time = want.Time
 	if got[0] != want {

@@ -111,7 +111,9 @@ func (w *Worker) Done() <-chan struct{} { return w.done }
 
 // Run probes at once and then every period until Stop, ctx's end, or the
 // step says the worker is done (P8, P9). Ticks keep their phase like a
-// ticker's; ticks missed while a probe ran are skipped, not queued.
+// time.Ticker's, and like one it keeps one pending tick: a probe that ran
+// past a tick is followed at once by the next probe, and any further ticks
+// it ran past are dropped (P13).
 func (w *Worker) Run(ctx context.Context) {
 	defer close(w.done)
 	ctx, cancel := context.WithCancel(ctx)
@@ -125,7 +127,16 @@ func (w *Worker) Run(ctx context.Context) {
 	w.mu.Unlock()
 
 	period := w.step.probe.Period
+	// next is the ticker's next tick that has not been consumed. A tick
+	// consumed moves it to the first boundary after the moment it was
+	// consumed; a tick that fell due during a probe is pending (P13).
 	next := w.clock.Now().Add(period)
+	after := func(now time.Time) time.Time {
+		if next.After(now) {
+			return next
+		}
+		return next.Add((now.Sub(next)/period + 1) * period)
+	}
 	// The timer is armed only after each step, so a tick can never fire
 	// (and be dropped below) before the first probe has run.
 	var timer clock.Timer
@@ -137,12 +148,16 @@ func (w *Worker) Run(ctx context.Context) {
 	for w.tick(ctx) {
 		now := w.clock.Now()
 		if !next.After(now) {
-			next = next.Add((now.Sub(next)/period + 1) * period)
+			// P13: a tick fell due while the probe ran. The kubelet's
+			// ticker holds it, and its worker probes again at once; the
+			// ticks after it are dropped and the phase is kept.
+			next = after(now)
+			continue
 		}
 		if timer == nil {
 			timer = w.clock.NewTimer(next.Sub(now))
 		} else {
-			select { // drop a tick that fired while probing
+			select { // drop a stale tick: next already accounts for it
 			case <-timer.C():
 			default:
 			}
@@ -152,6 +167,7 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C():
+			next = after(w.clock.Now())
 		case <-w.trigger:
 		}
 	}

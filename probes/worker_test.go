@@ -120,8 +120,10 @@ func TestWorkerLoopTicksOnPeriod(t *testing.T) {
 	}
 }
 
-func TestWorkerLoopKeepsPhaseAndSkipsMissedTicks(t *testing.T) {
-	// P1: a ticker's phase; ticks missed during a long probe are dropped.
+func TestWorkerLoopKeepsPhaseAndOnePendingTick(t *testing.T) {
+	// P13: a probe that runs past several ticks is followed at once by one
+	// probe (the ticker's pending tick); the other missed ticks are dropped
+	// and the phase is kept.
 	period := time.Second
 	r := newLoopRig(t, spec.Liveness, spec.Probe{Period: period})
 	r.w.Observe(Instance{ID: "a", Running: true, StartedAt: clock.Epoch, Started: true})
@@ -135,7 +137,42 @@ func TestWorkerLoopKeepsPhaseAndSkipsMissedTicks(t *testing.T) {
 	reply := <-r.calls
 	r.clk.Advance(2500 * time.Millisecond) // now 3.5s
 	reply <- ok
-	r.armedAt(clock.Epoch.Add(4 * period)) // 2s and 3s dropped; phase kept
+	r.answer(ok)                           // the pending tick: a probe at 3.5s, without a timer
+	r.armedAt(clock.Epoch.Add(4 * period)) // 2s and 3s were one tick; phase kept
+	r.noCall()
+}
+
+func TestWorkerSlowProbeIsFollowedAtOnce(t *testing.T) {
+	// P13: period 1s, every probe takes 1.2s: each probe starts as the
+	// previous one ends, 1.2s apart, not on the next boundary (2s apart).
+	period := time.Second
+	probeTime := 1200 * time.Millisecond
+	r := newLoopRig(t, spec.Liveness, spec.Probe{Period: period, Timeout: 5 * time.Second})
+	r.w.Observe(Instance{ID: "a", Running: true, StartedAt: clock.Epoch, Started: true})
+	go r.w.Run(context.Background())
+	defer func() { r.w.Stop(); <-r.w.Done() }()
+
+	r.answer(ok) // the first probe, at 0, is quick
+	r.update()
+	r.armedAt(clock.Epoch.Add(period))
+	r.clk.Advance(period)
+	var starts []time.Time
+	for range 4 {
+		var reply chan outcome
+		select {
+		case reply = <-r.calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no probe after the one that started at %v", starts[len(starts)-1])
+		}
+		starts = append(starts, r.clk.Now())
+		r.clk.Advance(probeTime)
+		reply <- ok
+	}
+	for i := 1; i < len(starts); i++ {
+		if d := starts[i].Sub(starts[i-1]); d != probeTime {
+			t.Fatalf("probe %d started %v after the previous one, want %v (starts %v)", i, d, probeTime, starts)
+		}
+	}
 }
 
 func TestWorkerTriggerAndStop(t *testing.T) {
@@ -197,6 +234,45 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 	} {
 		if _, err := NewWorker(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestWorkerSlowExecProbeIsFollowedAtOnce(t *testing.T) {
+	// P13 with a real process and the real clock: period 1s, an exec probe
+	// that takes 1.1s. Each probe starts as soon as the previous one has
+	// ended; waiting for the next boundary would leave ~0.9s between them.
+	t.Parallel()
+	exec := execProbe(t, 10*time.Second, "sleep", "1.1")
+	type span struct{ start, end time.Time }
+	spans := make(chan span, 16)
+	h := HandlerFunc(func(ctx context.Context) (Result, string, error) {
+		s := span{start: time.Now()}
+		r, msg, err := exec.Probe(ctx)
+		s.end = time.Now()
+		spans <- s
+		return r, msg, err
+	})
+	w, err := NewWorker(WorkerConfig{Kind: spec.Liveness, Probe: spec.Probe{Period: time.Second, Timeout: 10 * time.Second}, Handler: h, Publish: func(Update) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Observe(Instance{ID: "a", Running: true, StartedAt: time.Now(), Started: true})
+	go w.Run(context.Background())
+	defer func() { w.Stop(); <-w.Done() }()
+	var got []span
+	for len(got) < 4 {
+		select {
+		case s := <-spans:
+			got = append(got, s)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %d probes in 30s", len(got))
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		// Generous: the worker itself needs microseconds.
+		if gap := got[i].start.Sub(got[i-1].end); gap > 300*time.Millisecond {
+			t.Fatalf("probe %d started %v after the previous one ended, want at once", i, gap)
 		}
 	}
 }

@@ -213,7 +213,7 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	if err != nil {
 		pr.state, _ = transition(id, pr.state, EventStartFailed)
 		pr.finishAt = now
-		pr.code = proc.ExitCodeForStartError(err)
+		pr.code = StartErrorExitCode // E3
 		pr.reason = ReasonStartError
 		pr.message = err.Error()
 		st := rt.statusLocked(pr)

@@ -154,6 +154,12 @@ const (
 	ReasonStopped    = "Stopped"    // stopped before it was started
 )
 
+// StartErrorExitCode is the exit code of a process that could not be
+// started, whatever the cause (not found, not executable, ...): containerd's
+// CRI records 128 with reason StartError (E3). The cause is in Message.
+// podsup run keeps the shell's 127 and 126 (proc.ExitCodeForStartError).
+const StartErrorExitCode = 128
+
 // ProcessStatus is a snapshot of a process.
 type ProcessStatus struct {
 	ID      string
@@ -164,8 +170,8 @@ type ProcessStatus struct {
 	CreatedAt  time.Time
 	StartedAt  time.Time
 	FinishedAt time.Time
-	// ExitCode is the exit status, or 128+N when signal N killed it (and
-	// 127/126 for a program not found / not executable).
+	// ExitCode is the exit status, or 128+N when signal N killed it, or
+	// StartErrorExitCode when the program could not be started (E3).
 	ExitCode int
 	Signal   syscall.Signal
 	// Reason is one of the Reason… constants once exited.

@@ -163,7 +163,7 @@ func TestStartErrorLeavesProcessExited(t *testing.T) {
 		t.Errorf("start: %v; want ErrCommandNotFound", err)
 	}
 	st, _ := rt.ProcessStatus("p")
-	if st.State != StateExited || st.ExitCode != 127 || st.Reason != ReasonStartError {
+	if st.State != StateExited || st.ExitCode != 128 || st.Reason != ReasonStartError {
 		t.Errorf("status: %+v", st)
 	}
 	if s := <-reported; s.Reason != ReasonStartError {

@@ -160,6 +160,13 @@ type Log struct {
 	// terminal: lines keep the order they were written in, are all
 	// reported as stdout, and the process costs podsup one fd fewer.
 	SeparateStreams bool
+	// NoStdout (`stdout = false`) keeps the process's lines off podsup's
+	// own output (`podsup up`'s stdout, which under systemd is the journal)
+	// while its tail (`podsup logs`) and its file in log_dir still get
+	// them: for a process too noisy to read among the others. Journal
+	// sends a process's lines to journald by themselves, whatever this
+	// says.
+	NoStdout bool
 }
 
 // ProbeKind names the three probes (P1).
@@ -280,8 +287,9 @@ type Hook struct {
 	Timeout time.Duration
 }
 
-// DefaultHookTimeout is X5's default: none for post_start (H3), the grace
-// period for pre_stop (returned as 0: the caller bounds it), 30s otherwise.
+// DefaultHookTimeout is X5's default: none for post_start (H3) and
+// pre_stop (the supervisor waits for it up to the grace, K3, and ends it
+// with its instance's SIGKILL, K9), 30s otherwise.
 func DefaultHookTimeout(p HookPoint) time.Duration {
 	switch p {
 	case PreStart, PostStop:

@@ -207,6 +207,15 @@ func (ch *checker) process(p []string, pr *Process, isInit bool) {
 		ch.add(at(p, "stop_signal"), "stop_signal %d is not a signal number (1-64)", int(pr.StopSignal))
 	}
 	ch.restartPolicy(at(p, "restart_policy"), pr.RestartPolicy)
+	// O1: an init takes restart_policy "always" (a sidecar) or none, as
+	// Kubernetes allows only Always on an init container.
+	sidecar := isInit && IsSidecar(pr)
+	if isInit && pr.RestartPolicy != "" && !sidecar {
+		ch.add(at(p, "restart_policy"), "an init takes only restart_policy = \"always\", which makes it a sidecar (it keeps running beside the processes); without it an init runs to completion, retried under the group's restart policy")
+	}
+	// A plain init runs to completion: probes and readiness mean nothing
+	// there. A sidecar runs for the group's life and takes them all (O5).
+	plainInit := isInit && !sidecar
 	probes := []struct {
 		kind  ProbeKind
 		field string
@@ -220,8 +229,8 @@ func (ch *checker) process(p []string, pr *Process, isInit bool) {
 		if x.probe == nil {
 			continue
 		}
-		if isInit {
-			ch.add(at(p, x.field), "init processes run to completion and cannot have a %s", x.field)
+		if plainInit {
+			ch.add(at(p, x.field), "init processes run to completion and cannot have a %s (a sidecar, restart_policy = \"always\", can)", x.field)
 			continue
 		}
 		ch.probe(at(p, x.field), x.kind, x.probe)
@@ -235,11 +244,14 @@ func (ch *checker) process(p []string, pr *Process, isInit bool) {
 			ch.hook(at(p, string(x.point)), x.hook)
 		}
 	}
-	ch.readiness(p, pr, isInit)
+	ch.readiness(p, pr, plainInit)
 	switch pr.Log.Mode {
 	case "", "capture", "passthrough":
 	default:
 		ch.add(at(p, "log", "mode"), "log mode %q is not one of \"capture\", \"passthrough\"", pr.Log.Mode)
+	}
+	if pr.Log.NoStdout && pr.Log.Mode == "passthrough" {
+		ch.add(at(p, "log", "stdout"), "stdout = false needs mode \"capture\": with passthrough the process writes to podsup's stdout itself")
 	}
 	if pr.Log.MaxSize < 0 {
 		ch.add(at(p, "log", "max_size"), "max_size must not be negative")
@@ -249,7 +261,7 @@ func (ch *checker) process(p []string, pr *Process, isInit bool) {
 	}
 }
 
-func (ch *checker) readiness(p []string, pr *Process, isInit bool) {
+func (ch *checker) readiness(p []string, pr *Process, plainInit bool) {
 	r := pr.Readiness
 	switch {
 	case r == "" || r == "notify":
@@ -261,8 +273,8 @@ func (ch *checker) readiness(p []string, pr *Process, isInit bool) {
 	default:
 		ch.add(at(p, "readiness"), "readiness %q is not one of \"notify\", \"fd:N\"", r)
 	}
-	if r != "" && isInit {
-		ch.add(at(p, "readiness"), "init processes run to completion and cannot have a readiness protocol")
+	if r != "" && plainInit {
+		ch.add(at(p, "readiness"), "init processes run to completion and cannot have a readiness protocol (a sidecar, restart_policy = \"always\", can)")
 	}
 	if pr.Watchdog < 0 {
 		ch.add(at(p, "watchdog"), "watchdog must not be negative")

@@ -42,6 +42,12 @@ func TestValidateReportsEachProblemWithItsPath(t *testing.T) {
 		{"duplicate process", func(g *Group) { g.Processes = append(g.Processes, g.Processes[0]) }, "group.web.process.api", "duplicate"},
 		{"no process", func(g *Group) { g.Processes = nil }, "group.web", "no process"},
 		{"hostname without uts", func(g *Group) { g.Sandbox = &Sandbox{Hostname: "x"} }, "group.web.sandbox.hostname", "uts"},
+		{"O1 init restart policy other than always", func(g *Group) {
+			g.Init = []Process{{Name: "migrate", Command: []string{"x"}, RestartPolicy: RestartOnFailure}}
+		}, "group.web.init.migrate.restart_policy", `only restart_policy = "always"`},
+		{"O5 a plain init takes no probe", func(g *Group) {
+			g.Init = []Process{{Name: "migrate", Command: []string{"x"}, ReadinessProbe: &Probe{Handler: Handler{TCPSocket: &TCPSocketAction{Port: 80}}}}}
+		}, "group.web.init.migrate.readiness_probe", "run to completion"},
 		{"watchdog without notify", func(g *Group) { g.Processes[0].Watchdog = time.Second }, "group.web.process.api.watchdog", "notify"},
 	}
 	for _, tc := range cases {
@@ -71,6 +77,24 @@ func TestValidGroupPasses(t *testing.T) {
 	es, _ := AsErrors(c.Validate())
 	if len(es) != 1 || !strings.Contains(es[0].Msg, "duplicate group") {
 		t.Fatalf("duplicate groups: got %v", es)
+	}
+}
+
+// O5: a sidecar takes probes and a readiness protocol, which a plain init
+// does not.
+func TestSidecarTakesProbesAndReadiness(t *testing.T) {
+	g := validGroup()
+	probe := &Probe{Handler: Handler{TCPSocket: &TCPSocketAction{Port: 80}}}
+	g.Init = []Process{{Name: "proxy", Command: []string{"x"}, RestartPolicy: RestartAlways,
+		StartupProbe: probe, LivenessProbe: probe, ReadinessProbe: probe, Readiness: "notify"}}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !IsSidecar(&g.Init[0]) {
+		t.Error("an init with restart_policy always is a sidecar")
+	}
+	if g.Init[0].RestartPolicy = ""; IsSidecar(&g.Init[0]) {
+		t.Error("an init without restart_policy is no sidecar")
 	}
 }
 

@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"syscall"
@@ -153,11 +152,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 		if rerr := l.rt.RemoveProcess(context.Background(), id); rerr != nil && !sandbox.IsNotFound(rerr) {
 			err = fmt.Errorf("%w (and removing its record: %v)", err, rerr)
 		}
-		code := 128
-		if errors.Is(err, proc.ErrCommandNotFound) || errors.Is(err, proc.ErrNotExecutable) {
-			code = proc.ExitCodeForStartError(err)
-		}
-		return nil, &supervisor.StartError{Code: code, Err: err}
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err} // E3
 	}
 	return localInstance{rt: l.rt, id: id, pid: pid}, nil
 }

@@ -37,6 +37,12 @@ type Options struct {
 	// configuration's supervisor.log_format says (podsup up: its stdout).
 	// nil keeps the lines only in the tails, followers and log_dir files.
 	Output io.Writer
+	// NoLogPrefix writes console lines to Output without their
+	// "group/process | " prefix (podsup up --no-log-prefix).
+	NoLogPrefix bool
+	// LogColor, when set, is the SGR sequence for the i-th process's
+	// console prefix (podsup up on a terminal); nil for none.
+	LogColor func(i int) string
 	// RuntimeDir is the directory in which the notify server makes a
 	// directory of its own for the sockets of readiness = "notify"
 	// (podsup up: its control socket's). Default os.TempDir().
@@ -128,7 +134,7 @@ func New(cfg spec.Config, opts Options) (*Stack, error) {
 
 // assemble builds the layers over rt and the supervisor on them.
 func assemble(cfg spec.Config, opts Options, rt *sandbox.LocalRuntime) (*Stack, error) {
-	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: opts.Output,
+	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: opts.Output, NoPrefix: opts.NoLogPrefix, PrefixColor: opts.LogColor,
 		Dir: cfg.Supervisor.LogDir, Clock: opts.Clock, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("unable to capture output: %w", err)

@@ -98,6 +98,9 @@ func capturedLogSettings(l spec.Log) []string {
 	if l.SeparateStreams {
 		set = append(set, "separate_streams")
 	}
+	if l.NoStdout {
+		set = append(set, "stdout = false")
+	}
 	return set
 }
 

@@ -53,16 +53,20 @@ func Example() {
 	fmt.Println(web.Phase, server.Name, server.State, "restarts:", server.RestartCount, "has pid:", server.Pid > 0)
 
 	_ = sup.Stop("web", "server", supervisor.RequestOptions{Requester: "example"})
-	fmt.Println(waitFor(supervisor.EventExited).Message)
-	web, _ = sup.Status().Group("web")
-	server, _ = web.Process("server")
-	fmt.Println(web.Phase, server.Name, server.State, server.Reason, "exit code:", server.Terminated.ExitCode)
+	fmt.Println(waitFor(supervisor.EventKilling).Message)
+	// The exit is no event, as in kubelet: the status holds it.
+	for server.State != supervisor.StateTerminated && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+		web, _ = sup.Status().Group("web")
+		server, _ = web.Process("server")
+	}
+	fmt.Println(web.Phase, server.Name, server.State, server.Reason, "exit code:", server.Terminated.ExitCode, server.Terminated.Message)
 
 	sup.Shutdown(nil)
 	fmt.Println("supervisor exit code:", (<-done).ExitCode)
 	// Output:
 	// Running server running restarts: 0 has pid: true
-	// Process server exited with code 143 (killed by SIGTERM)
-	// Stopped server terminated Error exit code: 143
+	// Stopping process server: stop requested by example (grace 30s)
+	// Stopped server terminated Error exit code: 143 killed by SIGTERM
 	// supervisor exit code: 0
 }

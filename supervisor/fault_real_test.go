@@ -86,7 +86,7 @@ func (r *localRun) ended(d time.Duration) bool {
 
 func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
 	// Item 1: a sandboxed group whose command does not exist fails its
-	// start (127) and backs off; a shutdown then ends the group at once.
+	// start (128, E3) and backs off; a shutdown then ends the group at once.
 	// The adapter used to hold a lock across StartProcess, whose failure
 	// path reports the exit synchronously through the same lock.
 	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartAlways, Sandbox: &spec.Sandbox{},
@@ -98,8 +98,8 @@ func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
 	}
 	r.next(supervisor.EventBackOff)
 	st, _ := r.sup.Status().Group("sb")
-	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 127 || p.LastTermination.Reason != supervisor.ReasonStartError {
-		t.Errorf("last termination %+v, want 127 StartError", p.LastTermination)
+	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 128 || p.LastTermination.Reason != supervisor.ReasonStartError {
+		t.Errorf("E3: last termination %+v, want 128 StartError", p.LastTermination)
 	}
 	r.sup.Shutdown(nil)
 	if !r.ended(15 * time.Second) {

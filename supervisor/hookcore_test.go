@@ -71,6 +71,9 @@ func TestPreStartFailureFailsTheStartWithBackOff(t *testing.T) {
 	if n := len(withReason(evs, EventFailedPreStartHook)); n != 5 {
 		t.Errorf("X5: %d FailedPreStartHook events, want 5: %v", n, reasonsOf(evs))
 	}
+	if n := len(withReason(evs, EventCreated)); n != 0 {
+		t.Errorf("E1: %d Created events for starts that pre_start failed: %v", n, reasonsOf(evs))
+	}
 	if n := len(withReason(evs, EventStarted)); n != 0 {
 		t.Errorf("X5: Started events although nothing started: %v", reasonsOf(evs))
 	}
@@ -188,7 +191,7 @@ func TestPostStartFailureKillsThroughTheStopPath(t *testing.T) {
 		t.Errorf("H2: pre_stop calls %+v, want one at 0.5s with the group's 5s grace", c)
 	}
 	evs := r.events()
-	want := []string{EventStarted, EventFailedPostStartHook, EventKilling, EventKilling, EventExited, EventStarted}
+	want := []string{EventCreated, EventStarted, EventFailedPostStartHook, EventKilling, EventCreated, EventStarted} // E1, E2
 	if got := reasonsOf(evs); fmt.Sprint(got[:min(len(got), len(want))]) != fmt.Sprint(want) {
 		t.Errorf("H2 events %v, want %v", got, want)
 	}
@@ -332,5 +335,59 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestPreStopOutlivingTheGraceEndsWithTheSIGKILL(t *testing.T) {
+	// K3, K9: a pre_stop that never returns. The supervisor stops waiting
+	// for it at the grace (5 s) and sends the stop signal; the hook runs
+	// on, and ends when the instance's tree is SIGKILLed 1 s (the minimum)
+	// later, not before. An exec hook ended that way did not complete: one
+	// FailedPreStopHook, as kubelet's hook goroutine records when the
+	// container's kill makes the exec fail; a sleep hook's end is quiet.
+	for _, c := range []struct {
+		name string
+		hook *spec.Hook
+		want int
+	}{
+		{"exec", &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"hang"}}}}, 1},
+		{"sleep", hookOf(time.Minute), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := hookGroup(spec.RestartNever, func(p *spec.Process) { p.PreStop = c.hook })
+			r := startLifecycle(t, cfg, constant(simRun{runFor: -1, ignoreTerm: true}), func(spec.HookPoint, string, int) fakeHook {
+				return fakeHook{takes: -1} // hangs until its context ends
+			})
+			r.advanceTo(time.Second)
+			if err := r.sup.Stop("g", "app", RequestOptions{Requester: "test"}); err != nil {
+				t.Fatal(err)
+			}
+			r.advanceTo(6500 * time.Millisecond) // past the grace: TERM went out at 6
+			if calls := r.hooks.callsAt(spec.PreStop); len(calls) != 1 || calls[0].at != time.Second || calls[0].ended >= 0 {
+				t.Fatalf("K9: pre_stop calls %+v, want one from 1s still running after the grace", calls)
+			}
+			r.advanceTo(7 * time.Second)
+			// The hook's context ends at the SIGKILL; the fake hook hears it
+			// in a goroutine of its own (context.AfterFunc) and reads the
+			// clock, which stays at 7s until it has.
+			waitFor(t, "pre_stop ended", func() bool { return r.hooks.callsAt(spec.PreStop)[0].ended >= 0 })
+			call := r.hooks.callsAt(spec.PreStop)[0]
+			if call.ended != 7*time.Second || !call.cancelled {
+				t.Errorf("K9: pre_stop %+v, want it ended (cancelled) at the SIGKILL, 7s", call)
+			}
+			ps := r.status("app")
+			if ps.Terminated == nil || ps.Terminated.Signal != syscall.SIGKILL || ps.FinishedAt.Sub(clock.Epoch) != 7*time.Second {
+				t.Errorf("K3, K5: %+v, want SIGKILL at 1 + 5 + 1 = 7s", ps)
+			}
+			r.stop() // Run returns once the hook's end was handled
+			f := withReason(r.events(), EventFailedPreStopHook)
+			if len(f) != c.want {
+				t.Fatalf("K9: FailedPreStopHook events %+v, want %d", f, c.want)
+			}
+			if c.want == 1 && (f[0].Type != EventWarning || f[0].InstanceID != call.instance ||
+				f[0].Message != "PreStop hook for process app did not complete: it was ended with the process") {
+				t.Errorf("K9: %+v, want a warning naming the killed instance", f[0])
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/podsup/podsup/supervisor/internal/core"
@@ -24,8 +25,10 @@ import (
 // DefaultHookRunner runs hooks with package hooks: exec hooks with the
 // process's environment, directory and user through the request's Spawn
 // (the group's sandbox), http_get and sleep hooks in podsup, each within
-// hooks.Timeout (X5; pre_stop capped by its budget, the grace, K3). It is
-// what Options.Hooks nil means.
+// its own timeout or X5's default. A pre_stop is not bound by the grace:
+// the supervisor stops waiting for it then (K3), and it ends with its
+// instance's SIGKILL, when ctx ends (K9). It is what Options.Hooks nil
+// means.
 type DefaultHookRunner struct {
 	// Clock times sleep hooks; nil is the real clock.
 	Clock clock.Clock
@@ -54,7 +57,7 @@ func (r DefaultHookRunner) Run(ctx context.Context, req HookRequest) error {
 		Env:  Environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
 		Clock: r.Clock,
 	}
-	out := runner.Run(ctx, req.Hook, req.Point, req.Budget)
+	out := runner.Run(ctx, req.Hook, req.Point, 0) // K9: Budget is not the hook's bound
 	if out.Err != nil {
 		return &HookError{Point: req.Point, Err: out.Err, Output: out.Output}
 	}
@@ -148,6 +151,17 @@ func (w *worker) startHook(pr spec.Process, instance string, point spec.HookPoin
 		req.Pid = inst.Pid()
 	}
 	finish := func(err error) {
+		if err != nil && ctx.Err() != nil && point == spec.PreStop {
+			// K9: ended with its instance (or the worker's end), not by
+			// itself. An exec or HTTP hook then failed, as kubelet's would
+			// (the exec dies with the container, the request finds none);
+			// kubelet's sleep would have run out quietly.
+			if req.Hook.Sleep != nil {
+				err = nil
+			} else {
+				err = fmt.Errorf("%w (%v)", core.ErrHookEndedWithInstance, err)
+			}
+		}
 		var he *HookError
 		if errors.As(err, &he) && len(he.Output) > 0 {
 			w.log.Debug().Str("process", process).Str("instance", instance).Str("hook", string(point)).
@@ -203,6 +217,18 @@ func (w *worker) groupHookContext() context.Context {
 		w.lc.groupCtx, w.lc.groupCancel = context.WithCancel(w.ctx)
 	}
 	return w.lc.groupCtx
+}
+
+// endInstanceHooks ends the hooks still running for instance, at the
+// SIGKILL of its tree (K9): a pre_stop that outlived the grace ends with
+// the instance, not at the grace, as an exec in a container dies with the
+// container. The hook's processes are not in the instance's tree (they
+// run in a cgroup or process group of their own), so its context is what
+// kills them. The context stays until syncLifecycle drops it.
+func (w *worker) endInstanceHooks(instance string) {
+	if cancel := w.lc.instances[instance]; cancel != nil {
+		cancel()
+	}
 }
 
 // noteInput is the executor's bookkeeping for an input about to be

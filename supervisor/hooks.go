@@ -24,9 +24,10 @@ import (
 //   - post_stop runs once after each instance exited; an error is a
 //     FailedPostStopHook warning (X5).
 //
-// ctx ends when the hook's instance has exited (pre_start, post_start,
-// pre_stop) or when the group is stopped for good a second time
-// (post_stop): Run should then return promptly.
+// ctx ends when the hook's instance's tree is SIGKILLed or the instance
+// has exited (pre_start, post_start, pre_stop: K9), or when the group is
+// stopped for good a second time (post_stop): Run should then return
+// promptly, leaving no process behind.
 type HookRunner interface {
 	Run(ctx context.Context, req HookRequest) error
 }
@@ -41,9 +42,11 @@ type HookRequest struct {
 	Process spec.Process
 	Point   spec.HookPoint
 	Hook    spec.Hook
-	// Budget bounds the run: the grace period for pre_stop (K3), 0 for the
-	// others (their own timeout or X5's default applies). The supervisor
-	// stops waiting for a pre_stop at the budget whatever Run does.
+	// Budget is how long the supervisor waits for a pre_stop: the grace
+	// (K3); 0 for the other points. It does not bound the hook: the
+	// supervisor stops waiting at the budget and sends the stop signal,
+	// and the hook runs on (within its own timeout, if it has one) until
+	// ctx ends at the instance's SIGKILL (K9).
 	Budget time.Duration
 	// Spawn starts exec hook commands inside the group's sandbox (X6);
 	// nil means proc.Start (podsup's own namespaces).

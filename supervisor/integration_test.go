@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,6 +67,25 @@ func (r *realRun) next(reasons ...string) supervisor.Event {
 				return e
 			}
 		}
+	}
+}
+
+// terminated waits until process name of group has ended and stays
+// ended (stopped, or ended for good), and returns how it ended. An exit is
+// no event, as in kubelet (E2): the status holds it.
+func (r *realRun) terminated(group, name string) *supervisor.Termination {
+	r.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if g, ok := r.sup.Status().Group(group); ok {
+			if p, ok := g.Process(name); ok && p.State == supervisor.StateTerminated && p.Terminated != nil {
+				return p.Terminated
+			}
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s/%s did not end", group, name)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -168,8 +188,8 @@ func TestRealTermIgnoringProcessIsKilledAfterGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	killing := r.next(supervisor.EventKilling)
-	exited := r.next(supervisor.EventExited)
-	if d := exited.Time.Sub(killing.Time); d < grace || d > grace+2*time.Second {
+	exited := r.terminated("stubborn", "app")
+	if d := exited.FinishedAt.Sub(killing.Time); d < grace || d > grace+2*time.Second {
 		t.Errorf("K6: exit %s after the stop began, want SIGKILL after the %s grace", d, grace)
 	}
 	p, _ := r.sup.Status().Groups[0].Process("app")
@@ -193,7 +213,7 @@ func TestRealStopLeavesNoDescendant(t *testing.T) {
 	if err := r.sup.Stop("tree", "", supervisor.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.next(supervisor.EventExited)
+	r.terminated("tree", "app")
 	deadline := time.Now().Add(10 * time.Second)
 	for !processGone(child) {
 		if time.Now().After(deadline) {
@@ -222,8 +242,9 @@ func TestRealCriticalExitCode(t *testing.T) {
 }
 
 func TestRealStartFailure(t *testing.T) {
-	// A command that does not exist: Failed event, exit code 127, and the
-	// back-off applies as for a crash.
+	// E3: a command that does not exist is exit code 128, reason
+	// StartError, as containerd records it (not the shell's 127), with the
+	// cause in the message and a Failed event.
 	g := realGroup("missing", spec.RestartNever, spec.Process{Name: "app", Command: []string{filepath.Join(os.TempDir(), "podsup-no-such-command")}})
 	r := startReal(t, spec.Config{Groups: []spec.Group{g}})
 	e := r.next(supervisor.EventFailed)
@@ -234,8 +255,8 @@ func TestRealStartFailure(t *testing.T) {
 	for {
 		p, _ := r.sup.Status().Groups[0].Process("app")
 		if p.State == supervisor.StateTerminated {
-			if p.Terminated.ExitCode != 127 || p.Reason != supervisor.ReasonStartError {
-				t.Errorf("status %+v", p)
+			if p.Terminated.ExitCode != 128 || p.Reason != supervisor.ReasonStartError || !strings.Contains(p.Terminated.Message, "not found") {
+				t.Errorf("E3: status %+v (terminated %+v), want 128 StartError saying not found", p, p.Terminated)
 			}
 			break
 		}

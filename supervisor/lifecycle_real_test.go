@@ -34,6 +34,17 @@ func init() {
 		time.Sleep(200 * time.Millisecond)
 		return 0
 	}
+	// note-term DIR: writes its pid to DIR/pid; on SIGTERM writes DIR/term
+	// and carries on, until SIGKILL.
+	helpers["note-term"] = func(args []string) int {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		writePid(filepath.Join(args[0], "pid"), os.Getpid())
+		<-c
+		writePid(filepath.Join(args[0], "term"), os.Getpid())
+		time.Sleep(time.Hour)
+		return 0
+	}
 }
 
 // fastHelper is helperProcess without the race detector's one-second
@@ -70,7 +81,7 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 
 	var evs []supervisor.Event
 	for {
-		e := r.next(supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventCompleted, supervisor.EventBackOff)
+		e := r.next(supervisor.EventCreated, supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventBackOff)
 		evs = append(evs, e)
 		if e.Reason == supervisor.EventBackOff {
 			break
@@ -85,12 +96,21 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 	if backoff.RestartCount < 5 {
 		t.Errorf("X4, B8: CrashLoopBackOff after %d restarts, want at least 5", backoff.RestartCount)
 	}
-	// Per instance, as kubectl describe shows it: Started, Unhealthy ×3
-	// with the probe's output, Killing, then the exit (0: the application
-	// shuts down cleanly on SIGTERM); the next Started follows the exit
-	// without a BackOff in between.
+	// Per instance, as kubectl describe shows it: Created, Started,
+	// Unhealthy ×3 with the probe's output, Killing; the exit is no event
+	// (E2), and the next Created follows without a BackOff in between (E1).
+	want := strings.Join([]string{supervisor.EventCreated, supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventKilling}, " ")
 	var instance []string
+	check := func() {
+		if instance != nil && strings.Join(instance, " ") != want {
+			t.Errorf("instance events %v, want %v", instance, want)
+		}
+		instance = nil
+	}
 	for _, e := range evs[:len(evs)-1] {
+		if e.Reason == supervisor.EventCreated {
+			check()
+		}
 		instance = append(instance, e.Reason)
 		switch e.Reason {
 		case supervisor.EventUnhealthy:
@@ -101,14 +121,9 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 			if !strings.Contains(e.Message, "failed liveness probe, will be restarted") {
 				t.Errorf("K7: Killing message %q", e.Message)
 			}
-		case supervisor.EventCompleted:
-			want := []string{supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventCompleted}
-			if strings.Join(instance, " ") != strings.Join(want, " ") {
-				t.Errorf("instance events %v, want %v", instance, want)
-			}
-			instance = nil
 		}
 	}
+	check()
 	// After the BackOff the process starts again, not before its back-off.
 	next := r.next(supervisor.EventStarted)
 	if d := next.Time.Sub(backoff.Time); d <= 0 || d > 5*time.Second {
@@ -215,7 +230,7 @@ func TestRealHooksSucceedInOrder(t *testing.T) {
 	if err := r.sup.Stop("hooks", "app", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	r.next(supervisor.EventExited)
+	r.terminated("hooks", "app")
 	deadline := time.Now().Add(10 * time.Second)
 	want := "pre_start main post_start pre_stop post_stop"
 	for {
@@ -261,7 +276,6 @@ func TestRealHookFailures(t *testing.T) {
 		if k := r.next(supervisor.EventKilling); !strings.Contains(k.Message, "post_start") {
 			t.Errorf("H2: Killing message %q", k.Message)
 		}
-		r.next(supervisor.EventExited)
 		ps := waitStatus(t, r, "app", func(ps supervisor.ProcessStatus) bool { return ps.State == supervisor.StateTerminated })
 		if ps.Terminated.Signal != syscall.SIGTERM {
 			t.Errorf("H2: %+v, want killed by SIGTERM", ps.Terminated)
@@ -280,17 +294,18 @@ func TestRealHookFailures(t *testing.T) {
 		if w.Type != supervisor.EventWarning || !strings.Contains(w.Message, "code 3") {
 			t.Errorf("H4: %+v", w)
 		}
-		r.next(supervisor.EventExited)
+		r.terminated("g", "app")
 	})
 	t.Run("post_stop failure is a warning only", func(t *testing.T) {
-		// X5: FailedPostStopHook after each exit; the restart does not wait.
+		// X5: FailedPostStopHook after each exit; the restart does not wait
+		// for it (3 s): the second instance starts well before.
 		p := fastHelper(t, "app", "exit", "1")
-		p.PostStop = execHook("sleep 1; exit 3")
+		p.PostStop = execHook("sleep 3; exit 3")
 		r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}})
-		first := r.next(supervisor.EventExited)
+		first := r.next(supervisor.EventStarted)
 		second := r.next(supervisor.EventStarted)
-		if d := second.Time.Sub(first.Time); d > 500*time.Millisecond {
-			t.Errorf("X5: the restart waited %s for post_stop", d)
+		if d := second.Time.Sub(first.Time); d > 2*time.Second {
+			t.Errorf("X5: the restart came %s after the first start: it waited for post_stop", d)
 		}
 		if w := r.next(supervisor.EventFailedPostStopHook); w.Type != supervisor.EventWarning || w.InstanceID != first.InstanceID {
 			t.Errorf("X5: %+v should name the instance %s", w, first.InstanceID)
@@ -314,39 +329,73 @@ func TestRealPreStopChargedAgainstGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	killing := r.next(supervisor.EventKilling)
-	exited := r.next(supervisor.EventExited)
-	if d := exited.Time.Sub(killing.Time); d < 2500*time.Millisecond || d > 3400*time.Millisecond {
+	exited := r.terminated("g", "app")
+	if d := exited.FinishedAt.Sub(killing.Time); d < 2500*time.Millisecond || d > 3400*time.Millisecond {
 		t.Errorf("K3: SIGKILL %s after the stop began, want 2.5 s (pre_stop's 1.5 s charged as 1 s)", d)
 	}
 }
 
-func TestRealHangingPreStopDoesNotDelaySIGKILL(t *testing.T) {
-	// K3, K8, X12: a pre_stop that hangs is cut at the grace (1 s), SIGTERM
-	// goes out then and SIGKILL the minimum grace (0.3 s) later; the hook's
-	// process is killed at its timeout and leaves nothing behind.
+func TestRealHangingPreStopOutlivesTheGraceUntilSIGKILL(t *testing.T) {
+	// K3, K8, K9, X12 with real processes on the host: the hook has a
+	// process group of its own, outside the instance's.
+	preStopOutlivesTheGrace(t, func(cfg spec.Config) *realRun { return startReal(t, cfg) }, nil)
+}
+
+func TestLocalSandboxHangingPreStopOutlivesTheGraceUntilSIGKILL(t *testing.T) {
+	// K9 in a sandbox: the hook runs in a cgroup of its own there, which
+	// the instance's cgroup kill does not reach; it still ends with the
+	// instance's SIGKILL, and its cgroup with it.
+	preStopOutlivesTheGrace(t, func(cfg spec.Config) *realRun {
+		return startLocal(t, cfg, supervisor.Options{}, nil).realRun
+	}, &spec.Sandbox{})
+}
+
+// preStopOutlivesTheGrace: a pre_stop that hangs (a shell and its child
+// sleep). The supervisor stops waiting for it at the grace (1 s) and sends
+// SIGTERM; the hook keeps running after that, and ends with the instance's
+// SIGKILL the minimum grace (2 s) later, its child too: nothing is left
+// behind.
+func preStopOutlivesTheGrace(t *testing.T, start func(spec.Config) *realRun, sb *spec.Sandbox) {
 	dir := t.TempDir()
-	hookPid := filepath.Join(dir, "hook.pid")
-	p := fastHelper(t, "app", "ignore-term", filepath.Join(dir, "pid"))
-	p.PreStop = execHook(`printf %s $$ > ` + hookPid + `.tmp; mv ` + hookPid + `.tmp ` + hookPid + `; exec sleep 60`)
-	g := realGroup("g", spec.RestartAlways, p)
+	hookPid, childPid := filepath.Join(dir, "hook.pid"), filepath.Join(dir, "child.pid")
+	p := fastHelper(t, "app", "note-term", dir)
+	p.PreStop = execHook(`sleep 30 & printf %s $! > ` + childPid + `.tmp; mv ` + childPid + `.tmp ` + childPid +
+		`; printf %s $$ > ` + hookPid + `.tmp; mv ` + hookPid + `.tmp ` + hookPid + `; wait`)
+	g := realGroup("g", spec.RestartNever, p)
 	g.TerminationGracePeriod = spec.Durp(time.Second)
-	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(300 * time.Millisecond)}, Groups: []spec.Group{g}})
+	g.Sandbox = sb
+	r := start(spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(2 * time.Second)}, Groups: []spec.Group{g}})
 	r.next(supervisor.EventStarted)
 	waitPidFile(t, filepath.Join(dir, "pid"))
 	if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	killing := r.next(supervisor.EventKilling)
-	pid := waitPidFile(t, hookPid)
-	exited := r.next(supervisor.EventExited)
-	if d := exited.Time.Sub(killing.Time); d < 1300*time.Millisecond || d > 2300*time.Millisecond {
-		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 0.3 s", d)
+	hook, child := waitPidFile(t, hookPid), waitPidFile(t, childPid)
+	t.Cleanup(func() { // leave nothing behind, whatever failed
+		for _, pid := range []int{hook, child} {
+			if !processGone(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	waitPidFile(t, filepath.Join(dir, "term")) // the stop signal went out
+	time.Sleep(300 * time.Millisecond)
+	if processGone(hook) || processGone(child) {
+		t.Fatalf("K9: the pre_stop (%d, child %d) was killed by the time the stop signal was sent, %s after the stop began",
+			hook, child, time.Since(killing.Time).Round(time.Millisecond))
+	}
+	exited := r.terminated("g", "app")
+	if d := exited.FinishedAt.Sub(killing.Time); d < 3*time.Second || d > 5*time.Second {
+		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 2 s", d)
+	}
+	if f := r.next(supervisor.EventFailedPreStopHook); !strings.Contains(f.Message, "did not complete") || f.InstanceID != exited.InstanceID {
+		t.Errorf("K9: %+v, want the hook reported as not completed for instance %s", f, exited.InstanceID)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !processGone(pid) {
+	for !processGone(hook) || !processGone(child) {
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL) // leave nothing behind
-			t.Fatalf("the hanging pre_stop's process %d outlived its timeout", pid)
+			t.Fatalf("K9: the pre_stop's processes (%d, child %d) outlived the instance's SIGKILL", hook, child)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -414,5 +463,45 @@ func TestRealExecProbesAndHooksGoThroughTheGroupsSpawner(t *testing.T) {
 			t.Fatal("X6: exec hooks and probes did not go through the group's spawner")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRealEventsFollowKubelet(t *testing.T) {
+	// E1, E2 with real processes: an instance that ignores SIGTERM and is
+	// stopped has Created, Started and one Killing, none more when the
+	// grace runs out and SIGKILL ends it, and no event for its exit; one
+	// that exits 1 on its own has Created and Started only. The exits are
+	// in the status.
+	dir := t.TempDir()
+	stubborn := fastHelper(t, "stubborn", "ignore-term", filepath.Join(dir, "pid"))
+	crash := fastHelper(t, "crash", "exit", "1")
+	g := realGroup("g", spec.RestartNever, stubborn, crash)
+	g.TerminationGracePeriod = spec.Durp(300 * time.Millisecond)
+	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(0)}, Groups: []spec.Group{g}})
+	waitPidFile(t, filepath.Join(dir, "pid"))
+	if term := r.terminated("g", "crash"); term.ExitCode != 1 || term.Reason != "Error" {
+		t.Errorf("E2: crash ended %+v, want exit code 1, Error", term)
+	}
+	if err := r.sup.Stop("g", "stubborn", supervisor.RequestOptions{Requester: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if term := r.terminated("g", "stubborn"); term.Signal != syscall.SIGKILL || term.ExitCode != 137 {
+		t.Errorf("E2: stubborn ended %+v, want SIGKILL (137)", term)
+	}
+	time.Sleep(200 * time.Millisecond) // any late event would be published by now
+	got := map[string][]string{}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		e, err := r.sub.Next(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		got[e.Process] = append(got[e.Process], e.Reason)
+	}
+	for process, want := range map[string]string{"stubborn": "Created Started Killing", "crash": "Created Started"} {
+		if s := strings.Join(got[process], " "); s != want {
+			t.Errorf("E1, E2: events of %s %q, want %q", process, s, want)
+		}
 	}
 }

@@ -79,8 +79,9 @@ func TestWorkerTimelineT6ScaledLivenessWithProbeWorkers(t *testing.T) {
 
 func TestLivenessEventsReadLikeKubectlDescribe(t *testing.T) {
 	// The acceptance sequence: Started, Unhealthy ×3 with the probe's
-	// output, Killing ("failed liveness probe, will be restarted"), the
-	// exit, Started; later BackOff (K7, P6, R4).
+	// output, Killing ("failed liveness probe, will be restarted"), then
+	// Created and Started of the next instance (the exit is no event: E2);
+	// later BackOff (K7, P6, R4, E1).
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].LivenessProbe = execProbe(100*time.Millisecond, 100*time.Millisecond, 3)
 	cfg := configOf(g)
@@ -89,7 +90,7 @@ func TestLivenessEventsReadLikeKubectlDescribe(t *testing.T) {
 	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1, termExit: 200 * time.Millisecond}), nil, alwaysFailing(&calls))
 	r.advanceTo(550 * time.Millisecond)
 	evs := r.events()
-	want := []string{EventStarted, EventUnhealthy, EventUnhealthy, EventUnhealthy, EventKilling, EventExited, EventStarted}
+	want := []string{EventCreated, EventStarted, EventUnhealthy, EventUnhealthy, EventUnhealthy, EventKilling, EventCreated, EventStarted} // E1, E2
 	if got := reasonsOf(evs); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}

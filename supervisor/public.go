@@ -15,14 +15,15 @@ const (
 	EventWarning = core.EventWarning
 )
 
-// Event reasons, in kubelet's vocabulary where it has a word for it.
+// Event reasons, in kubelet's vocabulary where it has a word for it (E1).
+// An instance's exit is no event, as in kubelet: its exit code, reason
+// and times are in ProcessStatus (Terminated, LastTermination: E2).
 const (
+	EventCreated   = core.EventCreated   // an instance is about to start, pre_start done
 	EventStarted   = core.EventStarted   // an instance is running
 	EventFailed    = core.EventFailed    // an instance could not start
-	EventKilling   = core.EventKilling   // a stop began, or escalated to SIGKILL
+	EventKilling   = core.EventKilling   // a stop began, or a second stop request made it SIGKILL
 	EventBackOff   = core.EventBackOff   // a start must wait (B6.2)
-	EventCompleted = core.EventCompleted // an instance exited 0
-	EventExited    = core.EventExited    // an instance exited non-zero or by a signal
 	EventUnhealthy = core.EventUnhealthy // a probe failed
 	// EventCriticalExit is a critical process that ended for good (X11).
 	EventCriticalExit = core.EventCriticalExit

@@ -130,7 +130,7 @@ func TestRecreateAPIFollowsARequest(t *testing.T) {
 			reasons = append(reasons, e.Reason)
 		}
 	}
-	if got := strings.Join(reasons, " "); got != "Recreating Recreating Killing Exited Started RecreateSucceeded RecreateCompleted RecreateRemoved" {
+	if got := strings.Join(reasons, " "); got != "Recreating Recreating Killing Created Started RecreateSucceeded RecreateCompleted RecreateRemoved" { // E1, E2
 		t.Errorf("events of %s: %s", id, got)
 	}
 	f.shutdown()

@@ -126,8 +126,9 @@ type Instance interface {
 }
 
 // StartError is a start that failed before the program ran. Code is the
-// exit code the failure is reported as (127 command not found, 126 not
-// executable, 128 otherwise, as shells and runc do).
+// exit code the failure is recorded with; podsup's runtimes always use
+// StartErrorExitCode, as containerd does (E3), and 0 means it too. The
+// cause (command not found, not executable, ...) is in Err.
 type StartError struct {
 	Code int
 	Err  error
@@ -136,11 +137,15 @@ type StartError struct {
 func (e *StartError) Error() string { return "unable to start process: " + e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
 
+// StartErrorExitCode is the exit code of a start that failed: containerd's
+// CRI records 128 with reason StartError, whatever the cause (E3).
+const StartErrorExitCode = 128
+
 // startFailureCode is the exit code a failed start is reported with.
 func startFailureCode(err error) int {
 	var se *StartError
 	if errors.As(err, &se) && se.Code != 0 {
 		return se.Code
 	}
-	return 128
+	return StartErrorExitCode
 }

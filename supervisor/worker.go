@@ -205,6 +205,9 @@ func (w *worker) step(item any) {
 		in := queue[0]
 		queue = queue[1:]
 		now := w.clock.Now()
+		if ex, ok := in.(core.ExitedInput); ok {
+			w.logExit(ex)
+		}
 		p := w.core.Step(now, in)
 		for _, a := range p.Actions {
 			if fb := w.exec(a); fb != nil {
@@ -261,6 +264,28 @@ func (w *worker) arm(wake time.Time) {
 	} else {
 		w.timer.Reset(d)
 	}
+}
+
+// logExit writes an instance's exit to podsup's own log. An exit is no
+// event (E2): without this line, podsup's log would say when a process
+// started and was stopped but not how it ended.
+func (w *worker) logExit(ex core.ExitedInput) {
+	pr, live := w.core.InstanceSpec(ex.Instance)
+	if !live {
+		return
+	}
+	ev := w.log.Info()
+	if ex.Status.Code != 0 {
+		ev = w.log.Warn()
+	}
+	ev = ev.Str("process", pr.Name).Str("instance", ex.Instance).Int("exit_code", ex.Status.Code)
+	if ex.Status.Signal != 0 {
+		ev = ev.Str("signal", spec.SignalName(ex.Status.Signal))
+	}
+	if ex.Status.OOMKilled {
+		ev = ev.Bool("oom_killed", true)
+	}
+	ev.Msg("process exited")
 }
 
 // exec carries out one action; it returns the input that reports its
@@ -373,6 +398,7 @@ func (g *exitGate) started(mb *mailbox, done startDoneInput) {
 func (w *worker) killTree(a core.KillTreeAction) {
 	inst := w.insts[a.Instance]
 	w.effects++
+	w.endInstanceHooks(a.Instance) // K9: its hooks go with it
 	if inst == nil {
 		// Nothing to kill (the core defers stops of starts in flight):
 		// answer at once so the core's bookkeeping of kills in flight holds.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,7 +75,7 @@ func TestWorkerStatusAndEvents(t *testing.T) {
 			break
 		}
 	}
-	want := []string{EventStarted, EventExited, EventStarted, EventExited, EventBackOff}
+	want := []string{EventCreated, EventStarted, EventCreated, EventStarted, EventBackOff} // E1, E2
 	for i := range want {
 		if reasons[i] != want[i] {
 			t.Fatalf("event order %v, want %v", reasons, want)
@@ -216,15 +217,27 @@ func TestEventsAreStructuredLogLines(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := sub.Next(ctx); err != nil {
-		t.Fatal(err)
+	for { // Created (E1), then Started, which has a pid
+		e, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Reason == EventStarted {
+			break
+		}
 	}
 	sup.Shutdown(nil)
 	<-done
-	line, _, _ := strings.Cut(buf.String(), "\n")
+	var line string
 	var m map[string]any
-	if err := json.Unmarshal([]byte(line), &m); err != nil {
-		t.Fatalf("not a JSON line: %q: %v", line, err)
+	for _, l := range strings.Split(buf.String(), "\n") {
+		m = nil
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", l, err)
+		}
+		if line = l; m["event"] == EventStarted {
+			break
+		}
 	}
 	for _, k := range []string{"event", "group", "process", "instance", "restart_count", "pid", "seq", "event_time", "message", "level"} {
 		if _, ok := m[k]; !ok {
@@ -233,5 +246,58 @@ func TestEventsAreStructuredLogLines(t *testing.T) {
 	}
 	if m["event"] != EventStarted || m["group"] != "g" || m["process"] != "app" {
 		t.Errorf("log line %s", line)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger written from several
+// goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestExitsAreLoggedNotPublished(t *testing.T) {
+	// E2: an exit is no event, but podsup's own log says how it ended.
+	var buf lockedBuffer
+	rt := newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{runFor: time.Second, code: 3}))
+	sup, err := New(configOf(oneProcess(spec.RestartNever)), Options{Clock: rt.clock, Runtime: rt, Logger: zerolog.New(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{t: t, clock: rt.clock, rt: rt, sup: sup, sub: sup.Subscribe(), res: make(chan Result, 1)}
+	t.Cleanup(f.sub.Close)
+	go func() {
+		res, _ := sup.Run(context.Background())
+		f.res <- res
+	}()
+	f.advanceTo(2 * time.Second)
+	f.shutdown()
+	var exits []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", l, err)
+		}
+		if _, isEvent := m["event"]; isEvent && (m["event"] == "Exited" || m["event"] == "Completed") {
+			t.Errorf("E2: an exit was published as an event: %s", l)
+		}
+		if m["message"] == "process exited" {
+			exits = append(exits, m)
+		}
+	}
+	if len(exits) != 1 || exits[0]["process"] != "app" || exits[0]["exit_code"] != float64(3) || exits[0]["level"] != "warn" || exits[0]["group"] != "g" {
+		t.Errorf("E2: exit log lines %v, want one warning for app with exit code 3", exits)
 	}
 }

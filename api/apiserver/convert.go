@@ -33,7 +33,7 @@ func toGroup(g supervisor.GroupStatus) api.GroupStatus {
 
 func toProcess(p supervisor.ProcessStatus) api.ProcessStatus {
 	out := api.ProcessStatus{
-		Name: p.Name, Init: p.Init, State: string(p.State), Reason: p.Reason, Message: p.Message,
+		Name: p.Name, Init: p.Init, Sidecar: p.Sidecar, State: string(p.State), Reason: p.Reason, Message: p.Message,
 		Ready: p.Ready, Started: p.Started, RestartCount: p.RestartCount, StatusText: p.StatusText,
 		InstanceID: p.InstanceID, Pid: p.Pid,
 		StartedAt: timep(p.StartedAt), FinishedAt: timep(p.FinishedAt),

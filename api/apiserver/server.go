@@ -37,9 +37,27 @@ type Backend struct {
 
 // LogSource is where process output is kept.
 type LogSource interface {
-	Tail(group, process string, n int, previous bool) ([]api.LogLine, error)
-	// Follow sends the last tail lines, then new ones, until ctx ends.
-	Follow(ctx context.Context, group, process string, tail int) (<-chan api.LogLine, error)
+	// Lines returns the kept lines of one instance of a process that q
+	// selects.
+	Lines(group, process string, q LogQuery) ([]api.LogLine, error)
+	// Follow sends the backlog q selects of the current instance (its last
+	// q.Tail lines: none for 0, all kept for -1), then new lines, until ctx
+	// ends.
+	Follow(ctx context.Context, group, process string, q LogQuery) (<-chan api.LogLine, error)
+}
+
+// LogQuery selects a process's lines.
+type LogQuery struct {
+	// Tail is how many of the last lines, -1 for all kept.
+	Tail int
+	// Instance names the instance (the current one when empty).
+	Instance string
+	// Previous asks for the instance before the current one; the server
+	// sets Instance instead when the supervisor knows the last terminated
+	// instance.
+	Previous bool
+	// Since, when not zero, keeps the lines captured at or after it.
+	Since time.Time
 }
 
 // Server serves the API on a unix socket.
@@ -170,7 +188,28 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if q.Get("usage") == "true" {
+		addUsage(st)
+	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// addUsage fills in the cgroup usage of each running process that has a
+// cgroup of its own (GET /v1/status?usage=true): a read of /proc and of
+// the cgroup's files per process, so only on request.
+func addUsage(st api.StatusResponse) {
+	for _, g := range st.Groups {
+		for _, list := range [][]api.ProcessStatus{g.Init, g.Processes} {
+			for i, p := range list {
+				if p.State != string(supervisor.StateRunning) {
+					continue
+				}
+				if dirs, ok := readCgroup(p.Pid); ok && dirs.podsupOwned() {
+					list[i].Cgroup, list[i].Usage = dirs.name(), dirs.usage()
+				}
+			}
+		}
+	}
 }
 
 // currentStatus is the status of every group, of one, or of one process;
@@ -328,6 +367,11 @@ func (s *Server) shutdown(w http.ResponseWriter, r *http.Request) {
 	s.b.Supervisor.Shutdown(grace)
 }
 
+// logs answers GET /v1/logs/{group}/{process}: the lines kept of the
+// process's current instance or, with previous=true, of its last
+// terminated one; with follow=true, then every new line. tail=N keeps the
+// last N, since=RFC3339 time the lines captured at or after it (tail
+// counts among those).
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	if s.b.Logs == nil {
 		writeError(w, &wrapped{"process output is not captured by this podsup", api.ErrUnavailable})
@@ -335,17 +379,25 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	}
 	group, process := r.PathValue("group"), r.PathValue("process")
 	q := r.URL.Query()
-	tail := -1
+	lq := LogQuery{Tail: -1, Previous: q.Get("previous") == "true"}
 	if v := q.Get("tail"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < -1 {
 			writeError(w, badRequest("tail must be a number of lines, got %q", v))
 			return
 		}
-		tail = n
+		lq.Tail = n
+	}
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			writeError(w, badRequest("since must be an RFC 3339 time such as \"2024-05-01T10:00:00Z\", got %q", v))
+			return
+		}
+		lq.Since = t
 	}
 	if q.Get("follow") == "true" {
-		ch, err := s.b.Logs.Follow(r.Context(), group, process, tail)
+		ch, err := s.b.Logs.Follow(r.Context(), group, process, lq)
 		if err != nil {
 			writeError(w, classify(err))
 			return
@@ -358,7 +410,13 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	lines, err := s.b.Logs.Tail(group, process, tail, q.Get("previous") == "true")
+	if lq.Previous {
+		if err := s.previousInstance(group, process, &lq); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	lines, err := s.b.Logs.Lines(group, process, lq)
 	if err != nil {
 		writeError(w, classify(err))
 		return
@@ -367,6 +425,31 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	for _, l := range lines {
 		st.send(l)
 	}
+}
+
+// previousInstance points q at the process's last terminated instance (S5), as
+// the kubelet answers `kubectl logs --previous` with the container of
+// lastState.terminated: after any number of restarts, and also while the
+// process waits in CrashLoopBackOff, when that instance is still the
+// current one (the instance before it would be one crash too old).
+func (s *Server) previousInstance(group, process string, q *LogQuery) error {
+	if s.b.Supervisor == nil {
+		return nil // the HTTP layer's tests: the log source's own notion
+	}
+	st, err := filterStatus(toStatus(s.b.Supervisor.Status()), group, process)
+	if err != nil {
+		return err
+	}
+	for _, g := range st.Groups {
+		for _, p := range append(append([]api.ProcessStatus{}, g.Init...), g.Processes...) {
+			if lt := p.LastTermination; lt != nil && lt.InstanceID != "" {
+				q.Instance = lt.InstanceID
+				return nil
+			}
+			return notFound("%s/%s has no previous terminated instance", group, process)
+		}
+	}
+	return nil
 }
 
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {

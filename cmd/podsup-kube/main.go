@@ -4,7 +4,7 @@
 // and exports podsup groups as Pods.
 //
 // It is a command of its own, not a podsup subcommand, because Kubernetes'
-// API types would add 9.1 MB to podsup's 16.2 MB (stripped, linux/amd64;
+// API types would add 9.1 MB to podsup's 16.3 MB (stripped, linux/amd64;
 // docs/benchmarks.md): devices that never see a manifest do not carry
 // them. The conversion is package
 // kube; this command parses flags and wires it to files.

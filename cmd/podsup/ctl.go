@@ -65,7 +65,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func addCtlCommands(root *cobra.Command, f *ctlFlags) {
-	root.AddCommand(newStatusCmd(f), newDescribeCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f), newRecreateCmd(f), newMetricsCmd(f))
+	root.AddCommand(newStatusCmd(f), newDescribeCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f), newRecreateCmd(f), newMetricsCmd(f), newTopCmd(f))
 	for _, action := range []string{"start", "stop", "restart"} {
 		root.AddCommand(newActionCmd(f, action))
 	}
@@ -107,9 +107,11 @@ func newEventsCmd(f *ctlFlags) *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "events [-f]",
-		Short: "Show kubelet-style events (Started, Killing, BackOff, Unhealthy, ...)",
-		Long: `Show kubelet-style events (Started, Killing, BackOff, Unhealthy, ...), the
-kept history and, with -f, new ones as they happen. An event that repeats
+		Short: "Show kubelet-style events (Created, Started, Killing, BackOff, Unhealthy, ...)",
+		Long: `Show kubelet-style events (Created, Started, Killing, BackOff, Unhealthy, ...), the
+kept history and, with -f, new ones as they happen. As in kubelet, an exit is
+no event: its exit code and reason are in status and describe (Last State).
+An event that repeats
 identically (a probe failing at every period) is one line with its count and
 span, "(x12 over 1m5s)", at the time of its last occurrence; -f prints each
 repeat with the count so far. -o json has "count", "first_time" and
@@ -151,56 +153,6 @@ repeat with the count so far. -o json has "count", "first_time" and
 	return cmd
 }
 
-func newLogsCmd(f *ctlFlags) *cobra.Command {
-	var (
-		follow, previous bool
-		tail             int
-	)
-	cmd := &cobra.Command{
-		Use:   "logs GROUP/PROCESS [-f] [--tail N] [--previous]",
-		Short: "Show a process's output",
-		Example: `  podsup logs web/api --tail 20
-  podsup logs -f web/api
-  podsup logs --previous web/api     # the instance before the current one`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeTargets(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := f.json()
-			if err != nil {
-				return err
-			}
-			group, process, err := splitTarget(args[0])
-			if err != nil || process == "" {
-				return fmt.Errorf("logs needs GROUP/PROCESS, got %q", args[0])
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			out := cmd.OutOrStdout()
-			err = f.client().Logs(ctx, group, process, tail, follow, previous, func(l api.LogLine) error {
-				if asJSON {
-					b, _ := json.Marshal(l)
-					_, err := fmt.Fprintln(out, string(b))
-					return err
-				}
-				if l.Skipped > 0 {
-					_, err := fmt.Fprintf(cmd.ErrOrStderr(), "podsup: %d lines skipped (this reader fell behind)\n", l.Skipped)
-					return err
-				}
-				_, err := fmt.Fprintln(out, l.Line)
-				return err
-			})
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		},
-	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output")
-	cmd.Flags().BoolVarP(&previous, "previous", "p", false, "the previous instance's output")
-	cmd.Flags().IntVar(&tail, "tail", -1, "lines to show from the end (-1: all that is kept)")
-	return cmd
-}
-
 func newActionCmd(f *ctlFlags, action string) *cobra.Command {
 	var grace string
 	short := map[string]string{
@@ -208,9 +160,19 @@ func newActionCmd(f *ctlFlags, action string) *cobra.Command {
 		"stop":    "Stop a group or process: stop signal, grace period, then SIGKILL of its tree",
 		"restart": "Restart a group or process now (not a crash: no back-off wait)",
 	}[action]
+	long := map[string]string{
+		"stop": short + `.
+
+Stopping a whole group stops its sidecars (inits with restart_policy
+"always") after its processes: each gets its stop signal once the
+processes and the later sidecars have exited, the wait taken from its grace
+period. A sidecar stopped on its own stops at once and stays stopped until
+started.`,
+	}[action]
 	cmd := &cobra.Command{
 		Use:               action + " GROUP[/PROCESS] [--grace D]",
 		Short:             short,
+		Long:              long,
 		Example:           "  podsup " + action + " web\n  podsup " + action + " web/api --grace 5s",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTargets(f),
@@ -299,7 +261,10 @@ func newShutdownCmd(f *ctlFlags) *cobra.Command {
 		Short: "Stop every group and make podsup exit",
 		Long: `Stop every group in parallel, each process through its pre_stop hook and
 grace period (then SIGKILL of its tree), and make podsup exit 0: the same as
-SIGTERM to podsup. Asking twice skips to SIGKILL.`,
+SIGTERM to podsup. A group's sidecars (inits with restart_policy "always")
+get their stop signal only after its processes have exited, in reverse
+order, the wait taken from their grace period. Asking twice skips to
+SIGKILL.`,
 		Example: `  podsup shutdown
   podsup shutdown --grace 5s`,
 		Args: cobra.NoArgs,

@@ -5,14 +5,15 @@ import (
 	"errors"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/api/apiserver"
 	"github.com/podsup/podsup/logs"
 )
 
 // hubLogs serves the API's logs endpoints from the hub.
 type hubLogs struct{ hub *logs.Hub }
 
-func (h hubLogs) Tail(group, process string, n int, previous bool) ([]api.LogLine, error) {
-	lines, err := h.hub.Tail(group, process, n, previous)
+func (h hubLogs) Lines(group, process string, q apiserver.LogQuery) ([]api.LogLine, error) {
+	lines, err := h.hub.Lines(group, process, logs.Query{Tail: q.Tail, Previous: q.Previous, Instance: q.Instance, Since: q.Since})
 	if err != nil {
 		return nil, classifyLogErr(err)
 	}
@@ -23,8 +24,8 @@ func (h hubLogs) Tail(group, process string, n int, previous bool) ([]api.LogLin
 	return out, nil
 }
 
-func (h hubLogs) Follow(ctx context.Context, group, process string, tail int) (<-chan api.LogLine, error) {
-	ch, err := h.hub.Follow(ctx, group, process, tail)
+func (h hubLogs) Follow(ctx context.Context, group, process string, q apiserver.LogQuery) (<-chan api.LogLine, error) {
+	ch, err := h.hub.FollowQuery(ctx, group, process, logs.Query{Tail: q.Tail, Since: q.Since})
 	if err != nil {
 		return nil, classifyLogErr(err)
 	}

@@ -21,7 +21,8 @@ on stderr what is not ready and why. Without an argument every group must be
 ready, with GROUP that group, with GROUP/PROCESS that process.
 
 A group is ready as a pod is (its Ready condition): its init processes have
-completed and every process is ready. A process is ready when its readiness
+completed and every process and every sidecar (an init with restart_policy
+"always") is ready. A process is ready when its readiness
 probe (or readiness = "notify"/"fd" protocol) says so; without one, once it
 runs (and its startup probe, if any, has succeeded).
 
@@ -67,7 +68,7 @@ func whatIsNotReady(st api.StatusResponse, process string) []string {
 			}
 			continue
 		}
-		for _, p := range g.Processes {
+		for _, p := range append(sidecars(g.Init), g.Processes...) {
 			if p.Name == process && !p.Ready {
 				out = append(out, g.Name+"/"+p.Name+" ("+processWhy(p)+")")
 			}
@@ -76,9 +77,27 @@ func whatIsNotReady(st api.StatusResponse, process string) []string {
 	return out
 }
 
+// sidecars are the sidecars among inits: of the inits, the only ones
+// whose readiness means something (O5).
+func sidecars(inits []api.ProcessStatus) []api.ProcessStatus {
+	var out []api.ProcessStatus
+	for _, p := range inits {
+		if p.Sidecar {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // groupWhy is the first process of g that keeps it from being ready.
 func groupWhy(g api.GroupStatus) string {
 	for _, p := range g.Init {
+		if p.Sidecar {
+			if !p.Ready {
+				return "sidecar " + p.Name + ": " + processWhy(p)
+			}
+			continue
+		}
 		if p.State != "terminated" || p.Terminated == nil || p.Terminated.ExitCode != 0 {
 			return "init " + p.Name + ": " + processWhy(p)
 		}

@@ -21,7 +21,9 @@ func newStatusCmd(f *ctlFlags) *cobra.Command {
 state with the reason (e.g. "waiting: CrashLoopBackOff (back-off 40s, next
 start in 12s)"), readiness, restarts with the time since the last one
 ("4 (3s ago)"), how the last instance ended ("1 Error 5s ago",
-"137 OOMKilled"), age and the process's own status line.
+"137 OOMKilled"), age and the process's own status line. Inits show as
+NAME (init), sidecars (inits with restart_policy "always") as
+NAME (sidecar).
 
 -o wide adds the pid, the cgroup and when a process in CrashLoopBackOff
 starts next. -w (--watch) prints the table, then a line for each process
@@ -162,7 +164,10 @@ func (t *statusTable) flush() error {
 // statusRow is one process's columns.
 func statusRow(group string, p api.ProcessStatus, wide bool, now time.Time) []string {
 	name := p.Name
-	if p.Init {
+	switch {
+	case p.Sidecar:
+		name += " (sidecar)"
+	case p.Init:
 		name += " (init)"
 	}
 	age := "-"

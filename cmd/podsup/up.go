@@ -21,6 +21,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
+	"github.com/podsup/podsup/internal/tty"
 	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
@@ -30,13 +31,17 @@ import (
 )
 
 func newUpCmd() *cobra.Command {
-	var cf configFlags
+	var (
+		cf          configFlags
+		noLogPrefix bool
+	)
 	cmd := &cobra.Command{
 		Use:   "up [-f FILE|DIR]... [--var NAME=VALUE]... [--var-file FILE]...",
 		Short: "Run the groups of a configuration file in the foreground",
 		Long: `Run every group of an HCL configuration in the foreground until SIGTERM or
 SIGINT (or "podsup shutdown"), then stop them all in parallel, each process
-through its pre_stop hook and grace period, and exit 0. A second SIGTERM or
+through its pre_stop hook and grace period (a group's sidecars after its
+processes), and exit 0. A second SIGTERM or
 SIGINT at least 1s after the first skips to SIGKILL; one sooner is taken as
 a duplicate of the first (as "timeout" or a container runtime may send) and
 changes nothing. SIGHUP (or "podsup reload") re-reads the files, the
@@ -52,7 +57,14 @@ in lexical order. Without -f, podsup looks for ./podsup.hcl, then
 variables (over their defaults and PODSUP_VAR_NAME).
 The control socket is supervisor.socket from the file, or --socket /
 PODSUP_SOCKET, or by default /run/podsup/podsup.sock for root and
-$XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
+$XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).
+
+Captured output goes to podsup's stdout, each line prefixed
+"group/process | " (log_format = "console") or as JSON objects
+(log_format = "json"); --no-log-prefix drops the prefix, and a process
+with log { stdout = false } is kept off it (podsup logs and its file in
+log_dir still have its lines). On a terminal the prefix has a colour per
+process, unless NO_COLOR is set or TERM is dumb.`,
 		Example: `  podsup up -f examples/web.hcl
   podsup up -f base.hcl -f /etc/podsup/conf.d/ --var http_port=8080
   podsup status            # in another terminal
@@ -63,7 +75,7 @@ $XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
 			if cmd.Flags().Changed("socket") || os.Getenv("PODSUP_SOCKET") != "" {
 				socket, _ = cmd.Flags().GetString("socket")
 			}
-			code, err := runUp(cf, socket)
+			code, err := runUp(cf, socket, noLogPrefix)
 			if err != nil {
 				return err
 			}
@@ -74,6 +86,7 @@ $XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).`,
 		},
 	}
 	cf.register(cmd.Flags())
+	cmd.Flags().BoolVar(&noLogPrefix, "no-log-prefix", false, "print captured lines without their \"group/process | \" prefix (console log_format)")
 	return cmd
 }
 
@@ -95,7 +108,7 @@ type daemon struct {
 	cfg *spec.Config
 }
 
-func runUp(cf configFlags, socketOverride string) (int, error) {
+func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error) {
 	source, err := cf.source()
 	if err != nil {
 		return 0, err
@@ -155,8 +168,12 @@ func runUp(cf configFlags, socketOverride string) (int, error) {
 		return 0, err
 	}
 	defer os.Remove(socket)
+	var logColor func(int) string
+	if tty.ColorWanted(os.Stdout) {
+		logColor = tty.PrefixColor
+	}
 	st, err := stack.New(*cfg, stack.Options{
-		Instance: instanceName(socket), Logger: log, Output: os.Stdout,
+		Instance: instanceName(socket), Logger: log, Output: os.Stdout, NoLogPrefix: noLogPrefix, LogColor: logColor,
 		RuntimeDir: filepath.Dir(socket), Journal: journalOn, ActivationFiles: listenFiles,
 		Subreaper: true, // orphans of the groups come back to podsup
 	})

@@ -16,6 +16,7 @@ import (
 var (
 	version   = "dev"
 	revision  = ""
+	modified  = "" // "true" when the checkout had changes, tracked or untracked
 	buildTime = "" // RFC 3339, UTC
 )
 
@@ -34,7 +35,7 @@ type buildInfo struct {
 // readBuildInfo combines the link-time values with what the Go toolchain
 // recorded in the binary (debug.ReadBuildInfo): the link-time ones win.
 func readBuildInfo() buildInfo {
-	b := buildInfo{Version: version, Revision: revision, Time: buildTime,
+	b := buildInfo{Version: version, Revision: revision, Time: buildTime, Modified: modified == "true",
 		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,4 +94,36 @@ group "down" {
 		t.Errorf("ready with no podsup answering: exit %d, want 1", code)
 	}
 	_ = os.Remove(filepath.Join(f.dir, "podsup.sock"))
+}
+
+// TestReleaseModifiedStamp: scripts/release passes -X main.modified=true
+// for a checkout with changes (untracked files included), and the version
+// line shows it after the shortened revision, where a "+modified" glued to
+// the revision itself would be cut off.
+func TestReleaseModifiedStamp(t *testing.T) {
+	saved := modified
+	t.Cleanup(func() { modified = saved })
+	modified = "true"
+	if b := readBuildInfo(); !b.Modified {
+		t.Errorf("-X main.modified=true: %+v is not marked modified", b)
+	}
+	modified = "false"
+	if b := readBuildInfo(); b.Modified && !vcsModified() {
+		t.Errorf("-X main.modified=false: %+v is marked modified", b)
+	}
+}
+
+// vcsModified is the test binary's own vcs.modified stamp, which
+// readBuildInfo also honours.
+func vcsModified() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.modified" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }

@@ -58,11 +58,7 @@ func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor
 	}
 	p, err := proc.Start(cmd)
 	if err != nil {
-		code := 128
-		if errors.Is(err, proc.ErrCommandNotFound) || errors.Is(err, proc.ErrNotExecutable) {
-			code = proc.ExitCodeForStartError(err)
-		}
-		return nil, &supervisor.StartError{Code: code, Err: err}
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err} // E3
 	}
 	return hostInstance{p}, nil
 }

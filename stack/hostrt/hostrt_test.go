@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
@@ -27,7 +28,7 @@ func TestNoCapabilitiesAndNoSandbox(t *testing.T) {
 }
 
 // An instance's exit reaches OnExit with the kernel's code, and a missing
-// command is exit code 127 as in a shell.
+// command is exit code 128 as in containerd (E3), not the shell's 127.
 func TestStartDeliversTheExitAndNotFound(t *testing.T) {
 	exited := make(chan supervisor.ExitStatus, 1)
 	inst, err := hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
@@ -49,7 +50,7 @@ func TestStartDeliversTheExitAndNotFound(t *testing.T) {
 		Group: "g", Process: spec.Process{Name: "p", Command: []string{"/nonexistent/podsup-hostrt-test"}},
 		OnExit: func(supervisor.ExitStatus) {}})
 	var se *supervisor.StartError
-	if !errors.As(err, &se) || se.Code != 127 {
-		t.Errorf("start of a missing command: %v, want a StartError with code 127", err)
+	if !errors.As(err, &se) || se.Code != 128 || !errors.Is(err, proc.ErrCommandNotFound) {
+		t.Errorf("start of a missing command: %v, want a StartError with code 128 wrapping ErrCommandNotFound", err)
 	}
 }

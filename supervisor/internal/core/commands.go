@@ -29,11 +29,14 @@ func (g *Group) command(c CommandInput) {
 			}
 			continue
 		}
+		// O6: a sidecar stopped with its whole group gets its stop signal
+		// in its turn, after the main processes.
+		inTurn := c.Process == "" && p.sidecar
 		switch c.Kind {
 		case CmdStop:
-			g.stopProc(p, KillStop, c.Grace, c.By)
+			g.stopProc(p, KillStop, c.Grace, c.By, inTurn)
 		case CmdShutdown:
-			g.stopProc(p, KillShutdown, c.Grace, c.By)
+			g.stopProc(p, KillShutdown, c.Grace, c.By, inTurn)
 		case CmdStart:
 			g.startProc(p, c.By)
 		case CmdRestart:
@@ -42,7 +45,7 @@ func (g *Group) command(c CommandInput) {
 	}
 }
 
-func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by string) {
+func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by string, inTurn bool) {
 	p.want = false
 	p.startNow, p.b8 = false, nil
 	p.nextStart = time.Time{}
@@ -56,8 +59,14 @@ func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by st
 			return
 		}
 		// A restart or probe kill in progress becomes this stop request,
-		// so that the next one escalates.
+		// so that the next one escalates; a sidecar's, one that waits for
+		// its turn if it has not had its stop signal yet (O6).
 		st.reason, st.by = reason, by
+		st.ordered = st.ordered || inTurn
+		return
+	}
+	if inTurn {
+		g.beginStopInTurn(p, reason, grace, by)
 		return
 	}
 	g.beginStop(p, reason, grace, nil, by, false)
@@ -87,7 +96,7 @@ func (g *Group) restartProc(p *proc, grace *time.Duration, by string) {
 		g.initFailed = false
 	}
 	if p.inst == nil {
-		if p.init && g.initNext != g.indexOfInit(p) {
+		if p.init && !p.sidecar && g.initNext != g.indexOfInit(p) {
 			return // not its turn yet (I1)
 		}
 		p.startNow, p.startBy, p.b8 = true, by, nil

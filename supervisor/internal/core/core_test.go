@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,12 +64,92 @@ func TestRestartCountAndEvents(t *testing.T) {
 		}
 		seen[e.InstanceID] = true
 	}
-	if ex := s.eventsWith(EventExited); len(ex) == 0 || !strings.Contains(ex[0].Message, "code 3") || ex[0].Type != EventWarning {
-		t.Errorf("Exited events: %+v", ex)
-	}
 	if ps := s.status("app"); ps.RestartCount != 4 || ps.State != StateWaiting {
 		t.Errorf("R5/B12: status %+v", ps)
 	}
+	// E2: the exit code is the status's (Last State), not an event's.
+	if ps := s.status("app"); ps.LastTermination == nil || ps.LastTermination.ExitCode != 3 || ps.LastTermination.Reason != ReasonError {
+		t.Errorf("E2: last termination %+v, want exit code 3, Error", ps.LastTermination)
+	}
+}
+
+func TestEventsFollowKubelet(t *testing.T) {
+	// E1, E2: per instance Created then Started, with the same instance
+	// and restart count; nothing for the exit; one Killing per stop, none
+	// more when the grace runs out and the tree is SIGKILLed; a second
+	// stop request is a second Killing, as kubelet's kill with a shorter
+	// grace is.
+	seq := func(s *sim) string {
+		var out []string
+		for _, e := range s.events {
+			out = append(out, e.Reason)
+		}
+		return strings.Join(out, " ")
+	}
+	t.Run("crash loop", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{runFor: 50 * time.Millisecond, code: 1}))
+		s.runUntil(200 * time.Millisecond) // starts at 0, 0.05, 0.2 (0.1 after the exit at 0.1)
+		if got, want := seq(s), "Created Started Created Started BackOff Created Started"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+		for i := 0; i+1 < len(s.events); i++ {
+			c, st := s.events[i], s.events[i+1]
+			if c.Reason != EventCreated {
+				continue
+			}
+			if st.Reason != EventStarted || c.InstanceID != st.InstanceID || c.RestartCount != st.RestartCount || c.Type != EventNormal || c.Message != "Created process app" {
+				t.Errorf("E1: %+v then %+v", c, st)
+			}
+		}
+	})
+	t.Run("one Killing for a stop that ends in SIGKILL", func(t *testing.T) {
+		g := oneProcess(spec.RestartAlways)
+		g.TerminationGracePeriod = spec.Durp(time.Second)
+		s := newSim(t, g, scaled, 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s.runUntil(time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(5 * time.Second)
+		if got, want := seq(s), "Created Started Killing"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+		if ps := s.status("app"); ps.Terminated == nil || ps.Terminated.Signal != syscall.SIGKILL {
+			t.Errorf("status %+v, want ended by SIGKILL", ps)
+		}
+	})
+	t.Run("a second stop request is a second Killing", func(t *testing.T) {
+		g := oneProcess(spec.RestartAlways)
+		g.TerminationGracePeriod = spec.Durp(30 * time.Second)
+		s := newSim(t, g, scaled, 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s.runUntil(time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(2 * time.Second)
+		s.command(CmdStop, "app", nil, "test")
+		s.runUntil(3 * time.Second)
+		if got, want := seq(s), "Created Started Killing Killing"; got != want {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
+	t.Run("a start that fails: Created, Failed", func(t *testing.T) {
+		// E1, E3: kubelet records Created before the runtime's start,
+		// which is where a missing command fails.
+		s := newSim(t, oneProcess(spec.RestartNever), scaled, 0, constant(simRun{runFor: -1}))
+		var got []string
+		for _, in := range []func() Input{
+			func() Input { return TimerInput{} },
+			func() Input {
+				return StartFailedInput{Instance: s.core.mains[0].inst.id, Err: errString("/x: command not found"), Code: 128}
+			},
+		} {
+			for _, a := range s.core.Step(s.now, in()).Actions {
+				if e, ok := a.(EmitAction); ok {
+					got = append(got, e.Event.Reason)
+				}
+			}
+		}
+		if strings.Join(got, " ") != "Created Failed" {
+			t.Errorf("events %v, want Created Failed", got)
+		}
+	})
 }
 
 func TestInitProcesses(t *testing.T) {
@@ -223,6 +304,46 @@ func TestGracefulStopK8(t *testing.T) {
 				t.Error("a stopped process must not restart")
 			}
 		})
+	}
+}
+
+func TestPreStopThatOutlivesTheGrace(t *testing.T) {
+	// K9: the core stops waiting for a hanging pre_stop at the grace (30s)
+	// and the stop goes on; the hook's later end changes nothing but is
+	// told when it failed: while the instance is signalled, and after it
+	// is gone (the hook ended with its SIGKILL), naming that instance.
+	s := newSim(t, graceGroup(true), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+	s.runUntil(0)
+	id := s.core.mains[0].inst.id
+	s.command(CmdStop, "app", nil, "test")
+	s.runUntil(31 * time.Second)
+	step := func(in Input) []Event {
+		var out []Event
+		for _, a := range s.core.Step(s.now, in).Actions {
+			if e, ok := a.(EmitAction); ok {
+				out = append(out, e.Event)
+			}
+		}
+		return out
+	}
+	if e := step(PreStopDoneInput{Instance: id, Err: errString("hook command exited with code 3")}); len(e) != 1 ||
+		e[0].Reason != EventFailedPreStopHook || e[0].InstanceID != id || !strings.Contains(e[0].Message, "after the grace period") {
+		t.Errorf("a late failure while signalled: %+v", e)
+	}
+	if e := step(PreStopDoneInput{Instance: id}); len(e) != 0 {
+		t.Errorf("a late success: %+v", e)
+	}
+	s.runUntil(40 * time.Second) // SIGKILL at 32s: gone
+	if len(s.signals) != 1 || s.signals[0].at != 30*time.Second || len(s.kills) == 0 || s.kills[0].at != 32*time.Second {
+		t.Fatalf("K3, K5: signals %v kills %v, want TERM at 30s and SIGKILL at 32s", s.signals, s.kills)
+	}
+	e := step(PreStopDoneInput{Instance: id, Err: fmt.Errorf("%w (context canceled)", ErrHookEndedWithInstance)})
+	if len(e) != 1 || e[0].Reason != EventFailedPreStopHook || e[0].InstanceID != id || e[0].Type != EventWarning ||
+		e[0].Message != "PreStop hook for process app did not complete: it was ended with the process" {
+		t.Errorf("the hook's end with the instance: %+v", e)
+	}
+	if e := step(PreStopDoneInput{Instance: "no-such-instance", Err: errString("x")}); len(e) != 0 {
+		t.Errorf("an unknown instance: %+v", e)
 	}
 }
 
@@ -443,22 +564,22 @@ func TestCriticalX11(t *testing.T) {
 			t.Errorf("X11: %+v", s.criticals)
 		}
 	})
-	t.Run("start failure that ends for good is critical (127)", func(t *testing.T) {
+	t.Run("start failure that ends for good is critical (128, E3)", func(t *testing.T) {
 		g := crit(spec.RestartNever)
 		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
 		s.core.Step(s.now, TimerInput{})
 		id := s.core.mains[0].inst.id
-		p := s.core.Step(s.now, StartFailedInput{Instance: id, Err: errString("not found"), Code: 127})
+		p := s.core.Step(s.now, StartFailedInput{Instance: id, Err: errString("not found"), Code: 128})
 		var got []CriticalAction
 		for _, a := range p.Actions {
 			if c, ok := a.(CriticalAction); ok {
 				got = append(got, c)
 			}
 		}
-		if len(got) != 1 || got[0].Code != 127 {
+		if len(got) != 1 || got[0].Code != 128 {
 			t.Errorf("X11: %+v", got)
 		}
-		if ps := s.status("app"); ps.State != StateTerminated || ps.Reason != ReasonStartError || ps.Terminated.ExitCode != 127 {
+		if ps := s.status("app"); ps.State != StateTerminated || ps.Reason != ReasonStartError || ps.Terminated.ExitCode != 128 {
 			t.Errorf("status %+v", ps)
 		}
 	})

@@ -1,7 +1,7 @@
 // Package core is the supervisor's decision core: per group, a
 // deterministic state machine that owns what should run and decides what
-// to do about what happened. It owns the init order (I1–I4), restart
-// policies (R1–R5), the CrashLoopBackOff throttle (B1–B12 with X2–X4),
+// to do about what happened. It owns the init order (I1–I4), sidecars
+// (O1–O7: sidecar.go), restart policies (R1–R5), the CrashLoopBackOff throttle (B1–B12 with X2–X4),
 // graceful termination (K1–K6, X9, X10, X12), reactions to probes and
 // lifecycle hooks (P, H, X5), critical processes (X11), explicit
 // start/stop/restart requests (X7), recreate requests (part C with X8),

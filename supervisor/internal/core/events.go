@@ -10,14 +10,15 @@ const (
 	EventWarning EventType = "Warning"
 )
 
-// Event reasons, in kubelet's vocabulary where it has a word for it.
+// Event reasons, in kubelet's vocabulary where it has a word for it (E1).
+// An instance's exit is no event, as in kubelet: its exit code and reason
+// are in the status (E2).
 const (
+	EventCreated   = "Created"   // an instance is about to start, pre_start done
 	EventStarted   = "Started"   // an instance is running
 	EventFailed    = "Failed"    // an instance could not start
-	EventKilling   = "Killing"   // a stop began, or escalated to SIGKILL
+	EventKilling   = "Killing"   // a stop began, or a second stop request made it SIGKILL
 	EventBackOff   = "BackOff"   // a start must wait (B6.2)
-	EventCompleted = "Completed" // an instance exited 0
-	EventExited    = "Exited"    // an instance exited non-zero or by a signal
 	EventUnhealthy = "Unhealthy" // a probe failed
 	// EventCriticalExit is a critical process that ended for good (X11).
 	EventCriticalExit = "CriticalExit"

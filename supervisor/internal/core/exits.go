@@ -99,13 +99,10 @@ func (g *Group) exitedEnd(p *proc, ev event) {
 	// worker removes the instance.
 	g.do(KillTreeAction{Process: p.spec.Name, Instance: p.inst.id, Exited: true})
 	g.requestPostStop(p) // X5
-	if term.ExitCode == 0 {
-		g.emit(p, EventNormal, EventCompleted, "Process %s completed (exit code 0)", p.spec.Name)
-	} else if term.Signal != 0 {
+	// E2: the exit is no event; it is the status's (Terminated, then
+	// LastTermination), as kubelet shows it in State and Last State.
+	if term.Signal != 0 {
 		term.Message = fmt.Sprintf("killed by %s", spec.SignalName(term.Signal))
-		g.emit(p, EventWarning, EventExited, "Process %s exited with code %d (%s)", p.spec.Name, term.ExitCode, term.Message)
-	} else {
-		g.emit(p, EventWarning, EventExited, "Process %s exited with code %d", p.spec.Name, term.ExitCode)
 	}
 	g.finish(p, term)
 }
@@ -130,8 +127,8 @@ func (g *Group) finish(p *proc, term *Termination) {
 		p.oomKills++
 	}
 	switch {
-	case p.init && term.ExitCode == 0:
-		g.initSucceeded(p)
+	case p.init && !p.sidecar && term.ExitCode == 0:
+		g.initSucceeded(p) // a sidecar never completes: O3
 	case st != nil && st.restart && st.reason.probeKill():
 		p.b8 = &b8Check{ref: st.preKill} // R4: decided before the kill
 	case st != nil && st.restart:

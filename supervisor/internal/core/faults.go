@@ -80,6 +80,9 @@ func isStopRequest(r KillReason) bool { return r == KillStop || r == KillShutdow
 // until the start's outcome comes back.
 func (g *Group) startInstance(p *proc) {
 	p.inst.phase = phaseStarting
+	// E1: kubelet's Created comes after the container was created and its
+	// internal pre-start step ran, before the start (Started or Failed).
+	g.emit(p, EventNormal, EventCreated, "Created process %s", p.spec.Name)
 	g.do(StartAction{Process: p.spec.Name, Instance: p.inst.id, Spec: p.spec})
 }
 
@@ -91,7 +94,7 @@ func (g *Group) deferStop(p *proc, ev event) {
 	r := ev.stop
 	if d := p.inst.deferred; d != nil {
 		d.escalate = d.escalate || (isStopRequest(d.reason) && isStopRequest(r.reason))
-		d.reason, d.by, d.restart = r.reason, r.by, r.restart
+		d.reason, d.by, d.restart, d.ordered = r.reason, r.by, r.restart, r.ordered
 		if r.override != nil {
 			d.override = r.override
 		}

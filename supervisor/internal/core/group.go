@@ -66,11 +66,13 @@ type Group struct {
 
 // proc is one process (or init) of the group across its instances.
 type proc struct {
-	spec   spec.Process
-	init   bool
-	policy spec.RestartPolicy
-	// want says the process should be running (mains only; inits follow
-	// the group).
+	spec spec.Process
+	init bool
+	// sidecar: an init with restart_policy "always" (O1–O7).
+	sidecar bool
+	policy  spec.RestartPolicy
+	// want says the process should be running (mains and sidecars; plain
+	// inits follow the group).
 	want bool
 	// done: ended for good; the policy does not restart it.
 	done bool
@@ -120,7 +122,8 @@ func NewGroup(c Config) *Group {
 		byName:       map[string]*proc{},
 	}
 	for _, s := range c.Group.Init {
-		p := &proc{spec: s, init: true, policy: c.Group.EffectiveRestartPolicy(&s)}
+		p := &proc{spec: s, init: true, sidecar: spec.IsSidecar(&s), policy: c.Group.EffectiveRestartPolicy(&s)}
+		p.want = p.sidecar
 		g.inits = append(g.inits, p)
 		g.byName[s.Name] = p
 	}
@@ -237,6 +240,10 @@ func (g *Group) anyMainWanted() bool {
 
 // initCompleted reports that an init has exited 0 (I1) or can no longer
 // run because main processes have (I3).
+// A sidecar never completes (O3).
 func (g *Group) initCompleted(p *proc) bool {
+	if p.sidecar {
+		return false
+	}
 	return g.mainsRan || (p.done && p.last != nil && p.last.ExitCode == 0)
 }

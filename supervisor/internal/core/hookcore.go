@@ -45,8 +45,7 @@ const (
 const ReasonPreStartHookError = "PreStartHookError"
 
 // preStartFailureCode is the exit code a pre_start failure is recorded
-// with: the program never ran, as for a start error that is neither 126
-// nor 127.
+// with: the program never ran, as for a start error (E3).
 const preStartFailureCode = 128
 
 type PreStartDoneInput struct {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"time"
 
 	"github.com/podsup/podsup/spec"
@@ -74,10 +75,16 @@ type ExitedInput struct {
 type TimerInput struct{}
 
 // PreStopDoneInput reports that an instance's pre_stop hook returned.
+// Err wraps ErrHookEndedWithInstance when the hook was still running at
+// its instance's SIGKILL and was ended with it (K9).
 type PreStopDoneInput struct {
 	Instance string
 	Err      error
 }
+
+// ErrHookEndedWithInstance is a hook that did not return by itself: it was
+// ended with its instance, at the SIGKILL of the instance's tree (K9).
+var ErrHookEndedWithInstance = errors.New("it was ended with the process")
 
 // ProbeInput is a probe result that changed (P6: results publish only on
 // change). The worker's probe workers send these, and so may a library

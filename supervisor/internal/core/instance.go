@@ -27,6 +27,10 @@ import (
 //	                                                                    ▼   │
 //	                                                                  Killed ── shutdown, attempts spent ──► (gone)
 //	from PostStart on, in every phase: exited ──► (gone)
+//
+// A sidecar stopped with its group (O6) waits between PreStop (or the
+// stop's beginning, without pre_stop) and Signalled in AwaitTurn: its
+// turn ──► Signalled, a second stop ──► Killing, exited ──► (gone).
 
 // phase is where an instance stands in its life.
 type phase uint8
@@ -47,6 +51,10 @@ const (
 	phaseRunning
 	// phasePreStop: stopping; the pre_stop hook runs within the grace (K3).
 	phasePreStop
+	// phaseAwaitTurn: stopping; a sidecar waits for its turn to get the
+	// stop signal (the main processes and the later sidecars gone: O6),
+	// at most until the deadline, with the wait charged to its grace (K4).
+	phaseAwaitTurn
 	// phaseSignalled: stopping; the stop signal was sent, SIGKILL follows
 	// at the deadline (K5, K6).
 	phaseSignalled
@@ -64,7 +72,7 @@ const (
 
 var phaseNames = [...]string{
 	phasePreStart: "PreStart", phaseStarting: "Starting", phaseStartCancelled: "StartCancelled",
-	phasePostStart: "PostStart", phaseRunning: "Running", phasePreStop: "PreStop",
+	phasePostStart: "PostStart", phaseRunning: "Running", phasePreStop: "PreStop", phaseAwaitTurn: "AwaitTurn",
 	phaseSignalled: "Signalled", phaseKilling: "Killing", phaseKilled: "Killed", phaseGone: "gone",
 }
 
@@ -98,6 +106,7 @@ const (
 	onExited                         // the process exited
 	onProbeResult                    // a probe result changed (P6)
 	onProbeReport                    // a probe failed once (an Unhealthy event)
+	onTurn                           // a sidecar's turn to get the stop signal came, or its wait used up its grace (O6)
 
 	numTriggers
 )
@@ -107,7 +116,7 @@ var triggerNames = [...]string{
 	onStartFailed: "start failed", onPostStartDone: "post_start done", onPostStartFailed: "post_start failed",
 	onStop: "stop", onEscalate: "escalate", onPreStopDone: "pre_stop done", onGraceExpired: "grace expired",
 	onKillDone: "kill done", onKillDeadline: "kill deadline", onExited: "exited",
-	onProbeResult: "probe result", onProbeReport: "probe report",
+	onProbeResult: "probe result", onProbeReport: "probe report", onTurn: "turn",
 }
 
 func (t trigger) String() string {
@@ -170,7 +179,7 @@ func init() {
 			onStop:     {to: to(phaseGone), do: (*Group).abortPreStart},
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
 			onKillDone: ignore, onKillDeadline: ignore, onExited: ignore,
-			onProbeResult: ignore, onProbeReport: ignore,
+			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseStarting: {
 			onPreStartDone: ignore, onPreStartFailed: ignore,
@@ -180,46 +189,47 @@ func init() {
 			onStop:     {to: to(phaseStartCancelled), do: (*Group).deferStop},
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
 			onKillDone: ignore, onKillDeadline: ignore, onExited: ignore,
-			onProbeResult: ignore, onProbeReport: ignore,
+			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseStartCancelled: {
 			onPreStartDone: ignore, onPreStartFailed: ignore,
-			onStarted:       {to: to(phasePreStop, phaseSignalled, phaseKilling), do: (*Group).startedStopping},
+			onStarted:       {to: to(phasePreStop, phaseAwaitTurn, phaseSignalled, phaseKilling), do: (*Group).startedStopping},
 			onStartFailed:   {to: to(phaseGone), do: (*Group).startFailedEnd},
 			onPostStartDone: ignore, onPostStartFailed: ignore,
 			onStop:     {to: to(phaseStartCancelled), do: (*Group).deferStop},
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
 			onKillDone: ignore, onKillDeadline: ignore, onExited: ignore,
-			onProbeResult: ignore, onProbeReport: ignore,
+			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phasePostStart: {
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone:   {to: to(phaseRunning), do: (*Group).postStartSucceeded},
 			onPostStartFailed: {to: to(phasePreStop, phaseSignalled), do: (*Group).postStartFailed},
-			onStop:            {to: to(phasePreStop, phaseSignalled), do: (*Group).stopBegin},
+			onStop:            {to: to(phasePreStop, phaseAwaitTurn, phaseSignalled), do: (*Group).stopBegin},
 			onEscalate:        ignore, onPreStopDone: ignore, onGraceExpired: ignore,
 			onKillDone: ignore, onKillDeadline: ignore,
 			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
-			onProbeResult: ignore, onProbeReport: ignore,
+			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseRunning: {
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore,
-			onStop:     {to: to(phasePreStop, phaseSignalled), do: (*Group).stopBegin},
+			onStop:     {to: to(phasePreStop, phaseAwaitTurn, phaseSignalled), do: (*Group).stopBegin},
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
 			onKillDone: ignore, onKillDeadline: ignore,
 			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
 			onProbeResult: {to: to(phaseRunning, phasePreStop, phaseSignalled), do: (*Group).probeReact},
 			onProbeReport: {to: to(phaseRunning), do: (*Group).probeUnhealthy},
+			onTurn:        ignore,
 		},
 		phasePreStop: {
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate:     {to: to(phaseKilling), do: (*Group).escalate},
-			onPreStopDone:  {to: to(phaseSignalled), do: (*Group).endPreStop},
+			onPreStopDone:  {to: to(phaseAwaitTurn, phaseSignalled), do: (*Group).endPreStop},
 			onGraceExpired: ignore, onKillDone: ignore, onKillDeadline: ignore,
 			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
-			onProbeResult: ignore, onProbeReport: ignore,
+			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseSignalled: {
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
@@ -229,7 +239,7 @@ func init() {
 			onGraceExpired: {to: to(phaseKilling), do: (*Group).graceExpired},
 			onKillDone:     ignore, onKillDeadline: ignore,
 			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
-			onProbeResult: ignore, onProbeReport: ignore,
+			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseKilling: {
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
@@ -238,7 +248,7 @@ func init() {
 			onKillDone:     {to: to(phaseKilled), do: (*Group).killDoneAlive},
 			onKillDeadline: {to: to(phaseKilling), do: (*Group).killStillInFlight},
 			onExited:       {to: to(phaseGone), do: (*Group).exitedEnd},
-			onProbeResult:  ignore, onProbeReport: ignore,
+			onProbeResult:  ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseKilled: {
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
@@ -246,7 +256,16 @@ func init() {
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore, onKillDone: ignore,
 			onKillDeadline: {to: to(phaseKilling, phaseGone), do: (*Group).killedDeadline},
 			onExited:       {to: to(phaseGone), do: (*Group).exitedEnd},
-			onProbeResult:  ignore, onProbeReport: ignore,
+			onProbeResult:  ignore, onProbeReport: ignore, onTurn: ignore,
+		},
+		phaseAwaitTurn: {
+			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
+			onEscalate:    {to: to(phaseKilling), do: (*Group).escalate},
+			onPreStopDone: ignore, onGraceExpired: ignore, onKillDone: ignore, onKillDeadline: ignore,
+			onExited:      {to: to(phaseGone), do: (*Group).exitedEnd},
+			onProbeResult: ignore, onProbeReport: ignore,
+			onTurn: {to: to(phaseSignalled), do: (*Group).takeTurn},
 		},
 	}
 }
@@ -324,6 +343,9 @@ type stopRequest struct {
 	override, probeGrace *time.Duration
 	by                   string
 	restart              bool
+	// ordered: a sidecar stopped with its group, which gets its stop
+	// signal only in its turn (O6).
+	ordered bool
 }
 
 // stopState is a termination in progress (K1–K6).
@@ -346,4 +368,9 @@ type stopState struct {
 	killedAt time.Time
 	// shown: the instance showed as running when the stop began.
 	shown bool
+	// ordered: the stop signal waits for the instance's turn (O6);
+	// turnFrom is when the wait began and turnGrace the grace left then.
+	ordered   bool
+	turnFrom  time.Time
+	turnGrace time.Duration
 }

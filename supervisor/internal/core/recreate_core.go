@@ -297,6 +297,9 @@ func (g *Group) readiness() (ready bool, heldBy string) {
 			return false, heldBy
 		}
 	}
+	if n > 0 && !g.sidecarsReady() { // O5
+		return false, heldBy
+	}
 	return n > 0 && heldBy == "" && !g.shutdown, heldBy
 }
 

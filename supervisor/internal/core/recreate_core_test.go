@@ -151,9 +151,10 @@ func TestRecreateKillPathC4(t *testing.T) {
 		t.Errorf("X7: Killing events %+v", k)
 	}
 	// Every step is an event tagged with the request: the request, the
-	// process's turn, the stop, the SIGKILL after the grace, the exit, the
-	// start, the verdict, the completion.
-	want := "Recreating/ Recreating/app Killing/app Killing/app Exited/app Started/app RecreateSucceeded/app RecreateCompleted/"
+	// process's turn, the stop (one Killing, SIGKILL after the grace
+	// included: E1; the exit is no event: E2), the new instance's Created
+	// and Started, the verdict, the completion.
+	want := "Recreating/ Recreating/app Killing/app Created/app Started/app RecreateSucceeded/app RecreateCompleted/"
 	if strings.Join(reasons, " ") != want {
 		t.Errorf("events of rc-1:\n got %s\nwant %s", strings.Join(reasons, " "), want)
 	}

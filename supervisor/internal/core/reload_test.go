@@ -42,7 +42,7 @@ func TestReloadStopsTheOldInstanceWithItsOwnSpec(t *testing.T) {
 			reasons = append(reasons, e.Reason)
 		}
 	}
-	if got := strings.Join(reasons, " "); got != "Started Reloaded Killing Exited Started" {
+	if got := strings.Join(reasons, " "); got != "Created Started Reloaded Killing Created Started" { // E1, E2
 		t.Errorf("events of b: %s", got)
 	}
 }

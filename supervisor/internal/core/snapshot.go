@@ -17,7 +17,7 @@ func (g *Group) Snapshot() GroupStatus {
 }
 
 func (g *Group) procStatus(p *proc) ProcessStatus {
-	ps := ProcessStatus{Name: p.spec.Name, Init: p.init, RestartCount: max(p.starts-1, 0), OOMKills: p.oomKills}
+	ps := ProcessStatus{Name: p.spec.Name, Init: p.init, Sidecar: p.sidecar, RestartCount: max(p.starts-1, 0), OOMKills: p.oomKills}
 	switch {
 	case p.inst != nil && p.inst.running():
 		ps.State = StateRunning
@@ -46,7 +46,7 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 	default:
 		ps.State = StateWaiting
 		switch {
-		case !p.init && !p.want:
+		case (!p.init || p.sidecar) && !p.want:
 			ps.Reason = ReasonStopped
 		case p.init || !g.mainsRan:
 			ps.Reason = ReasonPodInitializing // I1: waiting for its turn

@@ -13,12 +13,18 @@ func (g *Group) reconcile() {
 	if g.shutdown {
 		return
 	}
+	if g.over() {
+		g.stopSidecarsOfEndedGroup() // O4
+		return
+	}
+	g.keepSidecarsRunning() // O3
 	if !g.mainsRan && g.anyMainWanted() {
 		if g.initFailed {
 			return
 		}
+		g.passStartedSidecars()        // O2
 		if g.initNext < len(g.inits) { // I1: one at a time, in order
-			if p := g.inits[g.initNext]; p.inst == nil {
+			if p := g.inits[g.initNext]; p.inst == nil && (!p.sidecar || p.want) {
 				g.tryStart(p)
 			}
 			return

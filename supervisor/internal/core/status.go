@@ -68,6 +68,9 @@ func (g GroupStatus) Process(name string) (ProcessStatus, bool) {
 type ProcessStatus struct {
 	Name string
 	Init bool
+	// Sidecar: an init with restart_policy "always", which keeps running
+	// beside the main processes (O1).
+	Sidecar bool
 	// State is waiting, running or terminated; Reason and Message explain
 	// waiting and terminated (e.g. CrashLoopBackOff, Completed, Error).
 	State   State

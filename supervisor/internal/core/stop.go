@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Termination (K1–K6, X9, X12): a stop begins with pre_stop or the stop
 // signal, and the grace's deadline ends in SIGKILL of the tree.
@@ -18,7 +22,7 @@ func (g *Group) beginStop(p *proc, reason KillReason, override, probeGrace *time
 func (g *Group) stopBegin(p *proc, ev event) {
 	r := ev.stop
 	grace := SelectGrace(r.reason, g.grace, r.probeGrace, r.override)
-	st := &stopState{reason: r.reason, by: r.by, grace: grace, begun: g.now, restart: r.restart, shown: p.inst.phase == phaseRunning}
+	st := &stopState{reason: r.reason, by: r.by, grace: grace, begun: g.now, restart: r.restart, shown: p.inst.phase == phaseRunning, ordered: r.ordered}
 	p.inst.stop = st
 	switch r.reason {
 	case KillLiveness, KillStartup:
@@ -34,6 +38,8 @@ func (g *Group) stopBegin(p *proc, ev event) {
 		}
 	case KillPostStartHook:
 		g.emit(p, EventNormal, EventKilling, "Stopping process %s: its post_start hook failed (grace %s)", p.spec.Name, grace)
+	case KillGroupCompleted:
+		g.emit(p, EventNormal, EventKilling, "Stopping sidecar %s: every main process of the group has ended (grace %s)", p.spec.Name, grace)
 	default:
 		g.emit(p, EventNormal, EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(r.reason), who(r.by), grace)
 	}
@@ -44,7 +50,7 @@ func (g *Group) stopBegin(p *proc, ev event) {
 		g.do(PreStopAction{Process: p.spec.Name, Instance: p.inst.id, Budget: grace})
 		return
 	}
-	g.sendStopSignal(p, grace)
+	g.signalInTurn(p, grace)
 }
 
 // sendStopSignal is K5 then K6: the stop signal now, SIGKILL after grace
@@ -65,7 +71,7 @@ func (g *Group) endPreStop(p *proc, ev event) {
 		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, ev.err)
 	}
 	st := p.inst.stop
-	g.sendStopSignal(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
+	g.signalInTurn(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
 }
 
 // escalate is a second stop request (X9): SIGKILL of the tree now.
@@ -74,9 +80,10 @@ func (g *Group) escalate(p *proc, ev event) {
 	g.killTree(p)
 }
 
-// graceExpired is K6's end: the grace is over, SIGKILL the tree.
+// graceExpired is K6's end: the grace is over, SIGKILL the tree. No
+// second Killing event: kubelet's one Killing covers the whole stop, the
+// runtime's SIGKILL included (E1).
 func (g *Group) graceExpired(p *proc, _ event) {
-	g.emit(p, EventNormal, EventKilling, "Killing process %s: grace period expired, sending SIGKILL to its process tree", p.spec.Name)
 	g.killTree(p)
 }
 
@@ -92,6 +99,8 @@ func (g *Group) runStopDeadlines() {
 			g.fire(p, event{on: onPreStopDone}) // K3: the hook outlived the grace; stop waiting
 		}
 		switch ph := p.inst.phase; {
+		case ph == phaseAwaitTurn && (g.turnCame(p) || !g.now.Before(st.deadline)):
+			g.fire(p, event{on: onTurn}) // O6, K4
 		case ph == phaseSignalled && !g.now.Before(st.deadline):
 			g.fire(p, event{on: onGraceExpired})
 		case (ph == phaseKilling || ph == phaseKilled) && !g.now.Before(st.deadline):
@@ -100,10 +109,41 @@ func (g *Group) runStopDeadlines() {
 	}
 }
 
-// preStopDone hears that an instance's pre_stop hook returned.
+// preStopDone hears that an instance's pre_stop hook returned. In the
+// pre_stop phase that ends the phase (the table); a hook that outlived the
+// grace (K9) ends later, when the instance is signalled, being killed or
+// gone, and then only its failure is told: kubelet's hook goroutine
+// records FailedPreStopHook whenever the hook fails, also after it
+// stopped waiting, and an exec hook fails when the container's kill ends
+// it.
 func (g *Group) preStopDone(in PreStopDoneInput) {
-	if p := g.procByInstance(in.Instance); p != nil {
+	p := g.procByInstance(in.Instance)
+	if p != nil && p.inst.phase == phasePreStop {
 		g.fire(p, event{on: onPreStopDone, err: in.Err})
+		return
+	}
+	if in.Err == nil {
+		return
+	}
+	failed := func(p *proc) string {
+		if errors.Is(in.Err, ErrHookEndedWithInstance) {
+			return fmt.Sprintf("PreStop hook for process %s did not complete: %v", p.spec.Name, ErrHookEndedWithInstance)
+		}
+		return fmt.Sprintf("PreStop hook for process %s failed after the grace period: %v", p.spec.Name, in.Err)
+	}
+	if p != nil { // signalled, or being killed
+		g.emit(p, EventWarning, EventFailedPreStopHook, "%s", failed(p))
+		return
+	}
+	for _, q := range g.all() { // gone: the event names the instance that ended
+		if q.last != nil && q.last.InstanceID == in.Instance {
+			g.do(EmitAction{Event{
+				Time: g.wallNow(), Type: EventWarning, Reason: EventFailedPreStopHook, Group: g.name,
+				Process: q.spec.Name, InstanceID: in.Instance, RestartCount: max(q.starts-1, 0), Request: q.recreateReq,
+				Message: failed(q),
+			}})
+			return
+		}
 	}
 }
 

@@ -35,9 +35,15 @@ type ProbeTarget struct {
 	Pending bool
 }
 
-// ProbeTargets lists the group's main processes in order.
+// ProbeTargets lists the group's sidecars (O5) and main processes in
+// order: the processes whose probes run.
 func (g *Group) ProbeTargets() []ProbeTarget {
 	out := make([]ProbeTarget, 0, len(g.mains))
+	for _, p := range g.inits {
+		if p.sidecar {
+			out = append(out, ProbeTarget{Spec: p.spec})
+		}
+	}
 	for _, p := range g.mains {
 		out = append(out, ProbeTarget{Spec: p.spec, Pending: p.nextSpec != nil})
 	}
@@ -58,7 +64,7 @@ type ProbeView struct {
 	Starting bool
 }
 
-// ProbeViewOf is what the probes of the named main process see; ok is
+// ProbeViewOf is what the probes of the named main process or sidecar see; ok is
 // false for a process the group does not have.
 func (g *Group) ProbeViewOf(process string) (v ProbeView, ok bool) {
 	p := g.byName[process]
