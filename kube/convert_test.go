@@ -3,12 +3,15 @@ package kube
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/podsup/podsup/config"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack"
 )
 
 // convertAndParse converts a manifest, writes the HCL and reads it back
@@ -350,12 +353,24 @@ spec:
 	}},
 }
 
+// Each documentation manifest converts to HCL that podsup validate
+// accepts (convertAndParse: podsup's loader, spec validation included)
+// and that podsup up's stack accepts (stack.New refuses what its runtime
+// cannot honour); it is not run here (run_test.go runs manifests).
 func TestConvertDocumentationManifests(t *testing.T) {
 	for _, m := range manifests {
 		t.Run(m.name, func(t *testing.T) {
 			cfg, _ := convertAndParse(t, m.yaml, Options{})
 			if m.check != nil {
 				m.check(t, cfg)
+			}
+			instance := fmt.Sprintf("kubetest-%d-%d", os.Getpid(), instances.Add(1))
+			st, err := stack.New(*cfg, stack.Options{Instance: instance, RuntimeDir: t.TempDir()})
+			if err != nil {
+				t.Fatalf("podsup up would refuse the conversion: %v", err)
+			}
+			if err := st.Close(); err != nil {
+				t.Error(err)
 			}
 		})
 	}

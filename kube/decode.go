@@ -57,6 +57,8 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 	{"apps/v1", "StatefulSet"}: func() (any, func(any) *workload) {
 		return &appsv1.StatefulSet{}, func(o any) *workload {
 			d := o.(*appsv1.StatefulSet)
+			// serviceName names the headless Service that gives the pods
+			// their DNS names: nothing to do outside a cluster.
 			return replicated(templated("StatefulSet", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector", "spec.serviceName"), d.Spec.Replicas)
 		}
 	},

@@ -39,7 +39,12 @@
 // restartPolicy other than Always, a container without command (podsup runs no image, so it knows no
 // entrypoint), a named port the container does not have, two images
 // mapped to different root filesystems in one pod. Labels and selectors
-// mean nothing outside Kubernetes and are not read. Every other field set
+// mean nothing outside Kubernetes and are not read, nor is a StatefulSet's
+// serviceName (the Service that names its pods in the cluster's DNS). A
+// workload's spec.replicas other than 1 and a CronJob's schedule are
+// warnings of their own (podsup runs one copy, once); every other field
+// of a workload outside its pod template (a Job's backoffLimit, a
+// Deployment's strategy, ...) is reported as below. Every other field set
 // is a warning with its path (Options.Strict makes it an error), found by
 // walking the object against the table above, so that no field is dropped
 // in silence, including the fields of a newer k8s.io/api.

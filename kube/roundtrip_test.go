@@ -39,23 +39,42 @@ func roundTrip(t *testing.T, cfg *spec.Config, kind string) (*spec.Config, strin
 	return res.Config, yml.String()
 }
 
-// convert(export(x)) == x for every example, compared as spec values,
-// as Pods and as Deployments, under --strict: the export has no field
-// that convert would drop.
-func TestExportConvertRoundTripsEveryExample(t *testing.T) {
+// exampleConfigs loads every example configuration as podsup up would:
+// each examples/*.hcl, and the examples/conf.d directory (three files, an
+// env file and a variable, with its defaults) as one configuration.
+func exampleConfigs(t *testing.T) map[string]*spec.Config {
+	t.Helper()
 	files, err := fs.Glob(examples.FS, "*.hcl")
 	if err != nil || len(files) < 4 {
 		t.Fatalf("examples: %v %v", files, err)
 	}
+	out := map[string]*spec.Config{}
 	for _, f := range files {
 		src, err := fs.ReadFile(examples.FS, f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := config.Parse(src, f)
-		if err != nil {
+		if out[f], err = config.Parse(src, f); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// No PODSUP_VAR_ or PODSUP_LOG_LEVEL from the environment: the
+	// defaults, as podsup validate -f examples/conf.d/ reads them.
+	noEnv := func(string) (string, bool) { return "", false }
+	if out["conf.d"], err = (config.Options{LookupEnv: noEnv}).Load("../examples/conf.d"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out["conf.d"].Groups); n < 2 {
+		t.Fatalf("examples/conf.d has %d groups, want its two", n)
+	}
+	return out
+}
+
+// convert(export(x)) == x for every example, compared as spec values,
+// as Pods and as Deployments, under --strict: the export has no field
+// that convert would drop.
+func TestExportConvertRoundTripsEveryExample(t *testing.T) {
+	for f, cfg := range exampleConfigs(t) {
 		for _, kind := range []string{"pod", "deployment"} {
 			t.Run(f+"/"+kind, func(t *testing.T) {
 				back, yml := roundTrip(t, cfg, kind)
