@@ -24,8 +24,9 @@ func (g *Group) recordStart(p *proc, pid int) {
 	// S3, S4, P4, P5: without a probe the flag is true from the start.
 	// A readiness protocol (sd_notify READY=1, a newline on fd N) holds
 	// ready back, and started too unless a startup probe decides it.
-	inst.ready = p.spec.ReadinessProbe == nil && p.spec.Readiness == ""
+	inst.readyVerdict = p.spec.ReadinessProbe == nil && p.spec.Readiness == ""
 	inst.started = p.spec.StartupProbe == nil && p.spec.Readiness == ""
+	inst.ready = inst.started && inst.readyVerdict
 	if inst.startBy != "" && p.recreateReq != "" {
 		g.emit(p, EventNormal, EventStarted, "Started process %s (recreate %s requested by %s)", p.spec.Name, p.recreateReq, inst.startBy)
 	} else if inst.startBy != "" {

@@ -311,7 +311,10 @@ type instance struct {
 	phase        phase
 	// ready and started are the probes' verdicts on a running instance
 	// (P4, P5, S3, S4): conditions of the Running phase, not phases.
+	// ready is readiness's own verdict (readyVerdict: the readiness probe
+	// or protocol, true without either) held back until started (S3).
 	ready, started bool
+	readyVerdict   bool
 	// stop is the termination in progress in the stopping phases.
 	stop *stopState
 	// deferred is the stop requested while the start was in flight

@@ -25,15 +25,13 @@ func (g *Group) probeReact(p *proc, ev event) {
 	reason := KillLiveness
 	switch in.Probe {
 	case spec.Readiness:
-		if in.Success && !p.inst.ready {
-			// W3: the instant depends_on's "ready" is met, in the events.
-			g.emit(p, EventNormal, EventReady, "Process %s is ready", p.spec.Name)
-		}
-		p.inst.ready = in.Success
+		p.inst.readyVerdict = in.Success
+		g.updateReady(p)
 		return
 	case spec.Startup:
 		if in.Success {
 			p.inst.started = true
+			g.updateReady(p)
 			return
 		}
 		probe, reason = p.spec.StartupProbe, KillStartup
@@ -52,4 +50,17 @@ func (g *Group) probeReact(p *proc, ev event) {
 	}
 	// R4: the restart is decided before the kill, by policy != never.
 	g.beginStop(p, reason, nil, probeGrace, "", p.policy != spec.RestartNever)
+}
+
+// updateReady sets ready from readiness's verdict, held back until the
+// instance has started (S3: kubelet's UpdatePodStatus leaves a container
+// that has not started unready, whatever its readiness), and reports the
+// moment it turns true.
+func (g *Group) updateReady(p *proc) {
+	ready := p.inst.started && p.inst.readyVerdict
+	if ready && !p.inst.ready {
+		// W3: the instant depends_on's "ready" is met, in the events.
+		g.emit(p, EventNormal, EventReady, "Process %s is ready", p.spec.Name)
+	}
+	p.inst.ready = ready
 }
