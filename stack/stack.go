@@ -91,8 +91,8 @@ type Stack struct {
 // A stack shares the process with its embedder, and two things it needs
 // belong to the whole process:
 //
-//   - The first stack (or the first process start of package sandbox)
-//     installs package sandbox's reaper: a goroutine that waits for the
+//   - The first stack (or the first process start of package sandbox/proc)
+//     installs package sandbox/proc's reaper: a goroutine that waits for the
 //     exit of any child of the process (waitid on every pid, woken by the
 //     kernel or by SIGCHLD, which it catches), reaps it and hands it to
 //     whoever started that pid, counting the rest as orphans. From then on nothing else in the process may wait for a

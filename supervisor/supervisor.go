@@ -122,6 +122,22 @@ var instanceGeneration atomic.Uint64
 //
 // A cfg.Backoff that is entirely zero means "not set" and takes kubelet's
 // defaults (X2: 10s / 5m / 10m); a group's own Backoff is taken literally.
+//
+// # Process-wide effects
+//
+// The supervisor itself changes nothing of the process: it reaches the
+// kernel only through opts.Runtime. The runtimes of this module
+// (hostrt.Runtime, and stack.New's, which podsup up runs) start processes
+// with package sandbox/proc, whose first start installs a reaper for the
+// whole program: a goroutine that catches SIGCHLD and waits for any child
+// (waitid(P_ALL)), so that nothing else in the program may wait for a
+// child from then on (os/exec's Cmd.Wait, Run and Output; start commands
+// with proc.Start instead). That first start does not make the program a
+// child subreaper: to have orphaned descendants come back to it, to be
+// reaped rather than left to the host's init, call
+// proc.StartReaperAs(true) before anything starts a process (stack:
+// Options.Subreaper). The program's SIGTERM and SIGINT stay its own: a
+// program that wants them to stop the supervisor calls Shutdown.
 func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("unable to use the configuration: %w", err)
