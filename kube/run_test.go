@@ -50,7 +50,7 @@ func run(t *testing.T, manifest string) *running {
 		}
 	}()
 	t.Cleanup(func() {
-		sup.Shutdown(nil)
+		sup.RequestShutdown(nil)
 		select {
 		case <-done:
 		case <-time.After(60 * time.Second):

@@ -58,7 +58,11 @@ func Example() {
 	server, _ = web.Process("server")
 	fmt.Println(web.Phase, server.Name, server.State, server.Reason, "exit code:", server.Terminated.ExitCode)
 
-	sup.Shutdown(nil)
+	// Shutdown waits until every process has stopped, and SIGKILLs what
+	// is left if ctx ends first.
+	if err := sup.Shutdown(ctx); err != nil {
+		fmt.Println(err)
+	}
 	fmt.Println("supervisor exit code:", (<-done).ExitCode)
 	// Output:
 	// Running server running restarts: 0 has pid: true

@@ -189,7 +189,7 @@ func TestUnkillableTreeIsRetriedAndShutdownGivesUp(t *testing.T) {
 	if n := rt.killCount(); n != 3 {
 		t.Fatalf("%d SIGKILLs at the second retry deadline, want 3", n)
 	}
-	f.sup.Shutdown(nil)
+	f.sup.RequestShutdown(nil)
 	// The other group's instance is as unkillable (same runtime), with
 	// the default grace of 30s.
 	f.advanceTo(120 * time.Second)
@@ -277,8 +277,8 @@ func TestNextStartWaitsForThePreviousInstancesCleanup(t *testing.T) {
 		if !released {
 			close(rt.release)
 		}
-		sup.Shutdown(nil)
-		sup.Shutdown(nil)
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil)
 		for {
 			select {
 			case <-res:

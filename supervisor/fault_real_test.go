@@ -58,8 +58,8 @@ func startLocal(t *testing.T, cfg spec.Config, opts supervisor.Options, cg *cgro
 	}()
 	t.Cleanup(func() {
 		r.sub.Close()
-		sup.Shutdown(nil)
-		sup.Shutdown(nil)
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil)
 		select {
 		case res := <-r.res:
 			r.res <- res
@@ -101,7 +101,7 @@ func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
 	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 127 || p.LastTermination.Reason != supervisor.ReasonStartError {
 		t.Errorf("last termination %+v, want 127 StartError", p.LastTermination)
 	}
-	r.sup.Shutdown(nil)
+	r.sup.RequestShutdown(nil)
 	if !r.ended(15 * time.Second) {
 		t.Fatal("a sandboxed group whose start failed does not stop on shutdown")
 	}
@@ -213,7 +213,7 @@ func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
 		t.Errorf("status of the stuck group: %+v", st)
 	}
 	r.next(supervisor.EventFailedKill) // the retry, on its deadline
-	r.sup.Shutdown(nil)
+	r.sup.RequestShutdown(nil)
 	if !r.ended(60 * time.Second) {
 		t.Fatal("shutdown did not end while a frozen task survived SIGKILL")
 	}

@@ -40,8 +40,8 @@ func startReal(t *testing.T, cfg spec.Config) *realRun {
 	}()
 	t.Cleanup(func() {
 		r.sub.Close()
-		sup.Shutdown(nil)
-		sup.Shutdown(nil) // SIGKILL whatever is left: leave nothing behind
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil) // SIGKILL whatever is left: leave nothing behind
 		select {
 		case <-r.res:
 		case <-time.After(10 * time.Second):

@@ -302,7 +302,7 @@ func (r *lcRun) status(process string) ProcessStatus {
 }
 
 func (r *lcRun) stop() {
-	r.sup.Shutdown(nil)
+	r.sup.RequestShutdown(nil)
 	for i := 0; ; i++ {
 		select {
 		case <-r.res:

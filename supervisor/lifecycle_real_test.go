@@ -401,8 +401,8 @@ func TestRealExecProbesAndHooksGoThroughTheGroupsSpawner(t *testing.T) {
 		close(done)
 	}()
 	defer func() {
-		sup.Shutdown(nil)
-		sup.Shutdown(nil)
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil)
 		<-done
 	}()
 	deadline := time.Now().Add(10 * time.Second)

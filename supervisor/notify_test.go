@@ -97,8 +97,8 @@ func TestNotifyStatus(t *testing.T) {
 		t.Fatal("no status notice for readiness")
 	}
 	stop()
-	sup.Shutdown(nil)
-	sup.Shutdown(nil)
+	sup.RequestShutdown(nil)
+	sup.RequestShutdown(nil)
 	<-done
 	select {
 	case <-ch:
@@ -155,9 +155,9 @@ func TestPingNeedsEveryWorker(t *testing.T) {
 		t.Fatal("Stopping closed before a shutdown")
 	default:
 	}
-	sup.Shutdown(nil)
+	sup.RequestShutdown(nil)
 	<-sup.Stopping()
-	sup.Shutdown(nil) // escalate: SIGKILL ends the fake instances at once
+	sup.RequestShutdown(nil) // escalate: SIGKILL ends the fake instances at once
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
