@@ -16,6 +16,7 @@ import (
 // probe seam; a STATUS= line shows in its status and is forgotten with
 // the instance.
 func TestReadinessProtocolHoldsReadyAndStarted(t *testing.T) {
+	t.Parallel()
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].Readiness = "notify"
 	f := startFake(t, spec.Config{Groups: []spec.Group{g}}, constant(simRun{runFor: -1}))
@@ -62,6 +63,7 @@ func (f *fakeRun) status(t *testing.T) ProcessStatus {
 
 // NotifyStatus tells a watcher about new snapshots, coalescing.
 func TestNotifyStatus(t *testing.T) {
+	t.Parallel()
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].Readiness = "fd:3"
 	fc := clock.NewFake(clock.Epoch)
@@ -125,6 +127,7 @@ func (r *blockingRuntime) Start(ctx context.Context, req StartRequest) (Instance
 // idle and times out while one is stuck in a Start (the first group's
 // start blocks; the other group's worker is fine).
 func TestPingNeedsEveryWorker(t *testing.T) {
+	t.Parallel()
 	fc := clock.NewFake(clock.Epoch)
 	rt := &blockingRuntime{fakeRuntime: *newFakeRuntime(fc, constant(simRun{runFor: -1})),
 		entered: make(chan struct{}), release: make(chan struct{})}
