@@ -53,6 +53,7 @@ func readReference(t *testing.T) map[string][]string {
 // TestReferenceMatchesSchema: docs/config.md documents every field and
 // nested block of every block the decoder accepts, and nothing else.
 func TestReferenceMatchesSchema(t *testing.T) {
+	t.Parallel()
 	tables := readReference(t)
 	if len(schemas) < 10 {
 		t.Fatalf("only %d schemas registered: the test would check little", len(schemas))

@@ -43,6 +43,7 @@ func roundTrip(t *testing.T, cfg *spec.Config, kind string) (*spec.Config, strin
 // as Pods and as Deployments, under --strict: the export has no field
 // that convert would drop.
 func TestExportConvertRoundTripsEveryExample(t *testing.T) {
+	t.Parallel()
 	files, err := fs.Glob(examples.FS, "*.hcl")
 	if err != nil || len(files) < 4 {
 		t.Fatalf("examples: %v %v", files, err)
@@ -71,6 +72,7 @@ func TestExportConvertRoundTripsEveryExample(t *testing.T) {
 // What a Pod has, a Pod says: an export of a group that uses only
 // Kubernetes' fields carries no podsup.dev/ annotation.
 func TestExportUsesPodFieldsFirst(t *testing.T) {
+	t.Parallel()
 	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
 		Name: "web", RestartPolicy: spec.RestartOnFailure, TerminationGracePeriod: spec.Durp(5 * time.Second),
 		Sandbox: &spec.Sandbox{Namespaces: []string{"pid", "mount", "uts"}, Hostname: "web",
@@ -99,6 +101,7 @@ func TestExportUsesPodFieldsFirst(t *testing.T) {
 
 // podsup-only fields go into annotations, with a warning naming them.
 func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
+	t.Parallel()
 	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
 		Name:    "g",
 		Backoff: &spec.Backoff{Initial: time.Second, Max: time.Minute, Reset: 5 * time.Minute},
@@ -130,6 +133,7 @@ func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
 
 // The example manifests convert, and what they run is on this machine.
 func TestExampleManifestsConvert(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../examples/kube/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example manifests: %v", err)

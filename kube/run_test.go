@@ -107,6 +107,7 @@ func freePort(t *testing.T) int {
 // An exec liveness probe (the documentation's liveness-exec, faster):
 // healthy while the file exists, then killed and restarted.
 func TestRunConvertedExecLivenessProbe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := run(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -134,6 +135,7 @@ spec:
 // httpGet probes: readiness on a path that answers 200 makes the process
 // ready; liveness on one that answers 404 restarts it.
 func TestRunConvertedHTTPProbes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	port := freePort(t)
 	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("ok\n"), 0o644); err != nil {
@@ -169,6 +171,7 @@ spec:
 // A tcpSocket readiness probe fails while nothing listens and passes once
 // the server is up; the preStop hook runs on the way down.
 func TestRunConvertedTCPProbeAndPreStopHook(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	port := freePort(t)
 	r := run(t, fmt.Sprintf(`apiVersion: v1

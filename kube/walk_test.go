@@ -198,10 +198,12 @@ func checkEveryUnmappedFieldIsReported(t *testing.T, base string, obj any, prefi
 }
 
 func TestEveryUnmappedPodFieldIsReported(t *testing.T) {
+	t.Parallel()
 	checkEveryUnmappedFieldIsReported(t, basePod, &corev1.Pod{}, "", nil)
 }
 
 func TestEveryUnmappedDeploymentFieldIsReported(t *testing.T) {
+	t.Parallel()
 	base := `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: d}

@@ -27,6 +27,12 @@ import (
 var localSeq atomic.Int64
 
 // localRun is a supervisor over a LocalRuntime of its own instance.
+//
+// These tests do not run in parallel: a LocalRuntime's cgroup manager may
+// move this whole process into a leaf of its own cgroup (cgroups'
+// _supervisor leaf, when its cgroup holds other processes) and back on
+// Close, which is process-wide; a second manager made meanwhile would nest
+// under the first's leaf.
 type localRun struct {
 	*realRun
 	rt       *sandbox.LocalRuntime
@@ -85,7 +91,6 @@ func (r *localRun) ended(d time.Duration) bool {
 }
 
 func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
-	t.Parallel()
 	// Item 1: a sandboxed group whose command does not exist fails its
 	// start (127) and backs off; a shutdown then ends the group at once.
 	// The adapter used to hold a lock across StartProcess, whose failure
@@ -112,7 +117,6 @@ func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
 }
 
 func TestLocalDeadSandboxIsRebuilt(t *testing.T) {
-	t.Parallel()
 	// Item 2: SIGKILL of the sandbox holder kills everything in its PID
 	// namespace; the next start deletes the dead sandbox, creates a new
 	// one (new holder) with a SandboxChanged event, and the process runs
@@ -148,7 +152,6 @@ func TestLocalDeadSandboxIsRebuilt(t *testing.T) {
 }
 
 func TestLocalExitCodeKeptAndInstanceRemovedByItsWorker(t *testing.T) {
-	t.Parallel()
 	// Item 7: instances that exit at once keep their real exit code
 	// (never a StartError from a record removed under the start), and the
 	// worker, their one owner, removes each record after its exit.
@@ -182,7 +185,6 @@ func TestLocalExitCodeKeptAndInstanceRemovedByItsWorker(t *testing.T) {
 }
 
 func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
-	t.Parallel()
 	// Item 4 with a real unkillable task: the process is frozen by a v1
 	// freezer cgroup of the test's own (as a task in D state, it cannot
 	// act on SIGKILL), so the cgroup kill reports it busy. The stop
@@ -255,7 +257,6 @@ func killPid(t *testing.T, pid int) {
 }
 
 func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
-	t.Parallel()
 	// Item 7: the worker, the one owner of an exited instance's cleanup,
 	// reports what it could not do: here a child the process left behind
 	// is frozen (a task in D state), so the tree kill after the exit
