@@ -123,9 +123,23 @@ func TestStartInFlightDoesNotHoldTheWorker(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the start was never called")
 	}
-	st, _ := f.sup.Status().Group("g")
-	if p := st.Processes[0]; p.State != StateWaiting || p.Reason != ReasonContainerCreating {
-		t.Errorf("a start in flight shows as %s/%s, want waiting/%s", p.State, p.Reason, ReasonContainerCreating)
+	// The worker sends the start on its way before it publishes the
+	// snapshot that shows it: wait for that snapshot (the barrier of settle
+	// would wait for the start itself).
+	changed := make(chan struct{}, 1)
+	stopNotices := f.sup.NotifyStatus(changed)
+	defer stopNotices()
+	for {
+		st, _ := f.sup.Status().Group("g")
+		p := st.Processes[0]
+		if p.State == StateWaiting && p.Reason == ReasonContainerCreating {
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("a start in flight shows as %s/%s, want waiting/%s", p.State, p.Reason, ReasonContainerCreating)
+		}
 	}
 	if err := f.sup.Stop("g", "app", RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
