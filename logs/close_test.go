@@ -113,7 +113,8 @@ func TestAGrandchildsLinesAreCapturedAfterTheProcessExits(t *testing.T) {
 }
 
 func TestIdleHubDoesNotWake(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a signal to the test process (the SIGCHLD of another
+	// test's child) can interrupt epoll_wait, which counts as a wake-up.
 	h := newTestHub(t, HubOptions{Out: discardWriter{}})
 	for i := range 20 {
 		startSh(t, h, "g", "p"+strconv.Itoa(i), "1", spec.Log{}, `echo up; exec sleep 100`)
