@@ -66,6 +66,7 @@ group "web" {
 `
 
 func TestParseMinimalFillsDefaults(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, minimal)
 	// X2: an unset top-level backoff is kubelet's.
 	if cfg.Backoff != spec.DefaultBackoff() {
@@ -78,6 +79,7 @@ func TestParseMinimalFillsDefaults(t *testing.T) {
 }
 
 func TestParseFullSchema(t *testing.T) {
+	t.Parallel()
 	src := `
 supervisor {
   socket        = "/run/p.sock"
@@ -254,6 +256,7 @@ group "web" {
 // TestBadConfigs is the table of wrong files: each must fail with a message
 // that says what is wrong, at the exact line:col of the culprit.
 func TestBadConfigs(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		src  string
@@ -521,6 +524,7 @@ group "web" {
 }
 
 func TestManyErrorsReportedTogetherInFileOrder(t *testing.T) {
+	t.Parallel()
 	src := `
 supervisor {
   log_format = "xml"
@@ -560,6 +564,7 @@ group "web" {
 }
 
 func TestErrorsInsideDuplicateGroupsPointAtTheirOwnBlock(t *testing.T) {
+	t.Parallel()
 	src := `
 group "web" {
   process "a" { command = ["/bin/true"] }
@@ -583,6 +588,7 @@ group "web" {
 // words, by spec's validation (no "port must be 1-65535, got 0" after
 // "port is required", no "command is empty" after "must be a list").
 func TestDecodeErrorsAreNotRepeatedByValidation(t *testing.T) {
+	t.Parallel()
 	e := mustFail(t, `
 group "web" {
   process "api" {
@@ -610,6 +616,7 @@ group "web" {
 }
 
 func TestWriteTextShowsPositionSnippetAndHint(t *testing.T) {
+	t.Parallel()
 	e := mustFail(t, `
 group "web" {
   process "api" {
@@ -647,6 +654,7 @@ group "web" {
 }
 
 func TestEnvFunction(t *testing.T) {
+	t.Parallel()
 	src := `
 supervisor {
   socket = env("PODSUP_TEST_SOCK", "/run/default.sock")
@@ -707,6 +715,7 @@ group "web" {
 }
 
 func TestParseUsesTheRealEnvironment(t *testing.T) {
+	// Not parallel: it sets an environment variable (process-wide).
 	t.Setenv("PODSUP_TEST_CMD", "/bin/sleep")
 	cfg, err := Parse([]byte(`group "g" {
   process "p" { command = [env("PODSUP_TEST_CMD"), "1"] }
@@ -720,6 +729,7 @@ func TestParseUsesTheRealEnvironment(t *testing.T) {
 }
 
 func TestSubSecondDurations(t *testing.T) {
+	t.Parallel()
 	// D7: durations finer than a second are kept as written.
 	cfg := mustParse(t, `
 supervisor { minimum_grace = "0s" }
@@ -765,6 +775,7 @@ group "web" {
 }
 
 func TestSizes(t *testing.T) {
+	t.Parallel()
 	good := map[string]int64{
 		"0": 0, "4096": 4096, "1B": 1, "1K": 1000, "1KB": 1000, "1Ki": 1024, "1KiB": 1024,
 		"256MiB": 256 << 20, "256mib": 256 << 20, "1G": 1e9, "1GB": 1e9, "1Gi": 1 << 30,
@@ -804,6 +815,7 @@ group "web" {
 }
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]time.Duration{"10s": 10 * time.Second, "100ms": 100 * time.Millisecond, "1m30s": 90 * time.Second, "0": 0, "-2s": -2 * time.Second} {
 		if got, err := ParseDuration(in); err != nil || got != want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
@@ -817,6 +829,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestSignalNames(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, `
 group "web" {
   process "a" {
@@ -837,6 +850,7 @@ group "web" {
 }
 
 func TestGroupBackoffUsesTopLevelWhenUnset(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, `
 backoff { max = "1m" }
 group "a" {
@@ -859,6 +873,7 @@ group "b" {
 }
 
 func TestLoadAndFind(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "podsup.hcl")
 	if err := os.WriteFile(path, []byte(minimal), 0o644); err != nil {

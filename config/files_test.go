@@ -70,6 +70,7 @@ func process(t *testing.T, cfg *spec.Config, group, name string) spec.Process {
 }
 
 func TestParseEnvFile(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, src string
 		want      map[string]string
@@ -107,6 +108,7 @@ func TestParseEnvFile(t *testing.T) {
 }
 
 func TestParseEnvFileErrorsNameTheLineNotTheValue(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, src string
 		line      int
@@ -141,6 +143,7 @@ func TestParseEnvFileErrorsNameTheLineNotTheValue(t *testing.T) {
 // env_file (in order) < process env. Relative paths start at the
 // directory of the file that names them, not podsup's working directory.
 func TestEnvMergeOrder(t *testing.T) {
+	// Not parallel: it changes the working directory (process-wide).
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"conf/podsup.hcl": `
@@ -182,6 +185,7 @@ group "g" {
 }
 
 func TestEnvFileErrorsNameTheFileLineAndTheEntry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"podsup.hcl": `group "g" {
@@ -224,6 +228,7 @@ func TestEnvFileErrorsNameTheFileLineAndTheEntry(t *testing.T) {
 }
 
 func TestEnvFileMustBeARegularFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"podsup.hcl": `group "g" {
   process "a" {
@@ -242,6 +247,7 @@ func TestEnvFileMustBeARegularFile(t *testing.T) {
 // a second Load sees the edited file, and spec.Diff names exactly the
 // processes whose resolved environment changed.
 func TestChangedEnvFileChangesOnlyItsProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"podsup.hcl": `
@@ -291,6 +297,7 @@ group "h" {
 // *.hcl files in lexical order (not other files, not subdirectories);
 // variables and the top-level backoff apply across files.
 func TestSeveralFilesAndADirectoryLoadAsOne(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"base.hcl": `
@@ -326,6 +333,7 @@ group "base" {
 }
 
 func TestOnlyEmptyDirectoriesAreAnError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"conf.d/app.conf": minimal})
 	_, err := Options{LookupEnv: noEnv}.Load(filepath.Join(dir, "conf.d"))
@@ -335,6 +343,7 @@ func TestOnlyEmptyDirectoriesAreAnError(t *testing.T) {
 }
 
 func TestSameGroupInTwoFilesNamesBothPlaces(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"a.hcl": "group \"web\" {\n  process \"p\" { command = [\"/bin/true\"] }\n}\n",
@@ -350,6 +359,7 @@ func TestSameGroupInTwoFilesNamesBothPlaces(t *testing.T) {
 // TestSupervisorBlockInTwoFilesIsAnError: settings of podsup itself are
 // written once; two blocks are an error naming both, not a merge.
 func TestSupervisorBlockInTwoFilesIsAnError(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"a.hcl": "supervisor {\n  log_level = \"debug\"\n}\n" + minimal,
@@ -363,6 +373,7 @@ func TestSupervisorBlockInTwoFilesIsAnError(t *testing.T) {
 }
 
 func TestFindAll(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.hcl": minimal, "d/b.hcl": minimal})
 	a, d := filepath.Join(dir, "a.hcl"), filepath.Join(dir, "d")
@@ -396,6 +407,7 @@ group "g" {
 // TestVariablePrecedence pins Terraform's and Nomad's order: default <
 // PODSUP_VAR_name < var files (in order) < --var (in order).
 func TestVariablePrecedence(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"podsup.hcl": withVariables,
@@ -427,6 +439,7 @@ func TestVariablePrecedence(t *testing.T) {
 }
 
 func TestVariableErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"podsup.hcl": `variable "unset" {}
@@ -460,6 +473,7 @@ group "g" {
 }
 
 func TestVariablesInParseUseTheEnvironment(t *testing.T) {
+	// Not parallel: it sets an environment variable (process-wide).
 	t.Setenv("PODSUP_VAR_port", "9999")
 	cfg, err := Parse([]byte(withVariables), "test.hcl")
 	if err != nil {

@@ -39,6 +39,7 @@ func deepInputs(n int) map[string]string {
 }
 
 func TestParseRefusesDeepNestingWithAnError(t *testing.T) {
+	t.Parallel()
 	for name, src := range deepInputs(100_000) {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
@@ -57,6 +58,7 @@ func TestParseRefusesDeepNestingWithAnError(t *testing.T) {
 }
 
 func TestParseAcceptsNestingUpToTheLimitOutsideCode(t *testing.T) {
+	t.Parallel()
 	// Brackets in strings, heredocs and comments are text, not nesting.
 	deep := strings.Repeat("[", 100_000)
 	for name, value := range map[string]string{
@@ -101,6 +103,7 @@ group "web" {
 }
 
 func TestParseRefusesOversizedAndOverlongFiles(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	big := bytes.Repeat([]byte("#\n"), MaxFileSize/2+1)
 	_, err := Parse(big, "big.hcl")
@@ -121,6 +124,7 @@ func TestParseRefusesOversizedAndOverlongFiles(t *testing.T) {
 }
 
 func TestLoadRefusesOversizedFilesWithoutReadingThem(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "huge.hcl")
 	f, err := os.Create(path)
 	if err != nil {
@@ -144,6 +148,7 @@ func TestLoadRefusesOversizedFilesWithoutReadingThem(t *testing.T) {
 }
 
 func TestTenThousandGroupsPassTheLimits(t *testing.T) {
+	t.Parallel()
 	src := manyGroups(10_000)
 	if len(src) > MaxFileSize/2 {
 		t.Errorf("10,000 groups take %d bytes, more than half of MaxFileSize", len(src))
@@ -264,6 +269,7 @@ func referenceDepth(src []byte) (int, bool) {
 }
 
 func TestNestingScannerSeesAtLeastHCLsDepth(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{3, 30, 60} {
 		for name, src := range deepInputs(n) {
 			ref, _ := referenceDepth([]byte(src))

@@ -358,6 +358,7 @@ spec:
 // and that podsup up's stack accepts (stack.New refuses what its runtime
 // cannot honour); it is not run here (run_test.go runs manifests).
 func TestConvertDocumentationManifests(t *testing.T) {
+	t.Parallel()
 	for _, m := range manifests {
 		t.Run(m.name, func(t *testing.T) {
 			cfg, _ := convertAndParse(t, m.yaml, Options{})
@@ -402,6 +403,7 @@ func TestConvertWarnsWithPaths(t *testing.T) {
 // kubelet expands $(VAR) when VAR is the container's; a shell's
 // $(command) it leaves alone, as podsup does.
 func TestConvertWarnsAboutVariableReferences(t *testing.T) {
+	t.Parallel()
 	_, res := convertAndParse(t, `apiVersion: v1
 kind: Pod
 metadata: {name: p}
@@ -432,6 +434,7 @@ func findingsText(fs []Finding) string {
 
 // Every refusal, and what it says.
 func TestConvertRefusals(t *testing.T) {
+	t.Parallel()
 	pod := func(containers string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n" + containers
 	}
@@ -537,6 +540,7 @@ spec:
 
 // Errors before conversion: the manifest's own shape.
 func TestConvertRejectsMalformedManifests(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, yaml, want string }{
 		{"unknown field", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    command: [x]\n    livenesProbe: {}\n",
 			`document 1: decoding Pod: unknown field "spec.containers[0].livenesProbe"`},
@@ -561,6 +565,7 @@ func TestConvertRejectsMalformedManifests(t *testing.T) {
 }
 
 func TestConvertRootfs(t *testing.T) {
+	t.Parallel()
 	cfg, res := convertAndParse(t, `apiVersion: v1
 kind: Pod
 metadata: {name: p}

@@ -13,6 +13,7 @@ import (
 // container, ...) and to this list, or convert would drop it and the
 // round trip would lose it for any file that sets it.
 func TestBridgeKnowsEverySpecField(t *testing.T) {
+	t.Parallel()
 	known := map[reflect.Type][]string{
 		reflect.TypeFor[spec.Config]():          {"Supervisor", "Backoff", "Groups"},
 		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote", "StopOrder"},

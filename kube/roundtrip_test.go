@@ -90,6 +90,7 @@ func TestExportConvertRoundTripsEveryExample(t *testing.T) {
 // What a Pod has, a Pod says: an export of a group that uses only
 // Kubernetes' fields carries no podsup.dev/ annotation.
 func TestExportUsesPodFieldsFirst(t *testing.T) {
+	t.Parallel()
 	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
 		Name: "web", RestartPolicy: spec.RestartOnFailure, TerminationGracePeriod: spec.Durp(5 * time.Second),
 		Sandbox: &spec.Sandbox{Namespaces: []string{"pid", "mount", "uts"}, Hostname: "web",
@@ -142,6 +143,7 @@ func TestExportSidecarAsRestartableInitContainer(t *testing.T) {
 
 // podsup-only fields go into annotations, with a warning naming them.
 func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
+	t.Parallel()
 	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{
 		Name:    "g",
 		Backoff: &spec.Backoff{Initial: time.Second, Max: time.Minute, Reset: 5 * time.Minute},
@@ -173,6 +175,7 @@ func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
 
 // The example manifests convert, and what they run is on this machine.
 func TestExampleManifestsConvert(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../examples/kube/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example manifests: %v", err)

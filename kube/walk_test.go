@@ -197,6 +197,7 @@ func checkEveryUnmappedFieldIsReported(t *testing.T, base string, obj any, prefi
 }
 
 func TestEveryUnmappedPodFieldIsReported(t *testing.T) {
+	t.Parallel()
 	checkEveryUnmappedFieldIsReported(t, basePod, &corev1.Pod{}, "", nil)
 }
 

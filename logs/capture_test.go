@@ -14,6 +14,7 @@ import (
 )
 
 func TestStdoutAndStderrShareOnePipeInOrderByDefault(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(t, HubOptions{})
 	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `for i in 1 2 3; do echo out-$i; echo err-$i >&2; done`)
 	if a.Stdout() != a.Stderr() {
@@ -31,6 +32,7 @@ func TestStdoutAndStderrShareOnePipeInOrderByDefault(t *testing.T) {
 }
 
 func TestSeparateStreamsAreDistinguished(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(t, HubOptions{})
 	_, a := startSh(t, h, "web", "api", "1", spec.Log{SeparateStreams: true}, `echo to-out; echo to-err >&2`)
 	waitDone(t, a)
@@ -47,6 +49,7 @@ func TestSeparateStreamsAreDistinguished(t *testing.T) {
 }
 
 func TestPartialLinesAreJoinedAndLongLinesSplit(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(t, HubOptions{MaxLineBytes: 100})
 	// Separate writes, with pauses so they arrive as separate reads.
 	script := `printf abc; sleep 0.05; printf 'def\n'; ` +
@@ -73,6 +76,7 @@ func TestPartialLinesAreJoinedAndLongLinesSplit(t *testing.T) {
 }
 
 func TestTailAndPreviousAcrossInstances(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(t, HubOptions{TailLines: 10})
 	if _, err := h.Tail("web", "api", 0, false); !errors.Is(err, ErrUnknownProcess) {
 		t.Fatalf("tail of an unknown process: %v", err)
@@ -148,6 +152,7 @@ func receive(t *testing.T, ch <-chan Line) Line {
 }
 
 func TestFollowReceivesNewLinesAcrossInstancesAndEndsOnCancel(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(t, HubOptions{})
 	in := startEchoer(t, h, "web", "api", "1")
 	if _, err := in.WriteString("before\n"); err != nil {
@@ -191,6 +196,7 @@ func TestFollowReceivesNewLinesAcrossInstancesAndEndsOnCancel(t *testing.T) {
 }
 
 func TestFollowEndsOnForget(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(t, HubOptions{})
 	startEchoer(t, h, "web", "api", "1")
 	ch, err := h.Follow(context.Background(), "web", "api", 0)
@@ -209,6 +215,7 @@ func TestFollowEndsOnForget(t *testing.T) {
 }
 
 func TestPassthroughGivesTheProcessPodsupsOwnFiles(t *testing.T) {
+	t.Parallel()
 	h0 := newTestHub(t, HubOptions{})
 	a0, err := h0.Attach("g", "p", "1", spec.Log{Mode: "passthrough"})
 	if err != nil {
@@ -250,6 +257,7 @@ func TestPassthroughGivesTheProcessPodsupsOwnFiles(t *testing.T) {
 }
 
 func TestLinesAreStampedByTheInjectedClock(t *testing.T) {
+	t.Parallel()
 	fake := clock.NewFake(clock.Epoch)
 	fake.Advance(90 * time.Minute)
 	h := newTestHub(t, HubOptions{Clock: fake})

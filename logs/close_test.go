@@ -13,6 +13,7 @@ import (
 )
 
 func TestCloseLeavesNoGoroutineAndNoFD(t *testing.T) {
+	// Not parallel: it counts the process's goroutines and open fds, which belong to the whole test process.
 	// Warm up what lives for the whole test binary (the reaper, /dev/null)
 	// so it is not counted as a leak.
 	warm := newTestHub(t, HubOptions{})
@@ -81,6 +82,7 @@ func TestCloseLeavesNoGoroutineAndNoFD(t *testing.T) {
 }
 
 func TestAttachmentOfARunningProcessIsDoneAfterClose(t *testing.T) {
+	t.Parallel()
 	h, err := NewHub(HubOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,7 @@ func TestAttachmentOfARunningProcessIsDoneAfterClose(t *testing.T) {
 }
 
 func TestAGrandchildsLinesAreCapturedAfterTheProcessExits(t *testing.T) {
+	t.Parallel()
 	// A child that outlives the process keeps writing to the same pipe:
 	// its lines are still captured, as the current instance's.
 	h := newTestHub(t, HubOptions{})
@@ -110,6 +113,8 @@ func TestAGrandchildsLinesAreCapturedAfterTheProcessExits(t *testing.T) {
 }
 
 func TestIdleHubDoesNotWake(t *testing.T) {
+	// Not parallel: a signal to the test process (the SIGCHLD of another
+	// test's child) can interrupt epoll_wait, which counts as a wake-up.
 	h := newTestHub(t, HubOptions{Out: discardWriter{}})
 	for i := range 20 {
 		startSh(t, h, "g", "p"+strconv.Itoa(i), "1", spec.Log{}, `echo up; exec sleep 100`)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestARunningProcessCostsOneFDAndNoneOnceItsOutputEnded(t *testing.T) {
+	// Not parallel: it counts the process's open fds, which belong to the whole test process.
 	// podsup keeps only the read end of an instance's one pipe while it
 	// runs (two with separate_streams), and nothing once its output ended:
 	// restarts and removed processes leave no fd behind.
@@ -60,6 +61,7 @@ func TestARunningProcessCostsOneFDAndNoneOnceItsOutputEnded(t *testing.T) {
 }
 
 func TestALateLineOfThePreviousInstanceStaysItsOwn(t *testing.T) {
+	t.Parallel()
 	// A child the first instance left writes after the second instance
 	// started: the line is the first instance's (--previous), not the
 	// current one's.
@@ -78,6 +80,7 @@ func TestALateLineOfThePreviousInstanceStaysItsOwn(t *testing.T) {
 }
 
 func TestForgetEndsFollowersAndTheOutputStillDrains(t *testing.T) {
+	// Not parallel: it counts the process's open fds, which belong to the whole test process.
 	var out syncBuffer
 	h := newTestHub(t, HubOptions{Out: &out})
 	warm, a := startSh(t, h, "g", "warm", "1", spec.Log{}, `true`)
@@ -104,6 +107,7 @@ func TestForgetEndsFollowersAndTheOutputStillDrains(t *testing.T) {
 }
 
 func TestLogModeChangesBetweenInstances(t *testing.T) {
+	t.Parallel()
 	h := newTestHub(t, HubOptions{Stdout: discardFile(t), Stderr: discardFile(t)})
 	_, a := startSh(t, h, "g", "p", "1", spec.Log{}, `echo one`)
 	waitDone(t, a)

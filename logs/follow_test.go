@@ -30,6 +30,7 @@ func timeWriter(t *testing.T, h *Hub, inst string) time.Duration {
 }
 
 func TestSlowFollowerDoesNotSlowTheWriter(t *testing.T) {
+	// Not parallel: it compares two timings, which other tests' load would skew.
 	if testing.Short() {
 		t.Skip("writes 100 MB twice; skipped with -short")
 	}

@@ -65,6 +65,7 @@ func BenchmarkMemoryPerCapturedProcess(b *testing.B) {
 // tail (256 KiB) or a goroutine per stream (8 KiB or more) blows through
 // the generous 2 KiB bound.
 func TestCaptureHeapPerProcessStaysSmall(t *testing.T) {
+	// Not parallel: it measures the heap, which belongs to the whole test process.
 	const n = 100
 	perHeap, perPSS := captureCostPerProcess(t, n)
 	t.Logf("N=%d: capture costs %.0f B heap/process, %.0f B PSS/process (page-granular)", n, perHeap, perPSS)

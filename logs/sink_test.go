@@ -15,6 +15,7 @@ import (
 )
 
 func TestConsoleOutPrefixesLinesLikeCompose(t *testing.T) {
+	t.Parallel()
 	var out syncBuffer
 	h := newTestHub(t, HubOptions{Out: &out})
 	// The wider name first: padding follows the widest name attached so far.
@@ -33,6 +34,7 @@ func TestConsoleOutPrefixesLinesLikeCompose(t *testing.T) {
 }
 
 func TestJSONOutDecodes(t *testing.T) {
+	t.Parallel()
 	var out syncBuffer
 	h := newTestHub(t, HubOptions{Out: &out, Format: FormatJSON})
 	_, a := startSh(t, h, "web", "api", "7", spec.Log{SeparateStreams: true}, `printf 'say "hi"\t\\o/\n'; echo err >&2`)
@@ -65,6 +67,7 @@ func TestJSONOutDecodes(t *testing.T) {
 }
 
 func TestBlockedOutDoesNotStallCaptureAndCountsDrops(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +120,7 @@ func TestBlockedOutDoesNotStallCaptureAndCountsDrops(t *testing.T) {
 }
 
 func TestFilesRotateKeepingMaxFilesAndBoundedSizes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := newTestHub(t, HubOptions{Dir: dir})
 	const maxSize = 2000

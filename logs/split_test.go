@@ -36,6 +36,7 @@ func splitChunks(limit int, chunks ...string) []string {
 }
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 25)
 	for _, tc := range []struct {
 		name   string
@@ -59,6 +60,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestConsoleLinePadsNameLikeCompose(t *testing.T) {
+	t.Parallel()
 	got := string(appendConsole(nil, "web/api", 11, "", []byte("hello")))
 	if got != "web/api     | hello\n" {
 		t.Fatalf("got %q", got)
@@ -71,6 +73,7 @@ func TestConsoleLinePadsNameLikeCompose(t *testing.T) {
 }
 
 func TestJSONLineDecodes(t *testing.T) {
+	t.Parallel()
 	when := time.Date(2024, 5, 1, 10, 0, 0, 123456789, time.UTC)
 	in := &instance{proc: &procLog{group: "web", process: `a"pi`}, instance: "3"}
 	text := "tab\there \"quoted\" back\\slash \x01 ctl é \xff bad utf8 </script>"
@@ -95,6 +98,7 @@ func TestJSONLineDecodes(t *testing.T) {
 }
 
 func TestCRIFileLine(t *testing.T) {
+	t.Parallel()
 	when := time.Date(2024, 5, 1, 10, 0, 0, 5, time.UTC)
 	if got := string(appendCRI(nil, when, Stdout, false, []byte("hi"))); got != "2024-05-01T10:00:00.000000005Z stdout F hi\n" {
 		t.Fatalf("got %q", got)
@@ -105,6 +109,7 @@ func TestCRIFileLine(t *testing.T) {
 }
 
 func TestDroppedNoticeFormats(t *testing.T) {
+	t.Parallel()
 	when := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
 	if got := string(appendDroppedNotice(nil, FormatConsole, when, 42)); got != "podsup: dropped 42 lines\n" {
 		t.Fatalf("console notice %q", got)

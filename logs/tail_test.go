@@ -24,6 +24,7 @@ func (m *model) add(s string, maxLines, maxBytes int) {
 }
 
 func TestTailMatchesModelUnderRandomLines(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(1))
 	for _, bounds := range []struct{ lines, bytes int }{{1000, 4096}, {7, 1 << 20}, {3, 300}, {50, 1000}} {
 		var tl tail
@@ -51,6 +52,7 @@ func TestTailMatchesModelUnderRandomLines(t *testing.T) {
 }
 
 func TestTailGrowsLazily(t *testing.T) {
+	t.Parallel()
 	var tl tail
 	if cap(tl.buf) != 0 {
 		t.Fatal("an empty tail allocated")

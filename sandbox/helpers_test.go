@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(f(os.Args[1:]))
 	}
+	// Explicitly a child subreaper (a proc.Start alone would not make it
+	// one): runChecked then sees every process a test orphaned as a child
+	// of this one.
+	proc.StartReaperAs(true)
 	os.Exit(runChecked(m))
 }
 

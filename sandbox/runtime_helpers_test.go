@@ -186,6 +186,12 @@ func testInstancePrefix() string {
 	return fmt.Sprintf("sbtest-%d-%d-", st.Ino, os.Getpid())
 }
 
+// newTestRuntime is a runtime of an instance of its own. The tests that
+// make one do not run in parallel: its cgroup manager may move this whole
+// process into a leaf of its own cgroup (cgroups' _supervisor leaf, when
+// that cgroup holds other processes) and back on Close, which is
+// process-wide; a second manager made meanwhile would nest under the
+// first's leaf.
 func newTestRuntime(t testing.TB) *LocalRuntime {
 	t.Helper()
 	rt, err := NewRuntime(Options{

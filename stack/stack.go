@@ -97,8 +97,8 @@ type Stack struct {
 // A stack shares the process with its embedder, and two things it needs
 // belong to the whole process:
 //
-//   - The first stack (or the first process start of package sandbox)
-//     installs package sandbox's reaper: a goroutine that waits for the
+//   - The first stack (or the first process start of package sandbox/proc)
+//     installs package sandbox/proc's reaper: a goroutine that waits for the
 //     exit of any child of the process (waitid on every pid, woken by the
 //     kernel or by SIGCHLD, which it catches), reaps it and hands it to
 //     whoever started that pid, counting the rest as orphans. From then on nothing else in the process may wait for a
@@ -237,23 +237,26 @@ func (s *Stack) Wait() (supervisor.Result, error) {
 }
 
 // Shutdown stops every group gracefully, each process through its pre_stop
-// hook and grace period (supervisor.Supervisor.Shutdown), waits until none
-// is left, and closes the stack. When ctx ends first, what is still
-// stopping is SIGKILLed at once, Shutdown waits for that to end and
-// returns ctx's error. A stack that never ran is closed.
+// hook and grace period, waits until none is left, and closes the stack;
+// when ctx ends first, what is still stopping is SIGKILLed at once and
+// Shutdown returns ctx's error once it has ended. It is
+// supervisor.Supervisor.Shutdown, followed by Close. A stack that never
+// ran is closed.
 func (s *Stack) Shutdown(ctx context.Context) error {
-	s.sup.Shutdown(nil)
+	err := s.sup.Shutdown(ctx)
 	if s.running() {
+		// Run may have begun without having started the supervisor yet:
+		// that one then stops at once, and ctx still bounds the stop.
 		select {
 		case <-s.done:
 		case <-ctx.Done():
-			s.sup.Shutdown(nil) // a second shutdown escalates to SIGKILL (X9)
+			if e := s.sup.Shutdown(ctx); err == nil {
+				err = e
+			}
 			<-s.done
-			_ = s.Close()
-			return fmt.Errorf("shutting down the stack: %w", ctx.Err())
 		}
 	}
-	return s.Close()
+	return errors.Join(err, s.Close())
 }
 
 // running reports whether Run was called.

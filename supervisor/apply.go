@@ -109,7 +109,7 @@ func (s *Supervisor) Reload(cfg spec.Config) (spec.Changes, error) {
 }
 
 // retire stops a worker's group for good; s.mu is held.
-// A second Shutdown reaches it through s.retiring until it is done.
+// A later shutdown request reaches it through s.retiring until it is done.
 func (s *Supervisor) retire(w *worker, by string) {
 	w.mb.put(core.CommandInput{Kind: core.CmdShutdown, By: by})
 	s.retiring[w] = struct{}{}

@@ -84,8 +84,8 @@ func restartCPU(b *testing.B, next supervisor.Runtime, cmd []string) {
 	<-rt.done
 	used := selfCPU(b) - before
 	b.StopTimer()
-	sup.Shutdown(nil)
-	sup.Shutdown(nil)
+	sup.RequestShutdown(nil)
+	sup.RequestShutdown(nil)
 	<-res
 	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/restart")
 }

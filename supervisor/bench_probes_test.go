@@ -66,8 +66,8 @@ func idleGroupCPU(b *testing.B, n int, withProbes bool) {
 		close(done)
 	}()
 	defer func() {
-		sup.Shutdown(nil)
-		sup.Shutdown(nil)
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil)
 		<-done
 	}()
 	deadline := time.Now().Add(30 * time.Second)
@@ -171,8 +171,8 @@ func oneProbeCPU(b *testing.B, period time.Duration, pass bool) {
 		close(done)
 	}()
 	defer func() {
-		sup.Shutdown(nil)
-		sup.Shutdown(nil)
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil)
 		<-done
 	}()
 	// Drain the events as a subscriber (the history) would.

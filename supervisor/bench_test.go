@@ -92,8 +92,8 @@ func restartReaction(tb testing.TB, n int, cmd []string) []time.Duration {
 		close(res)
 	}()
 	<-rt.done
-	sup.Shutdown(nil)
-	sup.Shutdown(nil)
+	sup.RequestShutdown(nil)
+	sup.RequestShutdown(nil)
 	<-res
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

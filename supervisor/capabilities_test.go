@@ -102,6 +102,7 @@ func assertRefused(t *testing.T, d demand, err error) {
 // runtime takes the configuration without the setting, and a runtime with
 // the capability takes it with.
 func TestNewRefusesWhatTheRuntimeCannotHonour(t *testing.T) {
+	t.Parallel()
 	for _, d := range demands {
 		t.Run(d.name, func(t *testing.T) {
 			rt := d.runtime()
@@ -121,6 +122,7 @@ func TestNewRefusesWhatTheRuntimeCannotHonour(t *testing.T) {
 // A reload that asks for what the runtime cannot honour is refused as a
 // whole: the configuration in force stays, and nothing is restarted.
 func TestReloadRefusesWhatTheRuntimeCannotHonourAndKeepsTheRunningConfig(t *testing.T) {
+	t.Parallel()
 	for _, d := range demands {
 		t.Run(d.name, func(t *testing.T) {
 			running := configOf(webGroup())
@@ -161,6 +163,7 @@ func TestReloadRefusesWhatTheRuntimeCannotHonourAndKeepsTheRunningConfig(t *test
 // journal = true is honoured by a journal layer, or by capture, which it
 // falls back to outside journald.
 func TestJournalNeedsTheJournalOrCapture(t *testing.T) {
+	t.Parallel()
 	g := webGroup()
 	apiOf(&g).Log.Journal = true
 	for _, caps := range []Capabilities{{Journal: true}, {OutputCapture: true}} {
@@ -179,6 +182,7 @@ func TestJournalNeedsTheJournalOrCapture(t *testing.T) {
 // Over a runtime with no capability (as hostrt.Runtime) New refuses every
 // setting that needs one, all in one error.
 func TestRuntimeWithoutCapabilitiesRefusesEveryDemand(t *testing.T) {
+	t.Parallel()
 	g := webGroup()
 	for _, d := range demands {
 		d.ask(&g)
@@ -204,6 +208,7 @@ func TestRuntimeWithoutCapabilitiesRefusesEveryDemand(t *testing.T) {
 // The supervisor reaches the kernel only through its Runtime and has no
 // default one: New without one says so.
 func TestNewWithoutRuntimeIsRefused(t *testing.T) {
+	t.Parallel()
 	if _, err := New(configOf(webGroup()), Options{}); !errors.Is(err, ErrNoRuntime) {
 		t.Errorf("New without a Runtime: %v, want ErrNoRuntime", err)
 	}

@@ -18,6 +18,7 @@ func unhealthy(at time.Time, msg string) Event {
 }
 
 func TestCorrelatorFoldsIdenticalEventsWithinTheWindow(t *testing.T) {
+	t.Parallel()
 	c := newCorrelator(time.Minute, 100)
 	t0 := clock.Epoch
 	seq := uint64(0)
@@ -57,6 +58,7 @@ func TestCorrelatorFoldsIdenticalEventsWithinTheWindow(t *testing.T) {
 }
 
 func TestCorrelatorLogsARepeatingEventSparingly(t *testing.T) {
+	t.Parallel()
 	// A probe failing every 100 ms for five minutes: 3000 events, of which
 	// the log gets the first, each power-of-two count, and otherwise one a
 	// minute.
@@ -77,6 +79,7 @@ func TestCorrelatorLogsARepeatingEventSparingly(t *testing.T) {
 }
 
 func TestCorrelatorForgetsTheLeastRecentSeriesWhenFull(t *testing.T) {
+	t.Parallel()
 	c := newCorrelator(time.Hour, 3)
 	t0 := clock.Epoch
 	for i := 0; i < 4; i++ { // a, b, c, then d evicts a
@@ -94,6 +97,7 @@ func TestCorrelatorForgetsTheLeastRecentSeriesWhenFull(t *testing.T) {
 }
 
 func TestHistoryKeepsOneEntryPerSeriesThroughAStorm(t *testing.T) {
+	t.Parallel()
 	// A probe failing every 100 ms for an hour, between other events: the
 	// history (10 entries) keeps the others and one Unhealthy entry whose
 	// count is every failure.

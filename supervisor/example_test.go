@@ -62,7 +62,11 @@ func Example() {
 	}
 	fmt.Println(web.Phase, server.Name, server.State, server.Reason, "exit code:", server.Terminated.ExitCode, server.Terminated.Message)
 
-	sup.Shutdown(nil)
+	// Shutdown waits until every process has stopped, and SIGKILLs what
+	// is left if ctx ends first.
+	if err := sup.Shutdown(ctx); err != nil {
+		fmt.Println(err)
+	}
 	fmt.Println("supervisor exit code:", (<-done).ExitCode)
 	// Output:
 	// Running server running restarts: 0 has pid: true

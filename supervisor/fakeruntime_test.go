@@ -231,7 +231,7 @@ func (f *fakeRun) advanceTo(end time.Duration) {
 
 // shutdown stops the supervisor and returns its result.
 func (f *fakeRun) shutdown() Result {
-	f.sup.Shutdown(nil)
+	f.sup.RequestShutdown(nil)
 	for {
 		select {
 		case r := <-f.res:

@@ -3,8 +3,10 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -121,9 +123,23 @@ func TestStartInFlightDoesNotHoldTheWorker(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the start was never called")
 	}
-	st, _ := f.sup.Status().Group("g")
-	if p := st.Processes[0]; p.State != StateWaiting || p.Reason != ReasonContainerCreating {
-		t.Errorf("a start in flight shows as %s/%s, want waiting/%s", p.State, p.Reason, ReasonContainerCreating)
+	// The worker sends the start on its way before it publishes the
+	// snapshot that shows it: wait for that snapshot (the barrier of settle
+	// would wait for the start itself).
+	changed := make(chan struct{}, 1)
+	stopNotices := f.sup.NotifyStatus(changed)
+	defer stopNotices()
+	for {
+		st, _ := f.sup.Status().Group("g")
+		p := st.Processes[0]
+		if p.State == StateWaiting && p.Reason == ReasonContainerCreating {
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("a start in flight shows as %s/%s, want waiting/%s", p.State, p.Reason, ReasonContainerCreating)
+		}
 	}
 	if err := f.sup.Stop("g", "app", RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
@@ -189,7 +205,7 @@ func TestUnkillableTreeIsRetriedAndShutdownGivesUp(t *testing.T) {
 	if n := rt.killCount(); n != 3 {
 		t.Fatalf("%d SIGKILLs at the second retry deadline, want 3", n)
 	}
-	f.sup.Shutdown(nil)
+	f.sup.RequestShutdown(nil)
 	// The other group's instance is as unkillable (same runtime), with
 	// the default grace of 30s.
 	f.advanceTo(120 * time.Second)
@@ -216,10 +232,14 @@ func TestUnkillableTreeIsRetriedAndShutdownGivesUp(t *testing.T) {
 
 // slowCleanupRuntime is fakeRuntime whose tree kills after an exit block
 // until release is closed (a cgroup kill waiting for the tree to empty).
+// Each Start is announced on started, and a restart that comes before
+// release sets early.
 type slowCleanupRuntime struct {
 	*fakeRuntime
 	release chan struct{}
 	killing chan struct{} // closed when a kill after an exit began
+	started chan struct{} // one value per Start
+	early   atomic.Bool   // a restart came while the cleanup ran
 }
 
 type slowCleanupInstance struct {
@@ -228,7 +248,11 @@ type slowCleanupInstance struct {
 }
 
 func (r *slowCleanupRuntime) Start(ctx context.Context, req StartRequest) (Instance, error) {
+	if len(r.startsOf(req.Process.Name)) > 0 && !isDone(r.release) {
+		r.early.Store(true) // the first instance's cleanup has not ended
+	}
 	inst, err := r.fakeRuntime.Start(ctx, req)
+	r.started <- struct{}{}
 	if err != nil {
 		return nil, err
 	}
@@ -262,11 +286,13 @@ func TestNextStartWaitsForThePreviousInstancesCleanup(t *testing.T) {
 			return simRun{runFor: time.Second, code: 1}
 		}
 		return simRun{runFor: -1}
-	}), release: make(chan struct{}), killing: make(chan struct{})}
+	}), release: make(chan struct{}), killing: make(chan struct{}), started: make(chan struct{}, 4)}
 	sup, err := New(configOf(oneProcess(spec.RestartAlways)), Options{Clock: fc, Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
+	changed := make(chan struct{}, 1)
+	defer sup.NotifyStatus(changed)()
 	res := make(chan Result, 1)
 	go func() {
 		r, _ := sup.Run(context.Background())
@@ -277,38 +303,54 @@ func TestNextStartWaitsForThePreviousInstancesCleanup(t *testing.T) {
 		if !released {
 			close(rt.release)
 		}
-		sup.Shutdown(nil)
-		sup.Shutdown(nil)
-		for {
-			select {
-			case <-res:
-				return
-			case <-time.After(10 * time.Millisecond):
-				fc.Advance(time.Second)
-			}
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil) // SIGKILL ends the running fake instance at once
+		select {
+		case <-res:
+		case <-time.After(15 * time.Second):
+			t.Error("the supervisor did not stop")
 		}
 	}()
-	deadline := time.Now().Add(15 * time.Second)
-	for len(rt.startsOf("app")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	wait := func(c <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-c:
+		case <-time.After(15 * time.Second):
+			t.Fatal(what)
+		}
 	}
+	wait(rt.started, "no first start")
 	fc.Advance(time.Second) // the first instance exits 1: cleanup, then restart at once (B6.1)
-	select {
-	case <-rt.killing:
-	case <-time.After(15 * time.Second):
-		t.Fatal("no tree kill after the exit")
-	}
-	time.Sleep(100 * time.Millisecond) // a start that did not wait would come now
-	if n := len(rt.startsOf("app")); n != 1 {
-		t.Fatalf("the next instance started (%d starts) while the previous one's cleanup ran", n)
+	wait(rt.killing, "no tree kill after the exit")
+	// The worker published a status with the exit's termination after it
+	// had handled the exit, which is when a start that did not wait would
+	// have been sent on its way; that start then finds the cleanup still
+	// blocked (early), since only this test ends it. Status answers
+	// meanwhile.
+	deadline := time.After(15 * time.Second)
+	for {
+		if st, ok := sup.Status().Group("g"); ok && len(st.Processes) == 1 && st.Processes[0].LastTermination != nil {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("no status with the first instance's exit")
+		}
 	}
 	if st, ok := sup.Status().Group("g"); !ok || len(st.Processes) != 1 {
 		t.Fatalf("status during the cleanup: %+v", st)
 	}
+	// Let a start sent on its way reach the runtime before the cleanup ends
+	// (no real time passes: the goroutines that can run, run).
+	for i := 0; i < 1000; i++ {
+		runtime.Gosched()
+	}
 	close(rt.release)
 	released = true
-	for len(rt.startsOf("app")) < 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	wait(rt.started, "no start after the cleanup ended")
+	if rt.early.Load() {
+		t.Fatal("the next instance started while the previous one's cleanup ran")
 	}
 	if n := len(rt.startsOf("app")); n != 2 {
 		t.Fatalf("%d starts after the cleanup ended, want 2", n)

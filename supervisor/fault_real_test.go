@@ -27,6 +27,12 @@ import (
 var localSeq atomic.Int64
 
 // localRun is a supervisor over a LocalRuntime of its own instance.
+//
+// These tests do not run in parallel: a LocalRuntime's cgroup manager may
+// move this whole process into a leaf of its own cgroup (cgroups'
+// _supervisor leaf, when its cgroup holds other processes) and back on
+// Close, which is process-wide; a second manager made meanwhile would nest
+// under the first's leaf.
 type localRun struct {
 	*realRun
 	rt       *sandbox.LocalRuntime
@@ -58,8 +64,8 @@ func startLocal(t *testing.T, cfg spec.Config, opts supervisor.Options, cg *cgro
 	}()
 	t.Cleanup(func() {
 		r.sub.Close()
-		sup.Shutdown(nil)
-		sup.Shutdown(nil)
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil)
 		select {
 		case res := <-r.res:
 			r.res <- res
@@ -101,7 +107,7 @@ func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
 	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 128 || p.LastTermination.Reason != supervisor.ReasonStartError {
 		t.Errorf("E3: last termination %+v, want 128 StartError", p.LastTermination)
 	}
-	r.sup.Shutdown(nil)
+	r.sup.RequestShutdown(nil)
 	if !r.ended(15 * time.Second) {
 		t.Fatal("a sandboxed group whose start failed does not stop on shutdown")
 	}
@@ -213,7 +219,7 @@ func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
 		t.Errorf("status of the stuck group: %+v", st)
 	}
 	r.next(supervisor.EventFailedKill) // the retry, on its deadline
-	r.sup.Shutdown(nil)
+	r.sup.RequestShutdown(nil)
 	if !r.ended(60 * time.Second) {
 		t.Fatal("shutdown did not end while a frozen task survived SIGKILL")
 	}

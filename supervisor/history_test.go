@@ -3,6 +3,7 @@ package supervisor
 import "testing"
 
 func TestHistoryRingKeepsTheLastEventsInOrder(t *testing.T) {
+	t.Parallel()
 	h := &History{max: 3, changed: make(chan struct{})}
 	_, woken := h.Since(0)
 	for seq := uint64(1); seq <= 5; seq++ {

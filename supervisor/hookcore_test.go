@@ -306,7 +306,7 @@ func TestShutdownWaitsForPostStop(t *testing.T) {
 		return fakeHook{takes: 20 * time.Second}
 	})
 	r.advanceTo(time.Second)
-	r.sup.Shutdown(nil)
+	r.sup.RequestShutdown(nil)
 	r.advanceTo(10 * time.Second)
 	select {
 	case <-r.res:
@@ -316,7 +316,7 @@ func TestShutdownWaitsForPostStop(t *testing.T) {
 	if c := r.hooks.callsAt(spec.PostStop); len(c) != 1 || c[0].ended >= 0 {
 		t.Fatalf("post_stop calls %+v, want one still running", c)
 	}
-	r.sup.Shutdown(nil)
+	r.sup.RequestShutdown(nil)
 	select {
 	case <-r.res:
 	case <-time.After(5 * time.Second):

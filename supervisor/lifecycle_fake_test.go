@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -111,9 +110,10 @@ func hookTimes(calls []fakeHookCall) []time.Duration {
 type quietClock struct {
 	*clock.Fake
 
-	mu     sync.Mutex
-	timers int // created
-	fired  int // fired and not yet re-armed or stopped
+	mu      sync.Mutex
+	timers  int           // created
+	fired   int           // fired and not yet re-armed or stopped
+	changed chan struct{} // closed, and replaced, when timers or fired change
 }
 
 func (q *quietClock) NewTimer(d time.Duration) clock.Timer {
@@ -121,8 +121,17 @@ func (q *quietClock) NewTimer(d time.Duration) clock.Timer {
 	qt.t = q.Fake.AfterFunc(d, qt.fire)
 	q.mu.Lock()
 	q.timers++
+	q.changedLocked()
 	q.mu.Unlock()
 	return qt
+}
+
+// changedLocked wakes every wait; q.mu is held.
+func (q *quietClock) changedLocked() {
+	if q.changed != nil {
+		close(q.changed)
+		q.changed = nil
+	}
 }
 
 type quietTimer struct {
@@ -140,6 +149,7 @@ func (t *quietTimer) fire() {
 	t.mu.Unlock()
 	t.q.mu.Lock()
 	t.q.fired++
+	t.q.changedLocked()
 	t.q.mu.Unlock()
 	select {
 	case t.c <- t.q.Now():
@@ -170,26 +180,34 @@ func (t *quietTimer) handled() {
 		t.fired = false
 		t.q.mu.Lock()
 		t.q.fired--
+		t.q.changedLocked()
 		t.q.mu.Unlock()
 	}
 }
 
 // wait returns once at least timers probe timers exist and none has a
-// fire that its worker has not handled.
+// fire that its worker has not handled. It sleeps on the counts' changes,
+// never on real time; the minute is only how long it waits before it
+// fails the test.
 func (q *quietClock) wait(tb testing.TB, timers int) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
 	for {
 		q.mu.Lock()
-		ok := q.timers >= timers && q.fired == 0
-		q.mu.Unlock()
-		if ok {
+		if q.timers >= timers && q.fired == 0 {
+			q.mu.Unlock()
 			return
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("probe workers did not go quiet (%d timers, want %d; %d fired)", q.timers, timers, q.fired)
+		if q.changed == nil {
+			q.changed = make(chan struct{})
 		}
-		runtime.Gosched()
-		time.Sleep(20 * time.Microsecond)
+		changed, n, fired := q.changed, q.timers, q.fired
+		q.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			tb.Fatalf("probe workers did not go quiet (%d timers, want %d; %d fired)", n, timers, fired)
+		}
 	}
 }
 
@@ -276,13 +294,16 @@ func (r *lcRun) advanceTo(end time.Duration) {
 	r.t.Fatal("fake clock did not settle")
 }
 
-// events drains the subscription.
+// events drains the subscription, once the workers are quiet: every event
+// published so far is in its buffer, which a done context drains without
+// waiting.
 func (r *lcRun) events() []Event {
+	r.quiet()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
 	var out []Event
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		e, err := r.sub.Next(ctx)
-		cancel()
+		e, err := r.sub.Next(done)
 		if err != nil {
 			return out
 		}

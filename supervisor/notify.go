@@ -69,8 +69,9 @@ func (s *Supervisor) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Stopping is closed when podsup begins to shut down: the first Shutdown,
-// a cancelled Run context, or a critical exit (X9, X11).
+// Stopping is closed when podsup begins to shut down: the first Shutdown
+// or RequestShutdown, a cancelled Run context, or a critical exit (X9,
+// X11).
 func (s *Supervisor) Stopping() <-chan struct{} { return s.stopping }
 
 // NotifyStatus makes the supervisor send to ch (without blocking: a full

@@ -16,6 +16,7 @@ import (
 // probe seam; a STATUS= line shows in its status and is forgotten with
 // the instance.
 func TestReadinessProtocolHoldsReadyAndStarted(t *testing.T) {
+	t.Parallel()
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].Readiness = "notify"
 	f := startFake(t, spec.Config{Groups: []spec.Group{g}}, constant(simRun{runFor: -1}))
@@ -62,6 +63,7 @@ func (f *fakeRun) status(t *testing.T) ProcessStatus {
 
 // NotifyStatus tells a watcher about new snapshots, coalescing.
 func TestNotifyStatus(t *testing.T) {
+	t.Parallel()
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].Readiness = "fd:3"
 	fc := clock.NewFake(clock.Epoch)
@@ -101,8 +103,8 @@ func TestNotifyStatus(t *testing.T) {
 		t.Fatal("no status notice for readiness")
 	}
 	stop()
-	sup.Shutdown(nil)
-	sup.Shutdown(nil)
+	sup.RequestShutdown(nil)
+	sup.RequestShutdown(nil)
 	<-done
 	select {
 	case <-ch:
@@ -129,6 +131,7 @@ func (r *blockingRuntime) Start(ctx context.Context, req StartRequest) (Instance
 // idle and times out while one is stuck in a Start (the first group's
 // start blocks; the other group's worker is fine).
 func TestPingNeedsEveryWorker(t *testing.T) {
+	t.Parallel()
 	fc := clock.NewFake(clock.Epoch)
 	rt := &blockingRuntime{fakeRuntime: *newFakeRuntime(fc, constant(simRun{runFor: -1})),
 		entered: make(chan struct{}), release: make(chan struct{})}
@@ -159,9 +162,9 @@ func TestPingNeedsEveryWorker(t *testing.T) {
 		t.Fatal("Stopping closed before a shutdown")
 	default:
 	}
-	sup.Shutdown(nil)
+	sup.RequestShutdown(nil)
 	<-sup.Stopping()
-	sup.Shutdown(nil) // escalate: SIGKILL ends the fake instances at once
+	sup.RequestShutdown(nil) // escalate: SIGKILL ends the fake instances at once
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

@@ -45,8 +45,8 @@ func startRealWith(t *testing.T, cfg spec.Config, opts supervisor.Options) *real
 	}()
 	t.Cleanup(func() {
 		r.sub.Close()
-		sup.Shutdown(nil)
-		sup.Shutdown(nil) // SIGKILL whatever is left: leave nothing behind
+		sup.RequestShutdown(nil)
+		sup.RequestShutdown(nil) // SIGKILL whatever is left: leave nothing behind
 		select {
 		case <-r.res:
 		case <-time.After(10 * time.Second):
@@ -57,6 +57,7 @@ func startRealWith(t *testing.T, cfg spec.Config, opts supervisor.Options) *real
 }
 
 func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "pre_stop")
 	app := helperProcess(t, "app", "sleep")
@@ -109,6 +110,7 @@ func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {
 }
 
 func TestRealRecreateNeverReadyFailsByTheDeadline(t *testing.T) {
+	t.Parallel()
 	// C8: an instance that never becomes ready fails its recreate when the
 	// deadline passes. Its readiness probe always fails (whether or not a
 	// prober is wired on this branch, nothing makes it ready).

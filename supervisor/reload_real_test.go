@@ -9,6 +9,7 @@ import (
 )
 
 func TestRealReloadProcessLevel(t *testing.T) {
+	t.Parallel()
 	a := helperProcess(t, "a", "sleep")
 	b := helperProcess(t, "b", "sleep")
 	c := helperProcess(t, "c", "sleep")

@@ -9,6 +9,7 @@ import (
 // The exit code a failed start is recorded with: the runtime's StartError
 // says it, wrapped or not; anything else is 128 (the program never ran).
 func TestStartFailureCode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err  error
 		want int

@@ -108,6 +108,7 @@ type Supervisor struct {
 	shutdowns int
 	critical  *CriticalExit
 	stopping  chan struct{} // closed by the first shutdown request
+	done      chan struct{} // closed when Run has stopped every group
 	wg        sync.WaitGroup
 
 	watchMu  sync.Mutex // guards watchers (NotifyStatus)
@@ -123,6 +124,22 @@ var instanceGeneration atomic.Uint64
 //
 // A cfg.Backoff that is entirely zero means "not set" and takes kubelet's
 // defaults (X2: 10s / 5m / 10m); a group's own Backoff is taken literally.
+//
+// # Process-wide effects
+//
+// The supervisor itself changes nothing of the process: it reaches the
+// kernel only through opts.Runtime. The runtimes of this module
+// (hostrt.Runtime, and stack.New's, which podsup up runs) start processes
+// with package sandbox/proc, whose first start installs a reaper for the
+// whole program: a goroutine that catches SIGCHLD and waits for any child
+// (waitid(P_ALL)), so that nothing else in the program may wait for a
+// child from then on (os/exec's Cmd.Wait, Run and Output; start commands
+// with proc.Start instead). That first start does not make the program a
+// child subreaper: to have orphaned descendants come back to it, to be
+// reaped rather than left to the host's init, call
+// proc.StartReaperAs(true) before anything starts a process (stack:
+// Options.Subreaper). The program's SIGTERM and SIGINT stay its own: a
+// program that wants them to stop the supervisor calls Shutdown.
 func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("unable to use the configuration: %w", err)
@@ -150,6 +167,7 @@ func New(cfg spec.Config, opts Options) (*Supervisor, error) {
 		workers:    map[string]*worker{},
 		retiring:   map[*worker]struct{}{},
 		stopping:   make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	if s.defBackoff == (spec.Backoff{}) {
 		s.defBackoff = spec.DefaultBackoff()
@@ -174,8 +192,8 @@ func (s *Supervisor) coreConfig(g spec.Group) core.Config {
 // Run starts every group and supervises them until Shutdown is called,
 // ctx ends, or a critical process ends for good (X11). In each case every
 // group is stopped in parallel (X9) and Run returns once no process is
-// left. Cancelling ctx again cannot speed that up: call Shutdown a second
-// time to escalate to SIGKILL.
+// left. Cancelling ctx again cannot speed that up: Shutdown's ctx, or a
+// second RequestShutdown, escalates to SIGKILL.
 func (s *Supervisor) Run(ctx context.Context) (Result, error) {
 	s.mu.Lock()
 	if s.running {
@@ -190,10 +208,11 @@ func (s *Supervisor) Run(ctx context.Context) (Result, error) {
 
 	select {
 	case <-ctx.Done():
-		s.Shutdown(nil)
+		s.beginShutdown()
 	case <-s.stopping:
 	}
 	s.wg.Wait()
+	close(s.done)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,13 +233,57 @@ func (s *Supervisor) spawn(w *worker) {
 	}()
 }
 
-// Shutdown stops every group, each process through K1–K6 with grace as
-// the override (nil: each group's own): dependents before what they
-// depend on (W8), or all at once with stop_order = "parallel" (W9). A
-// second call stops whatever still waits for its dependents at once and
-// escalates every process already stopping to SIGKILL (X9). It does not
-// wait: Run returns when everything has stopped.
-func (s *Supervisor) Shutdown(grace *time.Duration) {
+// Shutdown stops every group, each process gracefully through K1–K6 with
+// its group's grace period: dependents before what they depend on (W8),
+// or all at once with stop_order = "parallel" (W9). It returns once Run has
+// stopped them all and no process is left. When ctx ends first, every
+// process still stopping is SIGKILLed at once; Shutdown waits for that
+// too and returns ctx's error. A shutdown already under way (Run's ctx,
+// RequestShutdown, a critical exit) is joined, not escalated. Before Run
+// there is nothing to stop: Shutdown returns nil at once, and a Run called
+// later stops at once.
+//
+// RequestShutdown is the same stop as a request that does not wait, with a
+// grace override, and a second request escalating to SIGKILL: what the
+// API's shutdown and podsup up's signals use.
+func (s *Supervisor) Shutdown(ctx context.Context) error {
+	running := s.beginShutdown()
+	if !running {
+		return nil
+	}
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.RequestShutdown(nil) // a further shutdown request is SIGKILL (X9)
+	<-s.done
+	return fmt.Errorf("shutting down: %w", ctx.Err())
+}
+
+// beginShutdown starts the graceful shutdown unless one is under way, and
+// reports whether Run has begun.
+func (s *Supervisor) beginShutdown() (running bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdowns == 0 {
+		s.shutdownLocked(nil, "shutdown")
+	}
+	return s.running
+}
+
+// RequestShutdown asks for the stop Shutdown waits for and returns at
+// once: each process through K1–K6 with grace as the override (nil: each
+// group's own), in the order of W8 (or W9). A second request stops
+// whatever still waits for its dependents at once and escalates every
+// process already stopping to SIGKILL (X9). Run returns when everything
+// has stopped.
+func (s *Supervisor) RequestShutdown(grace *time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.shutdownLocked(grace, "shutdown")

@@ -109,14 +109,14 @@ func TestShutdownX9AndSecondEscalates(t *testing.T) {
 	g2.Name = "h"
 	f := startFake(t, configOf(g, g2), constant(simRun{runFor: -1, ignoreTerm: true}))
 	f.advanceTo(time.Second)
-	f.sup.Shutdown(nil)
+	f.sup.RequestShutdown(nil)
 	f.advanceTo(2 * time.Second)
 	for _, gs := range f.sup.Status().Groups {
 		if gs.Phase != PhaseStopping {
 			t.Errorf("X9: group %s phase %s, want Stopping (all groups in parallel)", gs.Name, gs.Phase)
 		}
 	}
-	f.sup.Shutdown(nil) // X9: the second request skips to SIGKILL
+	f.sup.RequestShutdown(nil) // X9: the second request skips to SIGKILL
 	f.settle()
 	select {
 	case res := <-f.res:
@@ -226,7 +226,7 @@ func TestEventsAreStructuredLogLines(t *testing.T) {
 			break
 		}
 	}
-	sup.Shutdown(nil)
+	sup.RequestShutdown(nil)
 	<-done
 	var line string
 	var m map[string]any

@@ -88,7 +88,7 @@ func TestWatchdogStarvesWhileTheSupervisorIsWedged(t *testing.T) {
 	if n := count(time.Second); n < 2 {
 		t.Fatalf("%d WATCHDOG=1 in 1s after the worker came back, want several (every 100ms)", n)
 	}
-	sup.Shutdown(nil)
-	sup.Shutdown(nil)
+	sup.RequestShutdown(nil)
+	sup.RequestShutdown(nil)
 	<-runDone
 }

@@ -364,7 +364,7 @@ func (s *Server) shutdown(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info().Str("peer", peerName(r)).Msg("shutdown requested through the API")
 	writeJSON(w, http.StatusAccepted, api.ActionResponse{Message: "shutdown requested"})
-	s.b.Supervisor.Shutdown(grace)
+	s.b.Supervisor.RequestShutdown(grace)
 }
 
 // logs answers GET /v1/logs/{group}/{process}: the lines kept of the

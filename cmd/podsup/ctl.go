@@ -203,10 +203,10 @@ func newExecCmd(f *ctlFlags) *cobra.Command {
 		Use:   "exec GROUP[/PROCESS] -- CMD [ARGS...]",
 		Short: "Run a command in a group's sandbox and return its exit code",
 		Long: `Run CMD in GROUP's sandbox (on the host for a group without one) and exit
-with its exit code. With /PROCESS, CMD runs as that process runs: as its user
-and group, with its environment and in its working directory (like kubectl
-exec in a container). Without it, CMD runs as podsup, with podsup's
-environment and working directory.`,
+with its exit code. With /PROCESS (a process or an init process), CMD runs as
+that process runs: as its user and group, with its environment and in its
+working directory (like kubectl exec in a container). Without it, CMD runs as
+podsup, with podsup's environment and working directory.`,
 		Example: `  podsup exec web -- cat /etc/hostname
   podsup exec edge/app -- sh -c 'ls /proc'`,
 		Args: cobra.MinimumNArgs(2),

@@ -8,8 +8,8 @@ import (
 	"github.com/podsup/podsup/supervisor"
 )
 
-// execCmd is how `podsup exec` runs argv in group g. Named a process
-// (GROUP/PROCESS), the command runs as that process runs, the way kubectl
+// execCmd is how `podsup exec` runs argv in group g. Named a process or
+// an init process (GROUP/PROCESS), the command runs as that process runs, the way kubectl
 // exec runs in a container's context: as its user and group, with its
 // environment (podsup's own with the process's env on top) and in its
 // working directory. Without a process it runs as podsup, with podsup's
@@ -29,11 +29,16 @@ func execCmd(g *spec.Group, process string, argv []string) (*proc.Cmd, error) {
 	return c, nil
 }
 
-// findProcess is g's process named name, or nil.
+// findProcess is g's process or init process named name, or nil. An init
+// is a process of its group like the others (kubectl exec takes an init
+// container's name too): a command run in its context helps debug an init
+// that fails or hangs.
 func findProcess(g *spec.Group, name string) *spec.Process {
-	for i := range g.Processes {
-		if g.Processes[i].Name == name {
-			return &g.Processes[i]
+	for _, list := range [][]spec.Process{g.Init, g.Processes} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
 		}
 	}
 	return nil

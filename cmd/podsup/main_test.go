@@ -106,6 +106,10 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	raiseParallel(4)
+	// Explicitly a child subreaper (a proc.Start alone would not make it
+	// one): checkNothingLeft and killOrphanOnFailure find what a test
+	// orphaned among this process's children.
+	proc.StartReaperAs(true)
 	cgBefore := podsupCgroups()
 	code := m.Run()
 	if code == 0 {

@@ -219,8 +219,8 @@ func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error)
 			log.Error().Msg("reload failed, the running configuration stays:\n" + err.Error())
 		}
 	}
-	// sup.Shutdown's second call escalates to SIGKILL (X9).
-	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal, func() { sup.Shutdown(nil) }, func() { sup.Shutdown(nil) }, log)
+	// sup.RequestShutdown's second call escalates to SIGKILL (X9).
+	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal, func() { sup.RequestShutdown(nil) }, func() { sup.RequestShutdown(nil) }, log)
 	// Start-up is over: give back the executable's pages it alone needed
 	// (docs/benchmarks.md, S2). The first events of Run fault in what the
 	// steady state uses.

@@ -35,6 +35,14 @@
 // child subreaper) are reaped and counted. Nothing else in podsup may wait
 // for a process; CI enforces this.
 //
+// The reaper belongs to the whole program that links this package: once it
+// runs, os/exec's Wait (and any other wait) loses exits to it, and the
+// SIGCHLD it catches is no longer the program's. Becoming a child
+// subreaper (PR_SET_CHILD_SUBREAPER), so that orphaned descendants come
+// back to be reaped here, is the program's choice: StartReaper and
+// StartReaperAs(true) make it, and the first Start, when nothing chose
+// before, does not.
+//
 // The race that makes this hard is an exit reaped before the spawner has
 // recorded the pid. Start does not hold the reaper's lock across fork+exec:
 // an exec can take as long as the filesystem holding the binary (a hung

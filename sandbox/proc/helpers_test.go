@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(f(os.Args[1:]))
 	}
+	// Explicitly a child subreaper (a Start alone would not make it one):
+	// the subreaper test needs it, and runChecked then sees every process
+	// a test orphaned as a child of this one.
+	StartReaperAs(true)
 	os.Exit(runChecked(m))
 }
 

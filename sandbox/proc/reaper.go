@@ -65,9 +65,12 @@ func newReaper() *reaper {
 	}
 }
 
-// getReaper starts the reaper on first use, as a child subreaper.
+// getReaper starts the reaper on first use. An implicit start (the first
+// Start or Stats) does not make the process a child subreaper: that changes
+// where the orphans of every descendant go, which is the program's choice
+// (StartReaper, StartReaperAs), not a side effect of starting a process.
 func getReaper() *reaper {
-	installReaper(true)
+	installReaper(false)
 	return theReaper
 }
 
@@ -369,8 +372,9 @@ func Stats() ReaperStats {
 }
 
 // StartReaper installs the reaper now rather than on the first Start, so a
-// PID 1 reaps orphans from its first instant.
-func StartReaper() { getReaper() }
+// PID 1 reaps orphans from its first instant, and, unless it runs already,
+// makes this process a child subreaper: it is StartReaperAs(true).
+func StartReaper() { installReaper(true) }
 
 // StartReaperAs installs the reaper now, as StartReaper, and lets the
 // caller choose whether this process, when it is not PID 1, becomes a
@@ -378,6 +382,7 @@ func StartReaper() { getReaper() }
 // then come back to it and are reaped (and counted) here rather than by
 // the host's init. The reaper is process-wide and installed once: the
 // choice is taken only by the call that installs it (this one, StartReaper,
-// or the first Start, which all choose a subreaper), and installed reports
-// whether it was this call.
+// which chooses a subreaper, or the first Start or Stats, which do not), and
+// installed reports whether it was this call. A program that wants the
+// choice to be its own calls this before anything starts a process.
 func StartReaperAs(subreaper bool) (installed bool) { return installReaper(subreaper) }

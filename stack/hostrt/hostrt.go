@@ -26,6 +26,24 @@ import (
 // tree kill is the process group's, which a double-forked setsid daemon
 // escapes; podsup up uses LocalRuntime, which puts every process in a
 // cgroup.
+//
+// # Process-wide effects
+//
+// Its first Start (unless something in the program started it before)
+// installs package proc's reaper, which belongs to the whole program: a
+// goroutine that catches SIGCHLD and waits for any child
+// (waitid(P_ALL)), reaps it and hands the exit to whoever started that
+// pid, counting the rest as orphans. From then on nothing else in the
+// program may wait for a child (os/exec's Cmd.Wait, Run and Output,
+// os.Process.Wait, wait4 of its own): it would lose exits to the reaper
+// or steal them from it. Run other commands with proc.Start, whose exits
+// the reaper delivers.
+//
+// It does not make the program a child subreaper. A program that wants
+// the orphans of its processes' descendants (a daemon's double fork) back,
+// to be reaped and counted rather than left to the host's init, calls
+// proc.StartReaperAs(true) before anything starts a process; a PID 1
+// reaps them in any case.
 type Runtime struct{}
 
 var _ supervisor.Runtime = Runtime{}

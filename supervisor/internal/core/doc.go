@@ -11,7 +11,7 @@
 // that report all of it.
 //
 // It does no I/O and reads no clock: it imports only spec and the standard
-// library's pure packages (TestCoreImportsNoIO holds it to that). The
+// library's pure packages (internal/lint/layers holds it to that). The
 // supervisor's worker feeds a Group inputs (values) with the current time;
 // Step returns a Plan: the actions to carry out, in order, and the next
 // time it wants to be stepped (the kubelet's computePodActions and
