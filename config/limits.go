@@ -344,7 +344,7 @@ func (s *nestingScanner) code() *limitError {
 	}
 	// An operator may chain; the two-byte ones (==, !=, <=, >=, &&, ||,
 	// =>) weigh once.
-	if next == '=' || next == c && (c == '&' || c == '|') || c == '=' && next == '>' {
+	if next == '=' && strings.IndexByte("=!<>", c) >= 0 || next == c && (c == '&' || c == '|') || c == '=' && next == '>' {
 		s.i++
 	}
 	return s.weigh()
@@ -379,12 +379,25 @@ func (s *nestingScanner) lineComment() {
 
 // word scans a name (letters, digits, _ and -, as HCL's identifiers) or a
 // number (1.5e-3, as HCL's: 1-2 is three tokens, a-b one, 1.a three).
+//
+// Only an ASCII name takes in a '-'. Whether a non-ASCII character is part
+// of a name is Unicode's identifier classes, as HCL's lexer has them (a
+// character it does not know, such as an unassigned one, is a token of its
+// own, and a '-' after it is a minus); rather than track those tables, the
+// scanner stops a name at non-ASCII text and leaves the '-' after it to be
+// weighed as an operator. Seeing a level too many is safe (a refusal only
+// past MaxNesting); seeing one too few is not.
 func (s *nestingScanner) word() {
 	start := s.i
-	if c := s.src[s.i]; c >= '0' && c <= '9' {
+	switch c := s.src[s.i]; {
+	case c >= '0' && c <= '9':
 		s.number()
-	} else {
-		for s.i < len(s.src) && (isWordByte(s.src[s.i]) || s.src[s.i] == '-') {
+	case c < utf8.RuneSelf:
+		for s.i < len(s.src) && s.src[s.i] < utf8.RuneSelf && (isWordByte(s.src[s.i]) || s.src[s.i] == '-') {
+			s.i++
+		}
+	default:
+		for s.i < len(s.src) && isWordByte(s.src[s.i]) {
 			s.i++
 		}
 	}
