@@ -62,7 +62,7 @@ func run(t *testing.T, manifest string) *running {
 		case <-done:
 		case <-time.After(60 * time.Second):
 			t.Errorf("the stack did not stop within 60s")
-			r.sup.Shutdown(nil) // a second request SIGKILLs what is left (X9)
+			r.sup.RequestShutdown(nil) // a second request SIGKILLs what is left (X9)
 			<-done
 		}
 		if err := st.Close(); err != nil {

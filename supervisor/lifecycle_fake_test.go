@@ -327,7 +327,7 @@ func (r *lcRun) status(process string) ProcessStatus {
 // whose goroutines have not run yet (a loaded machine) moves no deadline,
 // and a thousand such steps can pass in a few milliseconds.
 func (r *lcRun) stop() {
-	r.sup.Shutdown(nil)
+	r.sup.RequestShutdown(nil)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
