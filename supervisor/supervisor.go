@@ -247,6 +247,11 @@ func (s *Supervisor) spawn(w *worker) {
 // grace override, and a second request escalating to SIGKILL: what the
 // API's shutdown and podsup up's signals use.
 func (s *Supervisor) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		// Shutdown(nil) was the call before it took a context: wait
+		// without a deadline rather than panic on a nil context.
+		ctx = context.Background()
+	}
 	running := s.beginShutdown()
 	if !running {
 		return nil
