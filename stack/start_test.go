@@ -1,16 +1,14 @@
 package stack_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/internal/selftest"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 )
@@ -114,47 +112,10 @@ func TestSubreaperOnlyWhenAsked(t *testing.T) {
 			if os.Getpid() == 1 {
 				t.Skip("as PID 1 the test binary's children could not tell: PID 1 reaps orphans whatever they choose")
 			}
-			got := runSelf(t, subreaperChildEnv+"="+c.env)
+			got := selftest.Run(t, subreaperChildEnv+"="+c.env)
 			if strings.TrimSpace(got) != c.want {
 				t.Errorf("child with Subreaper %s printed %q, want %q", c.env, got, c.want)
 			}
 		})
 	}
-}
-
-// runSelf runs the test binary with env added and returns its stdout. It
-// waits through package sandbox: the reaper is the one that may wait.
-func runSelf(t *testing.T, env string) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := proc.Start(&proc.Cmd{Path: exe, Args: []string{exe}, Env: append(os.Environ(), env), Stdout: w, Stderr: os.Stderr})
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	read := make(chan error, 1)
-	go func() { _, err := buf.ReadFrom(r); read <- err }()
-	select {
-	case <-p.Done():
-	case <-time.After(time.Minute):
-		_ = p.KillTree(9)
-		<-p.Done()
-		t.Fatal("the child did not end within a minute")
-	}
-	if err := <-read; err != nil {
-		t.Fatal(err)
-	}
-	if code := p.Exit().Code(); code != 0 {
-		t.Fatalf("the child exited with %d: %s", code, buf.String())
-	}
-	return fmt.Sprint(buf.String())
 }

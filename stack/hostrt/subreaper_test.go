@@ -1,18 +1,17 @@
 package hostrt_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/podsup/podsup/internal/selftest"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
@@ -75,46 +74,8 @@ func TestFirstStartDoesNotMakeTheProgramASubreaper(t *testing.T) {
 		{"implicit", "subreaper=0 reaper.subreaper=false"},
 		{"opt-in", "subreaper=1 reaper.subreaper=true"},
 	} {
-		if got := runSelf(t, subreaperChildEnv+"="+c.mode); got != c.want {
+		if got := selftest.Run(t, subreaperChildEnv+"="+c.mode); got != c.want {
 			t.Errorf("child %s printed %q, want %q", c.mode, got, c.want)
 		}
 	}
-}
-
-// runSelf runs the test binary with env added and returns what it
-// printed, trimmed; it fails the test if the child fails.
-func runSelf(t *testing.T, env string) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := proc.Start(&proc.Cmd{Path: exe, Args: []string{exe}, Env: append(os.Environ(), env), Stdout: w, Stderr: os.Stderr})
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	read := make(chan error, 1)
-	go func() { _, err := buf.ReadFrom(r); read <- err }()
-	select {
-	case <-p.Done():
-	case <-time.After(time.Minute):
-		_ = p.KillTree(9)
-		<-p.Done()
-		t.Fatal("the child did not end within a minute")
-	}
-	if err := <-read; err != nil {
-		t.Fatal(err)
-	}
-	out := strings.TrimSpace(buf.String())
-	if e := p.Exit(); e.Code() != 0 {
-		t.Fatalf("child (%s) exited %d: %s", env, e.Code(), out)
-	}
-	return out
 }
