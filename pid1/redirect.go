@@ -78,3 +78,34 @@ func rtSigaction(sig syscall.Signal, act, old *sigaction) error {
 	}
 	return nil
 }
+
+// DropUncatchable makes signals 32 and 34 harmless to this program. The Go
+// runtime installs no handler for either (it leaves them to a C library),
+// so their default action, the end of the program, applies to one sent
+// from outside: `kill -34` would end a supervisor and orphan everything it
+// runs. Where redirect.go's handler exists it is installed for both, and
+// with no signal thread to pass them to it drops them; exec puts a
+// handler back to the default, so the processes the program starts get
+// both as usual. Elsewhere both are ignored (SIG_IGN), which the processes
+// it starts then inherit; it reports false in that case. Call it once,
+// early, and not in a program that calls Run (whose own handling of 34 it
+// would replace).
+func DropUncatchable() (handled bool) {
+	pc := redirectHandlerPC()
+	var model sigaction
+	if pc == 0 || rtSigaction(syscall.SIGUSR1, nil, &model) != nil || model.handler == sigDFL || model.handler == sigIGN {
+		ignoreIfDefault(32)
+		ignoreIfDefault(34)
+		return false
+	}
+	act := model
+	act.handler = pc
+	handled = true
+	for _, sig := range []syscall.Signal{32, 34} {
+		if rtSigaction(sig, &act, nil) != nil {
+			ignoreIfDefault(sig)
+			handled = false
+		}
+	}
+	return handled
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -452,5 +453,51 @@ func TestRunTakesSignalsOnTheMainThread(t *testing.T) {
 		if e := s.wait(t); e.Code() != 0 {
 			t.Errorf("podsup %q: %s", args, e)
 		}
+	}
+}
+
+// TestUpSurvivesStraySignals: `podsup up` acts on SIGTERM, SIGINT, SIGQUIT
+// and SIGHUP; any other signal sent to it (as a subreaper, where the
+// kernel delivers every signal: not PID 1) must leave it and its processes
+// running. Before: 32 and 34 ended it (no Go handler, default action),
+// SIGABRT, SIGTRAP, SIGSYS, SIGILL, SIGSEGV and the like made the Go
+// runtime dump and exit, each orphaning the process. Then SIGQUIT stops
+// it gracefully, pre_stop hooks included (X9: nginx's graceful stop).
+func TestUpSurvivesStraySignals(t *testing.T) {
+	t.Parallel()
+	marks := t.TempDir()
+	f := startUp(t, fmt.Sprintf(doubleTermConfig, "%s", marks))
+	a := f.waitRunning(t, "web", "a")
+	stray := []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGVTALRM,
+		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGIO, syscall.SIGPWR, syscall.SIGPROF, syscall.SIGWINCH, syscall.SIGURG,
+		syscall.SIGABRT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSTKFLT,
+		syscall.SIGSYS, 32, 33, 34, 35, 50, 64}
+	for _, sig := range stray {
+		if err := f.up.p.Signal(sig); err != nil {
+			t.Fatalf("signal %d: %v", sig, err)
+		}
+		if e, gone := f.exitsWithin(t, 20*time.Millisecond); gone {
+			t.Fatalf("podsup up ended on signal %d (%s): %s; %s", sig, unix.SignalName(sig), e, f.up.sofar(t))
+		}
+	}
+	if e, gone := f.exitsWithin(t, 500*time.Millisecond); gone {
+		t.Fatalf("podsup up ended after the stray signals: %s", e)
+	}
+	if _, err := f.c.Version(context.Background()); err != nil {
+		t.Fatalf("podsup up does not answer after the stray signals: %v", err)
+	}
+	if got := f.pid(t, "web", "a"); got != a {
+		t.Fatalf("web/a is pid %d after the stray signals, was %d: a signal reached the supervision", got, a)
+	}
+	_ = f.up.p.Signal(syscall.SIGQUIT)
+	e := f.up.wait(t)
+	var missing []string
+	for _, m := range []string{"a.prestop", "a.term", "b.prestop", "b.term"} {
+		if _, err := os.Stat(filepath.Join(marks, m)); errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, m)
+		}
+	}
+	if e.Code() != 0 || len(missing) > 0 {
+		t.Fatalf("podsup up %s after SIGQUIT; missing %v: want a graceful stop", e, missing)
 	}
 }

@@ -2,19 +2,63 @@ package main
 
 import (
 	"os"
+	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/pid1"
 )
+
+// upSignals are the signals `podsup up` acts on: SIGHUP reloads; SIGTERM,
+// SIGINT and SIGQUIT stop (SIGQUIT is the graceful stop of nginx and of
+// images whose STOPSIGNAL it is, so a container runtime may send it).
+var upSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP}
+
+// straySignals would end podsup up if it did not ask for them, though it
+// has no use for them: the Go runtime dumps its goroutines and exits on
+// SIGABRT, and takes a SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV, SIGSTKFLT
+// or SIGSYS sent from outside for a crash of its own. A supervisor that
+// ends orphans what it runs, so these are caught and logged. (A fault of
+// podsup's own still reaches the runtime: os/signal is handed only the
+// ones sent with kill(2) and the like.)
+var straySignals = []os.Signal{syscall.SIGABRT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGBUS,
+	syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSTKFLT, syscall.SIGSYS}
+
+// catchStraySignals keeps podsup up alive through every signal it does not
+// act on: straySignals are logged; SIGPIPE is caught (silently: it comes
+// with every write to a closed pipe, podsup's stderr too), so that a
+// write to a closed stdout is an EPIPE instead of the end of podsup, as it
+// is for a Go program that does not ask for SIGPIPE; 32 and 34, which have
+// no Go handler at all, are dropped (pid1.DropUncatchable). Caught, not
+// ignored: a process podsup starts gets every signal's default back at
+// exec (except 32 and 34 on architectures without pid1's handler).
+func catchStraySignals(log zerolog.Logger) {
+	if !pid1.DropUncatchable() {
+		log.Debug().Msg("signals 32 and 34 are ignored, and the processes podsup starts inherit that (no handler for this architecture)")
+	}
+	stray := make(chan os.Signal, 8)
+	signal.Notify(stray, straySignals...)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	go func() {
+		for {
+			select {
+			case s := <-stray:
+				log.Warn().Str("signal", s.String()).Msg("signal ignored: podsup up stops on SIGTERM, SIGINT or SIGQUIT and reloads on SIGHUP")
+			case <-pipe:
+			}
+		}
+	}()
+}
 
 // escalateAfter is how long after the first stop signal a second one must
 // come to escalate the stop to SIGKILL.
 const escalateAfter = time.Second
 
-// stopAction is what one SIGTERM or SIGINT to `podsup up` asks for.
+// stopAction is what one SIGTERM, SIGINT or SIGQUIT to `podsup up` asks for.
 type stopAction int
 
 const (
@@ -24,7 +68,7 @@ const (
 )
 
 // stopRequests applies the double-signal rule of `podsup up`: the first
-// SIGTERM or SIGINT starts the graceful stop; a later one escalates to
+// SIGTERM, SIGINT or SIGQUIT starts the graceful stop; a later one escalates to
 // SIGKILL only when it arrives at least escalateAfter after the first. One
 // sooner is a duplicate — `timeout` signals the pid and then its process
 // group, container runtimes and init systems may signal twice — and must

@@ -38,18 +38,19 @@ func newUpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up [-f FILE|DIR]... [--var NAME=VALUE]... [--var-file FILE]...",
 		Short: "Run the groups of a configuration file in the foreground",
-		Long: `Run every group of an HCL configuration in the foreground until SIGTERM or
-SIGINT (or "podsup shutdown"), then stop them, each process through its
+		Long: `Run every group of an HCL configuration in the foreground until SIGTERM,
+SIGINT or SIGQUIT (or "podsup shutdown"), then stop them, each process through its
 pre_stop hook and grace period, and exit 0: a process once every process
 that depends_on it has exited (a group's sidecars after its processes), or
-all at once with supervisor { stop_order = "parallel" }. A second SIGTERM
-or SIGINT at least 1s after the first stops whatever still waits at once
+all at once with supervisor { stop_order = "parallel" }. A second such
+signal at least 1s after the first stops whatever still waits at once
 and skips to SIGKILL; one sooner is taken as
 a duplicate of the first (as "timeout" or a container runtime may send) and
 changes nothing. SIGHUP (or "podsup reload") re-reads the files, the
 directories, the --var-files and the env files: if the result is valid, only
 groups and processes whose spec (environment included) changed are
 restarted; if not, the running configuration stays and the error is logged.
+Any other signal is caught and logged (or dropped): none ends podsup.
 
 As PID 1 (in a container) podsup also reaps every orphan.
 
@@ -152,7 +153,8 @@ func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error)
 	// Catch before anything starts, so no signal is lost.
 	// They stay caught until podsup exits (handleUpSignals).
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, upSignals...)
+	catchStraySignals(log)
 	proc.StartReaperAs(true) // as PID 1, reap orphans from the first instant; a subreaper otherwise
 
 	socket := cfg.Supervisor.EffectiveSocket()
