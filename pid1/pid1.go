@@ -186,15 +186,21 @@ func remapExit(code int, remap map[int]int) int {
 	return code
 }
 
-// loose records that Run set signal 34 to SIG_IGN (see ignoreIfDefault),
+// loose records that Run set signals 32 and 34 to SIG_IGN (ignoreIfDefault),
 // so that a later Run restores the default around its fork.
 var loose atomic.Bool
 
 func ignoreLoose() {
-	if ignoreIfDefault(34) {
-		loose.Store(true)
+	for _, sig := range looseSignals {
+		if ignoreIfDefault(sig) {
+			loose.Store(true)
+		}
 	}
 }
+
+// looseSignals have no Go handler, so their default action would end
+// podsup: 32 (never forwarded) and 34.
+var looseSignals = []syscall.Signal{32, 34}
 
 // startChild starts the command. A child inherits ignored dispositions and
 // the forking thread's signal mask: both are put back to what the child
@@ -202,8 +208,10 @@ func ignoreLoose() {
 // process changed them.
 func startChild(o Options) (*proc.Process, error) {
 	if loose.Load() {
-		restoreDefault(34)
-		defer ignoreIfDefault(34)
+		for _, sig := range looseSignals {
+			restoreDefault(sig)
+			defer ignoreIfDefault(sig)
+		}
 	}
 	if old, err := threadMask(unix.SIG_UNBLOCK, waitedSignals()|sigsetOf(syscall.SIGCHLD)); err == nil && old != 0 {
 		defer func() { _, _ = threadMask(unix.SIG_SETMASK, old) }()

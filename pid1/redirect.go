@@ -34,11 +34,15 @@ import (
 // 32-bit loads; 0 makes it do nothing (never a tgkill to a pid <= 0).
 var redirectTgid, redirectTid atomic.Int32
 
-// redirected is the signals whose disposition redirectTo changed.
-var redirected = []syscall.Signal{syscall.SIGPROF, 34}
+// redirected is the signals whose disposition redirectTo changes. 32 is
+// among them although it is never forwarded (the C library's): without a
+// handler its default action would end podsup, and the signal thread,
+// which does not wait for it, takes the handler's re-sent one and drops it
+// there (the handler does nothing on the signal thread).
+var redirected = []syscall.Signal{syscall.SIGPROF, 32, 34}
 
 // redirectTo points the redirecting handler at thread tid and installs it
-// for SIGPROF and 34, and reports whether it could: false where the
+// for SIGPROF, 32 and 34, and reports whether it could: false where the
 // architecture has no handler, or when the runtime's own sigaction (whose
 // flags, mask and restorer the handler's copies) cannot be read.
 func redirectTo(tid int) bool {

@@ -501,3 +501,33 @@ func TestUpSurvivesStraySignals(t *testing.T) {
 		t.Fatalf("podsup up %s after SIGQUIT; missing %v: want a graceful stop", e, missing)
 	}
 }
+
+// TestRunSurvivesSignal32: 32 is not forwarded (the C library's own), and
+// has no Go handler; sent to podsup run as a subreaper (not PID 1, where
+// the kernel delivers it) it must not end podsup, and the child runs on
+// until SIGTERM, whose exit status podsup reports.
+func TestRunSurvivesSignal32(t *testing.T) {
+	t.Parallel()
+	bash := needBash(t)
+	s := start(t, podsupCmd(t, "run", "--", bash, "-c", trapScript([]string{"USR1"})))
+	if l := s.line(t); l != "ready" {
+		t.Fatalf("child said %q", l)
+	}
+	for range 3 {
+		if err := s.p.Signal(32); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Still there, and still forwarding.
+	_ = s.p.Signal(syscall.SIGUSR1)
+	if got := s.lineOr(t, "sent USR1 after three signals 32"); got != "USR1" {
+		t.Fatalf("child reported %q, want USR1", got)
+	}
+	_ = s.p.Signal(syscall.SIGTERM)
+	if rest := strings.TrimSpace(s.rest(t)); rest != "end" {
+		t.Errorf("the child also reported %q", rest)
+	}
+	if e := s.wait(t); e.Code() != 0 {
+		t.Errorf("podsup %s, want exit 0", e)
+	}
+}
