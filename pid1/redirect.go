@@ -46,31 +46,34 @@ var redirected = []syscall.Signal{syscall.SIGPROF, 32, 34}
 // architecture has no handler, or when the runtime's own sigaction (whose
 // flags, mask and restorer the handler's copies) cannot be read.
 func redirectTo(tid int) bool {
-	pc := redirectHandlerPC()
-	if pc == 0 || tid <= 0 {
-		return false
-	}
-	// The runtime's sigaction for SIGUSR1 (it installs its handler for
-	// that one at start, with the flags the kernel needs on this
-	// architecture: SA_SIGINFO, SA_ONSTACK, SA_RESTORER and its restorer).
-	var model sigaction
-	if rtSigaction(syscall.SIGUSR1, nil, &model) != nil || model.handler == sigDFL || model.handler == sigIGN {
-		return false
-	}
+	act, ok := handlerAction()
 	pid := unix.Getpid()
-	if pid <= 0 {
+	if !ok || tid <= 0 || pid <= 0 {
 		return false
 	}
 	redirectTgid.Store(int32(pid))
 	redirectTid.Store(int32(tid))
-	act := model
-	act.handler = pc
 	for _, sig := range redirected {
 		if rtSigaction(sig, &act, nil) != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// handlerAction is the sigaction that installs redirectHandler: the
+// runtime's own for SIGUSR1 (it installs its handler for that one at
+// start, with the flags the kernel needs on this architecture: SA_SIGINFO,
+// SA_ONSTACK, SA_RESTORER and its restorer) with the handler replaced. ok
+// is false where the architecture has no handler or that sigaction cannot
+// be read.
+func handlerAction() (act sigaction, ok bool) {
+	pc := redirectHandlerPC()
+	if pc == 0 || rtSigaction(syscall.SIGUSR1, nil, &act) != nil || act.handler == sigDFL || act.handler == sigIGN {
+		return sigaction{}, false
+	}
+	act.handler = pc
+	return act, true
 }
 
 // rtSigaction is rt_sigaction(2) with the kernel's struct.
@@ -95,18 +98,10 @@ func rtSigaction(sig syscall.Signal, act, old *sigaction) error {
 // early, and not in a program that calls Run (whose own handling of 34 it
 // would replace).
 func DropUncatchable() (handled bool) {
-	pc := redirectHandlerPC()
-	var model sigaction
-	if pc == 0 || rtSigaction(syscall.SIGUSR1, nil, &model) != nil || model.handler == sigDFL || model.handler == sigIGN {
-		ignoreIfDefault(32)
-		ignoreIfDefault(34)
-		return false
-	}
-	act := model
-	act.handler = pc
-	handled = true
-	for _, sig := range []syscall.Signal{32, 34} {
-		if rtSigaction(sig, &act, nil) != nil {
+	act, ok := handlerAction()
+	handled = ok
+	for _, sig := range looseSignals {
+		if !ok || rtSigaction(sig, &act, nil) != nil {
 			ignoreIfDefault(sig)
 			handled = false
 		}

@@ -391,15 +391,21 @@ func doubleSIGTERMRun(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	_ = f.up.p.Signal(syscall.SIGTERM)
 	e := f.up.wait(t)
+	if missing := missingStopMarks(marks); e.Code() != 0 || len(missing) > 0 {
+		t.Fatalf("podsup up %s; missing %v: the second SIGTERM cut the graceful stop short", e, missing)
+	}
+}
+
+// missingStopMarks lists the marks of doubleTermConfig's graceful stop
+// (each process's pre_stop and its SIGTERM handler) that are not in dir.
+func missingStopMarks(dir string) []string {
 	var missing []string
 	for _, m := range []string{"a.prestop", "a.term", "b.prestop", "b.term"} {
-		if _, err := os.Stat(filepath.Join(marks, m)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, m)); errors.Is(err, os.ErrNotExist) {
 			missing = append(missing, m)
 		}
 	}
-	if e.Code() != 0 || len(missing) > 0 {
-		t.Fatalf("podsup up %s; missing %v: the second SIGTERM cut the graceful stop short", e, missing)
-	}
+	return missing
 }
 
 // TestUpSecondSignalAfterASecondEscalates: the rule's other half, a
@@ -491,13 +497,7 @@ func TestUpSurvivesStraySignals(t *testing.T) {
 	}
 	_ = f.up.p.Signal(syscall.SIGQUIT)
 	e := f.up.wait(t)
-	var missing []string
-	for _, m := range []string{"a.prestop", "a.term", "b.prestop", "b.term"} {
-		if _, err := os.Stat(filepath.Join(marks, m)); errors.Is(err, os.ErrNotExist) {
-			missing = append(missing, m)
-		}
-	}
-	if e.Code() != 0 || len(missing) > 0 {
+	if missing := missingStopMarks(marks); e.Code() != 0 || len(missing) > 0 {
 		t.Fatalf("podsup up %s after SIGQUIT; missing %v: want a graceful stop", e, missing)
 	}
 }
