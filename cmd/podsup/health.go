@@ -73,22 +73,13 @@ func whatIsNotReady(st api.StatusResponse, process string) []string {
 			}
 			continue
 		}
-		for _, p := range append(sidecars(g.Init), g.Processes...) {
-			if p.Name == process && !p.Ready {
+		// Filtered to one process, the server lists it under Processes,
+		// an init too. Of the inits only sidecars have a readiness that
+		// means something (O5).
+		for _, p := range g.Processes {
+			if p.Name == process && !p.Ready && (!p.Init || p.Sidecar) {
 				out = append(out, g.Name+"/"+p.Name+" ("+processWhy(p)+")")
 			}
-		}
-	}
-	return out
-}
-
-// sidecars are the sidecars among inits: of the inits, the only ones
-// whose readiness means something (O5).
-func sidecars(inits []api.ProcessStatus) []api.ProcessStatus {
-	var out []api.ProcessStatus
-	for _, p := range inits {
-		if p.Sidecar {
-			out = append(out, p)
 		}
 	}
 	return out

@@ -153,7 +153,9 @@ func TestReadyNamesAnUnreadySidecar(t *testing.T) {
 	if got := groupWhy(g); !strings.HasPrefix(got, "sidecar proxy: running") {
 		t.Errorf("groupWhy = %q, want the unready sidecar", got)
 	}
-	st := api.StatusResponse{Groups: []api.GroupStatus{g}}
+	// As the server answers a status filtered to one process: it alone,
+	// under Processes.
+	st := api.StatusResponse{Groups: []api.GroupStatus{{Name: "svc", Processes: []api.ProcessStatus{g.Init[1]}}}}
 	if got := whatIsNotReady(st, "proxy"); len(got) != 1 || !strings.HasPrefix(got[0], "svc/proxy (running") {
 		t.Errorf("ready svc/proxy: %q, want the unready sidecar", got)
 	}

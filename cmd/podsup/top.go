@@ -205,26 +205,40 @@ func runTop(ctx context.Context, c *api.Client, in, out *os.File) (err error) {
 				}
 			}
 		case m := <-msgs:
-			switch m := m.(type) {
-			case topStatusMsg:
-				v.setStatus(m.st, m.full)
-			case topUsageMsg:
-				if m.err != nil {
-					v.msg = "reading usage: " + m.err.Error()
-				} else {
-					v.setUsage(m.st, m.at)
-				}
-			case topNoteMsg:
-				v.msg = string(m)
-			case topTextMsg:
-				if v.mode == modeText {
-					v.showText(m.title, m.lines, m.end)
-				}
-			case topLineMsg:
-				if v.mode == modeText {
-					v.addText(string(m))
+			// Everything that has come, then one frame: a burst of status
+			// changes or a log's backlog is not a redraw per message.
+			for more := true; more; {
+				v.handle(m)
+				select {
+				case m = <-msgs:
+				default:
+					more = false
 				}
 			}
+		}
+	}
+}
+
+// handle applies one message of top's feeders to the view.
+func (v *topView) handle(m any) {
+	switch m := m.(type) {
+	case topStatusMsg:
+		v.setStatus(m.st, m.full)
+	case topUsageMsg:
+		if m.err != nil {
+			v.msg = "reading usage: " + m.err.Error()
+		} else {
+			v.setUsage(m.st, m.at)
+		}
+	case topNoteMsg:
+		v.msg = string(m)
+	case topTextMsg:
+		if v.mode == modeText {
+			v.showText(m.title, m.lines, m.end)
+		}
+	case topLineMsg:
+		if v.mode == modeText {
+			v.addText(string(m))
 		}
 	}
 }

@@ -322,8 +322,16 @@ func (v *topView) showText(title string, lines []string, end bool) {
 
 // addText appends lines to the text view, following them when it was at
 // its end.
+// topTextMax is how many lines the text view keeps.
+const topTextMax = 5000
+
 func (v *topView) addText(lines ...string) {
 	v.text = append(v.text, lines...)
+	// A log followed for hours keeps its last topTextMax lines only.
+	if n := len(v.text) - topTextMax; n > 0 {
+		v.text = v.text[n:]
+		v.textTop = max(v.textTop-n, 0)
+	}
 	if v.textEnd {
 		v.textTop = max(len(v.text)-max(v.height-2, 1), 0)
 	}
