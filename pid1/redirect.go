@@ -3,7 +3,6 @@ package pid1
 import (
 	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -74,16 +73,6 @@ func handlerAction() (act sigaction, ok bool) {
 	}
 	act.handler = pc
 	return act, true
-}
-
-// rtSigaction is rt_sigaction(2) with the kernel's struct.
-func rtSigaction(sig syscall.Signal, act, old *sigaction) error {
-	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig),
-		uintptr(unsafe.Pointer(act)), uintptr(unsafe.Pointer(old)), 8, 0, 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }
 
 // DropUncatchable makes signals 32 and 34 harmless to this program. The Go

@@ -193,15 +193,10 @@ func selfSent(sig syscall.Signal, info *siginfo) bool {
 // only once the child has started.
 func ignoreIfDefault(sig syscall.Signal) bool {
 	var old sigaction
-	if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); errno != 0 {
-		return false
+	if rtSigaction(sig, nil, &old) != nil || old.handler != sigDFL {
+		return false // unreadable, or the C library's (musl's SIGSYNCCALL under cgo): leave it be
 	}
-	if old.handler != sigDFL {
-		return false // the C library's (musl's SIGSYNCCALL under cgo): leave it be
-	}
-	ign := sigaction{handler: sigIGN}
-	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&ign)), 0, 8, 0, 0)
-	return errno == 0
+	return rtSigaction(sig, &sigaction{handler: sigIGN}, nil) == nil
 }
 
 func sigsetOf(sigs ...syscall.Signal) sigset {
@@ -214,6 +209,15 @@ func sigsetOf(sigs ...syscall.Signal) sigset {
 
 // restoreDefault sets sig's disposition back to SIG_DFL.
 func restoreDefault(sig syscall.Signal) {
-	dfl := sigaction{handler: sigDFL}
-	_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	_ = rtSigaction(sig, &sigaction{handler: sigDFL}, nil)
+}
+
+// rtSigaction is rt_sigaction(2) with the kernel's struct.
+func rtSigaction(sig syscall.Signal, act, old *sigaction) error {
+	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig),
+		uintptr(unsafe.Pointer(act)), uintptr(unsafe.Pointer(old)), 8, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }

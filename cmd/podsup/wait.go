@@ -94,9 +94,11 @@ each one as it arrives: it answers within the instant of the change.
 			case errors.Is(err, errConditionMet):
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", what, cond)
 				return nil
-			case ctx.Err() != nil && w.seen:
+			case errors.Is(ctx.Err(), context.DeadlineExceeded) && w.seen:
 				fmt.Fprintf(cmd.ErrOrStderr(), "timed out after %s waiting for %s %s: %s\n", timeout, what, cond, strings.Join(w.missing(), "; "))
 				return exitError{1}
+			case ctx.Err() != nil:
+				return exitError{1} // interrupted (^C): no timeout to report
 			case err == nil:
 				err = errors.New("podsup ended the status stream")
 			}
