@@ -120,8 +120,10 @@ func (r *running) quiet(t *testing.T, d time.Duration, process, reason, text str
 
 // failsThenRestarts reads the events after a probe began to fail: exactly
 // threshold Unhealthy events with text, then the Killing that restarts
-// the process, then its start with restart count 1.
-func (r *running) failsThenRestarts(t *testing.T, process, text string, threshold int) {
+// the process, then its start with restart count 1. beforeRestart, when
+// not nil, runs at the Killing: what the next instance's probe should find
+// is in place before that instance starts, however slow the machine.
+func (r *running) failsThenRestarts(t *testing.T, process, text string, threshold int, beforeRestart func()) {
 	t.Helper()
 	r.waitFor(t, process, supervisor.EventUnhealthy, text)
 	failures := 1
@@ -140,6 +142,9 @@ func (r *running) failsThenRestarts(t *testing.T, process, text string, threshol
 		if e.Reason == supervisor.EventKilling {
 			if !strings.Contains(e.Message, "will be restarted") {
 				t.Errorf("Killing %q, want a restart for the failed probe", e.Message)
+			}
+			if beforeRestart != nil {
+				beforeRestart()
 			}
 			break
 		}
@@ -241,7 +246,7 @@ spec:
 		t.Fatalf("restart count %d while the probe passes, want 0", n)
 	}
 	remove(t, filepath.Join(dir, "healthy"))
-	r.failsThenRestarts(t, "liveness", "Liveness probe failed", 2)
+	r.failsThenRestarts(t, "liveness", "Liveness probe failed", 2, nil)
 }
 
 // An httpGet liveness probe: 200 keeps the process, 404 restarts it
@@ -284,7 +289,7 @@ spec:
 		t.Fatalf("restart count %d while the probe passes, want 0", n)
 	}
 	remove(t, filepath.Join(dir, "healthz"))
-	r.failsThenRestarts(t, "server", "Liveness probe failed: HTTP probe failed with statuscode: 404", 1)
+	r.failsThenRestarts(t, "server", "Liveness probe failed: HTTP probe failed with statuscode: 404", 1, nil)
 }
 
 // tcpServer listens on argv[1] while the file argv[2] exists, accepting
@@ -341,7 +346,7 @@ spec:
 		t.Fatalf("restart count %d while the port listens, want 0", n)
 	}
 	remove(t, open)
-	r.failsThenRestarts(t, "server", "Liveness probe failed", 2)
+	r.failsThenRestarts(t, "server", "Liveness probe failed", 2, nil)
 }
 
 // A startup probe: while it fails the process is not started (P5); after
@@ -369,8 +374,7 @@ spec:
 	if r.status(t, "startup", "slow").Started {
 		t.Errorf("started before the startup probe passed")
 	}
-	r.failsThenRestarts(t, "slow", "Startup probe failed", 2)
-	touch(t, filepath.Join(dir, "started"))
+	r.failsThenRestarts(t, "slow", "Startup probe failed", 2, func() { touch(t, filepath.Join(dir, "started")) })
 	r.waitStatus(t, "startup", "slow", "started", func(p supervisor.ProcessStatus) bool { return p.Started && p.Ready })
 	r.quiet(t, 3*time.Second, "slow", supervisor.EventKilling, "")
 	if n := r.status(t, "startup", "slow").RestartCount; n != 1 {
