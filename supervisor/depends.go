@@ -34,6 +34,13 @@ func (h *depHub) configure(cfg *spec.Config, workers map[string]*worker) {
 	if h.last == nil {
 		h.last = map[string]core.DepState{}
 	}
+	// A group no longer configured has no listener left, and its last
+	// state must not reach a later group of the same name.
+	for name := range h.last {
+		if _, ok := workers[name]; !ok {
+			delete(h.last, name)
+		}
+	}
 	for name, w := range workers {
 		if old, ok := h.workers[name]; ok && old != w {
 			// A reload replaced the group: until its new worker speaks,

@@ -68,3 +68,35 @@ func TestGroupsStopInParallelWhenAsked(t *testing.T) {
 		t.Errorf("W9: %s", evs)
 	}
 }
+
+// A group removed by one reload and added back by a later one starts
+// from nothing: its former last state (here: completed) must not reach a
+// dependent that the later reload adds with it (W1 between groups).
+func TestReaddedGroupDoesNotInheritItsFormerState(t *testing.T) {
+	db := spec.Group{Name: "db", RestartPolicy: spec.RestartNever, Processes: []spec.Process{{Name: "db", Command: []string{"x"}}}}
+	f := startFake(t, configOf(db), func(p string, n int) simRun {
+		if p == "db" && n == 0 {
+			return simRun{runFor: time.Second} // the first db completes
+		}
+		return simRun{runFor: -1}
+	})
+	f.advanceTo(2 * time.Second)
+	other := spec.Group{Name: "other", Processes: []spec.Process{{Name: "o", Command: []string{"x"}}}}
+	if _, err := f.sup.Reload(configOf(other)); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(3 * time.Second)
+	app := spec.Group{
+		Name:      "app",
+		DependsOn: []spec.Dependency{{Name: "db", Condition: spec.ConditionCompleted}},
+		Processes: []spec.Process{{Name: "app", Command: []string{"x"}}},
+	}
+	if _, err := f.sup.Reload(configOf(other, app, db)); err != nil {
+		t.Fatal(err)
+	}
+	f.advanceTo(10 * time.Second)
+	if starts := f.rt.startsOf("app"); len(starts) != 0 {
+		t.Errorf("app started at %v while the re-added db runs: it was given the removed db's completion", starts)
+	}
+	f.shutdown()
+}

@@ -248,9 +248,12 @@ func (s *Supervisor) spawn(w *worker) {
 // API's shutdown and podsup up's signals use.
 func (s *Supervisor) Shutdown(ctx context.Context) error {
 	if ctx == nil {
-		// Shutdown(nil) was the call before it took a context: wait
-		// without a deadline rather than panic on a nil context.
-		ctx = context.Background()
+		// Shutdown(nil) is what callers wrote when Shutdown took a grace
+		// override and did not wait: it keeps that meaning (a request,
+		// the second of which escalates) rather than panic, or block
+		// where the old code then called it again.
+		s.RequestShutdown(nil)
+		return nil
 	}
 	running := s.beginShutdown()
 	if !running {

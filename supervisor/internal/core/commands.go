@@ -23,6 +23,7 @@ func (g *Group) command(c CommandInput) {
 	if c.Kind == CmdShutdown {
 		if first && c.Ordered {
 			g.stopAfter = c.After
+			g.dependedOn = g.namesDependedOn()
 		}
 		g.shutdown = true
 	}

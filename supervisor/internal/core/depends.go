@@ -78,8 +78,12 @@ func (DependencyInput) isInput() {}
 // depWait is a process's wait for its dependencies (W3).
 type depWait struct {
 	since time.Time
-	// on is what it waits for now ("db ready"), its status message.
-	on string
+	// on is what it waits for now ("db ready"), its status message, and
+	// onName, onGroup which dependency that is (compared on every step
+	// instead of formatting on again).
+	on      string
+	onName  string
+	onGroup bool
 	// failed names the dependencies whose failure was reported.
 	failed map[string]bool
 	// wake is the earliest timeout of an unmet dependency (W5).
@@ -150,7 +154,7 @@ func (g *Group) procMet(q *proc, c spec.Condition) (met bool, failed string) {
 		return true, "" // I1, I3: a completed init met every condition
 	}
 	t := q.last
-	completed := q.inst == nil && t != nil && t.ExitCode == 0 && t.Reason != ReasonDependencyTimeout && (q.done || q.init)
+	completed := q.inst == nil && t != nil && t.ExitCode == 0 && t.Reason != ReasonDependencyTimeout && (q.done || q.init && !q.sidecar)
 	running := q.inst != nil && q.inst.phase == phaseRunning
 	switch c {
 	case spec.ConditionCompleted:
@@ -244,9 +248,9 @@ func (g *Group) gateOpen(p *proc) bool {
 		w = &depWait{since: g.now, failed: map[string]bool{}}
 		p.wait = w
 	}
-	if on := unmet[0].String(); w.on != on {
-		w.on = on
-		g.emit(p, EventNormal, EventWaiting, "Process %s waiting for %s", p.spec.Name, on)
+	if u := unmet[0]; w.on == "" || w.onName != u.dep.Name || w.onGroup != u.group {
+		w.on, w.onName, w.onGroup = u.String(), u.dep.Name, u.group
+		g.emit(p, EventNormal, EventWaiting, "Process %s waiting for %s", p.spec.Name, w.on)
 	}
 	w.wake = time.Time{}
 	for _, u := range unmet {
@@ -304,6 +308,7 @@ func (g *Group) noteDepStarts(p *proc) {
 }
 
 func (g *Group) setDepStart(p *proc, key string, n int) {
+	g.watchRestarts = true
 	if p.depStarts == nil {
 		p.depStarts = map[string]int{}
 	}
@@ -314,8 +319,11 @@ func (g *Group) setDepStart(p *proc, key string, n int) {
 // restart = true started a new instance since it started is restarted;
 // its next start waits for the condition again.
 func (g *Group) restartDependents() {
+	if !g.watchRestarts {
+		return // no depends_on with restart = true has started: nothing to watch
+	}
 	// No g.all(): this runs for every input (see procByInstance).
-	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} {
+	for _, ps := range g.lists() {
 		for _, p := range ps {
 			g.restartIfDependencyRestarted(p)
 		}

@@ -53,6 +53,13 @@ type Group struct {
 	// ordered shutdown lets end first (W8).
 	ext       map[string]DepState
 	stopAfter []string
+	// dependedOn holds the names of the processes that another process of
+	// the group depends on, for an ordered shutdown: only those wait.
+	dependedOn map[string]bool
+	// watchRestarts is set once a process watches a dependency's restarts
+	// (depends_on with restart = true, W7), so that only then does every
+	// input look for them.
+	watchRestarts bool
 
 	// rc is the group's recreate requests.
 	rc recreateQueue
@@ -219,6 +226,10 @@ func (g *Group) emit(p *proc, typ EventType, reason, format string, args ...any)
 	g.do(EmitAction{e})
 }
 
+// lists are the group's processes without a copy of them: for what runs
+// on every input (all() allocates).
+func (g *Group) lists() [3][]*proc { return [3][]*proc{g.inits, g.mains, g.leaving} }
+
 func (g *Group) all() []*proc {
 	return append(append(append([]*proc(nil), g.inits...), g.mains...), g.leaving...)
 }
@@ -226,7 +237,7 @@ func (g *Group) all() []*proc {
 func (g *Group) procByInstance(id string) *proc {
 	// No g.all(): this runs for every input, and an allocation of every
 	// process per input adds up with thousands of processes.
-	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} {
+	for _, ps := range g.lists() {
 		for _, p := range ps {
 			if p.inst != nil && p.inst.id == id {
 				return p

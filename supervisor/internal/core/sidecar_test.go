@@ -433,3 +433,26 @@ func TestSidecarStopThatAmendsAnother(t *testing.T) {
 		t.Errorf("s1 restarted during the shutdown: %v", s.starts["s1"])
 	}
 }
+
+// O3, O5, W1: a sidecar whose last instance exited 0 and waits in
+// back-off is down: neither started nor ready, for its group's state as
+// for a process that depends on it. (An exit 0 completes a plain init,
+// never a sidecar.)
+func TestSidecarInBackOffAfterExitZeroIsNotReady(t *testing.T) {
+	s := newSim(t, sidecarGroup(spec.RestartAlways), spec.DefaultBackoff(), 0, func(p string, n int) simRun {
+		switch {
+		case p == "s1" && n < 2:
+			return simRun{runFor: time.Second} // exits 0; the second exit waits out a back-off
+		case p == "migrate":
+			return simRun{runFor: time.Second}
+		}
+		return simRun{runFor: -1}
+	})
+	s.runUntil(5 * time.Second)
+	if ps := s.status("s1"); ps.State != StateWaiting || ps.Reason != ReasonCrashLoopBackOff {
+		t.Fatalf("s1 %+v, want waiting in CrashLoopBackOff", ps)
+	}
+	if st := s.core.DepState(); st.Ready || st.Started {
+		t.Errorf("DepState %+v while its sidecar s1 is in back-off: want neither started nor ready", st)
+	}
+}

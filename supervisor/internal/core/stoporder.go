@@ -20,7 +20,8 @@ type pendingStop struct {
 // stopped with its group (inTurn) waits for its turn instead (O6), which
 // comes after every main process has exited.
 func (g *Group) shutdownProc(p *proc, c CommandInput, first, inTurn bool) {
-	if !first || !c.Ordered || inTurn || p.inst == nil || p.inst.stop != nil {
+	nothingWaits := len(g.stopAfter) == 0 && !g.dependedOn[p.spec.Name]
+	if !first || !c.Ordered || inTurn || nothingWaits || p.inst == nil || p.inst.stop != nil {
 		p.pendingStop = nil
 		g.stopProc(p, KillShutdown, c.Grace, c.By, inTurn)
 		return
@@ -36,20 +37,22 @@ func (g *Group) runPendingStops() {
 	if !g.shutdown {
 		return // only a shutdown defers stops; and this runs for every input
 	}
-	for _, p := range g.all() {
-		ps := p.pendingStop
-		if ps == nil {
-			continue
-		}
-		if p.inst == nil || p.inst.stop != nil {
+	for _, ps := range g.lists() {
+		for _, p := range ps {
+			pending := p.pendingStop
+			if pending == nil {
+				continue
+			}
+			if p.inst == nil || p.inst.stop != nil {
+				p.pendingStop = nil
+				continue
+			}
+			if g.dependentsAlive(p) {
+				continue
+			}
 			p.pendingStop = nil
-			continue
+			g.beginStop(p, KillShutdown, pending.grace, nil, pending.by, false)
 		}
-		if g.dependentsAlive(p) {
-			continue
-		}
-		p.pendingStop = nil
-		g.beginStop(p, KillShutdown, ps.grace, nil, ps.by, false)
 	}
 }
 
@@ -61,15 +64,31 @@ func (g *Group) dependentsAlive(p *proc) bool {
 			return true
 		}
 	}
-	for _, q := range g.all() {
-		if q.inst == nil || q == p {
-			continue
-		}
-		for _, d := range q.spec.DependsOn {
-			if d.Name == p.spec.Name {
-				return true
+	for _, ps := range g.lists() {
+		for _, q := range ps {
+			if q.inst == nil || q == p {
+				continue
+			}
+			for _, d := range q.spec.DependsOn {
+				if d.Name == p.spec.Name {
+					return true
+				}
 			}
 		}
 	}
 	return false
+}
+
+// namesDependedOn is the set of process names that some process of the
+// group depends on.
+func (g *Group) namesDependedOn() map[string]bool {
+	names := map[string]bool{}
+	for _, ps := range g.lists() {
+		for _, q := range ps {
+			for _, d := range q.spec.DependsOn {
+				names[d.Name] = true
+			}
+		}
+	}
+	return names
 }
