@@ -18,7 +18,7 @@ import (
 
 // The real binaries, end to end: podsup-kube play on the example manifest
 // becomes podsup up (PODSUP_BIN), every process of the pod comes up ready
-// as podsup ready and podsup status see it on the control socket, and a
+// as podsup health and podsup status see it on the control socket, and a
 // SIGTERM stops it all: exit 0, no process, cgroup or socket left.
 func TestPlayExampleEndToEnd(t *testing.T) {
 	if testing.Short() {
@@ -58,15 +58,15 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 		}
 	})
 
-	// podsup ready is what a script waits on: exit 0 once every group is.
+	// podsup health is what a script waits on: exit 0 once every group is.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		code, out := runBinary(t, podsup, "--socket", socket, "ready")
+		code, out := runBinary(t, podsup, "--socket", socket, "health")
 		if code == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("podsup ready still says %d after 2 minutes: %s\nplay:\n%s", code, out, output())
+			t.Fatalf("podsup health still says %d after 2 minutes: %s\nplay:\n%s", code, out, output())
 		}
 		select {
 		case <-play.Done():

@@ -69,9 +69,11 @@ func (l *eventLog) dump() string {
 
 func TestUpDependsOnReady(t *testing.T) {
 	t.Parallel()
-	// W1, W3: api waits for db ready (a readiness probe turns true 2s
-	// after db starts) and starts after db's Ready event; status, wait
-	// and health say what is going on meanwhile.
+	// W1, W3: api waits for db ready (a readiness probe turns true once
+	// the test creates its file) and starts after db's Ready event;
+	// status, wait and health say what is going on meanwhile. The test,
+	// not a sleep, decides when db gets ready: its checks of the waiting
+	// state hold however slowly the commands run.
 	flag := filepath.Join(t.TempDir(), "db-ready")
 	f := startUp(t, `
 supervisor {
@@ -83,7 +85,7 @@ group "g" {
     depends_on "db" { condition = "ready" }
   }
   process "db" {
-    command = ["sh", "-c", "sleep 2; touch `+flag+`; exec sleep 1000"]
+    command = ["sleep", "1000"]
     readiness_probe {
       exec { command = ["test", "-f", "`+flag+`"] }
       period = "100ms"
@@ -100,6 +102,9 @@ group "g" {
 	}
 	if code, out := f.ctl(t, "wait", "g/api", "--for", "started", "--timeout", "200ms"); code != 1 || !strings.Contains(out, "timed out") {
 		t.Errorf("wait that times out: %d %q, want 1", code, out)
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if code, out := f.ctl(t, "wait", "g", "--for", "ready", "--timeout", "30s"); code != 0 || !strings.Contains(out, "g ready") {
 		t.Fatalf("wait g ready: %d %q\n%s", code, out, log.dump())
