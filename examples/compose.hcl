@@ -53,6 +53,12 @@ group "app" {
   init "shipper" {
     command        = ["sh", "-c", "echo shipping logs; exec sleep infinity"]
     restart_policy = "always"
+
+    # Its output stays off podsup up's stdout; podsup logs app/shipper
+    # (and log_dir, when set) still has it.
+    log {
+      stdout = false
+    }
   }
 
   process "migrate" {
