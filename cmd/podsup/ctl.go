@@ -58,6 +58,15 @@ func splitTarget(s string) (group, process string, err error) {
 	return group, process, nil
 }
 
+// optionalTarget is the one GROUP[/PROCESS] argument of a command that
+// takes at most one (none: every group).
+func optionalTarget(args []string) (group, process string, err error) {
+	if len(args) == 0 {
+		return "", "", nil
+	}
+	return splitTarget(args[0])
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

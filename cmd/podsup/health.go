@@ -41,12 +41,9 @@ former name.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeTargets(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var group, process string
-			if len(args) == 1 {
-				var err error
-				if group, process, err = splitTarget(args[0]); err != nil {
-					return err
-				}
+			group, process, err := optionalTarget(args)
+			if err != nil {
+				return err
 			}
 			st, err := f.client().Status(cmd.Context(), group, process)
 			if err != nil {

@@ -44,11 +44,9 @@ holding only the processes that changed.`,
 				return err
 			}
 			wide := f.output == "wide"
-			var group, process string
-			if len(args) == 1 {
-				if group, process, err = splitTarget(args[0]); err != nil {
-					return err
-				}
+			group, process, err := optionalTarget(args)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if watch {

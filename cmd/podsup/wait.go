@@ -45,12 +45,9 @@ each one as it arrives: it answers within the instant of the change.
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeTargets(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var group, process string
-			if len(args) == 1 {
-				var err error
-				if group, process, err = splitTarget(args[0]); err != nil {
-					return err
-				}
+			group, process, err := optionalTarget(args)
+			if err != nil {
+				return err
 			}
 			switch cond {
 			case "ready", "started", "completed":
@@ -83,7 +80,7 @@ each one as it arrives: it answers within the instant of the change.
 			defer cancel()
 			ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
 			defer cancelTimeout()
-			err := f.client().WatchStatus(ctx, group, process, false, func(st api.StatusResponse) error {
+			err = f.client().WatchStatus(ctx, group, process, false, func(st api.StatusResponse) error {
 				w.merge(st)
 				if len(w.missing()) == 0 {
 					return errConditionMet
