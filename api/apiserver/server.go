@@ -183,41 +183,20 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.watchStatus(w, r, wide)
 		return
 	}
-	st, err := s.currentStatus(r.PathValue("group"), r.PathValue("process"), wide)
+	st, err := s.currentStatus(r.PathValue("group"), r.PathValue("process"), wide, q.Get("usage") == "true")
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if q.Get("usage") == "true" {
-		addUsage(st)
-	}
 	writeJSON(w, http.StatusOK, st)
 }
 
-// addUsage fills in the cgroup usage of each running process that has a
-// cgroup of its own (GET /v1/status?usage=true): a read of /proc and of
-// the cgroup's files per process, so only on request.
-func addUsage(st api.StatusResponse) {
-	for _, g := range st.Groups {
-		for _, list := range [][]api.ProcessStatus{g.Init, g.Processes} {
-			for i, p := range list {
-				if p.State != string(supervisor.StateRunning) {
-					continue
-				}
-				if dirs, ok := readCgroup(p.Pid); ok && dirs.podsupOwned() {
-					list[i].Cgroup, list[i].Usage = dirs.name(), dirs.usage()
-				}
-			}
-		}
-	}
-}
-
 // currentStatus is the status of every group, of one, or of one process;
-// wide adds each running process's cgroup.
-func (s *Server) currentStatus(group, process string, wide bool) (api.StatusResponse, error) {
+// wide adds each running process's cgroup, usage its cgroup's usage.
+func (s *Server) currentStatus(group, process string, wide, usage bool) (api.StatusResponse, error) {
 	st, err := filterStatus(toStatus(s.b.Supervisor.Status()), group, process)
-	if err == nil && wide {
-		addCgroups(st)
+	if err == nil && (wide || usage) {
+		addCgroups(st, wide, usage)
 	}
 	return st, err
 }
@@ -249,15 +228,23 @@ func filterStatus(st api.StatusResponse, group, process string) (api.StatusRespo
 	return api.StatusResponse{}, notFound("no group %q", group)
 }
 
-// addCgroups fills in each running process's cgroup (status -o wide).
-func addCgroups(st api.StatusResponse) {
+// addCgroups fills in each running process's cgroup (wide: status -o
+// wide) and, for one that has a cgroup of its own, that cgroup's usage
+// (GET /v1/status?usage=true): one read of /proc per process, and of the
+// cgroup's files with usage, so only on request.
+func addCgroups(st api.StatusResponse, wide, usage bool) {
 	for _, g := range st.Groups {
 		for _, list := range [][]api.ProcessStatus{g.Init, g.Processes} {
 			for i, p := range list {
 				if p.State != string(supervisor.StateRunning) {
 					continue
 				}
-				if dirs, ok := processCgroup(p.Pid); ok {
+				dirs, ok := readCgroup(p.Pid)
+				switch {
+				case !ok:
+				case usage && dirs.podsupOwned():
+					list[i].Cgroup, list[i].Usage = dirs.name(), dirs.usage()
+				case wide:
 					list[i].Cgroup = dirs.name()
 				}
 			}

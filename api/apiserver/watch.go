@@ -21,7 +21,7 @@ func (s *Server) watchStatus(w http.ResponseWriter, r *http.Request, wide bool) 
 	stop := s.b.Supervisor.NotifyStatus(notice)
 	defer stop()
 	// Subscribed before the first read: a change after it is noticed.
-	last, err := s.currentStatus(group, process, wide)
+	last, err := s.currentStatus(group, process, wide, false)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -36,7 +36,7 @@ func (s *Server) watchStatus(w http.ResponseWriter, r *http.Request, wide bool) 
 			return
 		case <-notice:
 		}
-		now, err := s.currentStatus(group, process, wide)
+		now, err := s.currentStatus(group, process, wide, false)
 		if err != nil {
 			// The group or process left the configuration (a reload):
 			// the watch of it is over.
