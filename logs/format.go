@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/podsup/podsup/internal/tty"
 )
 
 // Formats of podsup's own output (spec.Supervisor.LogFormat).
@@ -16,16 +18,7 @@ const (
 // to the widest name seen so far, " | ", the text; with a colour, the name
 // and bar are in it.
 func appendConsole(b []byte, name string, width int, color string, text []byte) []byte {
-	b = append(b, color...)
-	b = append(b, name...)
-	for i := len(name); i < width; i++ {
-		b = append(b, ' ')
-	}
-	b = append(b, " |"...)
-	if color != "" {
-		b = append(b, "\x1b[0m"...) // SGR reset
-	}
-	b = append(b, ' ')
+	b = tty.AppendPrefix(b, name, width, color)
 	b = append(b, text...)
 	return append(b, '\n')
 }

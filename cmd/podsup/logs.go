@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -165,13 +164,5 @@ func (p *linePrefixer) append(b []byte, name string) []byte {
 	if !p.on {
 		return b
 	}
-	c := p.colors[name]
-	b = append(b, c...)
-	b = append(b, name...)
-	b = append(b, strings.Repeat(" ", max(p.width-len(name), 0))...)
-	b = append(b, " |"...)
-	if c != "" {
-		b = append(b, tty.Reset...)
-	}
-	return append(b, ' ')
+	return tty.AppendPrefix(b, name, p.width, p.colors[name])
 }

@@ -82,3 +82,19 @@ func PrefixColor(i int) string {
 
 // Reset ends a colour.
 const Reset = "\x1b[0m"
+
+// AppendPrefix appends the prefix docker compose puts before a process's
+// lines: name padded to width, " | ", with name and bar in color (an SGR
+// sequence from PrefixColor, or "" for none).
+func AppendPrefix(b []byte, name string, width int, color string) []byte {
+	b = append(b, color...)
+	b = append(b, name...)
+	for i := len(name); i < width; i++ {
+		b = append(b, ' ')
+	}
+	b = append(b, " |"...)
+	if color != "" {
+		b = append(b, Reset...)
+	}
+	return append(b, ' ')
+}
