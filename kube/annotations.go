@@ -71,13 +71,6 @@ func (c *converter) annotations(g *spec.Group) {
 				continue
 			}
 			frag, err := parseFragment(processFragment(v, isInit, isInit && spec.IsSidecar(&(*list)[i])))
-			if err != nil && isInit && spec.IsSidecar(&(*list)[i]) {
-				// The body may say restart_policy itself: then it is
-				// read as it is.
-				if f, err2 := parseFragment(processFragment(v, true, false)); err2 == nil {
-					frag, err = f, nil
-				}
-			}
 			if err != nil {
 				c.r.fail(at(k), "%v", err)
 				continue
@@ -106,28 +99,41 @@ func groupFragment(body string) string {
 // body give, read without validating it (the fragment's parse reports
 // what is wrong with it).
 func dependsOnLabels(body string) []string {
+	labels, _ := readBody(body)
+	return labels
+}
+
+// readBody reads an annotation's body without validating it: the names its
+// depends_on blocks give, and whether it sets restart_policy itself.
+func readBody(body string) (labels []string, setsRestart bool) {
 	f, diags := hclsyntax.ParseConfig([]byte(body), "annotation", hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil
+		return nil, false
 	}
-	var out []string
-	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		if b.Type == "depends_on" && len(b.Labels) == 1 && !slices.Contains(out, b.Labels[0]) {
-			out = append(out, b.Labels[0])
+	b := f.Body.(*hclsyntax.Body)
+	for _, blk := range b.Blocks {
+		if blk.Type == "depends_on" && len(blk.Labels) == 1 && !slices.Contains(labels, blk.Labels[0]) {
+			labels = append(labels, blk.Labels[0])
 		}
 	}
-	return out
+	_, setsRestart = b.Attributes["restart_policy"]
+	return labels, setsRestart
 }
 
 // stubProcesses are the processes (or, for an init, the inits before it)
-// that a process annotation's depends_on blocks name, one-shots so that
+// that a process annotation's depends_on blocks name (labels), one-shots so that
 // any condition validates.
-func stubProcesses(body, kind string) string {
+func stubProcesses(labels []string, kind string) string {
 	var s string
-	for _, name := range dependsOnLabels(body) {
-		if name != "fragment" && (kind != "init" || name != "main") { // an init's fragment has its own "main"
-			s += fmt.Sprintf("%s %q {\ncommand = %s\nrestart_policy = \"never\"\n}\n", kind, name, hclList(placeholderCommand))
+	for _, name := range labels {
+		if name == "fragment" || kind == "init" && name == "main" { // an init's fragment has its own "main"
+			continue
 		}
+		policy := "" // an init stub is a plain init: it runs once
+		if kind == "process" {
+			policy = "restart_policy = \"never\"\n"
+		}
+		s += fmt.Sprintf("%s %q {\ncommand = %s\n%s}\n", kind, name, hclList(placeholderCommand), policy)
 	}
 	return s
 }
@@ -141,17 +147,17 @@ func processFragment(body string, isInit, sidecar bool) string {
 	if isInit {
 		kind = "init"
 	}
-	if sidecar {
+	labels, setsRestart := readBody(body)
+	if sidecar && !setsRestart {
 		body += "\nrestart_policy = \"always\""
 	}
 	// An init's stubs are earlier inits (I1: an init may depend only on
 	// those); they come first and shift its lines.
 	var before, after string
 	if isInit {
-		before = stubProcesses(body, "init")
-		before = strings.ReplaceAll(before, "restart_policy = \"never\"\n", "")
+		before = stubProcesses(labels, "init")
 	} else {
-		after = stubProcesses(body, "process")
+		after = stubProcesses(labels, "process")
 	}
 	s := fmt.Sprintf("group \"fragment\" {\n%s%s \"fragment\" {\ncommand = %s\n%s\n}\n%s", before, kind, hclList(placeholderCommand), body, after)
 	if isInit {
