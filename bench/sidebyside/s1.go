@@ -30,7 +30,7 @@ const warmUp = time.Second
 // own, and both contestants are measured the same way.
 func runS1(self, podsup, baseline, work string, rounds int, window time.Duration) {
 	fmt.Printf("\nS1: restart reaction, %s exit -> next exec (%d rounds x %s windows, µs)\n", s1Child, rounds, window)
-	type res struct{ p50, p99, perSec float64 }
+	type res struct{ p50, p99, perSec, toFork, toExec float64 }
 	all := map[string][]res{}
 	contestants := []string{"podsup", "floor"}
 	if baseline != "" {
@@ -41,25 +41,27 @@ func runS1(self, podsup, baseline, work string, rounds int, window time.Duration
 		order := append(contestants[r%len(contestants):len(contestants):len(contestants)], contestants[:r%len(contestants)]...)
 		for _, who := range order {
 			var (
-				lat []float64
-				n   int
-				err error
+				lat   []float64
+				split splits
+				n     int
+				err   error
 			)
 			switch who {
 			case "podsup":
-				lat, n, err = s1Podsup(podsup, work, window)
+				lat, split, n, err = s1Podsup(podsup, work, window)
 			case "podsup-base":
-				lat, n, err = s1Podsup(baseline, work, window)
+				lat, split, n, err = s1Podsup(baseline, work, window)
 			default:
-				lat, n, err = s1Floor(self, window)
+				lat, split, n, err = s1Floor(self, window)
 			}
 			if err != nil {
 				fmt.Printf("  round %d %s: %v\n", r+1, who, err)
 				continue
 			}
-			x := res{percentile(lat, .5), percentile(lat, .99), float64(n) / window.Seconds()}
+			x := res{percentile(lat, .5), percentile(lat, .99), float64(n) / window.Seconds(), median(split.toFork), median(split.toExec)}
 			all[who] = append(all[who], x)
-			fmt.Printf("  round %d %-11s p50 %6.0f  p99 %6.0f  %5.0f restarts/s (%d pairs)\n", r+1, who, x.p50, x.p99, x.perSec, len(lat))
+			fmt.Printf("  round %d %-11s p50 %6.0f  p99 %6.0f  %5.0f restarts/s (%d pairs; p50 exit->fork %4.0f, fork->exec %4.0f)\n",
+				r+1, who, x.p50, x.p99, x.perSec, len(lat), x.toFork, x.toExec)
 		}
 	}
 	pick := func(who string, f func(res) float64) []float64 {
@@ -71,8 +73,11 @@ func runS1(self, podsup, baseline, work string, rounds int, window time.Duration
 	}
 	p50 := func(x res) float64 { return x.p50 }
 	p99 := func(x res) float64 { return x.p99 }
+	toFork := func(x res) float64 { return x.toFork }
+	toExec := func(x res) float64 { return x.toExec }
 	for _, who := range contestants {
-		fmt.Printf("  %-11s p50 %6.0f µs (rounds %s), p99 %6.0f µs\n", who, median(pick(who, p50)), fmtList(pick(who, p50)), median(pick(who, p99)))
+		fmt.Printf("  %-11s p50 %6.0f µs (rounds %s), p99 %6.0f µs; exit->fork %4.0f, fork->exec %4.0f\n", who,
+			median(pick(who, p50)), fmtList(pick(who, p50)), median(pick(who, p99)), median(pick(who, toFork)), median(pick(who, toExec)))
 	}
 	for _, who := range contestants {
 		if who == "floor" {
@@ -105,14 +110,14 @@ group "bench" {
 `
 
 // s1Podsup runs `podsup up` with one always-restarting /bin/true.
-func s1Podsup(podsup, work string, window time.Duration) ([]float64, int, error) {
+func s1Podsup(podsup, work string, window time.Duration) ([]float64, splits, int, error) {
 	dir, err := os.MkdirTemp(work, "s1-")
 	if err != nil {
-		return nil, 0, err
+		return nil, splits{}, 0, err
 	}
 	cfg := filepath.Join(dir, "podsup.hcl")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(s1Config, filepath.Join(dir, "podsup.sock"), s1Child)), 0o644); err != nil {
-		return nil, 0, err
+		return nil, splits{}, 0, err
 	}
 	return measureRestarts(window, func() (*proc.Process, error) {
 		return proc.Start(&proc.Cmd{Path: podsup, Args: []string{"podsup", "up", "-f", cfg}})
@@ -121,7 +126,7 @@ func s1Podsup(podsup, work string, window time.Duration) ([]float64, int, error)
 
 // s1Floor runs the floor in a process of its own (it waits for its child
 // with wait4, which it may not do beside this program's reaper).
-func s1Floor(self string, window time.Duration) ([]float64, int, error) {
+func s1Floor(self string, window time.Duration) ([]float64, splits, int, error) {
 	d := (warmUp + window + 200*time.Millisecond).String()
 	return measureRestarts(window, func() (*proc.Process, error) {
 		return proc.Start(&proc.Cmd{Path: self, Args: []string{"sidebyside", childMode, "floor", d, s1Child}})
@@ -130,17 +135,18 @@ func s1Floor(self string, window time.Duration) ([]float64, int, error) {
 
 // measureRestarts starts a supervisor, records the kernel's process events
 // for its children over warm-up and window, stops it with SIGTERM and
-// returns the exit → next exec latencies inside the window.
-func measureRestarts(window time.Duration, startSupervisor func() (*proc.Process, error)) ([]float64, int, error) {
+// returns the exit → next exec latencies inside the window, with their two
+// parts.
+func measureRestarts(window time.Duration, startSupervisor func() (*proc.Process, error)) ([]float64, splits, int, error) {
 	l, err := listenProcEvents()
 	if err != nil {
-		return nil, 0, fmt.Errorf("process events connector: %w", err)
+		return nil, splits{}, 0, fmt.Errorf("process events connector: %w", err)
 	}
 	defer l.close()
 	go l.run()
 	sup, err := startSupervisor()
 	if err != nil {
-		return nil, 0, err
+		return nil, splits{}, 0, err
 	}
 	from := monotonic() + warmUp.Nanoseconds()
 	time.Sleep(warmUp + window)
@@ -153,22 +159,27 @@ func measureRestarts(window time.Duration, startSupervisor func() (*proc.Process
 		<-sup.Done()
 	}
 	l.stop()
-	lat, n := restartLatencies(l.events(), int32(sup.Pid()), from, to)
+	lat, split, n := restartLatencies(l.events(), int32(sup.Pid()), from, to)
 	if l.lost.Load() {
 		fmt.Println("  (the events socket overflowed: some restarts were not seen)")
 	}
-	return lat, n, nil
+	return lat, split, n, nil
 }
 
+// splits divides each exit → next exec latency at the next child's fork:
+// toFork is what the supervisor does before it forks (waking, deciding,
+// preparing), toExec the fork and exec themselves.
+type splits struct{ toFork, toExec []float64 }
+
 // restartLatencies pairs each child's exit with the next child's exec.
-func restartLatencies(evs []procEvent, parent int32, from, to int64) ([]float64, int) {
-	type child struct{ exec, exit int64 }
+func restartLatencies(evs []procEvent, parent int32, from, to int64) ([]float64, splits, int) {
+	type child struct{ fork, exec, exit int64 }
 	kids := map[int32]*child{}
 	for _, e := range evs {
 		switch e.what {
 		case evFork:
 			if e.parentTgid == parent && e.pid == e.tgid {
-				kids[e.pid] = &child{}
+				kids[e.pid] = &child{fork: e.ts}
 			}
 		case evExec:
 			if c := kids[e.pid]; c != nil {
@@ -187,13 +198,18 @@ func restartLatencies(evs []procEvent, parent int32, from, to int64) ([]float64,
 		}
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].exec < cs[j].exec })
-	var lat []float64
+	var (
+		lat   []float64
+		split splits
+	)
 	for i := 0; i+1 < len(cs); i++ {
-		if cs[i].exit > 0 && cs[i].exit < cs[i+1].exec {
+		if cs[i].exit > 0 && cs[i].exit < cs[i+1].fork {
 			lat = append(lat, float64(cs[i+1].exec-cs[i].exit)/1e3)
+			split.toFork = append(split.toFork, float64(cs[i+1].fork-cs[i].exit)/1e3)
+			split.toExec = append(split.toExec, float64(cs[i+1].exec-cs[i+1].fork)/1e3)
 		}
 	}
-	return lat, len(cs)
+	return lat, split, len(cs)
 }
 
 // The kernel's process events (linux/cn_proc.h).
