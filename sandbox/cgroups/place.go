@@ -51,22 +51,25 @@ import (
 type Placement struct {
 	m     *Manager
 	rel   string     // the target's cgroup, relative to the root
-	dir   *os.File   // the v2 directory, nil without v2
+	dir   int        // the v2 directory's fd, -1 without v2
 	enter []*os.File // tasks files of the target's v1 cgroups
 	leave []*os.File // tasks files of podsup's own v1 cgroups, same order
 }
 
 // OpenPlacement opens what a fork into p needs. Close it after the fork.
 func (p *Process) OpenPlacement() (*Placement, error) {
-	pl := &Placement{m: p.m, rel: p.rel}
+	pl := &Placement{m: p.m, rel: p.rel, dir: -1}
 	for _, h := range p.hiers() {
 		if h.Version == 2 {
-			f, err := os.Open(p.dir(h))
+			// A plain fd, not an *os.File: os.Open would offer the
+			// directory to the runtime's poller (four more system calls
+			// on every restart, for nothing).
+			fd, err := openFile(p.dir(h), unix.O_RDONLY|unix.O_DIRECTORY)
 			if err != nil {
 				pl.Close()
 				return nil, fmt.Errorf("opening cgroup %s for placement: %w", p.dir(h), err)
 			}
-			pl.dir = f
+			pl.dir = fd
 			continue
 		}
 		enter, err := os.OpenFile(filepath.Join(p.dir(h), "tasks"), os.O_WRONLY, 0)
@@ -88,12 +91,7 @@ func (p *Process) OpenPlacement() (*Placement, error) {
 
 // CgroupFD is the fd for SysProcAttr.CgroupFD, or -1 when there is no v2
 // hierarchy (then leave UseCgroupFD false).
-func (pl *Placement) CgroupFD() int {
-	if pl.dir == nil {
-		return -1
-	}
-	return int(pl.dir.Fd())
-}
+func (pl *Placement) CgroupFD() int { return pl.dir }
 
 // Fork runs fn, which must fork the child on the calling goroutine, with
 // the calling OS thread inside the target's v1 cgroups. Without v1
@@ -140,9 +138,9 @@ func (pl *Placement) moveBack(n int, tid []byte) error {
 // Close releases the files.
 func (pl *Placement) Close() error {
 	var errs []error
-	if pl.dir != nil {
-		errs = append(errs, pl.dir.Close())
-		pl.dir = nil
+	if pl.dir >= 0 {
+		errs = append(errs, unix.Close(pl.dir)) // a directory: nothing to flush
+		pl.dir = -1
 	}
 	for _, f := range append(pl.enter, pl.leave...) {
 		errs = append(errs, f.Close())
