@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -53,6 +54,12 @@ type worker struct {
 	// the old instance left is killed before a new one may share its
 	// cgroup (X10).
 	cleaning map[string]chan struct{}
+	// cleanups are the post-exit tree kills of the step under way, per
+	// process, not yet begun: a start of the same process in the same step
+	// (a restart without back-off) runs its process's first, on its own
+	// goroutine; the rest begin on goroutines of their own when the step's
+	// actions are done (beginCleanups).
+	cleanups map[string]cleanup
 	// barriers wait for the mailbox to be empty with no effect in flight.
 	barriers []barrierInput
 	// events waits for the end of handle: a subscriber who sees an event
@@ -94,6 +101,7 @@ func newWorker(c core.Config, s *Supervisor) *worker {
 		insts:      map[string]Instance{},
 		starting:   map[string]context.CancelFunc{},
 		cleaning:   map[string]chan struct{}{},
+		cleanups:   map[string]cleanup{},
 		done:       make(chan struct{}),
 		registry:   &s.rc,
 		deps:       &s.deps,
@@ -208,8 +216,12 @@ func (w *worker) step(item any) {
 		in := queue[0]
 		queue = queue[1:]
 		now := w.clock.Now()
-		if ex, ok := in.(core.ExitedInput); ok {
-			w.logExit(ex)
+		ex, exited := in.(core.ExitedInput)
+		var exitedProcess string // the exit's process, while the core still knows its instance
+		if exited {
+			if pr, live := w.core.InstanceSpec(ex.Instance); live {
+				exitedProcess = pr.Name
+			}
 		}
 		p := w.core.Step(now, in)
 		for _, a := range p.Actions {
@@ -217,8 +229,13 @@ func (w *worker) step(item any) {
 				queue = append(queue, fb)
 			}
 		}
-		if ex, ok := in.(core.ExitedInput); ok {
+		w.beginCleanups()
+		if exited {
 			delete(w.insts, ex.Instance)
+			if exitedProcess != "" {
+				// After the actions: a restart need not wait for the write.
+				w.logExit(exitedProcess, ex)
+			}
 		}
 		wake = p.Wake
 		// The core never asks for a wake-up in the past, but if it did,
@@ -275,16 +292,12 @@ func (w *worker) arm(wake time.Time) {
 // logExit writes an instance's exit to podsup's own log. An exit is no
 // event (E2): without this line, podsup's log would say when a process
 // started and was stopped but not how it ended.
-func (w *worker) logExit(ex core.ExitedInput) {
-	pr, live := w.core.InstanceSpec(ex.Instance)
-	if !live {
-		return
-	}
+func (w *worker) logExit(process string, ex core.ExitedInput) {
 	ev := w.log.Info()
 	if ex.Status.Code != 0 {
 		ev = w.log.Warn()
 	}
-	ev = ev.Str("process", pr.Name).Str("instance", ex.Instance).Int("exit_code", ex.Status.Code)
+	ev = ev.Str("process", process).Str("instance", ex.Instance).Int("exit_code", ex.Status.Code)
 	if ex.Status.Signal != 0 {
 		ev = ev.Str("signal", spec.SignalName(ex.Status.Signal))
 	}
@@ -347,13 +360,26 @@ func (w *worker) startInstance(a core.StartAction) {
 		Report: func(e RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
 	cleaned := w.cleaning[a.Process]
+	c, restart := w.cleanups[a.Process]
+	delete(w.cleanups, a.Process)
 	go func() {
-		if cleaned != nil {
-			<-cleaned // the previous instance's leftovers are dead first
+		switch {
+		case restart:
+			w.cleanUp(c) // the previous instance's leftovers are dead first
+		case cleaned != nil:
+			<-cleaned // ... killed by a goroutine of an earlier step
 		}
 		inst, err := w.rt.Start(ctx, req)
 		gate.started(w.mb, startDoneInput{instance: id, inst: inst, err: err})
 	}()
+	if restart {
+		// The restart path: let the new goroutine have this thread now,
+		// rather than after the rest of the step and the publish (status,
+		// events, probes), which another thread takes up meanwhile. Waiting
+		// for the end of the step cost a restart about 25 µs, a seventh of
+		// what it cost above the fork+exec floor (docs/benchmarks.md, S1).
+		runtime.Gosched()
+	}
 }
 
 // startDoneInput is a start effect's outcome; the worker turns it into
@@ -401,6 +427,10 @@ func (g *exitGate) started(mb *mailbox, done startDoneInput) {
 // After the instance's exit the same goroutine then removes it: the worker
 // is the one owner of an instance's cleanup. One kill per instance is in
 // flight at a time; the core retries on its own deadline.
+//
+// The kill after an exit waits for the end of the step's actions: when the
+// step also restarts the process, the start's goroutine runs it first
+// (startInstance), which spares the restart a goroutine and a hand-off.
 func (w *worker) killTree(a core.KillTreeAction) {
 	inst := w.insts[a.Instance]
 	w.effects++
@@ -411,23 +441,48 @@ func (w *worker) killTree(a core.KillTreeAction) {
 		w.mb.put(core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited})
 		return
 	}
-	var cleaned chan struct{}
+	c := cleanup{a: a, inst: inst}
 	if a.Exited {
-		cleaned = make(chan struct{})
-		w.cleaning[a.Process] = cleaned
+		w.cleanups[a.Process] = c
+		return
 	}
-	go func() {
-		done := core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited}
-		if err := inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
-			done.Err = err
-		} else if a.Exited {
-			done.RemoveErr = inst.Remove()
-		}
-		if cleaned != nil {
-			close(cleaned) // before the result: the worker then forgets it
-		}
-		w.mb.put(done)
-	}()
+	go w.cleanUp(c)
+}
+
+// cleanup is one tree kill, and after an exit the instance's removal.
+type cleanup struct {
+	a    core.KillTreeAction
+	inst Instance
+	// cleaned, when set, is closed once it is done, for a start in a
+	// later step to wait on.
+	cleaned chan struct{}
+}
+
+// beginCleanups begins, each on a goroutine of its own, the post-exit
+// kills of the step that no start took on.
+func (w *worker) beginCleanups() {
+	for process, c := range w.cleanups {
+		c.cleaned = make(chan struct{})
+		w.cleaning[process] = c.cleaned
+		go w.cleanUp(c)
+		delete(w.cleanups, process)
+	}
+}
+
+// cleanUp carries out c and reports it as KillDoneInput. It runs on a
+// goroutine of its own, never on the worker's.
+func (w *worker) cleanUp(c cleanup) {
+	a := c.a
+	done := core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited}
+	if err := c.inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
+		done.Err = err
+	} else if a.Exited {
+		done.RemoveErr = c.inst.Remove()
+	}
+	if c.cleaned != nil {
+		close(c.cleaned) // before the result: the worker then forgets it
+	}
+	w.mb.put(done)
 }
 
 // treeGone reports a kill error that only says there was nothing left.
