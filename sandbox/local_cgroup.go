@@ -35,6 +35,24 @@ type keptCgroup struct {
 	// whose own figures are the differences.
 	oomSeen uint64
 	cpuSeen time.Duration
+	// last (guarded by rt.mu) is the CPU figure of the latest exit, where
+	// the next instance's own CPU time begins; nil before any exit.
+	last *exitFigures
+}
+
+// exitFigures is a kept cgroup's cumulative CPU time read after an exit:
+// the exited instance's figure ends there and the next one's begins.
+//
+// It is read after the exit is reported, not before, and the next
+// instance's fork does not wait for it: cgroup2's cpu.stat flushes the
+// kernel's per-CPU counters first, which took 20 µs right after an exit,
+// the largest single cost of a restart above the fork+exec floor
+// (docs/benchmarks.md, S1). The read begins at once and is done, as a rule,
+// long before the next fork; when it is not, the CPU the new instance used
+// until then (a few microseconds of its exec) counts as its predecessor's.
+type exitFigures struct {
+	read chan struct{} // closed once cpu is set
+	cpu  time.Duration // guarded by read
 }
 
 // keepCgroup finds or creates sb's kept cgroup name and makes pr its
@@ -123,11 +141,19 @@ func (t keptTree) KillTree(sig syscall.Signal) error {
 	return k.cg.KillTree(sig)
 }
 
-// instanceFigures turns the kept cgroup's cumulative figures at pr's exit into
-// pr's own and moves the baselines on. The caller holds rt.mu.
-func (k *keptCgroup) instanceFigures(s cgroups.Stats) (oom bool, cpu time.Duration) {
-	oom = s.OOMKills > k.oomSeen
-	cpu = max(s.CPU-k.cpuSeen, 0)
-	k.oomSeen, k.cpuSeen = s.OOMKills, s.CPU
-	return oom, cpu
+// oomSince tells from the cgroup's cumulative OOM-kill count at an exit
+// whether that instance was OOM-killed, and moves the baseline on. The
+// caller holds rt.mu.
+func (k *keptCgroup) oomSince(kills uint64) bool {
+	oom := kills > k.oomSeen
+	k.oomSeen = kills
+	return oom
+}
+
+// cpuSince turns the cgroup's cumulative CPU time after an exit into the
+// instance's own and moves the baseline on. The caller holds rt.mu.
+func (k *keptCgroup) cpuSince(cpu time.Duration) time.Duration {
+	own := max(cpu-k.cpuSeen, 0)
+	k.cpuSeen = cpu
+	return own
 }

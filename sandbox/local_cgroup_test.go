@@ -177,3 +177,52 @@ func TestNoCgroupsOneLineAndProcessGroups(t *testing.T) {
 		t.Fatalf("recovered %v without cgroups", rt.Recovered())
 	}
 }
+
+// Each instance in a kept cgroup has CPU figures of its own: the cgroup's
+// counter, read after each exit (off the restart's path: exitFigures), is
+// where the exited instance's time ends and the next one's begins.
+func TestKeptCgroupCPUIsPerInstance(t *testing.T) {
+	needRoot(t)
+	rt := newTestRuntime(t)
+	if !rt.CgroupsEnabled() {
+		t.Skip("needs cgroups for usage figures")
+	}
+	mustCreateSandbox(t, rt, "k", spec.Sandbox{})
+	burn := ProcessConfig{Sandbox: "k", Cgroup: "p",
+		Command: []string{"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}}
+	if err := rt.CreateProcess(testCtx(t), "burn", burn); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartProcess(testCtx(t), "burn"); err != nil {
+		t.Fatal(err)
+	}
+	first, err := rt.WaitProcess(testCtx(t), "burn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Usage.CPU < 50*time.Millisecond {
+		t.Fatalf("the busy instance's CPU: %v, want at least 50ms", first.Usage.CPU)
+	}
+	if err := rt.RemoveProcess(testCtx(t), "burn"); err != nil {
+		t.Fatal(err)
+	}
+	idle := ProcessConfig{Sandbox: "k", Cgroup: "p", Command: []string{"/bin/sleep", "30"}}
+	if err := rt.CreateProcess(testCtx(t), "idle", idle); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartProcess(testCtx(t), "idle"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := rt.ProcessStatus("idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without its own baseline the idle instance would show the busy
+	// one's time as well.
+	if st.Usage.CPU >= first.Usage.CPU/2 {
+		t.Errorf("the idle instance's CPU: %v, beside its predecessor's %v", st.Usage.CPU, first.Usage.CPU)
+	}
+	if err := rt.StopProcess(testCtx(t), "idle", 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 	"syscall"
@@ -23,9 +24,10 @@ type procRec struct {
 	// kept is the cgroup cg belongs to when it outlives this record
 	// (ProcessConfig.Cgroup); nil when cg is the record's own.
 	kept *keptCgroup
-	// cpuBase is the kept cgroup's CPU figure when this record started:
-	// its own usage is what came after. Guarded by rt.mu.
-	cpuBase time.Duration
+	// base is the kept cgroup's CPU figure where this record's own CPU
+	// time begins: that of its predecessor's exit (nil: the first
+	// instance, from 0). Guarded by rt.mu.
+	base *exitFigures
 
 	// op serializes the lifecycle calls on this process (Start, Stop,
 	// Remove), which block unlocked for forks and waits.
@@ -50,9 +52,9 @@ type procRec struct {
 	usage    Usage // guarded by rt.mu; final once exited
 	// treeGone records that a SIGKILL of the cgroup tree succeeded after
 	// the exit: the cgroup was seen empty with the main process gone, and
-	// nothing enters it again but a later record. Removal then skips its
-	// own leftover kill (the same cgroup.events read, on every restart's
-	// path). Guarded by rt.mu.
+	// nothing enters it again but a later record. Removal and later tree
+	// kills then skip their cgroup.events read (on every restart's path).
+	// Guarded by rt.mu.
 	treeGone bool
 }
 
@@ -197,7 +199,7 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 		User: c.User, Group: c.Group,
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
 		Forker: forker, UseCgroupFD: fd >= 0, CgroupFD: fd,
-		OnExit: func(e proc.Exit) { go rt.processExited(pr, e) }, // the reaper must not wait on us
+		OnExit: func(e proc.Exit) { rt.exitReaped(pr, e) },
 	}
 	switch {
 	case pr.kept != nil:
@@ -229,7 +231,7 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	pr.proc = p
 	pr.startAt = startAt
 	if pr.kept != nil {
-		pr.cpuBase = pr.kept.cpuSeen
+		pr.base = pr.kept.last
 	}
 	rt.mu.Unlock()
 	close(pr.started)
@@ -237,34 +239,54 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	return nil
 }
 
+// exitReaped is the reaper's news of pr's exit. The reaper must never wait
+// on us: an exit reaped before StartProcess settled (it waits for the
+// fork's outcome under pr.op) is taken up by a goroutine of its own. The
+// usual one is handled right here, on the reaper's goroutine: its cgroup
+// reads are a few microseconds each, and a goroutine hand-off per exit
+// cost a restart more than that (docs/benchmarks.md, S1).
+func (rt *LocalRuntime) exitReaped(pr *procRec, e proc.Exit) {
+	if isClosed(pr.started) {
+		rt.processExited(pr, e)
+		return
+	}
+	go rt.processExited(pr, e)
+}
+
 // processExited turns a reaped exit into the exited state, with the OOM
-// verdict and final usage read from the cgroup.
+// verdict read from the cgroup, and reports it (OnExit); then it reads the
+// cgroup's final usage figures (exitFigures says why after) and closes
+// pr.exited.
 func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
 	<-pr.started
-	// Not ru_maxrss: the kernel carries it over execve, so it counts
-	// podsup's own memory at the fork.
-	usage := Usage{CPU: rusageCPU(e.Rusage)}
-	oom := false
-	var stats *cgroups.Stats
+	var (
+		oomKills uint64
+		oomKnown bool
+	)
 	if pr.cg != nil {
-		if s, err := pr.cg.Stats(); err == nil {
-			stats = &s
+		if n, err := pr.cg.OOMKills(); err == nil {
+			oomKills, oomKnown = n, true
 		}
 	}
 	rt.mu.Lock()
+	oom := false
 	switch {
-	case stats == nil:
+	case !oomKnown:
 	case pr.kept != nil:
 		// The cgroup's counters span its earlier instances: this one's
 		// are what they grew by since the last exit (its tree was killed
 		// before the next instance started, so the growth is its own).
-		oom, usage.CPU = pr.kept.instanceFigures(*stats)
-		usage.MemoryPeak = stats.MemoryPeak
+		oom = pr.kept.oomSince(oomKills)
 	default:
 		// A fresh cgroup: any OOM kill counted there happened to this
 		// process or its tree (kubelet says OOMKilled for either).
-		oom = stats.OOMKills > 0
-		usage = Usage{CPU: stats.CPU, MemoryPeak: stats.MemoryPeak}
+		oom = oomKills > 0
+	}
+	var figures *exitFigures
+	if pr.kept != nil && pr.cg != nil {
+		// Until the read, the last baseline stands.
+		figures = &exitFigures{read: make(chan struct{}), cpu: pr.kept.cpuSeen}
+		pr.kept.last = figures
 	}
 	pr.state, _ = transition(pr.id, pr.state, EventExit) // running → exited, the only way here
 	pr.finishAt = e.Time
@@ -282,12 +304,46 @@ func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
 	if pr.sb.state == SandboxFailed && pr.message == "" {
 		pr.message = pr.sb.message
 	}
-	pr.usage = usage
+	// Until the cgroup's figures are read, and for good without a cgroup:
+	// the kernel's account of the process and the children it waited for.
+	// Not ru_maxrss: the kernel carries it over execve, so it counts
+	// podsup's own memory at the fork.
+	pr.usage = Usage{CPU: rusageCPU(e.Rusage)}
 	st := rt.statusLocked(pr)
 	rt.mu.Unlock()
-	close(pr.exited)
 	if pr.cfg.OnExit != nil {
 		pr.cfg.OnExit(st)
+		// Whoever OnExit woke (the supervisor's worker, which restarts
+		// the process) waits on this thread's run queue: let it run now,
+		// while another thread carries on with the figures.
+		runtime.Gosched()
+	}
+	rt.readFinalUsage(pr, figures)
+	close(pr.exited)
+}
+
+// readFinalUsage replaces an exited record's usage with its cgroup's
+// figures and, for a kept cgroup, sets figures, where the next instance's
+// CPU time begins.
+func (rt *LocalRuntime) readFinalUsage(pr *procRec, figures *exitFigures) {
+	if pr.cg == nil {
+		return
+	}
+	s, err := pr.cg.Stats()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	switch {
+	case err != nil:
+		// Kept: the next instance's CPU then counts from the last
+		// baseline that could be read.
+	case pr.kept != nil:
+		pr.usage = Usage{CPU: pr.kept.cpuSince(s.CPU), MemoryPeak: s.MemoryPeak}
+		figures.cpu = s.CPU
+	default:
+		pr.usage = Usage{CPU: s.CPU, MemoryPeak: s.MemoryPeak}
+	}
+	if figures != nil {
+		close(figures.read)
 	}
 }
 
@@ -394,6 +450,11 @@ func (rt *LocalRuntime) removeLocked(pr *procRec) error {
 	p := pr.proc
 	treeGone := pr.treeGone
 	rt.mu.Unlock()
+	if p != nil && pr.kept == nil {
+		// Its final figures read before its cgroup goes. A kept cgroup
+		// stays; the next instance waits for them before its fork.
+		<-pr.exited
+	}
 	if !treeGone {
 		if err := rt.killLeftovers(pr, p); err != nil {
 			return err
@@ -468,8 +529,12 @@ func (rt *LocalRuntime) liveUsage(pr *procRec, st *ProcessStatus) {
 		cpu := s.CPU
 		if pr.kept != nil {
 			rt.mu.Lock()
-			cpu = max(cpu-pr.cpuBase, 0)
+			base := pr.base
 			rt.mu.Unlock()
+			if base != nil {
+				<-base.read // read right after the predecessor's exit
+				cpu = max(cpu-base.cpu, 0)
+			}
 		}
 		st.Usage = Usage{CPU: cpu, MemoryCurrent: s.MemoryCurrent, MemoryPeak: s.MemoryPeak}
 	}
@@ -544,9 +609,12 @@ func (rt *LocalRuntime) SignalProcess(id string, sig syscall.Signal) error {
 func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
 	rt.mu.Lock()
 	pr, err := rt.getProc(id)
-	var p *proc.Process
+	var (
+		p    *proc.Process
+		gone bool
+	)
 	if err == nil {
-		p = pr.proc
+		p, gone = pr.proc, pr.treeGone
 	}
 	rt.mu.Unlock()
 	if err != nil {
@@ -554,6 +622,9 @@ func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
 	}
 	if p == nil {
 		return fmt.Errorf("process %q never started: %w", id, ErrFailedPrecondition)
+	}
+	if gone {
+		return nil // exited, and its cgroup seen empty since: nothing to signal
 	}
 	if err := p.KillTree(sig); err != nil && !errors.Is(err, proc.ErrProcessDone) {
 		return fmt.Errorf("signalling the tree of process %q: %w", id, err)

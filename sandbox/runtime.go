@@ -140,8 +140,13 @@ type ProcessConfig struct {
 	// StopSignal is what StopProcess sends first; 0 means SIGTERM.
 	StopSignal syscall.Signal
 	// OnExit, when set, is called once the process is exited, with its
-	// final status (OOMKilled known). It runs on a goroutine of the
-	// runtime and must not block for long.
+	// status: exit code, signal, reason and OOMKilled are final. Its Usage
+	// is the kernel's account of the process and the children it waited
+	// for (rusage); the cgroup's figures, which count its whole tree,
+	// replace it in ProcessStatus once WaitProcess returns (they are read
+	// after OnExit, so that a restart need not wait for them). It runs on
+	// a goroutine of the runtime, before WaitProcess returns, and must not
+	// block for long or wait for the process.
 	OnExit func(ProcessStatus)
 }
 
