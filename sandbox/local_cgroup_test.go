@@ -180,15 +180,23 @@ func TestNoCgroupsOneLineAndProcessGroups(t *testing.T) {
 
 // Each instance in a kept cgroup has CPU figures of its own: the cgroup's
 // counter, read after each exit (off the restart's path: exitFigures), is
-// where the exited instance's time ends and the next one's begins.
+// where the exited instance's time ends and the next one's begins. With
+// NoFinalUsage the exit reads nothing: the exited instance's figure is the
+// kernel's rusage, and the next one's live figure counts from the
+// cgroup's start.
 func TestKeptCgroupCPUIsPerInstance(t *testing.T) {
 	needRoot(t)
+	t.Run("figures read at the exit", func(t *testing.T) { testKeptCgroupCPU(t, false) })
+	t.Run("NoFinalUsage", func(t *testing.T) { testKeptCgroupCPU(t, true) })
+}
+
+func testKeptCgroupCPU(t *testing.T, noFinalUsage bool) {
 	rt := newTestRuntime(t)
 	if !rt.CgroupsEnabled() {
 		t.Skip("needs cgroups for usage figures")
 	}
 	mustCreateSandbox(t, rt, "k", spec.Sandbox{})
-	burn := ProcessConfig{Sandbox: "k", Cgroup: "p",
+	burn := ProcessConfig{Sandbox: "k", Cgroup: "p", NoFinalUsage: noFinalUsage,
 		Command: []string{"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}}
 	if err := rt.CreateProcess(testCtx(t), "burn", burn); err != nil {
 		t.Fatal(err)
@@ -206,7 +214,7 @@ func TestKeptCgroupCPUIsPerInstance(t *testing.T) {
 	if err := rt.RemoveProcess(testCtx(t), "burn"); err != nil {
 		t.Fatal(err)
 	}
-	idle := ProcessConfig{Sandbox: "k", Cgroup: "p", Command: []string{"/bin/sleep", "30"}}
+	idle := ProcessConfig{Sandbox: "k", Cgroup: "p", NoFinalUsage: noFinalUsage, Command: []string{"/bin/sleep", "30"}}
 	if err := rt.CreateProcess(testCtx(t), "idle", idle); err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +225,13 @@ func TestKeptCgroupCPUIsPerInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Without its own baseline the idle instance would show the busy
-	// one's time as well.
-	if st.Usage.CPU >= first.Usage.CPU/2 {
+	switch {
+	case !noFinalUsage && st.Usage.CPU >= first.Usage.CPU/2:
+		// Without its own baseline the idle instance would show the
+		// busy one's time as well.
 		t.Errorf("the idle instance's CPU: %v, beside its predecessor's %v", st.Usage.CPU, first.Usage.CPU)
+	case noFinalUsage && st.Usage.CPU < first.Usage.CPU/2:
+		t.Errorf("without final figures the idle instance's CPU counts from the cgroup's start: %v, want about its predecessor's %v", st.Usage.CPU, first.Usage.CPU)
 	}
 	if err := rt.StopProcess(testCtx(t), "idle", 0); err != nil {
 		t.Fatal(err)

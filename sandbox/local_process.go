@@ -283,7 +283,7 @@ func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
 		oom = oomKills > 0
 	}
 	var figures *exitFigures
-	if pr.kept != nil && pr.cg != nil {
+	if pr.kept != nil && pr.cg != nil && !pr.cfg.NoFinalUsage {
 		// Until the read, the last baseline stands.
 		figures = &exitFigures{read: make(chan struct{}), cpu: pr.kept.cpuSeen}
 		pr.kept.last = figures
@@ -326,7 +326,7 @@ func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
 // figures and, for a kept cgroup, sets figures, where the next instance's
 // CPU time begins.
 func (rt *LocalRuntime) readFinalUsage(pr *procRec, figures *exitFigures) {
-	if pr.cg == nil {
+	if pr.cg == nil || pr.cfg.NoFinalUsage {
 		return
 	}
 	s, err := pr.cg.Stats()

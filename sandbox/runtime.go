@@ -137,6 +137,15 @@ type ProcessConfig struct {
 	// the cgroup's life. Empty: a cgroup of the process's own, named after
 	// its id, removed with it. Ignored without cgroups.
 	Cgroup string
+	// NoFinalUsage spares the exit its read of the cgroup's usage figures,
+	// for a caller that reads usage from the cgroups itself (package
+	// stack). The exited process's Usage is then the kernel's rusage of it
+	// and the children it waited for, and in a kept cgroup (Cgroup) the
+	// next holder's live CPU figure counts from the last exit whose
+	// figures were read. The read is cgroup2's cpu.stat, which flushes the
+	// kernel's per-CPU counters first: right after an exit it was a tenth
+	// of the CPU a restart cost (docs/benchmarks.md, S1).
+	NoFinalUsage bool
 	// StopSignal is what StopProcess sends first; 0 means SIGTERM.
 	StopSignal syscall.Signal
 	// OnExit, when set, is called once the process is exited, with its

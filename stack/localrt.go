@@ -140,7 +140,10 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
 		StopSignal: pr.EffectiveStopSignal(),
 		Cgroup:     pr.Name, // one cgroup per process, whichever instance
-		OnExit:     gate.exited,
+		// Usage is read from the cgroups by the API server (cumulative
+		// per process); the exit need not read it.
+		NoFinalUsage: true,
+		OnExit:       gate.exited,
 	})
 	if err != nil {
 		return nil, &supervisor.StartError{Code: 128, Err: err}
