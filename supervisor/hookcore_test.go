@@ -108,7 +108,7 @@ func TestStopDuringPreStartCancelsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.advanceTo(2 * time.Second)
-	waitFor(t, "the pre_start hook is cancelled", func() bool {
+	r.hooks.until(t, "the pre_start hook is cancelled", func() bool {
 		c := r.hooks.callsAt(spec.PreStart)
 		return len(c) == 1 && c[0].cancelled
 	})
@@ -327,17 +327,6 @@ func TestShutdownWaitsForPostStop(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestPreStopOutlivingTheGraceEndsWithTheSIGKILL(t *testing.T) {
 	// K3, K9: a pre_stop that never returns. The supervisor stops waiting
 	// for it at the grace (5 s) and sends the stop signal; the hook runs
@@ -370,7 +359,7 @@ func TestPreStopOutlivingTheGraceEndsWithTheSIGKILL(t *testing.T) {
 			// The hook's context ends at the SIGKILL; the fake hook hears it
 			// in a goroutine of its own (context.AfterFunc) and reads the
 			// clock, which stays at 7s until it has.
-			waitFor(t, "pre_stop ended", func() bool { return r.hooks.callsAt(spec.PreStop)[0].ended >= 0 })
+			r.hooks.until(t, "pre_stop ended", func() bool { return r.hooks.callsAt(spec.PreStop)[0].ended >= 0 })
 			call := r.hooks.callsAt(spec.PreStop)[0]
 			if call.ended != 7*time.Second || !call.cancelled {
 				t.Errorf("K9: pre_stop %+v, want it ended (cancelled) at the SIGKILL, 7s", call)

@@ -24,6 +24,9 @@ type fakeHooks struct {
 
 	mu    sync.Mutex
 	calls []*fakeHookCall
+	// changed is closed, and replaced, when a call is added or ends
+	// (until).
+	changed chan struct{}
 }
 
 type fakeHook struct {
@@ -60,6 +63,7 @@ func (h *fakeHooks) startHook(ctx context.Context, req HookRequest, finish func(
 	call := &fakeHookCall{point: req.Point, process: req.Process.Name, instance: req.InstanceID, budget: req.Budget,
 		at: h.clock.Now().Sub(clock.Epoch), ended: -1}
 	h.calls = append(h.calls, call)
+	h.changedLocked()
 	h.mu.Unlock()
 	run := h.script(req.Point, req.Process.Name, n)
 	var once sync.Once
@@ -67,6 +71,7 @@ func (h *fakeHooks) startHook(ctx context.Context, req HookRequest, finish func(
 		once.Do(func() {
 			h.mu.Lock()
 			call.ended, call.cancelled = h.clock.Now().Sub(clock.Epoch), cancelled
+			h.changedLocked()
 			h.mu.Unlock()
 			finish(err)
 		})
@@ -81,6 +86,38 @@ func (h *fakeHooks) startHook(ctx context.Context, req HookRequest, finish func(
 		}
 		end(ctx.Err(), true)
 	})
+}
+
+// changedLocked wakes every until; h.mu is held.
+func (h *fakeHooks) changedLocked() {
+	if h.changed != nil {
+		close(h.changed)
+		h.changed = nil
+	}
+}
+
+// until waits until cond holds, looking again whenever a hook call is
+// added or ends: a hook's end can come from a goroutine of its own (its
+// context's AfterFunc), after the fake clock has moved.
+func (h *fakeHooks) until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		h.mu.Lock()
+		if h.changed == nil {
+			h.changed = make(chan struct{})
+		}
+		changed := h.changed
+		h.mu.Unlock()
+		if cond() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
 }
 
 func (h *fakeHooks) callsAt(point spec.HookPoint) []fakeHookCall {

@@ -245,11 +245,19 @@ func TestReadinessProbesANewInstanceAtOnce(t *testing.T) {
 	if ps := r.status("app"); !ps.Ready {
 		t.Fatalf("the first instance should be ready after its prompt probe: %+v", ps)
 	}
+	changed := make(chan struct{}, 1)
+	defer r.sup.NotifyStatus(changed)()
 	r.advanceTo(2 * time.Second)
-	waitFor(t, "the restarted instance is ready at 2s, before its probe's next period", func() bool {
-		ps := r.status("app")
-		return ps.RestartCount == 1 && ps.Ready
-	})
+	// The probe's result comes from its worker's goroutine: wait for the
+	// status it brings, not for time.
+	deadline := time.After(10 * time.Second)
+	for ps := r.status("app"); ps.RestartCount != 1 || !ps.Ready; ps = r.status("app") {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the restarted instance is not ready at 2s, before its probe's next period: %+v", ps)
+		}
+	}
 	r.stop()
 }
 
