@@ -128,6 +128,12 @@ func Run(o Options) int {
 	if runtimeSendsSIGURG {
 		o.Logger.Debug().Msg("asynchronous preemption is on (no pid1.Prepare): a SIGURG that arrives while a signal is being forwarded may be lost")
 	}
+	// 0. Signals 32 and 34 are dropped from here on, until the signal
+	// thread takes them (redirectTo, below): their default action would
+	// end podsup, and with a child started, orphan it. Sent to podsup
+	// run under load just after its child printed a line, 32 ended it in
+	// 4 of 150 tries, in the moment between the fork and redirectTo.
+	redirecting := dropRedirected()
 
 	// 1. Catch before starting, so a signal sent at once is not lost: the
 	// safety net first, then whatever is already queued for this thread.
@@ -155,7 +161,7 @@ func Run(o Options) int {
 	if _, err := threadMask(unix.SIG_BLOCK, waited|sigsetOf(syscall.SIGCHLD)); err != nil {
 		f.log.Warn().Err(err).Msg("could not block signals on the signal thread: forwarding through os/signal only")
 	}
-	if !redirectTo(unix.Gettid()) {
+	if !redirecting || !redirectTo(unix.Gettid()) {
 		ignoreLoose()
 	}
 	for _, sig := range early {

@@ -60,6 +60,26 @@ func redirectTo(tid int) bool {
 	return true
 }
 
+// dropRedirected installs the redirecting handler for SIGPROF, 32 and 34
+// with nowhere to send them yet, so that it drops them, and reports
+// whether it could (as redirectTo). Run calls it first: 32 and 34 have no
+// Go handler, and their default action would end podsup, and orphan the
+// child, if one came before the signal thread is ready for them.
+func dropRedirected() bool {
+	act, ok := handlerAction()
+	if !ok {
+		return false
+	}
+	redirectTid.Store(0) // the handler does nothing while either is 0
+	redirectTgid.Store(0)
+	for _, sig := range redirected {
+		if rtSigaction(sig, &act, nil) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // handlerAction is the sigaction that installs redirectHandler: the
 // runtime's own for SIGUSR1 (it installs its handler for that one at
 // start, with the flags the kernel needs on this architecture: SA_SIGINFO,
