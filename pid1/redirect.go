@@ -33,38 +33,21 @@ import (
 // 32-bit loads; 0 makes it do nothing (never a tgkill to a pid <= 0).
 var redirectTgid, redirectTid atomic.Int32
 
-// redirected is the signals whose disposition redirectTo changes. 32 is
+// redirected is the signals whose disposition dropRedirected changes. 32 is
 // among them although it is never forwarded (the C library's): without a
 // handler its default action would end podsup, and the signal thread,
 // which does not wait for it, takes the handler's re-sent one and drops it
 // there (the handler does nothing on the signal thread).
 var redirected = []syscall.Signal{syscall.SIGPROF, 32, 34}
 
-// redirectTo points the redirecting handler at thread tid and installs it
-// for SIGPROF, 32 and 34, and reports whether it could: false where the
-// architecture has no handler, or when the runtime's own sigaction (whose
-// flags, mask and restorer the handler's copies) cannot be read.
-func redirectTo(tid int) bool {
-	act, ok := handlerAction()
-	pid := unix.Getpid()
-	if !ok || tid <= 0 || pid <= 0 {
-		return false
-	}
-	redirectTgid.Store(int32(pid))
-	redirectTid.Store(int32(tid))
-	for _, sig := range redirected {
-		if rtSigaction(sig, &act, nil) != nil {
-			return false
-		}
-	}
-	return true
-}
-
 // dropRedirected installs the redirecting handler for SIGPROF, 32 and 34
 // with nowhere to send them yet, so that it drops them, and reports
-// whether it could (as redirectTo). Run calls it first: 32 and 34 have no
+// whether it could: false where the architecture has no handler, or when
+// the runtime's own sigaction (whose flags, mask and restorer the
+// handler's copies) cannot be read. Run calls it first: 32 and 34 have no
 // Go handler, and their default action would end podsup, and orphan the
-// child, if one came before the signal thread is ready for them.
+// child, if one came before the signal thread is ready for them
+// (redirectTo).
 func dropRedirected() bool {
 	act, ok := handlerAction()
 	if !ok {
@@ -77,6 +60,19 @@ func dropRedirected() bool {
 			return false
 		}
 	}
+	return true
+}
+
+// redirectTo points the handler dropRedirected installed at thread tid,
+// which must block the redirected signals by then, and reports whether it
+// could.
+func redirectTo(tid int) bool {
+	pid := unix.Getpid()
+	if tid <= 0 || pid <= 0 {
+		return false
+	}
+	redirectTgid.Store(int32(pid))
+	redirectTid.Store(int32(tid))
 	return true
 }
 
