@@ -1,7 +1,6 @@
 package systemd
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/podsup/podsup/internal/selftest"
 	"github.com/podsup/podsup/sandbox/proc"
 )
 
@@ -109,29 +109,8 @@ func TestJournalDatagramThroughGoSystemd(t *testing.T) {
 		t.Skip("needs root: mounts a tmpfs on /run in a private mount namespace")
 	}
 	proc.StartReaper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := proc.Start(&proc.Cmd{Path: exe, Args: []string{exe}, Env: append(os.Environ(), helperEnv+"=journald"),
-		Stdout: w, Stderr: w, Cloneflags: syscall.CLONE_NEWNS})
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(r)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ex, err := p.Wait(ctx)
-	if err != nil || ex.Code() != 0 {
-		t.Fatalf("helper: %v exit %d: %s", err, ex.Code(), out)
-	}
-	got := string(out)
+	out, _ := selftest.Exec(t, proc.Cmd{Env: append(os.Environ(), helperEnv+"=journald"), Cloneflags: syscall.CLONE_NEWNS})
+	got := out
 	for _, want := range []string{"PRIORITY=4\n", "MESSAGE=process exited group=web\n", "SYSLOG_IDENTIFIER=podsup\n", "PODSUP_GROUP=web\n",
 		"MESSAGE=two\nlines\n"} {
 		if !strings.Contains(got, want) {

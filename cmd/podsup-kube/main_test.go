@@ -2,16 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/podsup/podsup/config"
+	"github.com/podsup/podsup/internal/selftest"
 	"github.com/podsup/podsup/sandbox/proc"
 )
 
@@ -129,40 +127,15 @@ func TestPlayExecsPodsupUpOnTheConvertedHCL(t *testing.T) {
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := proc.Start(&proc.Cmd{
-		Path: exe, Args: []string{"podsup-kube", "play", "--socket", filepath.Join(dir, "s.sock"), "../../examples/kube/web.yaml"},
-		Env:    append(os.Environ(), asMainEnv+"=1", "PODSUP_BIN="+fake),
-		Stdout: w, Stderr: w,
+	text, pid := selftest.Exec(t, proc.Cmd{
+		Args: []string{"podsup-kube", "play", "--socket", filepath.Join(dir, "s.sock"), "../../examples/kube/web.yaml"},
+		Env:  append(os.Environ(), asMainEnv+"=1", "PODSUP_BIN="+fake),
 	})
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(r)
-	r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	exit, err := p.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if exit.Code() != 0 {
-		t.Fatalf("play exited %d:\n%s", exit.Code(), out)
-	}
-	text := string(out)
 	if !strings.Contains(text, "argv: --socket "+filepath.Join(dir, "s.sock")+" up -f /proc/self/fd/") {
 		t.Errorf("podsup was not run as podsup up -f FILE:\n%s", text)
 	}
-	if !strings.Contains(text, "pid: "+itoa(p.Pid())) {
-		t.Errorf("podsup up is not podsup-kube's own process (pid %d):\n%s", p.Pid(), text)
+	if !strings.Contains(text, "pid: "+itoa(pid)) {
+		t.Errorf("podsup up is not podsup-kube's own process (pid %d):\n%s", pid, text)
 	}
 	hcl := text[strings.Index(text, "# Converted from"):]
 	if _, err := config.Parse([]byte(hcl), "played.hcl"); err != nil || !strings.Contains(hcl, `group "web"`) {

@@ -22,6 +22,16 @@ import (
 // fails the test when the child exits non-zero or runs for over a minute.
 func Run(t *testing.T, env string) string {
 	t.Helper()
+	out, _ := Exec(t, proc.Cmd{Env: append(os.Environ(), env), Stderr: os.Stderr})
+	return strings.TrimSpace(out)
+}
+
+// Exec runs the test binary as a child that c describes further (Path is
+// the test binary's, and so is Args when empty; Stdout, and Stderr when
+// nil, are a pipe read here) and returns all it printed and its pid. It
+// fails the test when the child exits non-zero or runs for over a minute.
+func Exec(t *testing.T, c proc.Cmd) (out string, pid int) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +41,14 @@ func Run(t *testing.T, env string) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p, err := proc.Start(&proc.Cmd{Path: exe, Args: []string{exe}, Env: append(os.Environ(), env), Stdout: w, Stderr: os.Stderr})
+	c.Path, c.Stdout = exe, w
+	if len(c.Args) == 0 {
+		c.Args = []string{exe}
+	}
+	if c.Stderr == nil {
+		c.Stderr = w
+	}
+	p, err := proc.Start(&c)
 	w.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +66,8 @@ func Run(t *testing.T, env string) string {
 	if err := <-read; err != nil {
 		t.Fatal(err)
 	}
-	out := strings.TrimSpace(buf.String())
 	if code := p.Exit().Code(); code != 0 {
-		t.Fatalf("the child (%s) exited with %d: %s", env, code, out)
+		t.Fatalf("the child exited with %d: %s", code, buf.String())
 	}
-	return out
+	return buf.String(), p.Pid()
 }
