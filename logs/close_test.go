@@ -133,3 +133,27 @@ func TestIdleHubDoesNotWake(t *testing.T) {
 		t.Fatalf("the loop woke %d times while 20 processes were silent", n)
 	}
 }
+
+func TestHubWaitsInTheRuntimesPoller(t *testing.T) {
+	t.Parallel()
+	// The loop must park in Go's poller, not block a thread in epoll_wait
+	// (see pollEpoll): wait drops to blocking only when the poller
+	// refuses the fd, and it clears h.epoll when it does.
+	h := newTestHub(t, HubOptions{})
+	if h.epoll == nil {
+		t.Fatal("the capture epoll fd was not handed to the runtime's poller")
+	}
+	for i := range 3 {
+		p, _ := startSh(t, h, "g", "p", strconv.Itoa(i), spec.Log{}, `echo line`)
+		<-p.Done()
+	}
+	eventually(t, "the last instance's line", func() bool {
+		l, _ := h.Tail("g", "p", 0, false)
+		return len(l) == 1
+	})
+	h.readMu.Lock() // the loop holds it while it handles events, not while it waits
+	defer h.readMu.Unlock()
+	if h.epoll == nil {
+		t.Fatal("the loop fell back to blocking in epoll_wait")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/podsup/podsup/clock"
@@ -84,7 +85,9 @@ type Hub struct {
 	sink  *outSink // nil without Out
 
 	epfd   int
-	wakefd int // eventfd: Close wakes the loop through it
+	epoll  syscall.RawConn // epfd in the Go runtime's poller; nil: the loop blocks in epoll_wait
+	epFile *os.File        // owns epfd once pollEpoll made it non-blocking
+	wakefd int             // eventfd: Close wakes the loop through it
 
 	loopDone chan struct{}
 	quit     chan struct{} // closed by Close: followers stop
@@ -170,11 +173,32 @@ func NewHub(opts HubOptions) (*Hub, error) {
 		streams:  make(map[int32]*stream),
 		procs:    make(map[string]*procLog),
 	}
+	h.pollEpoll()
 	if opts.Out != nil {
 		h.sink = newOutSink(opts.Out, opts.Format, opts.OutBufferBytes, h.clock, h.log)
 	}
 	go h.loop()
 	return h, nil
+}
+
+// pollEpoll hands the hub's epoll fd to the Go runtime's poller (an epoll
+// fd is readable while it has events), so that the loop waits parked, not
+// in epoll_wait on a thread of its own. A goroutine blocked in a system
+// call keeps its P until the runtime's monitor (sysmon) takes it away,
+// which it checks for every 20 µs while it finds any to take; with the
+// loop blocked there between every two restarts, that monitor never
+// backed off and ran ~8,000 times a second under S1 (docs/benchmarks.md).
+// If the fd cannot be added, the loop blocks in epoll_wait as before.
+func (h *Hub) pollEpoll() {
+	if err := unix.SetNonblock(h.epfd, true); err != nil {
+		return
+	}
+	// The file owns epfd from here on (its finalizer would close it), so
+	// it is kept whatever follows.
+	h.epFile = os.NewFile(uintptr(h.epfd), "log-capture-epoll")
+	if rc, err := h.epFile.SyscallConn(); err == nil {
+		h.epoll = rc
+	}
 }
 
 func withDefaults(o HubOptions) HubOptions {
@@ -271,7 +295,11 @@ func (h *Hub) Close() error {
 		}
 	}
 	_ = unix.Close(h.wakefd) // the loop, its only reader, has returned
-	_ = unix.Close(h.epfd)
+	if h.epFile != nil {
+		_ = h.epFile.Close()
+	} else {
+		_ = unix.Close(h.epfd)
+	}
 	return nil
 }
 

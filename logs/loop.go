@@ -48,7 +48,7 @@ func (h *Hub) loop() {
 	defer close(h.loopDone)
 	events := make([]unix.EpollEvent, 128)
 	for {
-		n, err := unix.EpollWait(h.epfd, events, -1)
+		n, err := h.wait(events)
 		h.wakeups.Add(1)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
@@ -71,6 +71,24 @@ func (h *Hub) loop() {
 			h.readMu.Unlock()
 		}
 	}
+}
+
+// wait returns the ready events, parked in the runtime's poller until
+// there are some (see pollEpoll). Should the poller refuse the fd, it
+// falls back to blocking in epoll_wait, which works all the same.
+func (h *Hub) wait(events []unix.EpollEvent) (n int, err error) {
+	if h.epoll != nil {
+		rerr := h.epoll.Read(func(fd uintptr) bool {
+			n, err = unix.EpollWait(int(fd), events, 0)
+			return n != 0 || err != nil // false: nothing yet, park until fd is readable
+		})
+		if rerr == nil {
+			return n, err
+		}
+		h.log.Debug().Err(rerr).Msg("the runtime's poller refused the capture epoll fd; blocking in epoll_wait")
+		h.epoll = nil // only this goroutine reads it once the loop runs
+	}
+	return unix.EpollWait(h.epfd, events, -1)
 }
 
 // readStream does one read and dispatches the complete lines; at EOF it

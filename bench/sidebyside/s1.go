@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -30,7 +31,7 @@ const warmUp = time.Second
 // own, and both contestants are measured the same way.
 func runS1(self, podsup, baseline, work string, rounds int, window time.Duration) {
 	fmt.Printf("\nS1: restart reaction, %s exit -> next exec (%d rounds x %s windows, µs)\n", s1Child, rounds, window)
-	type res struct{ p50, p99, perSec, toFork, toExec float64 }
+	type res struct{ p50, p99, perSec, toFork, toExec, cpu float64 }
 	all := map[string][]res{}
 	contestants := []string{"podsup", "floor"}
 	if baseline != "" {
@@ -44,24 +45,28 @@ func runS1(self, podsup, baseline, work string, rounds int, window time.Duration
 				lat   []float64
 				split splits
 				n     int
+				cpu   time.Duration
 				err   error
 			)
 			switch who {
 			case "podsup":
-				lat, split, n, err = s1Podsup(podsup, work, window)
+				lat, split, n, cpu, err = s1Podsup(podsup, work, window)
 			case "podsup-base":
-				lat, split, n, err = s1Podsup(baseline, work, window)
+				lat, split, n, cpu, err = s1Podsup(baseline, work, window)
 			default:
-				lat, split, n, err = s1Floor(self, window)
+				lat, split, n, cpu, err = s1Floor(self, window)
 			}
 			if err != nil {
 				fmt.Printf("  round %d %s: %v\n", r+1, who, err)
 				continue
 			}
-			x := res{percentile(lat, .5), percentile(lat, .99), float64(n) / window.Seconds(), median(split.toFork), median(split.toExec)}
+			x := res{percentile(lat, .5), percentile(lat, .99), float64(n) / window.Seconds(), median(split.toFork), median(split.toExec), 0}
+			if n > 0 {
+				x.cpu = float64(cpu.Microseconds()) / float64(n)
+			}
 			all[who] = append(all[who], x)
-			fmt.Printf("  round %d %-11s p50 %6.0f  p99 %6.0f  %5.0f restarts/s (%d pairs; p50 exit->fork %4.0f, fork->exec %4.0f)\n",
-				r+1, who, x.p50, x.p99, x.perSec, len(lat), x.toFork, x.toExec)
+			fmt.Printf("  round %d %-11s p50 %6.0f  p99 %6.0f  %5.0f restarts/s (%d pairs; p50 exit->fork %4.0f, fork->exec %4.0f; CPU/restart %4.0f)\n",
+				r+1, who, x.p50, x.p99, x.perSec, len(lat), x.toFork, x.toExec, x.cpu)
 		}
 	}
 	pick := func(who string, f func(res) float64) []float64 {
@@ -75,9 +80,10 @@ func runS1(self, podsup, baseline, work string, rounds int, window time.Duration
 	p99 := func(x res) float64 { return x.p99 }
 	toFork := func(x res) float64 { return x.toFork }
 	toExec := func(x res) float64 { return x.toExec }
+	cpu := func(x res) float64 { return x.cpu }
 	for _, who := range contestants {
-		fmt.Printf("  %-11s p50 %6.0f µs (rounds %s), p99 %6.0f µs; exit->fork %4.0f, fork->exec %4.0f\n", who,
-			median(pick(who, p50)), fmtList(pick(who, p50)), median(pick(who, p99)), median(pick(who, toFork)), median(pick(who, toExec)))
+		fmt.Printf("  %-11s p50 %6.0f µs (rounds %s), p99 %6.0f µs; exit->fork %4.0f, fork->exec %4.0f; CPU/restart %4.0f µs\n", who,
+			median(pick(who, p50)), fmtList(pick(who, p50)), median(pick(who, p99)), median(pick(who, toFork)), median(pick(who, toExec)), median(pick(who, cpu)))
 	}
 	for _, who := range contestants {
 		if who == "floor" {
@@ -110,14 +116,14 @@ group "bench" {
 `
 
 // s1Podsup runs `podsup up` with one always-restarting /bin/true.
-func s1Podsup(podsup, work string, window time.Duration) ([]float64, splits, int, error) {
+func s1Podsup(podsup, work string, window time.Duration) ([]float64, splits, int, time.Duration, error) {
 	dir, err := os.MkdirTemp(work, "s1-")
 	if err != nil {
-		return nil, splits{}, 0, err
+		return nil, splits{}, 0, 0, err
 	}
 	cfg := filepath.Join(dir, "podsup.hcl")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(s1Config, filepath.Join(dir, "podsup.sock"), s1Child)), 0o644); err != nil {
-		return nil, splits{}, 0, err
+		return nil, splits{}, 0, 0, err
 	}
 	return measureRestarts(window, func() (*proc.Process, error) {
 		return proc.Start(&proc.Cmd{Path: podsup, Args: []string{"podsup", "up", "-f", cfg}})
@@ -126,7 +132,7 @@ func s1Podsup(podsup, work string, window time.Duration) ([]float64, splits, int
 
 // s1Floor runs the floor in a process of its own (it waits for its child
 // with wait4, which it may not do beside this program's reaper).
-func s1Floor(self string, window time.Duration) ([]float64, splits, int, error) {
+func s1Floor(self string, window time.Duration) ([]float64, splits, int, time.Duration, error) {
 	d := (warmUp + window + 200*time.Millisecond).String()
 	return measureRestarts(window, func() (*proc.Process, error) {
 		return proc.Start(&proc.Cmd{Path: self, Args: []string{"sidebyside", childMode, "floor", d, s1Child}})
@@ -136,21 +142,22 @@ func s1Floor(self string, window time.Duration) ([]float64, splits, int, error) 
 // measureRestarts starts a supervisor, records the kernel's process events
 // for its children over warm-up and window, stops it with SIGTERM and
 // returns the exit → next exec latencies inside the window, with their two
-// parts.
-func measureRestarts(window time.Duration, startSupervisor func() (*proc.Process, error)) ([]float64, splits, int, error) {
+// parts, and the supervisor's CPU time in the window.
+func measureRestarts(window time.Duration, startSupervisor func() (*proc.Process, error)) ([]float64, splits, int, time.Duration, error) {
 	l, err := listenProcEvents()
 	if err != nil {
-		return nil, splits{}, 0, fmt.Errorf("process events connector: %w", err)
+		return nil, splits{}, 0, 0, fmt.Errorf("process events connector: %w", err)
 	}
 	defer l.close()
 	go l.run()
 	sup, err := startSupervisor()
 	if err != nil {
-		return nil, splits{}, 0, err
+		return nil, splits{}, 0, 0, err
 	}
-	from := monotonic() + warmUp.Nanoseconds()
-	time.Sleep(warmUp + window)
-	to := monotonic()
+	time.Sleep(warmUp)
+	from, cpuFrom := monotonic(), threadsCPU(sup.Pid())
+	time.Sleep(window)
+	to, cpu := monotonic(), threadsCPU(sup.Pid())-cpuFrom
 	_ = sup.Signal(syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -163,7 +170,31 @@ func measureRestarts(window time.Duration, startSupervisor func() (*proc.Process
 	if l.lost.Load() {
 		fmt.Println("  (the events socket overflowed: some restarts were not seen)")
 	}
-	return lat, split, n, nil
+	return lat, split, n, cpu, nil
+}
+
+// threadsCPU is the CPU time every thread of pid has had so far, from the
+// scheduler's own figures (schedstat's first field, ns): finer than
+// /proc/PID/stat's clock ticks. Threads that ended are not in it; the
+// supervisors measured here keep theirs.
+func threadsCPU(pid int) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
 }
 
 // splits divides each exit → next exec latency at the next child's fork:
