@@ -100,7 +100,7 @@ type Stack struct {
 //   - The first stack (or the first process start of package sandbox/proc)
 //     installs package sandbox/proc's reaper: a goroutine that waits for the
 //     exit of any child of the process (waitid on every pid, woken by the
-//     kernel or by SIGCHLD, which it catches), reaps it and hands it to
+//     kernel; in PID 1 it also catches SIGCHLD), reaps it and hands it to
 //     whoever started that pid, counting the rest as orphans. From then on nothing else in the process may wait for a
 //     child: os/exec's Cmd.Wait, Run, Output and CombinedOutput,
 //     os.Process.Wait, or a wait4/waitpid of its own would lose exits to

@@ -29,15 +29,15 @@
 // statuses. So the first Start installs a reaper that waits in the kernel
 // for any child's exit (waitid(P_ALL, WNOWAIT), which the kernel ends by
 // waking that thread: no signal hop), reaps that pid and hands the exit
-// to whoever started it; SIGCHLD only wakes it when it had no child to
-// wait for. Exits of
+// to whoever started it. When it has no child to wait for, a Start wakes
+// it, and in PID 1 so does SIGCHLD. Exits of
 // processes nobody started here (orphans reparented to podsup as PID 1 or
 // child subreaper) are reaped and counted. Nothing else in podsup may wait
 // for a process; CI enforces this.
 //
 // The reaper belongs to the whole program that links this package: once it
-// runs, os/exec's Wait (and any other wait) loses exits to it, and the
-// SIGCHLD it catches is no longer the program's. Becoming a child
+// runs, os/exec's Wait (and any other wait) loses exits to it, and in
+// PID 1 SIGCHLD is no longer the program's either. Becoming a child
 // subreaper (PR_SET_CHILD_SUBREAPER), so that orphaned descendants come
 // back to be reaped here, is the program's choice: StartReaper and
 // StartReaperAs(true) make it, and the first Start, when nothing chose

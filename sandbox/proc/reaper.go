@@ -89,7 +89,18 @@ func installReaper(subreaper bool) (installed bool) {
 				r.subreaper = true
 			}
 		}
-		signal.Notify(r.kick, syscall.SIGCHLD)
+		if os.Getpid() == 1 {
+			// Only PID 1 can be given a child while it has none: a
+			// process that entered its PID namespace from outside
+			// (setns, as `docker exec` does) and ends leaves its children
+			// to PID 1. A subreaper's orphans come from its descendants,
+			// and without a child it has none; any other new child is a
+			// fork of its own, which register announces. So only PID 1
+			// pays for SIGCHLD: os/signal wakes a goroutine for every
+			// exit, and under a stream of restarts that was a tenth of
+			// podsup's context switches (docs/benchmarks.md).
+			signal.Notify(r.kick, syscall.SIGCHLD)
+		}
 		go r.loop()
 		theReaper = r
 	})
@@ -101,9 +112,10 @@ func installReaper(subreaper bool) (installed bool) {
 // exited, and the kernel wakes that thread itself. Waking it through
 // SIGCHLD instead (the runtime's handler, os/signal's goroutine, then this
 // one) cost about 90 µs of scheduling delay per exit on these machines,
-// a fifth of what a restart costs above the fork+exec floor. SIGCHLD (and
-// register) still wake the loop when it had no child at all to wait for:
-// an orphan reparented to PID 1 or the subreaper arrives without one.
+// a fifth of what a restart costs above the fork+exec floor. When it had
+// no child at all to wait for, register wakes the loop, and so does
+// SIGCHLD in PID 1, to which a process may be reparented without one (see
+// installReaper).
 func (r *reaper) loop() {
 	for {
 		p, e, st := r.reapOne(true)

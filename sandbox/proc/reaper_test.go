@@ -1,10 +1,12 @@
 package proc
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -641,5 +643,81 @@ func TestHeldExitsAreBounded(t *testing.T) {
 	r.abandon(s)
 	if n := r.orphans.Load(); n != uint64(maxHeld+10) {
 		t.Errorf("%d orphans after the spawn ended, want %d", n, maxHeld+10)
+	}
+}
+
+// pid1Adopts runs as PID 1 of a new PID namespace with no child at all,
+// says READY and waits for an orphan it never forked to be reaped.
+var _ = registerHelper("pid1-adopts", func(args []string) int {
+	if err := mountPrivateProc(); err != nil {
+		fmt.Println("FAIL mount /proc:", err)
+		return 1
+	}
+	before := Stats().Orphans // installs the reaper, which finds no child
+	fmt.Println("READY")
+	deadline := time.Now().Add(30 * time.Second)
+	for Stats().Orphans == before {
+		if time.Now().After(deadline) {
+			fmt.Println("FAIL: the adopted orphan was not reaped within 30 s")
+			return 1
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if z := zombiesOf(1); len(z) > 0 {
+		fmt.Printf("FAIL: zombies left: %v\n", z)
+		return 1
+	}
+	fmt.Println("OK")
+	return 0
+})
+
+func TestReaperAsPID1ReapsAnOrphanItGotWhileItHadNoChild(t *testing.T) {
+	// A process that entered the namespace from outside (nsenter, as
+	// `docker exec` does) leaves a child behind when it exits; that child
+	// goes to PID 1, which then had no child to wait for. Only SIGCHLD
+	// can tell it (installReaper).
+	needRoot(t)
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		t.Skip("nsenter (util-linux) is not installed: it enters the namespace from outside")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := helperCmd(t, "pid1-adopts")
+	c.Stdout, c.Stderr = w, w
+	c.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWNS
+	p, err := Start(c)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Signal(syscall.SIGKILL) //nolint:errcheck // gone already if it passed
+	lines := bufio.NewScanner(r)
+	if !lines.Scan() || lines.Text() != "READY" {
+		t.Fatalf("helper said %q", lines.Text())
+	}
+	time.Sleep(100 * time.Millisecond) // its reaper reaches "no child" and waits
+	in, err := Start(&Cmd{Path: nsenter, Args: []string{"nsenter", "-t", strconv.Itoa(p.Pid()), "-p", "--", "/bin/sh", "-c", "/bin/sleep 0.3 & exit 0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if e, err := in.Wait(ctx); err != nil || e.Code() != 0 {
+		t.Fatalf("nsenter: %v %v", e, err)
+	}
+	var out strings.Builder
+	for lines.Scan() {
+		out.WriteString(lines.Text() + "\n")
+	}
+	e, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Code() != 0 || !strings.Contains(out.String(), "OK") {
+		t.Fatalf("PID 1 helper: %s\n%s", e, out.String())
 	}
 }

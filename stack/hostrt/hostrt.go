@@ -31,8 +31,8 @@ import (
 //
 // Its first Start (unless something in the program started it before)
 // installs package proc's reaper, which belongs to the whole program: a
-// goroutine that catches SIGCHLD and waits for any child
-// (waitid(P_ALL)), reaps it and hands the exit to whoever started that
+// goroutine that waits for any child (waitid(P_ALL); in PID 1 it also
+// catches SIGCHLD), reaps it and hands the exit to whoever started that
 // pid, counting the rest as orphans. From then on nothing else in the
 // program may wait for a child (os/exec's Cmd.Wait, Run and Output,
 // os.Process.Wait, wait4 of its own): it would lose exits to the reaper
