@@ -6,7 +6,7 @@ import (
 )
 
 func TestForkGateSerializesButNeverWaitsLongOnAStuckHolder(t *testing.T) {
-	g := forkGate{token: make(chan struct{}, 1)}
+	g := newForkGate(forkGatePatience)
 	stuck := g.enter() // a holder that never finishes in time
 	defer stuck()
 	t0 := time.Now()
