@@ -172,7 +172,8 @@ const (
 // started, whatever the cause (not found, not executable, ...): containerd's
 // CRI records 128 with reason StartError (E3). The cause is in Message.
 // podsup run keeps the shell's 127 and 126 (proc.ExitCodeForStartError).
-const StartErrorExitCode = 128
+// It is proc.StartErrorExitCode, as is supervisor.StartErrorExitCode.
+const StartErrorExitCode = proc.StartErrorExitCode
 
 // ProcessStatus is a snapshot of a process.
 type ProcessStatus struct {

@@ -138,8 +138,9 @@ func (e *StartError) Error() string { return "unable to start process: " + e.Err
 func (e *StartError) Unwrap() error { return e.Err }
 
 // StartErrorExitCode is the exit code of a start that failed: containerd's
-// CRI records 128 with reason StartError, whatever the cause (E3).
-const StartErrorExitCode = 128
+// CRI records 128 with reason StartError, whatever the cause (E3). It is
+// proc.StartErrorExitCode, as is sandbox.StartErrorExitCode.
+const StartErrorExitCode = proc.StartErrorExitCode
 
 // startFailureCode is the exit code a failed start is reported with.
 func startFailureCode(err error) int {

@@ -84,6 +84,13 @@ type StartError struct {
 func (e *StartError) Error() string { return e.Path + ": " + e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
 
+// StartErrorExitCode is the exit code a supervisor records for a process
+// that could not be started, whatever the cause: containerd's CRI records
+// 128 with reason StartError. podsup's supervisor and sandbox runtime use
+// it (both export it under the same name); podsup run, a wrapper, keeps
+// the shell's codes instead (ExitCodeForStartError).
+const StartErrorExitCode = 128
+
 // ExitCodeForStartError is the shell's convention: 127 when the command
 // does not exist, 126 when it exists but cannot be executed, 1 otherwise.
 func ExitCodeForStartError(err error) int {
