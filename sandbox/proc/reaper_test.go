@@ -144,13 +144,16 @@ func mountPrivateProc() error {
 	return unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 }
 
-func runInPidNamespace(t *testing.T, helper string) string {
+// startInPidNamespace starts helper as PID 1 of a new PID and mount
+// namespace and returns it with the read end of its stdout and stderr.
+func startInPidNamespace(t *testing.T, helper string) (*Process, *os.File) {
 	t.Helper()
 	needRoot(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.Close() })
 	c := helperCmd(t, helper)
 	c.Stdout, c.Stderr = w, w
 	c.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWNS
@@ -159,6 +162,12 @@ func runInPidNamespace(t *testing.T, helper string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, r
+}
+
+func runInPidNamespace(t *testing.T, helper string) string {
+	t.Helper()
+	p, r := startInPidNamespace(t, helper)
 	var out strings.Builder
 	buf := make([]byte, 4096)
 	for {
@@ -676,24 +685,11 @@ func TestReaperAsPID1ReapsAnOrphanItGotWhileItHadNoChild(t *testing.T) {
 	// `docker exec` does) leaves a child behind when it exits; that child
 	// goes to PID 1, which then had no child to wait for. Only SIGCHLD
 	// can tell it (installReaper).
-	needRoot(t)
 	nsenter, err := exec.LookPath("nsenter")
 	if err != nil {
 		t.Skip("nsenter (util-linux) is not installed: it enters the namespace from outside")
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	c := helperCmd(t, "pid1-adopts")
-	c.Stdout, c.Stderr = w, w
-	c.Cloneflags = unix.CLONE_NEWPID | unix.CLONE_NEWNS
-	p, err := Start(c)
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, r := startInPidNamespace(t, "pid1-adopts")
 	defer p.Signal(syscall.SIGKILL) //nolint:errcheck // gone already if it passed
 	lines := bufio.NewScanner(r)
 	if !lines.Scan() || lines.Text() != "READY" {
