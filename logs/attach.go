@@ -135,7 +135,7 @@ func (h *Hub) newCapture(a *Attachment, l spec.Log) (*capture, error) {
 			return fail("making the capture pipe non-blocking", err)
 		}
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fds[0])}
-		if err := unix.EpollCtl(h.epfd, unix.EPOLL_CTL_ADD, fds[0], &ev); err != nil {
+		if err := unix.EpollCtl(h.ep.FD(), unix.EPOLL_CTL_ADD, fds[0], &ev); err != nil {
 			return fail("watching the capture pipe", err)
 		}
 		c.streams[i] = stream{fd: int32(fds[0]), kind: kind, c: c}

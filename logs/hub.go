@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/internal/epollwait"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
@@ -84,10 +84,8 @@ type Hub struct {
 	log   zerolog.Logger
 	sink  *outSink // nil without Out
 
-	epfd   int
-	epoll  syscall.RawConn // epfd in the Go runtime's poller; nil: the loop blocks in epoll_wait
-	epFile *os.File        // owns epfd once pollEpoll made it non-blocking
-	wakefd int             // eventfd: Close wakes the loop through it
+	ep     *epollwait.Set // the capture pipes and wakefd
+	wakefd int            // eventfd: Close wakes the loop through it
 
 	loopDone chan struct{}
 	quit     chan struct{} // closed by Close: followers stop
@@ -146,26 +144,25 @@ func NewHub(opts HubOptions) (*Hub, error) {
 	default:
 		return nil, fmt.Errorf("log format %q is not one of %q, %q", opts.Format, FormatConsole, FormatJSON)
 	}
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	ep, err := epollwait.New()
 	if err != nil {
 		return nil, fmt.Errorf("creating epoll instance: %w", err)
 	}
 	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		_ = unix.Close(epfd) // nothing registered yet
+		_ = ep.Close() // nothing registered yet
 		return nil, fmt.Errorf("creating eventfd: %w", err)
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &ev); err != nil {
+	if err := ep.Add(wakefd, unix.EPOLLIN); err != nil {
 		_ = unix.Close(wakefd)
-		_ = unix.Close(epfd)
+		_ = ep.Close()
 		return nil, fmt.Errorf("watching eventfd: %w", err)
 	}
 	h := &Hub{
 		opts:     opts,
 		clock:    opts.Clock,
 		log:      opts.Logger,
-		epfd:     epfd,
+		ep:       ep,
 		wakefd:   wakefd,
 		buf:      make([]byte, readBufferBytes),
 		loopDone: make(chan struct{}),
@@ -173,32 +170,11 @@ func NewHub(opts HubOptions) (*Hub, error) {
 		streams:  make(map[int32]*stream),
 		procs:    make(map[string]*procLog),
 	}
-	h.pollEpoll()
 	if opts.Out != nil {
 		h.sink = newOutSink(opts.Out, opts.Format, opts.OutBufferBytes, h.clock, h.log)
 	}
 	go h.loop()
 	return h, nil
-}
-
-// pollEpoll hands the hub's epoll fd to the Go runtime's poller (an epoll
-// fd is readable while it has events), so that the loop waits parked, not
-// in epoll_wait on a thread of its own. A goroutine blocked in a system
-// call keeps its P until the runtime's monitor (sysmon) takes it away,
-// which it checks for every 20 µs while it finds any to take; with the
-// loop blocked there between every two restarts, that monitor never
-// backed off and ran ~8,000 times a second under S1 (docs/benchmarks.md).
-// If the fd cannot be added, the loop blocks in epoll_wait as before.
-func (h *Hub) pollEpoll() {
-	if err := unix.SetNonblock(h.epfd, true); err != nil {
-		return
-	}
-	// The file owns epfd from here on (its finalizer would close it), so
-	// it is kept whatever follows.
-	h.epFile = os.NewFile(uintptr(h.epfd), "log-capture-epoll")
-	if rc, err := h.epFile.SyscallConn(); err == nil {
-		h.epoll = rc
-	}
 }
 
 func withDefaults(o HubOptions) HubOptions {
@@ -295,11 +271,7 @@ func (h *Hub) Close() error {
 		}
 	}
 	_ = unix.Close(h.wakefd) // the loop, its only reader, has returned
-	if h.epFile != nil {
-		_ = h.epFile.Close()
-	} else {
-		_ = unix.Close(h.epfd)
-	}
+	_ = h.ep.Close()
 	return nil
 }
 

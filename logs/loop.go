@@ -40,15 +40,16 @@ func (b *batch) add(text []byte, partial bool) {
 
 func (b *batch) text(r lineRef) []byte { return b.arena[r.off : r.off+r.n] }
 
-// loop is the one capture goroutine. It sleeps in epoll_wait (no timeout:
-// an idle podsup is not woken) and, level-triggered, does one read per
-// ready pipe per wake-up, so a process writing flat out cannot starve the
-// others: the next epoll_wait reports it again.
+// loop is the one capture goroutine. It waits for the epoll set parked in
+// the runtime's poller (internal/epollwait; no timeout: an idle podsup is
+// not woken) and, level-triggered, does one read per ready pipe per
+// wake-up, so a process writing flat out cannot starve the others: the
+// next wait reports it again.
 func (h *Hub) loop() {
 	defer close(h.loopDone)
 	events := make([]unix.EpollEvent, 128)
 	for {
-		n, err := h.wait(events)
+		n, err := h.ep.Wait(events)
 		h.wakeups.Add(1)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
@@ -71,24 +72,6 @@ func (h *Hub) loop() {
 			h.readMu.Unlock()
 		}
 	}
-}
-
-// wait returns the ready events, parked in the runtime's poller until
-// there are some (see pollEpoll). Should the poller refuse the fd, it
-// falls back to blocking in epoll_wait, which works all the same.
-func (h *Hub) wait(events []unix.EpollEvent) (n int, err error) {
-	if h.epoll != nil {
-		rerr := h.epoll.Read(func(fd uintptr) bool {
-			n, err = unix.EpollWait(int(fd), events, 0)
-			return n != 0 || err != nil // false: nothing yet, park until fd is readable
-		})
-		if rerr == nil {
-			return n, err
-		}
-		h.log.Debug().Err(rerr).Msg("the runtime's poller refused the capture epoll fd; blocking in epoll_wait")
-		h.epoll = nil // only this goroutine reads it once the loop runs
-	}
-	return unix.EpollWait(h.epfd, events, -1)
 }
 
 // readStream does one read and dispatches the complete lines; at EOF it
@@ -253,7 +236,7 @@ func (h *Hub) retire(s *stream) {
 	h.mu.Unlock()
 	// Closing the fd removes it from the epoll set; the explicit delete
 	// keeps that true even if the fd were ever duplicated.
-	_ = unix.EpollCtl(h.epfd, unix.EPOLL_CTL_DEL, int(s.fd), nil)
+	_ = unix.EpollCtl(h.ep.FD(), unix.EPOLL_CTL_DEL, int(s.fd), nil)
 	_ = unix.Close(int(s.fd)) // a read end at EOF: nothing to flush
 	s.fd = -1
 	if idle && p.file != nil {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/internal/epollwait"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -38,12 +39,13 @@ type Options struct {
 var ErrClosed = errors.New("notify server is closed")
 
 // Server receives readiness messages from every attached instance on one
-// goroutine (Run) blocked in epoll_wait.
+// goroutine (Run), which waits for its epoll set parked in the runtime's
+// poller (internal/epollwait).
 type Server struct {
 	dir    string
 	clock  clock.Clock
 	log    zerolog.Logger
-	epfd   int
+	ep     *epollwait.Set
 	wakefd int
 
 	mu      sync.Mutex // guards everything below
@@ -70,25 +72,25 @@ func NewServer(opts Options) (*Server, error) {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("unable to set up the notify socket directory: %w", err)
 	}
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	ep, err := epollwait.New()
 	if err != nil {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("unable to create an epoll set: %w", err)
 	}
 	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		_ = unix.Close(epfd)
+		_ = ep.Close()
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("unable to create an eventfd: %w", err)
 	}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}); err != nil {
+	if err := ep.Add(wakefd, unix.EPOLLIN); err != nil {
 		_ = unix.Close(wakefd)
-		_ = unix.Close(epfd)
+		_ = ep.Close()
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("unable to watch the eventfd: %w", err)
 	}
 	return &Server{dir: dir, clock: clock.Or(opts.Clock), log: opts.Logger,
-		epfd: epfd, wakefd: wakefd, eps: map[int32]*endpoint{}}, nil
+		ep: ep, wakefd: wakefd, eps: map[int32]*endpoint{}}, nil
 }
 
 // Dir is the directory holding the notify sockets; a sandbox with its own
@@ -118,7 +120,7 @@ func (s *Server) Run(ctx context.Context) error {
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, unix.CmsgSpace(253*4)) // SCM_MAX_FD fds
 	for {
-		n, err := unix.EpollWait(s.epfd, events, -1)
+		n, err := s.ep.Wait(events)
 		if err == unix.EINTR {
 			continue
 		}
@@ -158,7 +160,7 @@ func (s *Server) register(ep *endpoint) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, ep.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(ep.fd)}); err != nil {
+	if err := s.ep.Add(ep.fd, unix.EPOLLIN); err != nil {
 		return fmt.Errorf("unable to watch a notify fd: %w", err)
 	}
 	s.eps[int32(ep.fd)] = ep
@@ -186,7 +188,7 @@ func (s *Server) closeRetired() {
 	for _, ep := range eps {
 		if s.eps[int32(ep.fd)] == ep {
 			delete(s.eps, int32(ep.fd))
-			_ = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, ep.fd, nil) // closing removes it anyway
+			_ = unix.EpollCtl(s.ep.FD(), unix.EPOLL_CTL_DEL, ep.fd, nil) // closing removes it anyway
 		}
 	}
 	s.mu.Unlock()
@@ -208,7 +210,7 @@ func (s *Server) shutdown() {
 		ep.close()
 	}
 	_ = unix.Close(s.wakefd)
-	_ = unix.Close(s.epfd)
+	_ = s.ep.Close()
 	_ = os.RemoveAll(s.dir)
 }
 
