@@ -13,6 +13,7 @@ type mailbox struct {
 
 	mu    sync.Mutex
 	items []any
+	spare []any // a drained batch handed back by recycle, for the next puts
 }
 
 func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
@@ -31,9 +32,24 @@ func (m *mailbox) drain() []any {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	items := m.items
-	m.items = nil
+	m.items, m.spare = m.spare, nil
 	return items
 }
+
+// recycle hands back a batch drain returned, once its items are handled,
+// so that the puts of every restart do not grow a new slice.
+func (m *mailbox) recycle(items []any) {
+	clear(items) // keep no input alive
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.spare == nil && cap(items) <= maxRecycled {
+		m.spare = items[:0]
+	}
+}
+
+// maxRecycled bounds the batch kept for reuse: a mass exit's batch is not
+// kept for the quiet afterwards.
+const maxRecycled = 64
 
 // barrierInput is answered by closing done once every input posted before
 // it has been handled and the timer re-armed. Tests use it to know the

@@ -187,6 +187,7 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 			}
 			w.step(in)
 		}
+		w.mb.recycle(items)
 		// Once per batch, not per input: a snapshot is O(processes), and
 		// 10,000 processes exiting at once would make it O(n²).
 		w.publish()

@@ -29,6 +29,11 @@ var (
 	ErrThreadStranded = errors.New("spawning thread left in a child's cgroup")
 )
 
+// errNoMemoryController is OOMKills' answer without a memory controller,
+// made once: every exit asks, and on a host without the controller the
+// error was formatted anew each time only to be dropped.
+var errNoMemoryController = missingControllers([]string{"memory"})
+
 // missingControllers is the error for limits nobody can enforce.
 func missingControllers(names []string) error {
 	return fmt.Errorf("%w: %v", ErrNoController, names)

@@ -76,7 +76,7 @@ func (n *node) Stats() (Stats, error) {
 func (n *node) OOMKills() (uint64, error) {
 	h := n.ctl("memory")
 	if h == nil {
-		return 0, missingControllers([]string{"memory"})
+		return 0, errNoMemoryController
 	}
 	top := n.dir(h)
 	if h.Version == 2 {

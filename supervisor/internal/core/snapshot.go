@@ -67,7 +67,7 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 // phase summarises the group like a pod phase.
 func (g *Group) phase() GroupPhase {
 	alive, wanted, failed := false, false, false
-	for _, p := range g.all() {
+	for p := range g.procs() {
 		if p.inst != nil && p.inst.phase.stopping() {
 			return PhaseStopping
 		}

@@ -112,7 +112,7 @@ func (g *Group) nextWake() time.Time {
 			wake = t
 		}
 	}
-	for _, p := range g.all() {
+	for p := range g.procs() {
 		if p.inst != nil && p.inst.stop != nil {
 			consider(p.inst.stop.deadline) // in the killed phase: the kill's retry
 		}

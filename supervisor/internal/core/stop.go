@@ -90,7 +90,7 @@ func (g *Group) graceExpired(p *proc, _ event) {
 // runStopDeadlines fires the deadlines of the stops under way: pre_stop's
 // budget (K3), the grace (K6), and the look after a SIGKILL.
 func (g *Group) runStopDeadlines() {
-	for _, p := range g.all() {
+	for p := range g.procs() {
 		if p.inst == nil || !p.inst.phase.stopping() {
 			continue
 		}
@@ -135,7 +135,7 @@ func (g *Group) preStopDone(in PreStopDoneInput) {
 		g.emit(p, EventWarning, EventFailedPreStopHook, "%s", failed(p))
 		return
 	}
-	for _, q := range g.all() { // gone: the event names the instance that ended
+	for q := range g.procs() { // gone: the event names the instance that ended
 		if q.last != nil && q.last.InstanceID == in.Instance {
 			g.do(EmitAction{Event{
 				Time: g.wallNow(), Type: EventWarning, Reason: EventFailedPreStopHook, Group: g.name,
