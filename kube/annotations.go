@@ -87,7 +87,8 @@ func (c *converter) annotations(g *spec.Group) {
 // validates on its own (W2); they end with the fragment.
 func groupFragment(body string) string {
 	s := fmt.Sprintf("group \"fragment\" {\n%s\nprocess \"fragment\" {\ncommand = %s\n}\n}\n", body, hclList(placeholderCommand))
-	for _, name := range dependsOnLabels(body) {
+	labels, _ := readBody(body)
+	for _, name := range labels {
 		if name != "fragment" {
 			s += fmt.Sprintf("group %q {\nprocess \"stub\" {\ncommand = %s\nrestart_policy = \"never\"\n}\n}\n", name, hclList(placeholderCommand))
 		}
@@ -95,15 +96,8 @@ func groupFragment(body string) string {
 	return s
 }
 
-// dependsOnLabels are the names the depends_on blocks of an annotation's
-// body give, read without validating it (the fragment's parse reports
-// what is wrong with it).
-func dependsOnLabels(body string) []string {
-	labels, _ := readBody(body)
-	return labels
-}
-
-// readBody reads an annotation's body without validating it: the names its
+// readBody reads an annotation's body without validating it (the
+// fragment's parse reports what is wrong with it): the names its
 // depends_on blocks give, and whether it sets restart_policy itself.
 func readBody(body string) (labels []string, setsRestart bool) {
 	f, diags := hclsyntax.ParseConfig([]byte(body), "annotation", hcl.InitialPos)

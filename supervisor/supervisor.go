@@ -132,8 +132,8 @@ var instanceGeneration atomic.Uint64
 // (hostrt.Runtime, and stack.New's, which podsup up runs) start processes
 // with package sandbox/proc, whose first start installs a reaper for the
 // whole program: a goroutine that waits for any child (waitid(P_ALL);
-// in PID 1 it also catches SIGCHLD), so that nothing else in the program may wait for a
-// child from then on (os/exec's Cmd.Wait, Run and Output; start commands
+// in PID 1 it also catches SIGCHLD), so that nothing else in the program
+// may wait for a child from then on (os/exec's Cmd.Wait, Run and Output; start commands
 // with proc.Start instead). That first start does not make the program a
 // child subreaper: to have orphaned descendants come back to it, to be
 // reaped rather than left to the host's init, call

@@ -320,11 +320,11 @@ func (v *topView) showText(title string, lines []string, end bool) {
 	}
 }
 
-// addText appends lines to the text view, following them when it was at
-// its end.
 // topTextMax is how many lines the text view keeps.
 const topTextMax = 5000
 
+// addText appends lines to the text view, following them when it was at
+// its end.
 func (v *topView) addText(lines ...string) {
 	v.text = append(v.text, lines...)
 	// A log followed for hours keeps its last topTextMax lines only.

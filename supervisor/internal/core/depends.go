@@ -115,12 +115,7 @@ func (u unmetDep) key() string {
 
 // DepState summarises the group for the groups related to it.
 func (g *Group) DepState() DepState {
-	st := DepState{Started: true, Ready: true, Completed: true, Failed: g.initFailed}
-	for _, ps := range [3][]*proc{g.inits, g.mains, g.leaving} { // not Idle's g.all(): once per batch
-		for _, p := range ps {
-			st.Alive = st.Alive || p.inst != nil
-		}
-	}
+	st := DepState{Started: true, Ready: true, Completed: true, Failed: g.initFailed, Alive: !g.Idle()}
 	for _, p := range g.mains {
 		st.Starts += p.starts
 		if ok, _ := g.procMet(p, spec.ConditionStarted); !ok {
@@ -322,11 +317,8 @@ func (g *Group) restartDependents() {
 	if !g.watchRestarts {
 		return // no depends_on with restart = true has started: nothing to watch
 	}
-	// No g.all(): this runs for every input (see procByInstance).
-	for _, ps := range g.lists() {
-		for _, p := range ps {
-			g.restartIfDependencyRestarted(p)
-		}
+	for p := range g.procs() {
+		g.restartIfDependencyRestarted(p)
 	}
 }
 

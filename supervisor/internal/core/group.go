@@ -227,10 +227,7 @@ func (g *Group) emit(p *proc, typ EventType, reason, format string, args ...any)
 	g.do(EmitAction{e})
 }
 
-// lists are the group's processes without a copy of them: for what runs
-// on every input (all() allocates).
-func (g *Group) lists() [3][]*proc { return [3][]*proc{g.inits, g.mains, g.leaving} }
-
+// all is every process of the group, a slice of its own.
 func (g *Group) all() []*proc {
 	return append(append(append([]*proc(nil), g.inits...), g.mains...), g.leaving...)
 }
@@ -239,7 +236,7 @@ func (g *Group) all() []*proc {
 // every input use it (all() was nine allocations per restart).
 func (g *Group) procs() iter.Seq[*proc] {
 	return func(yield func(*proc) bool) {
-		for _, ps := range g.lists() {
+		for _, ps := range [...][]*proc{g.inits, g.mains, g.leaving} {
 			for _, p := range ps {
 				if !yield(p) {
 					return
@@ -250,13 +247,9 @@ func (g *Group) procs() iter.Seq[*proc] {
 }
 
 func (g *Group) procByInstance(id string) *proc {
-	// No g.all(): this runs for every input, and an allocation of every
-	// process per input adds up with thousands of processes.
-	for _, ps := range g.lists() {
-		for _, p := range ps {
-			if p.inst != nil && p.inst.id == id {
-				return p
-			}
+	for p := range g.procs() { // every input: no g.all()
+		if p.inst != nil && p.inst.id == id {
+			return p
 		}
 	}
 	return nil

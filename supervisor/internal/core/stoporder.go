@@ -37,22 +37,20 @@ func (g *Group) runPendingStops() {
 	if !g.shutdown {
 		return // only a shutdown defers stops; and this runs for every input
 	}
-	for _, ps := range g.lists() {
-		for _, p := range ps {
-			pending := p.pendingStop
-			if pending == nil {
-				continue
-			}
-			if p.inst == nil || p.inst.stop != nil {
-				p.pendingStop = nil
-				continue
-			}
-			if g.dependentsAlive(p) {
-				continue
-			}
-			p.pendingStop = nil
-			g.beginStop(p, KillShutdown, pending.grace, nil, pending.by, false)
+	for p := range g.procs() {
+		ps := p.pendingStop
+		if ps == nil {
+			continue
 		}
+		if p.inst == nil || p.inst.stop != nil {
+			p.pendingStop = nil
+			continue
+		}
+		if g.dependentsAlive(p) {
+			continue
+		}
+		p.pendingStop = nil
+		g.beginStop(p, KillShutdown, ps.grace, nil, ps.by, false)
 	}
 }
 
@@ -64,15 +62,13 @@ func (g *Group) dependentsAlive(p *proc) bool {
 			return true
 		}
 	}
-	for _, ps := range g.lists() {
-		for _, q := range ps {
-			if q.inst == nil || q == p {
-				continue
-			}
-			for _, d := range q.spec.DependsOn {
-				if d.Name == p.spec.Name {
-					return true
-				}
+	for q := range g.procs() {
+		if q.inst == nil || q == p {
+			continue
+		}
+		for _, d := range q.spec.DependsOn {
+			if d.Name == p.spec.Name {
+				return true
 			}
 		}
 	}
@@ -83,11 +79,9 @@ func (g *Group) dependentsAlive(p *proc) bool {
 // group depends on.
 func (g *Group) namesDependedOn() map[string]bool {
 	names := map[string]bool{}
-	for _, ps := range g.lists() {
-		for _, q := range ps {
-			for _, d := range q.spec.DependsOn {
-				names[d.Name] = true
-			}
+	for q := range g.procs() {
+		for _, d := range q.spec.DependsOn {
+			names[d.Name] = true
 		}
 	}
 	return names
