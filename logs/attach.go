@@ -134,8 +134,7 @@ func (h *Hub) newCapture(a *Attachment, l spec.Log) (*capture, error) {
 		if err := unix.SetNonblock(fds[0], true); err != nil {
 			return fail("making the capture pipe non-blocking", err)
 		}
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fds[0])}
-		if err := unix.EpollCtl(h.ep.FD(), unix.EPOLL_CTL_ADD, fds[0], &ev); err != nil {
+		if err := h.ep.Add(fds[0], unix.EPOLLIN); err != nil {
 			return fail("watching the capture pipe", err)
 		}
 		c.streams[i] = stream{fd: int32(fds[0]), kind: kind, c: c}

@@ -236,7 +236,7 @@ func (h *Hub) retire(s *stream) {
 	h.mu.Unlock()
 	// Closing the fd removes it from the epoll set; the explicit delete
 	// keeps that true even if the fd were ever duplicated.
-	_ = unix.EpollCtl(h.ep.FD(), unix.EPOLL_CTL_DEL, int(s.fd), nil)
+	_ = h.ep.Delete(int(s.fd))
 	_ = unix.Close(int(s.fd)) // a read end at EOF: nothing to flush
 	s.fd = -1
 	if idle && p.file != nil {

@@ -147,7 +147,7 @@ func (r *Runtime) passed() string {
 }
 
 func startError(err error) error {
-	return &supervisor.StartError{Code: 128, Err: err}
+	return &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 }
 
 // Spawner passes Next's sandbox spawner on, so exec probes and hooks

@@ -188,7 +188,7 @@ func (s *Server) closeRetired() {
 	for _, ep := range eps {
 		if s.eps[int32(ep.fd)] == ep {
 			delete(s.eps, int32(ep.fd))
-			_ = unix.EpollCtl(s.ep.FD(), unix.EPOLL_CTL_DEL, ep.fd, nil) // closing removes it anyway
+			_ = s.ep.Delete(ep.fd) // closing removes it anyway
 		}
 	}
 	s.mu.Unlock()

@@ -41,7 +41,7 @@ func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest
 		case c.starts <- struct{}{}:
 			defer func() { <-c.starts }()
 		case <-ctx.Done():
-			return nil, &supervisor.StartError{Code: 128, Err: ctx.Err()}
+			return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: ctx.Err()}
 		}
 	}
 	if req.Stdout != nil || req.Stderr != nil {
@@ -49,7 +49,7 @@ func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest
 	}
 	att, err := c.hub.Attach(req.Group, req.Process.Name, req.InstanceID, req.Process.Log)
 	if err != nil {
-		return nil, &supervisor.StartError{Code: 128, Err: err}
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}
 	req.Stdout, req.Stderr = att.Stdout(), att.Stderr()
 	inst, err := c.next.Start(ctx, req)

@@ -130,7 +130,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := l.ensure(ctx, g, req); err != nil {
-		return nil, &supervisor.StartError{Code: 128, Err: fmt.Errorf("unable to create the group's sandbox: %w", err)}
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: fmt.Errorf("unable to create the group's sandbox: %w", err)}
 	}
 	pr := req.Process
 	id := req.InstanceID
@@ -146,7 +146,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 		OnExit:       gate.exited,
 	})
 	if err != nil {
-		return nil, &supervisor.StartError{Code: 128, Err: err}
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}
 	pid, err := l.startProcess(ctx, id)
 	gate.settle(err == nil)

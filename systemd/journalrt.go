@@ -35,13 +35,13 @@ func (j *JournalRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, &supervisor.StartError{Code: 128, Err: err}
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return nil, &supervisor.StartError{Code: 128, Err: err}
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}
 	req.Stdout, req.Stderr = outW, errW
 	inst, err := j.Next.Start(ctx, req)

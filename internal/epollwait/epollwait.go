@@ -51,6 +51,10 @@ func (s *Set) Add(fd int, events uint32) error {
 	return unix.EpollCtl(s.fd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: events, Fd: int32(fd)})
 }
 
+// Delete stops watching fd. Closing fd does as much, unless it was
+// duplicated.
+func (s *Set) Delete(fd int) error { return unix.EpollCtl(s.fd, unix.EPOLL_CTL_DEL, fd, nil) }
+
 // Wait fills events with what is ready, waiting until something is. Only
 // one goroutine may call it at a time.
 func (s *Set) Wait(events []unix.EpollEvent) (n int, err error) {

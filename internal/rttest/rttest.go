@@ -49,7 +49,7 @@ func (r *Recorder) Calls() []string {
 // Start records nothing and fails: a layer's own start path has tests of
 // its own with real processes.
 func (r *Recorder) Start(context.Context, supervisor.StartRequest) (supervisor.Instance, error) {
-	return nil, &supervisor.StartError{Code: 128, Err: ErrNoStart}
+	return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: ErrNoStart}
 }
 
 // Spawner returns a spawner that records the command it is given and

@@ -55,7 +55,7 @@ var errSandboxUnsupported = errors.New("a group with a sandbox block needs a run
 // process's Env on top; Stdout and Stderr default to podsup's own.
 func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
 	if req.Sandbox != nil {
-		return nil, &supervisor.StartError{Code: 128, Err: errSandboxUnsupported}
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: errSandboxUnsupported}
 	}
 	pr := req.Process
 	stdout, stderr := req.Stdout, req.Stderr
