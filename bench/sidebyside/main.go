@@ -8,7 +8,9 @@
 //   - S1: a supervisor's restart reaction: a process that exits at once
 //     (/bin/true) until its next instance starts, through `podsup up` at
 //     back-off 0 with output capture on (its default), against the Go
-//     fork+exec floor (syscall.ForkExec and wait4 in a loop).
+//     fork+exec floor (syscall.ForkExec and wait4 in a loop); each
+//     latency is split at the next child's fork, and each supervisor's
+//     CPU per restart is summed over its threads.
 //
 // Rounds interleave the contestants so that the machine's noise hits all
 // of them alike; each figure is the median over rounds of per-round
