@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/sandbox/proc"
 )
 
@@ -33,8 +35,48 @@ func runChild(mode string, args []string) int {
 		}
 		fmt.Println(n)
 		return 0
+	case "floor-attrs":
+		d, err := time.ParseDuration(args[0])
+		if err != nil {
+			return 2
+		}
+		n, err := floorWithAttrs(args[1:], d)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			return 1
+		}
+		fmt.Println(n)
+		return 0
 	}
 	return 2
+}
+
+// floorWithAttrs runs the fork+exec floor with the spawn attributes every
+// process of podsup's gets (proc.FloorSpawn): its own process group, a
+// pidfd, this program's environment (podsup passes its own on), and,
+// where a cgroup2 hierarchy is mounted, placement at fork into a cgroup
+// directory of its own, made here and removed after: the harness's
+// SIGTERM at the end of the window is ignored, the loop ends on its own
+// moments later.
+func floorWithAttrs(argv []string, d time.Duration) (int, error) {
+	signal.Ignore(syscall.SIGTERM)
+	how := proc.FloorSpawn{LikeStart: true, CgroupFD: -1, Env: os.Environ()}
+	if l, err := cgroups.Detect(); err == nil && l.V2 != nil {
+		if own, err := l.V2.OwnDir(); err == nil {
+			dir := filepath.Join(own, fmt.Sprintf("sidebyside-floor-%d", os.Getpid()))
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return 0, err
+			}
+			defer os.Remove(dir)
+			fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return 0, err
+			}
+			defer unix.Close(fd) // an O_PATH fd: nothing to flush
+			how.UseCgroupFD, how.CgroupFD = true, fd
+		}
+	}
+	return proc.ForkExecFloorAs(argv, d, how)
 }
 
 // sigrecv is S5's child: it appends "R" to file when ready, and on SIGTERM

@@ -8,7 +8,10 @@
 //   - S1: a supervisor's restart reaction: a process that exits at once
 //     (/bin/true) until its next instance starts, through `podsup up` at
 //     back-off 0 with output capture on (its default), against the Go
-//     fork+exec floor (syscall.ForkExec and wait4 in a loop); each
+//     fork+exec floor (syscall.ForkExec and wait4 in a loop) and the same
+//     floor with the spawn attributes every process of podsup's gets
+//     ("floor-attrs": its own process group, a pidfd, this environment,
+//     placement at fork into a cgroup2 directory of its own); each
 //     latency is split at the next child's fork, and each supervisor's
 //     CPU per restart is summed over its threads.
 //

@@ -33,7 +33,7 @@ func runS1(self, podsup, baseline, work string, rounds int, window time.Duration
 	fmt.Printf("\nS1: restart reaction, %s exit -> next exec (%d rounds x %s windows, µs)\n", s1Child, rounds, window)
 	type res struct{ p50, p99, perSec, toFork, toExec, cpu float64 }
 	all := map[string][]res{}
-	contestants := []string{"podsup", "floor"}
+	contestants := []string{"podsup", "floor", "floor-attrs"}
 	if baseline != "" {
 		contestants = append(contestants, "podsup-base")
 	}
@@ -53,8 +53,10 @@ func runS1(self, podsup, baseline, work string, rounds int, window time.Duration
 				lat, split, n, cpu, err = s1Podsup(podsup, work, window)
 			case "podsup-base":
 				lat, split, n, cpu, err = s1Podsup(baseline, work, window)
+			case "floor-attrs":
+				lat, split, n, cpu, err = s1Floor(self, "floor-attrs", window)
 			default:
-				lat, split, n, cpu, err = s1Floor(self, window)
+				lat, split, n, cpu, err = s1Floor(self, "floor", window)
 			}
 			if err != nil {
 				fmt.Printf("  round %d %s: %v\n", r+1, who, err)
@@ -85,19 +87,23 @@ func runS1(self, podsup, baseline, work string, rounds int, window time.Duration
 		fmt.Printf("  %-11s p50 %6.0f µs (rounds %s), p99 %6.0f µs; exit->fork %4.0f, fork->exec %4.0f; CPU/restart %4.0f µs\n", who,
 			median(pick(who, p50)), fmtList(pick(who, p50)), median(pick(who, p99)), median(pick(who, toFork)), median(pick(who, toExec)), median(pick(who, cpu)))
 	}
-	for _, who := range contestants {
-		if who == "floor" {
-			continue
-		}
-		a, b := pick(who, p50), pick("floor", p50)
+	ratio := func(who, floor string) {
+		a, b := pick(who, p50), pick(floor, p50)
 		if len(a) == len(b) && len(a) > 0 {
 			ratios := make([]float64, len(a))
 			for i := range a {
 				ratios[i] = a[i] / b[i]
 			}
-			fmt.Printf("  %s / floor p50: %.2fx (median of per-round ratios %s)\n", who, median(ratios), fmtRatios(ratios))
+			fmt.Printf("  %s / %s p50: %.2fx (median of per-round ratios %s)\n", who, floor, median(ratios), fmtRatios(ratios))
 		}
 	}
+	for _, who := range contestants {
+		if !strings.HasPrefix(who, "floor") {
+			ratio(who, "floor")
+			ratio(who, "floor-attrs")
+		}
+	}
+	ratio("floor-attrs", "floor")
 }
 
 const s1Config = `supervisor {
@@ -130,12 +136,13 @@ func s1Podsup(podsup, work string, window time.Duration) ([]float64, splits, int
 	})
 }
 
-// s1Floor runs the floor in a process of its own (it waits for its child
-// with wait4, which it may not do beside this program's reaper).
-func s1Floor(self string, window time.Duration) ([]float64, splits, int, time.Duration, error) {
+// s1Floor runs a floor (mode "floor", the bare one, or "floor-attrs",
+// with podsup's spawn attributes) in a process of its own: it waits for
+// its child with wait4, which it may not do beside this program's reaper.
+func s1Floor(self, mode string, window time.Duration) ([]float64, splits, int, time.Duration, error) {
 	d := (warmUp + window + 200*time.Millisecond).String()
 	return measureRestarts(window, func() (*proc.Process, error) {
-		return proc.Start(&proc.Cmd{Path: self, Args: []string{"sidebyside", childMode, "floor", d, s1Child}})
+		return proc.Start(&proc.Cmd{Path: self, Args: []string{"sidebyside", childMode, mode, d, s1Child}})
 	})
 }
 

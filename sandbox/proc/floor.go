@@ -21,15 +21,47 @@ var ErrReaperRunning = errors.New("the reaper runs in this process: the fork+exe
 // the one reaper), so the floor lives here, and it refuses to run once the
 // reaper has started in this process.
 func ForkExecFloor(argv []string, d time.Duration) (int, error) {
+	return ForkExecFloorAs(argv, d, FloorSpawn{})
+}
+
+// FloorSpawn is what ForkExecFloorAs gives each child beyond a bare
+// fork+exec: the zero value is ForkExecFloor's bare spawn.
+type FloorSpawn struct {
+	// LikeStart gives each child what Start gives every process: a
+	// process group of its own and a pidfd, closed once it is reaped.
+	LikeStart bool
+	// CgroupFD, when >= 0 and UseCgroupFD is set, is a cgroup2 directory
+	// each child is placed in at fork (CLONE_INTO_CGROUP), as a process
+	// with a cgroup of its own is.
+	UseCgroupFD bool
+	CgroupFD    int
+	// Env is each child's environment; nil gives it none.
+	Env []string
+}
+
+// ForkExecFloorAs is ForkExecFloor with each child spawned as how says:
+// with Start's process group, pidfd and cgroup placement it is the floor
+// of a restart of podsup's own, which must have all three (race-free
+// signals, whole-tree kills), without any of its bookkeeping.
+func ForkExecFloorAs(argv []string, d time.Duration, how FloorSpawn) (int, error) {
 	if theReaper != nil {
 		return 0, ErrReaperRunning
 	}
-	attr := &syscall.ProcAttr{Files: []uintptr{0, 1, 2}}
+	pidfd := -1
+	sys := &syscall.SysProcAttr{UseCgroupFD: how.UseCgroupFD, CgroupFD: how.CgroupFD}
+	if how.LikeStart {
+		sys.Setpgid, sys.PidFD = true, &pidfd
+	}
+	attr := &syscall.ProcAttr{Env: how.Env, Files: []uintptr{0, 1, 2}, Sys: sys}
 	n := 0
 	for end := time.Now().Add(d); time.Now().Before(end); n++ {
 		pid, err := syscall.ForkExec(argv[0], argv, attr)
 		if err != nil {
 			return n, err
+		}
+		if pidfd >= 0 {
+			_ = unix.Close(pidfd) // a pidfd: nothing to flush
+			pidfd = -1
 		}
 		var ws unix.WaitStatus
 		for {

@@ -1,9 +1,19 @@
 package proc
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox/cgroups"
 )
 
 // The floor waits with wait4(pid); beside the reaper's wait4(-1) one of
@@ -12,5 +22,121 @@ func TestForkExecFloorRefusesBesideTheReaper(t *testing.T) {
 	StartReaper()
 	if _, err := ForkExecFloor([]string{"/bin/true"}, 10*time.Millisecond); !errors.Is(err, ErrReaperRunning) {
 		t.Fatalf("ForkExecFloor beside the reaper: %v, want ErrReaperRunning", err)
+	}
+	if _, err := ForkExecFloorAs([]string{"/bin/true"}, 10*time.Millisecond, FloorSpawn{}); !errors.Is(err, ErrReaperRunning) {
+		t.Fatalf("ForkExecFloorAs beside the reaper: %v, want ErrReaperRunning", err)
+	}
+}
+
+// floorAs runs ForkExecFloorAs like Start in the cgroup2 directory
+// args[0] for a moment, its children being floorChild, and appends to the
+// file args[1] how many it ran and its open fds before and after.
+var _ = registerHelper("floorAs", func(args []string) int {
+	dir, out := args[0], args[1]
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 3
+	}
+	exe, _ := os.Executable()
+	env := append(helperEnv("floorChild"), "FLOOR_OUT="+out, "FLOOR_CGROUP="+filepath.Base(dir))
+	before := openFDs()
+	n, err := ForkExecFloorAs([]string{exe}, 100*time.Millisecond, FloorSpawn{LikeStart: true, UseCgroupFD: true, CgroupFD: fd, Env: env})
+	appendTo(out, fmt.Sprintf("ran %d %v fds %d %d", n, err, before, openFDs()))
+	return 0
+})
+
+// floorChild appends "ok" to $FLOOR_OUT when it leads a process group of
+// its own and sits in the cgroup named $FLOOR_CGROUP, and what it found
+// otherwise.
+var _ = registerHelper("floorChild", func([]string) int {
+	pgid, _ := unix.Getpgid(0)
+	cg, _ := os.ReadFile("/proc/self/cgroup")
+	var v2 string
+	for _, l := range strings.Split(string(cg), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			v2 = p
+		}
+	}
+	line := "ok"
+	if pgid != os.Getpid() || filepath.Base(v2) != os.Getenv("FLOOR_CGROUP") {
+		line = fmt.Sprintf("bad: pgid %d pid %d cgroup %q", pgid, os.Getpid(), v2)
+	}
+	appendTo(os.Getenv("FLOOR_OUT"), line)
+	return 0
+})
+
+func appendTo(file, line string) {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(line + "\n")
+}
+
+func openFDs() int {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	return len(ents)
+}
+
+// The floor with Start's attributes, which bench/sidebyside sets beside
+// podsup's restarts, gives every child what Start gives it (a process
+// group of its own, placement in the cgroup at fork) and leaves no pidfd
+// open: otherwise its figure would not be the floor of podsup's spawn.
+func TestForkExecFloorAsSpawnsLikeStart(t *testing.T) {
+	needRoot(t)
+	l, err := cgroups.Detect()
+	if err != nil || l.V2 == nil {
+		t.Skipf("needs a cgroup2 hierarchy to place the floor's children in (layout: %v, %v)", l, err)
+	}
+	own, err := l.V2.OwnDir()
+	if err != nil {
+		t.Skipf("needs this process's own cgroup2 directory: %v", err)
+	}
+	dir := filepath.Join(own, "podsup-"+testInstancePrefix()+"floor")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("creating %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if !eventually(30*time.Second, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
+			t.Errorf("removing %s: %v", dir, os.Remove(dir))
+		}
+	})
+	out := filepath.Join(t.TempDir(), "floor")
+	p, err := Start(helperCmd(t, "floorAs", dir, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := p.Wait(ctx)
+	if err != nil {
+		_ = p.Signal(unix.SIGKILL)
+		t.Fatalf("the floor did not end: %v", err)
+	}
+	if e.Code() != 0 {
+		t.Fatalf("the floor's helper exited %d", e.Code())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.Fields(lines[len(lines)-1])
+	if len(last) != 6 || last[0] != "ran" || last[2] != "<nil>" {
+		t.Fatalf("the floor's report: %q", lines[len(lines)-1])
+	}
+	ran, _ := strconv.Atoi(last[1])
+	children := lines[:len(lines)-1]
+	if ran == 0 || len(children) != ran {
+		t.Fatalf("the floor ran %d children, %d of them reported", ran, len(children))
+	}
+	for _, l := range children {
+		if l != "ok" {
+			t.Fatalf("a child of the floor: %s", l)
+		}
+	}
+	if last[4] != last[5] {
+		t.Errorf("the floor's open fds went from %s to %s: it leaks its pidfds", last[4], last[5])
 	}
 }
