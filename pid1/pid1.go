@@ -21,7 +21,11 @@
 // Run's own OS thread is the signal thread: once the child runs, it blocks
 // the forwarded signals and takes them with sigtimedwait(2), forwarding each
 // through the child's pidfd on the spot — one thread woken per signal, no
-// goroutine hop, no polling (tini's loop). sigtimedwait also tells who sent
+// goroutine hop, no polling (tini's loop). On amd64 and arm64 the forward
+// is made inside the wait itself, before the thread returns to the Go
+// scheduler (sigwaitForward), so that it comes as soon after the wake-up
+// as tini's kill(2); SIGURG, which may be podsup's own, is forwarded just
+// after. sigtimedwait also tells who sent
 // a signal, which is how SIGURG from outside is told from the Go runtime's
 // own preemption SIGURGs. The kernel offers a process-directed signal first
 // to the thread group leader, so Run should be called on the main thread:
@@ -156,8 +160,14 @@ func Run(o Options) int {
 		fmt.Fprintf(o.Errors, "podsup: %v\n", err)
 		return proc.ExitCodeForStartError(err)
 	}
-	f := &forwarder{child: child, toGroup: o.ToGroup, grace: o.Grace, log: o.Logger.With().Int("pid", child.Pid()).Logger()}
+	f := &forwarder{child: child, toGroup: o.ToGroup, grace: o.Grace, log: o.Logger.With().Int("pid", child.Pid()).Logger(), pidfd: -1}
 	f.log.Debug().Strs("argv", o.Argv).Msg("started")
+	if !o.ToGroup {
+		// Kept for the child's life: a signal then costs one system call.
+		if fd, err := child.OpenPidfd(); err == nil {
+			f.pidfd = fd
+		}
+	}
 	if _, err := threadMask(unix.SIG_BLOCK, waited|sigsetOf(syscall.SIGCHLD)); err != nil {
 		f.log.Warn().Err(err).Msg("could not block signals on the signal thread: forwarding through os/signal only")
 	}
@@ -169,11 +179,19 @@ func Run(o Options) int {
 	}
 
 	// 4. Forward until it exits.
-	go f.forwardCaught(caught)
+	caughtDone := make(chan struct{})
+	go func() {
+		defer close(caughtDone)
+		f.forwardCaught(caught)
+	}()
 	var exited atomic.Bool
 	go wakeOnExit(child, &exited)
 	f.loop(waited, &exited)
 	f.stopGrace()
+	<-caughtDone // it ends with the child; then nothing signals through f.pidfd
+	if f.pidfd >= 0 {
+		_ = unix.Close(f.pidfd) // a pidfd: nothing to flush
+	}
 	e := child.Exit()
 	f.log.Debug().Str("exit", e.String()).Msg("exited")
 	// 5. Leftovers.
@@ -274,6 +292,9 @@ type forwarder struct {
 	toGroup bool
 	grace   time.Duration
 	log     zerolog.Logger
+	// pidfd names the child, -1 when signals go to its process group or
+	// no pidfd could be opened (the child had ended already).
+	pidfd int
 
 	mu         sync.Mutex // guards graceTimer
 	graceTimer *time.Timer
@@ -287,17 +308,26 @@ func (f *forwarder) loop(set sigset, exited *atomic.Bool) {
 	if exited.Load() { // exited before the thread id was published
 		return
 	}
+	// Forwarded within the wait itself (sigwaitForward): every waited
+	// signal but SIGURG, which may be podsup's own (selfSent).
+	var fast sigset
+	if f.pidfd >= 0 {
+		fast = set &^ sigsetOf(syscall.SIGURG)
+	}
 	var info siginfo
 	for {
-		sig, err := sigwait(set, &info)
+		r, errno, forwarded := sigwaitForward(&set, &info, fast, f.pidfd)
+		sig := syscall.Signal(r)
 		switch {
-		case err == unix.EINTR || err == unix.EAGAIN:
+		case errno == uintptr(unix.EINTR) || errno == uintptr(unix.EAGAIN):
 			continue
-		case err != nil:
+		case errno != 0:
 			// Not expected; os/signal still catches the signals it can.
-			f.log.Warn().Err(err).Msg("sigtimedwait failed: forwarding through os/signal only")
+			f.log.Warn().Err(unix.Errno(errno)).Msg("sigtimedwait failed: forwarding through os/signal only")
 			<-f.child.Done()
 			return
+		case forwarded:
+			f.sent(sig)
 		case selfSent(sig, &info):
 			if exited.Load() {
 				return
@@ -322,15 +352,25 @@ func (f *forwarder) forwardCaught(caught <-chan os.Signal) {
 
 func (f *forwarder) forward(sig syscall.Signal) {
 	var err error
-	if f.toGroup {
+	switch {
+	case f.toGroup:
 		err = f.child.KillTree(sig)
-	} else {
+	case f.pidfd >= 0:
+		if err = unix.PidfdSendSignal(f.pidfd, sig, nil, 0); err == unix.ESRCH {
+			err = nil // it has ended; its exit is on the way
+		}
+	default:
 		err = f.child.Signal(sig)
 	}
 	if err != nil && !errors.Is(err, proc.ErrProcessDone) {
 		f.log.Warn().Err(err).Str("signal", unix.SignalName(sig)).Msg("could not forward signal")
 		return
 	}
+	f.sent(sig)
+}
+
+// sent is what follows a forwarded signal.
+func (f *forwarder) sent(sig syscall.Signal) {
 	f.log.Debug().Str("signal", unix.SignalName(sig)).Msg("forwarded")
 	if sig == syscall.SIGTERM || sig == syscall.SIGINT {
 		f.startGrace()

@@ -145,19 +145,6 @@ const (
 	siginfoPad  = unsafe.Sizeof(uintptr(0)) - 4 // to the union's pointer alignment
 )
 
-// sigwait blocks until one signal of set is pending for this thread or
-// the process, takes it off the queue and returns it with its sender. It
-// enters the scheduler like any blocking system call: the thread waits in
-// the kernel, holding no P.
-func sigwait(set sigset, info *siginfo) (syscall.Signal, error) {
-	r, _, errno := unix.Syscall6(unix.SYS_RT_SIGTIMEDWAIT,
-		uintptr(unsafe.Pointer(&set)), uintptr(unsafe.Pointer(info)), 0, 8, 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return syscall.Signal(r), nil
-}
-
 // sigpoll takes one pending signal of set without waiting; ok is false when
 // none is pending.
 func sigpoll(set sigset, info *siginfo) (sig syscall.Signal, ok bool) {

@@ -253,6 +253,19 @@ func (p *Process) WithPidfd(fn func(pidfd int) error) error {
 	return fn(fd)
 }
 
+// OpenPidfd returns a new pidfd naming the process, for a caller that
+// signals it often (podsup run's signal thread): the caller owns it and
+// closes it. Like WithPidfd's, it names this very process, never a later
+// user of its number; ErrProcessDone once the exit is known.
+func (p *Process) OpenPidfd() (int, error) {
+	fd := -1
+	err := p.WithPidfd(func(pidfd int) (err error) {
+		fd, err = unix.FcntlInt(uintptr(pidfd), unix.F_DUPFD_CLOEXEC, 0)
+		return err
+	})
+	return fd, err
+}
+
 // KillTree sends sig to every process of the tree: the process group by
 // default, or the Tree given in Cmd.
 func (p *Process) KillTree(sig syscall.Signal) error { return p.tree.KillTree(sig) }
