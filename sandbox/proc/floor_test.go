@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/podsup/podsup/sandbox/cgroups"
 )
 
 // The floor waits with wait4(pid); beside the reaper's wait4(-1) one of
@@ -84,24 +82,7 @@ func openFDs() int {
 // group of its own, placement in the cgroup at fork) and leaves no pidfd
 // open: otherwise its figure would not be the floor of podsup's spawn.
 func TestForkExecFloorAsSpawnsLikeStart(t *testing.T) {
-	needRoot(t)
-	l, err := cgroups.Detect()
-	if err != nil || l.V2 == nil {
-		t.Skipf("needs a cgroup2 hierarchy to place the floor's children in (layout: %v, %v)", l, err)
-	}
-	own, err := l.V2.OwnDir()
-	if err != nil {
-		t.Skipf("needs this process's own cgroup2 directory: %v", err)
-	}
-	dir := filepath.Join(own, "podsup-"+testInstancePrefix()+"floor")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatalf("creating %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if !eventually(30*time.Second, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
-			t.Errorf("removing %s: %v", dir, os.Remove(dir))
-		}
-	})
+	dir := testCgroupDir(t, "floor", "to place the floor's children in")
 	out := filepath.Join(t.TempDir(), "floor")
 	p, err := Start(helperCmd(t, "floorAs", dir, out))
 	if err != nil {

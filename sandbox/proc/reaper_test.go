@@ -261,31 +261,13 @@ func TestStalePidfdCannotSignalReusedPid(t *testing.T) {
 // NFS. Cleanup thaws and removes the directory.
 func frozenCgroup(t *testing.T) (fd int, thaw func()) {
 	t.Helper()
-	needRoot(t)
-	l, err := cgroups.Detect()
-	if err != nil || l.V2 == nil {
-		t.Skipf("needs a cgroup2 hierarchy to freeze a child before its exec (layout: %v, %v)", l, err)
-	}
-	own, err := l.V2.OwnDir()
-	if err != nil {
-		t.Skipf("needs podsup's own cgroup2 directory: %v", err)
-	}
-	dir := filepath.Join(own, "podsup-"+testInstancePrefix()+"frozen")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatalf("creating %s: %v", dir, err)
-	}
+	dir := testCgroupDir(t, "frozen", "to freeze a child before its exec")
 	thaw = func() {
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0); err != nil {
 			t.Errorf("thawing %s: %v", dir, err)
 		}
 	}
-	t.Cleanup(func() {
-		thaw()
-		// The cgroup empties once its processes are reaped.
-		if !eventually(30*time.Second, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
-			t.Errorf("removing %s: %v", dir, os.Remove(dir))
-		}
-	})
+	t.Cleanup(thaw) // before testCgroupDir's removal: cleanups run last first
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("1"), 0); err != nil {
 		t.Skipf("cannot freeze a cgroup2 directory (%v): no way to hold a child before its exec", err)
 	}
@@ -308,6 +290,33 @@ func frozenCgroup(t *testing.T) (fd int, thaw func()) {
 		}
 	})
 	return int(f.Fd()), thaw
+}
+
+// testCgroupDir makes a cgroup2 directory next to the test's own cgroup,
+// named with suffix, and removes it after the test once it is empty (its
+// processes reaped). It skips the test, saying what it needs the
+// directory for (why), where no cgroup2 hierarchy is mounted.
+func testCgroupDir(t *testing.T, suffix, why string) string {
+	t.Helper()
+	needRoot(t)
+	l, err := cgroups.Detect()
+	if err != nil || l.V2 == nil {
+		t.Skipf("needs a cgroup2 hierarchy %s (layout: %v, %v)", why, l, err)
+	}
+	own, err := l.V2.OwnDir()
+	if err != nil {
+		t.Skipf("needs this process's own cgroup2 directory %s: %v", why, err)
+	}
+	dir := filepath.Join(own, "podsup-"+testInstancePrefix()+suffix)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("creating %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if !eventually(30*time.Second, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
+			t.Errorf("removing %s: %v", dir, os.Remove(dir))
+		}
+	})
+	return dir
 }
 
 // cgroupHasProcess reports whether the cgroup open as fd has a member.
