@@ -36,7 +36,10 @@
 // them unblocked (and it insists on SIGHUP, SIGINT, SIGTERM, SIGQUIT,
 // SIGABRT, SIGURG, SIGPROF and 34 even where a program asks otherwise), so
 // a signal can land on another thread while the signal thread is busy
-// forwarding. What becomes of it there:
+// forwarding. The signal thread does not block the first five either
+// (goUnblocked): blocked there, each one it took would have the kernel
+// wake another thread for it (below), for nothing. What becomes of a
+// signal that lands elsewhere, or on the signal thread while it is busy:
 //
 //   - os/signal catches it and it is forwarded all the same, a little
 //     later: every forwarded signal but SIGURG, SIGPROF and 34;
@@ -57,8 +60,8 @@
 //
 // # Contract on return
 //
-// Run leaves the forwarded signals caught (and blocked on its thread) when
-// it returns: a signal that arrives between the child's exit and the
+// Run leaves the forwarded signals caught (and, but for goUnblocked,
+// blocked on its thread) when it returns: a signal that arrives between the child's exit and the
 // program's exit must neither kill podsup nor change the exit status it
 // reports, however many arrive. A program that embeds pid1 is expected to
 // exit with Run's code soon after Run returns.
@@ -168,7 +171,7 @@ func Run(o Options) int {
 			f.pidfd = fd
 		}
 	}
-	if _, err := threadMask(unix.SIG_BLOCK, waited|sigsetOf(syscall.SIGCHLD)); err != nil {
+	if _, err := threadMask(unix.SIG_BLOCK, waited&^goUnblocked|sigsetOf(syscall.SIGCHLD)); err != nil {
 		f.log.Warn().Err(err).Msg("could not block signals on the signal thread: forwarding through os/signal only")
 	}
 	if !redirecting || !redirectTo(unix.Gettid()) {

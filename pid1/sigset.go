@@ -67,6 +67,19 @@ func waitedSignals() sigset {
 	return set
 }
 
+// goUnblocked are the forwarded signals the Go runtime unblocks on every
+// thread it starts, whose Go handlers pass them to os/signal (they are in
+// notifiedSignals). The signal thread leaves them unblocked too: it still
+// takes them with sigtimedwait while it waits, and os/signal catches one
+// that comes while it is busy, as on any other thread. Blocked there, each
+// of them cost a thread wake-up: sigtimedwait puts the thread's mask back
+// while the signal it woke for is still pending for the process, and the
+// kernel then wakes another thread that does not block it
+// (retarget_shared_pending), which finds nothing and sleeps again; on two
+// cores it could hold up the child's own wake-up by 15-20 µs
+// (docs/benchmarks.md, S5).
+var goUnblocked = sigsetOf(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGABRT)
+
 // notifiedSignals is the safety net: the forwarded signals os/signal can
 // deliver. The Go runtime unblocks SIGHUP, SIGINT, SIGTERM, SIGQUIT,
 // SIGABRT and the synchronous signals on every thread it starts, so while
