@@ -19,17 +19,17 @@
 // # How signals travel
 //
 // Run's own OS thread is the signal thread: once the child runs, it blocks
-// the forwarded signals and takes them with sigtimedwait(2), forwarding each
-// through the child's pidfd on the spot — one thread woken per signal, no
-// goroutine hop, no polling (tini's loop). On amd64 and arm64 the forward
-// is made inside the wait itself, before the thread returns to the Go
-// scheduler (sigwaitForward), so that it comes as soon after the wake-up
-// as tini's kill(2); SIGURG, which may be podsup's own, is forwarded just
-// after. sigtimedwait also tells who sent
+// the forwarded signals (but five, see below) and takes them with
+// sigtimedwait(2), forwarding each through the child's pidfd on the spot:
+// one thread woken per signal, no goroutine hop, no polling (tini's loop).
+// On amd64 and arm64 the forward is made inside the wait itself, before
+// the thread returns to the Go scheduler (sigwaitForward), so that it
+// comes as soon after the wake-up as tini's kill(2); SIGURG, which may be
+// podsup's own, is forwarded just after. sigtimedwait also tells who sent
 // a signal, which is how SIGURG from outside is told from the Go runtime's
-// own preemption SIGURGs. The kernel offers a process-directed signal first
-// to the thread group leader, so Run should be called on the main thread:
-// from the main goroutine of a program whose init function called
+// own preemption SIGURGs. The kernel offers a process-directed signal
+// first to the thread group leader, so Run should be called on the main
+// thread: from the main goroutine of a program whose init function called
 // runtime.LockOSThread (cmd/podsup does).
 //
 // Only the signal thread blocks them: the Go runtime's other threads leave
@@ -61,9 +61,9 @@
 // # Contract on return
 //
 // Run leaves the forwarded signals caught (and, but for goUnblocked,
-// blocked on its thread) when it returns: a signal that arrives between the child's exit and the
-// program's exit must neither kill podsup nor change the exit status it
-// reports, however many arrive. A program that embeds pid1 is expected to
+// blocked on its thread) when it returns: a signal that arrives between
+// the child's exit and the program's exit must neither kill podsup nor
+// change the exit status it reports, however many arrive. A program that embeds pid1 is expected to
 // exit with Run's code soon after Run returns.
 package pid1
 
