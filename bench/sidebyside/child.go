@@ -60,20 +60,14 @@ func runChild(mode string, args []string) int {
 // moments later.
 func floorWithAttrs(argv []string, d time.Duration) (int, error) {
 	signal.Ignore(syscall.SIGTERM)
-	how := proc.FloorSpawn{LikeStart: true, CgroupFD: -1, Env: os.Environ()}
+	how := proc.FloorSpawn{LikeStart: true, Env: os.Environ()}
 	if l, err := cgroups.Detect(); err == nil && l.V2 != nil {
 		if own, err := l.V2.OwnDir(); err == nil {
-			dir := filepath.Join(own, fmt.Sprintf("sidebyside-floor-%d", os.Getpid()))
-			if err := os.Mkdir(dir, 0o755); err != nil {
+			how.CgroupDir = filepath.Join(own, fmt.Sprintf("sidebyside-floor-%d", os.Getpid()))
+			if err := os.Mkdir(how.CgroupDir, 0o755); err != nil {
 				return 0, err
 			}
-			defer os.Remove(dir)
-			fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return 0, err
-			}
-			defer unix.Close(fd) // an O_PATH fd: nothing to flush
-			how.UseCgroupFD, how.CgroupFD = true, fd
+			defer os.Remove(how.CgroupDir)
 		}
 	}
 	return proc.ForkExecFloorAs(argv, d, how)

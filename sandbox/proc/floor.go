@@ -30,11 +30,10 @@ type FloorSpawn struct {
 	// LikeStart gives each child what Start gives every process: a
 	// process group of its own and a pidfd, closed once it is reaped.
 	LikeStart bool
-	// CgroupFD, when >= 0 and UseCgroupFD is set, is a cgroup2 directory
-	// each child is placed in at fork (CLONE_INTO_CGROUP), as a process
-	// with a cgroup of its own is.
-	UseCgroupFD bool
-	CgroupFD    int
+	// CgroupDir, when not "", is a cgroup2 directory each child is placed
+	// in at fork (CLONE_INTO_CGROUP), as a process with a cgroup of its
+	// own is. The caller makes it and removes it, as for StopFloor.
+	CgroupDir string
 	// Env is each child's environment; nil gives it none.
 	Env []string
 }
@@ -48,7 +47,15 @@ func ForkExecFloorAs(argv []string, d time.Duration, how FloorSpawn) (int, error
 		return 0, ErrReaperRunning
 	}
 	pidfd := -1
-	sys := &syscall.SysProcAttr{UseCgroupFD: how.UseCgroupFD, CgroupFD: how.CgroupFD}
+	sys := &syscall.SysProcAttr{}
+	if how.CgroupDir != "" {
+		fd, err := unix.Open(how.CgroupDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return 0, fmt.Errorf("opening cgroup %s: %w", how.CgroupDir, err)
+		}
+		defer unix.Close(fd) // an O_PATH fd: nothing to flush
+		sys.UseCgroupFD, sys.CgroupFD = true, fd
+	}
 	if how.LikeStart {
 		sys.Setpgid, sys.PidFD = true, &pidfd
 	}

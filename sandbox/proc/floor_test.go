@@ -31,14 +31,10 @@ func TestForkExecFloorRefusesBesideTheReaper(t *testing.T) {
 // file args[1] how many it ran and its open fds before and after.
 var _ = registerHelper("floorAs", func(args []string) int {
 	dir, out := args[0], args[1]
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 3
-	}
 	exe, _ := os.Executable()
 	env := append(helperEnv("floorChild"), "FLOOR_OUT="+out, "FLOOR_CGROUP="+filepath.Base(dir))
 	before := openFDs()
-	n, err := ForkExecFloorAs([]string{exe}, 100*time.Millisecond, FloorSpawn{LikeStart: true, UseCgroupFD: true, CgroupFD: fd, Env: env})
+	n, err := ForkExecFloorAs([]string{exe}, 100*time.Millisecond, FloorSpawn{LikeStart: true, CgroupDir: dir, Env: env})
 	appendTo(out, fmt.Sprintf("ran %d %v fds %d %d", n, err, before, openFDs()))
 	return 0
 })

@@ -235,35 +235,34 @@ func (p *Process) Signal(sig syscall.Signal) error {
 // behind each other and starved the reaper (10,000 stopping took 13 s, most
 // of it with their exits waiting to be reaped).
 func (p *Process) WithPidfd(fn func(pidfd int) error) error {
-	r := getReaper()
-	if !r.owns(p) {
-		return ErrProcessDone // its exit has been dispatched
-	}
-	fd, err := unix.PidfdOpen(p.pid, 0)
-	if err == unix.ESRCH {
-		return ErrProcessDone // reaped; the exit is on its way
-	}
+	fd, err := p.OpenPidfd()
 	if err != nil {
-		return fmt.Errorf("opening a pidfd for pid %d: %w", p.pid, err)
+		return err
 	}
 	defer unix.Close(fd) // a pidfd: nothing to flush
-	if !r.owns(p) {
-		return ErrProcessDone // reaped before the open: fd may name another process
-	}
 	return fn(fd)
 }
 
-// OpenPidfd returns a new pidfd naming the process, for a caller that
-// signals it often (podsup run's signal thread): the caller owns it and
-// closes it. Like WithPidfd's, it names this very process, never a later
-// user of its number; ErrProcessDone once the exit is known.
+// OpenPidfd returns a new pidfd naming the process, as WithPidfd opens
+// one, for a caller that signals it often (podsup run's signal thread):
+// the caller owns it and closes it. ErrProcessDone once the exit is known.
 func (p *Process) OpenPidfd() (int, error) {
-	fd := -1
-	err := p.WithPidfd(func(pidfd int) (err error) {
-		fd, err = unix.FcntlInt(uintptr(pidfd), unix.F_DUPFD_CLOEXEC, 0)
-		return err
-	})
-	return fd, err
+	r := getReaper()
+	if !r.owns(p) {
+		return -1, ErrProcessDone // its exit has been dispatched
+	}
+	fd, err := unix.PidfdOpen(p.pid, 0)
+	if err == unix.ESRCH {
+		return -1, ErrProcessDone // reaped; the exit is on its way
+	}
+	if err != nil {
+		return -1, fmt.Errorf("opening a pidfd for pid %d: %w", p.pid, err)
+	}
+	if !r.owns(p) {
+		_ = unix.Close(fd) // a pidfd: nothing to flush
+		return -1, ErrProcessDone // reaped before the open: fd may name another process
+	}
+	return fd, nil
 }
 
 // KillTree sends sig to every process of the tree: the process group by
