@@ -259,7 +259,7 @@ func (p *Process) OpenPidfd() (int, error) {
 		return -1, fmt.Errorf("opening a pidfd for pid %d: %w", p.pid, err)
 	}
 	if !r.owns(p) {
-		_ = unix.Close(fd) // a pidfd: nothing to flush
+		_ = unix.Close(fd)        // a pidfd: nothing to flush
 		return -1, ErrProcessDone // reaped before the open: fd may name another process
 	}
 	return fd, nil
