@@ -7,6 +7,11 @@
 // restarts a thousand times a second. zerolog's lines are flat JSON objects
 // with string, number, bool and null values, so a small scanner formats them
 // with no reflection and one allocation-free pass.
+//
+// The console format quotes what a terminal would act on (internal/termsafe)
+// in every message, key and value, whatever it writes to: a probe's output
+// or a process's name reaches the log, and a log file is read on a terminal
+// too (tail -f, less -R), where podsup cannot tell it will end up.
 package logging
 
 import (
@@ -16,13 +21,16 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/podsup/podsup/internal/termsafe"
 )
 
 // Console formats zerolog JSON lines as
 //
 //	15:04:05.000 INF message key=value key="value with spaces"
 //
-// Lines it cannot read are written as they are.
+// Lines it cannot read are written as they are, but for the characters a
+// terminal would act on, which are quoted.
 type Console struct {
 	Out io.Writer
 	// TimeFormat defaults to "15:04:05.000", in local time.
@@ -43,8 +51,10 @@ func (c *Console) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	out, ok := c.format(c.buf[:0], p)
 	if !ok {
-		_, err := c.Out.Write(p)
-		return len(p), err
+		out = termsafe.Append(c.buf[:0], bytes.TrimSuffix(p, []byte("\n")), termsafe.KeepTab)
+		if len(p) > 0 && p[len(p)-1] == '\n' {
+			out = append(out, '\n')
+		}
 	}
 	c.buf = out
 	_, err := c.Out.Write(out)
@@ -101,7 +111,7 @@ func (c *Console) format(dst, line []byte) ([]byte, bool) {
 		if t, err := time.Parse(time.RFC3339Nano, string(unquote(ts))); err == nil {
 			dst = t.Local().AppendFormat(dst, tf)
 		} else {
-			dst = append(dst, unquote(ts)...)
+			dst = termsafe.Append(dst, unquote(ts), termsafe.Escaped)
 		}
 		dst = append(dst, ' ')
 	}
@@ -114,7 +124,9 @@ func (c *Console) format(dst, line []byte) ([]byte, bool) {
 		dst = append(dst, ' ')
 	}
 	if msg != nil {
-		dst = appendUnquoted(dst, msg)
+		// A message keeps its tabs, as it always has: they move the
+		// cursor nowhere harmful.
+		dst = appendUnquoted(dst, msg, termsafe.KeepTab)
 	}
 	for _, f := range fs {
 		switch string(f.key) {
@@ -122,13 +134,14 @@ func (c *Console) format(dst, line []byte) ([]byte, bool) {
 			continue
 		}
 		dst = append(dst, ' ')
-		dst = append(dst, f.key...)
+		dst = termsafe.Append(dst, f.key, termsafe.Escaped)
 		dst = append(dst, '=')
 		v := unquote(f.value)
 		if f.value[0] == '"' && (len(v) == 0 || bytes.ContainsAny(v, " \t\"=")) {
-			dst = append(dst, f.value...)
+			// Kept as a JSON literal, whose own escapes stay.
+			dst = termsafe.Append(dst, f.value, termsafe.Escaped)
 		} else {
-			dst = appendUnquoted(dst, f.value)
+			dst = appendUnquoted(dst, f.value, 0)
 		}
 	}
 	return append(dst, '\n'), true
@@ -193,17 +206,18 @@ func unquote(v []byte) []byte {
 	return v
 }
 
-// appendUnquoted appends a JSON value's text, decoding string escapes.
-func appendUnquoted(dst, v []byte) []byte {
+// appendUnquoted appends a JSON value's text, decoding string escapes,
+// with what a terminal would act on quoted.
+func appendUnquoted(dst, v []byte, f termsafe.Flags) []byte {
 	if len(v) == 0 || v[0] != '"' {
-		return append(dst, v...)
+		return termsafe.Append(dst, v, termsafe.Escaped)
 	}
 	body := v[1 : len(v)-1]
 	if bytes.IndexByte(body, '\\') < 0 {
-		return append(dst, body...)
+		return termsafe.Append(dst, body, f)
 	}
 	if s, err := strconv.Unquote(string(v)); err == nil && utf8.ValidString(s) {
-		return append(dst, s...)
+		return termsafe.Append(dst, s, f)
 	}
-	return append(dst, body...)
+	return termsafe.Append(dst, body, f|termsafe.Escaped)
 }
