@@ -202,7 +202,7 @@ func Start(c *Cmd) (*Process, error) {
 		err = fork()
 	}
 	if err != nil {
-		return nil, &StartError{Path: c.Path, Err: classifyExecError(err)}
+		return nil, &StartError{Path: c.Path, Err: classifyExecError(forkFDError(err, files))}
 	}
 	p.tree = c.Tree
 	if p.tree == nil {

@@ -1,0 +1,43 @@
+package proc
+
+import (
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// forkFDError tells fd exhaustion from a bad fd in a fork's EBADF.
+//
+// Before it execs, the child of syscall.ForkExec moves its error pipe (and
+// any fd its dups onto 0, 1, 2... would overwrite) to the numbers just
+// above the highest fd it was given. Those numbers must be below
+// RLIMIT_NOFILE, and dup3 fails there with EBADF, not EMFILE: when
+// podsup's fds filled its limit, the start whose stdout pipe got the last
+// number failed with "bad file descriptor" while the others failed with
+// "too many open files". No fd was closed twice (every fd in files is
+// open: the caller holds it); the child ran out of numbers. So an EBADF
+// with every file open and the numbers the child needs at or above the
+// limit is reported as what it is, EMFILE.
+func forkFDError(err error, files []uintptr) error {
+	if err != syscall.EBADF {
+		return err
+	}
+	next := uintptr(len(files))
+	for _, fd := range files {
+		if fd == ^uintptr(0) {
+			return err // a closed *os.File was passed: a real EBADF
+		}
+		if _, ferr := unix.FcntlInt(fd, unix.F_GETFD, 0); ferr != nil {
+			return err // a closed fd was passed
+		}
+		next = max(next, fd)
+	}
+	next++ // the first number the child dups to
+	var lim unix.Rlimit
+	// The child may need one number per file besides its error pipe.
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil || uint64(next)+uint64(len(files)) < lim.Cur {
+		return err
+	}
+	return fmt.Errorf("%w (the new process needs fd %d, and podsup's RLIMIT_NOFILE is %d)", syscall.EMFILE, next, lim.Cur)
+}

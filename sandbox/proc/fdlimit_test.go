@@ -1,0 +1,91 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fdLimitStart fills every fd number below a RLIMIT_NOFILE of 64 but four
+// low ones, gives the last number (63) to a start as its stdout and prints
+// the start's error: the child of the fork needs fd 64 for its error pipe,
+// which the limit forbids.
+var _ = registerHelper("fdLimitStart", func([]string) int {
+	// The reaper and /dev/null first, so that they hold their fds already.
+	if p, err := Start(&Cmd{Path: "/bin/true"}); err == nil {
+		<-p.Done()
+	}
+	const limit = 64
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
+		fmt.Println("setrlimit:", err)
+		return 2
+	}
+	var held []int
+	for {
+		fd, err := unix.Open(os.DevNull, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			break // EMFILE: every number is taken
+		}
+		held = append(held, fd)
+	}
+	if len(held) < 8 || held[len(held)-1] != limit-1 {
+		fmt.Printf("could not fill the fds: %v\n", held)
+		return 2
+	}
+	// Room for the fork's error pipe, its pidfd and one to spare, all
+	// below the stdout's number.
+	for _, fd := range held[:4] {
+		_ = unix.Close(fd)
+	}
+	stdout := os.NewFile(uintptr(limit-1), "the last fd")
+	p, err := Start(&Cmd{Path: "/bin/true", Stdout: stdout, Stderr: stdout})
+	if err == nil {
+		<-p.Done()
+		fmt.Println("started")
+		return 0
+	}
+	fmt.Println("error:", err)
+	if errors.Is(err, syscall.EMFILE) {
+		return 0
+	}
+	return 1
+})
+
+// TestStartOutOfFDNumbersIsEMFILE: a start that fails because its child
+// cannot have an fd number above RLIMIT_NOFILE says "too many open files",
+// not "bad file descriptor" (which read as an fd closed twice).
+func TestStartOutOfFDNumbersIsEMFILE(t *testing.T) {
+	t.Parallel()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	c := helperCmd(t, "fdLimitStart")
+	c.Stdout, c.Stderr = out, out
+	p, err := Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := p.Wait(ctx)
+	if err != nil {
+		_ = p.Signal(unix.SIGKILL)
+		<-p.Done()
+		t.Fatal("the helper did not end")
+	}
+	b, _ := os.ReadFile(out.Name())
+	got := strings.TrimSpace(string(b))
+	if e.Code() != 0 || strings.Contains(got, "bad file descriptor") || !strings.Contains(got, "too many open files") {
+		t.Fatalf("a start out of fd numbers: %q (helper %s), want \"too many open files\", not \"bad file descriptor\"", got, e)
+	}
+	t.Log(got)
+}
