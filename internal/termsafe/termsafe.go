@@ -11,10 +11,13 @@
 // what follows them on the screen. Printable UTF-8, non-ASCII letters
 // included, is kept as it is.
 //
-// A backslash is doubled where it would otherwise read as the start of
-// one of these escapes ("\x41", "\n", "\\"), so that quoted text reads
-// back to the original exactly, and left alone elsewhere ("C:\dir",
-// "\d+"), so that what needs no quoting prints unchanged.
+// Text that needs no quoting is left exactly as it is, backslashes
+// included: a command line such as printf 'a\n' prints as before. Text
+// that is quoted also has each backslash doubled where it would read as
+// the start of an escape ("\x41", "\n", "\\"), so that it reads back to
+// the original exactly. A clean string that merely looks quoted (a
+// process that prints the four characters \x1b) is shown as it is: it
+// can look like a quoted ESC, but neither acts on the terminal.
 package termsafe
 
 import (
@@ -48,31 +51,11 @@ func Quote(s string) string {
 	return string(Append(make([]byte, 0, len(s)+16), s, 0))
 }
 
-// QuoteLine is Quote for a process's own line: tabs are kept.
-func QuoteLine(s string) string {
-	if !Needs(s, KeepTab) {
-		return s
-	}
-	return string(Append(make([]byte, 0, len(s)+16), s, KeepTab))
-}
-
-// QuoteAll quotes each string, for a command line printed as a list.
-func QuoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = Quote(s)
-	}
-	return out
-}
-
 // Needs reports whether Append would change s.
 func Needs[S ~string | ~[]byte](s S, f Flags) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= 0x20 && c < 0x7f {
-			if c == '\\' && f&Escaped == 0 && i+1 < len(s) && doubled(s[i+1]) {
-				return true
-			}
 			i++
 			continue
 		}
@@ -93,10 +76,14 @@ func Needs[S ~string | ~[]byte](s S, f Flags) bool {
 }
 
 // Append appends s to dst with every character a terminal would act on
-// quoted: \a \b \t \n \v \f \r, \\ where needed, \xHH for other bytes
-// below 0x20, DEL and bytes that are not UTF-8, \u00HH for the C1
-// controls and \uHHHH for the bidi controls.
+// quoted: \a \b \t \n \v \f \r, \xHH for other bytes below 0x20, DEL
+// and bytes that are not UTF-8, \u00HH for the C1 controls and \uHHHH
+// for the bidi controls, and then \\ for a backslash that would read as
+// an escape. s that needs none of it is appended as it is.
 func Append[S ~string | ~[]byte](dst []byte, s S, f Flags) []byte {
+	if !Needs(s, f) {
+		return append(dst, s...)
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= 0x20 && c < 0x7f {
