@@ -164,6 +164,10 @@ func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error)
 			return 0, fmt.Errorf("supervisor.socket_group: %w", err)
 		}
 	}
+	groupRoles, err := apiserver.ParseRoles(cfg.Supervisor.SocketGroupRoles)
+	if err != nil {
+		return 0, fmt.Errorf("supervisor.socket_group_roles: %w", err)
+	}
 	// The socket first: it is the instance's lock. A podsup still running
 	// on it makes this one fail here, before stack.New would take its
 	// cgroups for a crashed predecessor's and kill its processes.
@@ -171,7 +175,7 @@ func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(socket)
+	defer l.RemoveSocket() // only the socket it bound, if still there
 	var logColor func(int) string
 	if tty.ColorWanted(os.Stdout) {
 		logColor = tty.PrefixColor
@@ -200,7 +204,7 @@ func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error)
 		Reload: d.reload,
 		Exec:   d.exec,
 		Logs:   hubLogs{st.Logs()},
-	}, apiserver.Policy{OwnerUID: os.Getuid(), GroupID: gid}, log)
+	}, apiserver.Policy{OwnerUID: os.Getuid(), GroupID: gid, GroupName: cfg.Supervisor.SocketGroup, GroupRoles: groupRoles}, log)
 	go func() {
 		if err := srv.Serve(l); err != nil {
 			log.Error().Err(err).Msg("control socket stopped")
@@ -257,7 +261,10 @@ func (d *daemon) reload() (string, error) {
 // without one), streaming its output, for `podsup exec`; given a process,
 // in that process's context (execCmd). It ends with ctx: a client that
 // goes away takes the command's tree with it.
-func (d *daemon) exec(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
+//
+// The peer decides as whom (execCmdFor): a peer that is not root never
+// runs a command as root.
+func (d *daemon) exec(ctx context.Context, peer apiserver.Peer, group, process string, argv []string, stdout, stderr io.Writer) (int, error) {
 	d.mu.Lock()
 	var g *spec.Group
 	for i := range d.cfg.Groups {
@@ -269,7 +276,7 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 	if g == nil {
 		return -1, fmt.Errorf("no group %q", group)
 	}
-	cmd, err := execCmd(g, process, argv)
+	cmd, err := execCmdFor(g, process, argv, peer)
 	if err != nil {
 		return -1, err
 	}
@@ -290,7 +297,7 @@ func (d *daemon) exec(ctx context.Context, group, process string, argv []string,
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		fmt.Fprintf(stderr, "podsup: %v\n", err)
+		fmt.Fprintf(stderr, "podsup: %v\n", execStartError(group, process, err))
 		return proc.ExitCodeForStartError(err), nil
 	}
 	var copied sync.WaitGroup
