@@ -18,10 +18,20 @@ import (
 	"time"
 )
 
-// Client talks to a podsup over its control socket.
+// Client talks to a podsup over its control socket. Before it sends a
+// request on a new connection it checks who listens (SO_PEERCRED): a
+// server that is neither root nor the client's own user is refused with
+// an *UntrustedServerError, and nothing is sent to it.
 type Client struct {
 	Socket string
-	hc     *http.Client
+	// Timeout, when positive, bounds how long a request waits for
+	// podsup: a short request (status, describe, an action, ...) as a
+	// whole, a stream (events and logs that follow, a watch, exec) only
+	// until its answer begins, never once it runs. A request that runs
+	// out of time fails with a *TimeoutError. NewClient leaves it zero
+	// (no limit); the podsup CLI sets it from --request-timeout.
+	Timeout time.Duration
+	hc      *http.Client
 }
 
 // NewClient returns a client for the socket at path.
@@ -29,7 +39,15 @@ func NewClient(path string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			conn, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkServer(conn, path); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return conn, nil
 		},
 		DisableCompression: true,
 	}
@@ -350,16 +368,43 @@ func (c *Client) Exec(ctx context.Context, group, process string, argv []string,
 // Metrics returns GET /metrics: every metric in Prometheus's text
 // exposition format, as a scraper gets it.
 func (c *Client) Metrics(ctx context.Context, w io.Writer) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
 	resp, err := c.send(ctx, http.MethodGet, "/metrics", nil)
 	if err != nil {
-		return err
+		return c.timedOut(ctx, err)
 	}
 	defer resp.Body.Close()
 	_, err = io.Copy(w, resp.Body)
+	return c.timedOut(ctx, err)
+}
+
+// withTimeout bounds ctx by c.Timeout, the cause of its end then a
+// *TimeoutError.
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, c.Timeout, &TimeoutError{Socket: c.Socket, Timeout: c.Timeout})
+}
+
+// timedOut is err, or the *TimeoutError when c.Timeout ended ctx.
+func (c *Client) timedOut(ctx context.Context, err error) error {
+	var te *TimeoutError
+	if err != nil && ctx.Err() != nil && errors.As(context.Cause(ctx), &te) {
+		return te
+	}
 	return err
 }
 
+// do is a short request: c.Timeout bounds all of it.
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	return c.timedOut(ctx, c.doUntimed(ctx, method, path, body, out))
+}
+
+func (c *Client) doUntimed(ctx context.Context, method, path string, body, out any) error {
 	resp, err := c.send(ctx, method, path, body)
 	if err != nil {
 		return err
@@ -395,6 +440,10 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	if err != nil {
 		return nil, c.dialError(err)
 	}
+	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Content-Type") != "application/json" {
+		resp.Body.Close()
+		return nil, &Error{Status: resp.StatusCode, Message: "podsup on " + c.Socket + " is overloaded (" + resp.Status + "): try again later"}
+	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		var e Error
@@ -407,9 +456,53 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	return resp, nil
 }
 
+// sendStream is send with c.Timeout on the wait for the answer's headers
+// only.
+func (c *Client) sendStream(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	if c.Timeout <= 0 {
+		return c.send(ctx, method, path, body)
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	te := &TimeoutError{Socket: c.Socket, Timeout: c.Timeout}
+	timer := time.AfterFunc(c.Timeout, func() { cancel(te) })
+	resp, err := c.send(sctx, method, path, body)
+	if !timer.Stop() { // it fired: the answer came too late, if at all
+		if err == nil {
+			resp.Body.Close()
+		}
+		if ctx.Err() == nil {
+			return nil, te
+		}
+		return nil, err
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{resp.Body, cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends a stream's context with its body.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
 // dialError explains the usual reasons a socket cannot be reached.
 func (c *Client) dialError(err error) error {
+	var untrusted *UntrustedServerError
 	switch {
+	case errors.As(err, &untrusted):
+		return untrusted
+	case errors.Is(err, syscall.EAGAIN):
+		return fmt.Errorf("podsup on %s is overloaded: its queue of new connections is full; try again later: %w", c.Socket, err)
 	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot reach podsup at %s: is `podsup up` running? (set --socket or PODSUP_SOCKET): %w", c.Socket, err)
 	case errors.Is(err, syscall.EACCES):
@@ -422,8 +515,11 @@ func streamGet[T any](c *Client, ctx context.Context, path string, fn func(T) er
 	return streamBody(c, ctx, http.MethodGet, path, nil, fn)
 }
 
+// streamBody calls fn for each JSON line of a streamed answer. c.Timeout
+// bounds only the wait for the answer to begin: a stream that runs is
+// never cut.
 func streamBody[T any](c *Client, ctx context.Context, method, path string, body any, fn func(T) error) error {
-	resp, err := c.send(ctx, method, path, body)
+	resp, err := c.sendStream(ctx, method, path, body)
 	if err != nil {
 		return err
 	}
@@ -460,5 +556,9 @@ func (c *Client) Recreates(ctx context.Context) (RecreateList, error) {
 // RecreateStatus returns a request's status; with wait, once it completed.
 func (c *Client) RecreateStatus(ctx context.Context, id string, wait bool) (Recreate, error) {
 	var out Recreate
-	return out, c.do(ctx, http.MethodGet, "/v1/recreates/"+url.PathEscape(id)+"?wait="+strconv.FormatBool(wait), nil, &out)
+	p := "/v1/recreates/" + url.PathEscape(id) + "?wait=" + strconv.FormatBool(wait)
+	if wait { // a long poll: it answers when the recreate is done
+		return out, c.doUntimed(ctx, http.MethodGet, p, nil, &out)
+	}
+	return out, c.do(ctx, http.MethodGet, p, nil, &out)
 }
