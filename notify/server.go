@@ -43,6 +43,7 @@ var ErrClosed = errors.New("notify server is closed")
 // poller (internal/epollwait).
 type Server struct {
 	dir    string
+	lockfd int // dir, flocked while this Server lives: see removeStale
 	clock  clock.Clock
 	log    zerolog.Logger
 	ep     *epollwait.Set
@@ -62,34 +63,48 @@ func NewServer(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("unable to create the runtime directory: %w", err)
 	}
-	dir, err := os.MkdirTemp(opts.Dir, "notify-")
+	removeStale(opts.Dir, opts.Logger)
+	dir, err := os.MkdirTemp(opts.Dir, dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("unable to create the notify socket directory: %w", err)
 	}
+	// Held, flocked, until the Server stops or podsup dies: a later podsup
+	// tells a live directory from a dead one's by this lock.
+	lockfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		if err = unix.Flock(lockfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			_ = unix.Close(lockfd)
+		}
+	}
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil, fmt.Errorf("unable to lock the notify socket directory: %w", err)
+	}
+	fail := func(err error) (*Server, error) {
+		_ = unix.Close(lockfd)
+		_ = os.Remove(dir)
+		return nil, err
+	}
 	// Traversable by every user, listable by none: a process running as
 	// another user reaches its own socket (owned by it) and no other.
-	if err := os.Chmod(dir, 0o711); err != nil {
-		_ = os.Remove(dir)
-		return nil, fmt.Errorf("unable to set up the notify socket directory: %w", err)
+	if err := unix.Fchmod(lockfd, 0o711); err != nil {
+		return fail(fmt.Errorf("unable to set up the notify socket directory: %w", err))
 	}
 	ep, err := epollwait.New()
 	if err != nil {
-		_ = os.Remove(dir)
-		return nil, fmt.Errorf("unable to create an epoll set: %w", err)
+		return fail(fmt.Errorf("unable to create an epoll set: %w", err))
 	}
 	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		_ = ep.Close()
-		_ = os.Remove(dir)
-		return nil, fmt.Errorf("unable to create an eventfd: %w", err)
+		return fail(fmt.Errorf("unable to create an eventfd: %w", err))
 	}
 	if err := ep.Add(wakefd, unix.EPOLLIN); err != nil {
 		_ = unix.Close(wakefd)
 		_ = ep.Close()
-		_ = os.Remove(dir)
-		return nil, fmt.Errorf("unable to watch the eventfd: %w", err)
+		return fail(fmt.Errorf("unable to watch the eventfd: %w", err))
 	}
-	return &Server{dir: dir, clock: clock.Or(opts.Clock), log: opts.Logger,
+	return &Server{dir: dir, lockfd: lockfd, clock: clock.Or(opts.Clock), log: opts.Logger,
 		ep: ep, wakefd: wakefd, eps: map[int32]*endpoint{}}, nil
 }
 
@@ -212,6 +227,7 @@ func (s *Server) shutdown() {
 	_ = unix.Close(s.wakefd)
 	_ = s.ep.Close()
 	_ = os.RemoveAll(s.dir)
+	_ = unix.Close(s.lockfd) // after the removal: no later podsup takes it for a dead one's
 }
 
 // socketPath is the next notify socket's path.
