@@ -19,8 +19,9 @@ import (
 
 // ctlFlags are the flags every client command shares.
 type ctlFlags struct {
-	socket string
-	output string
+	socket  string
+	output  string
+	timeout time.Duration
 }
 
 func (f *ctlFlags) register(cmd *cobra.Command) {
@@ -30,9 +31,16 @@ func (f *ctlFlags) register(cmd *cobra.Command) {
 	}
 	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "podsup's control socket (env PODSUP_SOCKET; for up, overrides the file's supervisor.socket)")
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json (the API's objects) or, for status, wide (more columns)")
+	cmd.PersistentFlags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "how long a request waits for podsup's answer before it fails, saying so (0: no limit); a stream (-f, -w, exec, wait) waits this long for its start only and then runs as long as it lasts")
 }
 
-func (f *ctlFlags) client() *api.Client { return api.NewClient(f.socket) }
+// client talks to the socket of --socket, within --request-timeout. It
+// refuses a server that runs as neither root nor the caller's user.
+func (f *ctlFlags) client() *api.Client {
+	c := api.NewClient(f.socket)
+	c.Timeout = f.timeout
+	return c
+}
 
 func (f *ctlFlags) json() (bool, error) {
 	switch f.output {
@@ -145,12 +153,7 @@ repeat with the count so far. -o json has "count", "first_time" and
 					_, err := fmt.Fprintln(out, string(b))
 					return err
 				}
-				obj := e.Group
-				if e.Process != "" {
-					obj += "/" + e.Process
-				}
-				_, err := fmt.Fprintf(out, "%-12s  %-7s  %-20s  %-20s  %s%s\n", e.Time.Local().Format("15:04:05.000"), e.Type, e.Reason, obj, e.Message, seriesNote(e))
-				return err
+				return printEventLine(out, e) // eventline.go: quoted for the terminal
 			})
 			if ctx.Err() != nil {
 				return nil
