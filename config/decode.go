@@ -1,7 +1,9 @@
 package config
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/podsup/podsup/spec"
@@ -40,6 +42,7 @@ func (d *decoder) supervisor(b *hcl.Block) spec.Supervisor {
 	var s spec.Supervisor
 	d.str(as, p, "socket", &s.Socket)
 	d.str(as, p, "socket_group", &s.SocketGroup)
+	d.socketGroupRoles(as, p, &s)
 	d.str(as, p, "log_level", &s.LogLevel)
 	d.str(as, p, "log_format", &s.LogFormat)
 	d.str(as, p, "log_dir", &s.LogDir)
@@ -51,6 +54,40 @@ func (d *decoder) supervisor(b *hcl.Block) spec.Supervisor {
 	d.str(as, p, "stop_order", &order)
 	s.StopOrder = spec.StopOrder(order)
 	return s
+}
+
+// socketGroupRoles decodes supervisor.socket_group_roles: names of
+// spec.SocketGroupRoleNames, and only beside a socket_group (the roles are
+// its members').
+func (d *decoder) socketGroupRoles(as hcl.Attributes, p []string, s *spec.Supervisor) {
+	a := as["socket_group_roles"]
+	if a == nil {
+		return
+	}
+	var roles []string
+	d.strList(as, p, "socket_group_roles", `["read", "operate"]`, &roles)
+	if roles == nil {
+		return
+	}
+	for _, r := range roles {
+		if !slices.Contains(spec.SocketGroupRoleNames, r) {
+			d.invalid(at(p, "socket_group_roles"), a, "socket_group_roles names an unknown role %q; the roles are %s.", r, strings.Join(quoted(spec.SocketGroupRoleNames), ", "))
+			return
+		}
+	}
+	if s.SocketGroup == "" {
+		d.invalid(at(p, "socket_group_roles"), a, "socket_group_roles grants roles to the members of socket_group, which is not set: set socket_group = \"GROUP\" too, or remove socket_group_roles.")
+		return
+	}
+	s.SocketGroupRoles = roles
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }
 
 // backoff overlays the fields the block sets on base (X2: a group's

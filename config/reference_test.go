@@ -328,6 +328,7 @@ var referenceDefaults = map[string]string{
 
 	"supervisor.socket":               code(spec.DefaultSocket) + " (root), `$XDG_RUNTIME_DIR/podsup.sock` or `/tmp/podsup-UID/podsup.sock` (others)",
 	"supervisor.socket_group":         "",
+	"supervisor.socket_group_roles":   code(`["read"]`),
 	"supervisor.log_level":            code(zerolog.InfoLevel.String()),
 	"supervisor.log_format":           code(logs.FormatConsole),
 	"supervisor.log_dir":              "",

@@ -90,7 +90,7 @@ var (
 	variableSchema = newSchema("variable", []string{"default", "description"}, nil, nil)
 
 	supervisorSchema = newSchema("supervisor",
-		[]string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote", "stop_order"}, nil, nil)
+		[]string{"socket", "socket_group", "socket_group_roles", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote", "stop_order"}, nil, nil)
 
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 

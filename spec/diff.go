@@ -1,6 +1,9 @@
 package spec
 
-import "reflect"
+import (
+	"reflect"
+	"slices"
+)
 
 // Changes is what a reload has to do to go from one configuration to
 // another: the one answer to "what changed" that the supervisor acts on
@@ -203,6 +206,7 @@ func SupervisorChanges(old, new Supervisor) []string {
 	}{
 		{"socket", old.Socket == new.Socket},
 		{"socket_group", old.SocketGroup == new.SocketGroup},
+		{"socket_group_roles", slices.Equal(old.SocketGroupRoles, new.SocketGroupRoles)},
 		{"log_level", old.LogLevel == new.LogLevel},
 		{"log_format", old.LogFormat == new.LogFormat},
 		{"log_dir", old.LogDir == new.LogDir},

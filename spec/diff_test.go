@@ -198,6 +198,7 @@ func TestDiffSupervisorBlockIsNoGroupChange(t *testing.T) {
 supervisor {
   socket        = "/tmp/other.sock"
   socket_group  = "wheel"
+  socket_group_roles = ["read", "exec"]
   log_level     = "debug"
   log_format    = "json"
   log_dir       = "/tmp/logs"
@@ -209,7 +210,7 @@ supervisor {
 }
 `+diffBase)
 	got := spec.Diff(old, next)
-	want := []string{"socket", "socket_group", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote", "stop_order"}
+	want := []string{"socket", "socket_group", "socket_group_roles", "log_level", "log_format", "log_dir", "minimum_grace", "notify_ready", "metrics_listen", "metrics_allow_remote", "stop_order"}
 	if !reflect.DeepEqual(got.Supervisor, want) {
 		t.Errorf("Supervisor = %v, want %v", got.Supervisor, want)
 	}

@@ -32,8 +32,12 @@ type Config struct {
 type Supervisor struct {
 	// Socket is the control socket's path (default DefaultSocketPath()).
 	Socket string
-	// SocketGroup, when set, opens the control socket to that group's members.
+	// SocketGroup, when set, opens the control socket to that group's
+	// members, with the read role and SocketGroupRoles.
 	SocketGroup string
+	// SocketGroupRoles are the roles of the API the socket group's members
+	// have besides "read" (SocketGroupRoleNames); nil means read alone.
+	SocketGroupRoles []string
 	// LogLevel is a zerolog level name: trace, debug, info, warn, error.
 	LogLevel string
 	// LogFormat is "console" (default) or "json".
@@ -57,6 +61,13 @@ type Supervisor struct {
 	// StopParallel (everything at once).
 	StopOrder StopOrder
 }
+
+// SocketGroupRoleNames are the roles supervisor.socket_group_roles may
+// name: "read" (status, describe, events, metrics, health, wait),
+// "operate" (start, stop, restart, recreate, reload, shutdown), "logs"
+// (process output) and "exec" (commands in a group's sandbox, never as
+// root for a peer that is not root). Package apiserver enforces them.
+var SocketGroupRoleNames = []string{"read", "operate", "logs", "exec"}
 
 // Default values (D2, X2, X12).
 const (
