@@ -66,13 +66,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/podsup/podsup/spec"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -112,23 +113,80 @@ func LoadFiles(paths ...string) (*spec.Config, error) {
 	return Options{}.Load(paths...)
 }
 
-// readConfigFile reads at most MaxFileSize bytes (and one more, to tell a
-// file that is too large), so that neither a huge file nor a device such
-// as /dev/zero can exhaust podsup's memory.
-func readConfigFile(path string) ([]byte, *Error, error) {
-	f, err := os.Open(path)
+// readConfigFile reads a configuration file of at most MaxFileSize bytes
+// and at most left, the bytes left of MaxConfigSize; nfiles is how many
+// files the configuration has, for the message. It reads no further than
+// that (and one byte more, to tell a file that is too large), so that
+// neither a huge file nor one that grows as it is read can exhaust
+// podsup's memory. It opens without blocking and refuses anything but a
+// regular file: a FIFO would block open(2) or read(2) for ever (and with
+// them a reload), a device such as /dev/zero never ends. A symlink is
+// followed: package managers fill conf.d with them, and the configuration
+// is root's to write.
+func readConfigFile(path string, left int64, nfiles int) ([]byte, *Error, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
-		return nil, limitsError(hcl.Diagnostics{tooLarge(path, fi.Size())}, nil), nil
-	}
-	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading config file: %w", err)
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode()), nil
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, limitsError(hcl.Diagnostics{tooLarge(path, byteCount(fi.Size()))}, nil), nil
+	}
+	limit := min(int64(MaxFileSize), left)
+	src, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading config file: %w", err)
+	}
+	switch {
+	case len(src) > MaxFileSize:
+		return nil, limitsError(hcl.Diagnostics{tooLarge(path, "more than "+byteCount(MaxFileSize))}, nil), nil
+	case int64(len(src)) > left:
+		return nil, limitsError(hcl.Diagnostics{configTooLarge(path, nfiles, "more than "+byteCount(MaxConfigSize))}, nil), nil
+	}
 	return src, nil, nil
+}
+
+// notRegular refuses a configuration file that is a FIFO, a device, a
+// socket or a directory, naming what it is.
+func notRegular(path string, mode fs.FileMode) *Error {
+	kind := fileKind(mode)
+	r := hcl.Range{Filename: path, Start: hcl.InitialPos, End: hcl.InitialPos}
+	return &Error{Diagnostics: hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "Configuration file is not a regular file",
+		Detail: fmt.Sprintf("This is %s; podsup reads its configuration from regular files only (a symlink to one is followed), so that nothing can block or flood a reload. Remove it from the configuration's paths or replace it with a file.",
+			kind),
+		Subject: &r,
+	}}}
+}
+
+// fileKind names the kind of file mode is for a message: "a named pipe
+// (FIFO)", "a regular file".
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode.IsRegular():
+		return "a regular file"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeCharDevice != 0:
+		return "a character device"
+	case mode&fs.ModeDevice != 0:
+		return "a block device"
+	case mode.IsDir():
+		return "a directory"
+	case mode&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "not a regular file"
 }
 
 // Parse decodes and validates an HCL configuration; filename is used in
@@ -158,11 +216,17 @@ func (o Options) parse(srcs []source) (*spec.Config, error) {
 	files := map[string]*hcl.File{}
 	var bodies []hcl.Body
 	var diags hcl.Diagnostics
+	tokens, left := 0, int64(MaxConfigSize)
 	for _, s := range srcs {
-		if ld := checkLimits(s.src, s.name); ld.HasErrors() {
+		ld, n := checkLimits(s.src, s.name, tokens)
+		if ld.HasErrors() {
 			return nil, limitsError(ld, s.src)
 		}
-		file, fd := hclsyntax.ParseConfig(s.src, s.name, hcl.InitialPos)
+		tokens += n
+		if left -= int64(len(s.src)); left < 0 {
+			return nil, limitsError(hcl.Diagnostics{configTooLarge(s.name, len(srcs), "more than "+byteCount(MaxConfigSize))}, nil)
+		}
+		file, fd := parseFile(s.src, s.name)
 		files[s.name] = file
 		diags = append(diags, fd...)
 		bodies = append(bodies, file.Body)
@@ -182,12 +246,19 @@ func (o Options) parse(srcs []source) (*spec.Config, error) {
 		ranges: map[string][]location{},
 		bad:    map[string]bool{},
 		seen:   map[string]int{},
+		tokens: tokens,
+		left:   left,
+		nfiles: len(srcs) + len(o.VarFiles),
 	}
 	fallback := hcl.Range{Filename: "(no configuration file)"}
 	if len(bodies) > 0 {
 		fallback = bodies[0].MissingItemRange()
 	}
 	cfg := d.file(hcl.MergeBodies(bodies))
+	if d.overLimit {
+		// The rest is not decoded: its errors would only hide this one.
+		return nil, &Error{Diagnostics: d.diags, Files: files}
+	}
 	if es, ok := spec.AsErrors(cfg.Validate()); ok {
 		d.diags = append(d.diags, d.locate(es, fallback)...)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,10 +26,38 @@ func (d *decoder) file(body hcl.Body) *spec.Config {
 	for _, b := range bs["backoff"] {
 		cfg.Backoff = d.backoff(b, []string{"backoff"}, cfg.Backoff)
 	}
-	for _, b := range bs["group"] {
+	groups := bs["group"]
+	if len(groups) > MaxGroups {
+		d.overLimit = true
+		d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Too many groups",
+			Detail: fmt.Sprintf("The configuration has %d groups, and this is group %d; podsup runs at most %d. Are the right files named?",
+				len(groups), MaxGroups+1, MaxGroups),
+			Subject: groups[MaxGroups].DefRange.Ptr()})
+		return cfg
+	}
+	for _, b := range groups {
 		cfg.Groups = append(cfg.Groups, d.group(b, cfg.Backoff))
+		if d.overLimit {
+			break
+		}
 	}
 	return cfg
+}
+
+// countProcesses adds a group's process and init blocks to the
+// configuration's, and refuses the one that takes them past MaxProcesses.
+func (d *decoder) countProcesses(bs map[string]hcl.Blocks) {
+	n := len(bs["init"]) + len(bs["process"])
+	if d.processes+n <= MaxProcesses || d.overLimit {
+		d.processes += n
+		return
+	}
+	d.overLimit = true
+	crossing := append(slices.Clip(bs["init"]), bs["process"]...)[MaxProcesses-d.processes]
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Too many processes",
+		Detail: fmt.Sprintf("This %s takes the configuration past %d processes (init processes count too), the most podsup runs. Are the right files named?",
+			crossing.Type, MaxProcesses),
+		Subject: crossing.DefRange.Ptr()})
 }
 
 func (d *decoder) block(b *hcl.Block, path []string) {
@@ -45,7 +74,9 @@ func (d *decoder) supervisor(b *hcl.Block) spec.Supervisor {
 	d.socketGroupRoles(as, p, &s)
 	d.str(as, p, "log_level", &s.LogLevel)
 	d.str(as, p, "log_format", &s.LogFormat)
-	d.str(as, p, "log_dir", &s.LogDir)
+	if d.str(as, p, "log_dir", &s.LogDir) {
+		d.logDir(as, p, s.LogDir)
+	}
 	d.durationPtr(as, p, "minimum_grace", &s.MinimumGrace)
 	d.str(as, p, "notify_ready", &s.NotifyReady)
 	d.str(as, p, "metrics_listen", &s.MetricsListen)
@@ -106,6 +137,9 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	p := d.named(nil, "group", g.Name)
 	d.block(b, p)
 	as, bs := d.content(b.Body, groupSchema, p)
+	if d.countProcesses(bs); d.overLimit {
+		return g
+	}
 	var policy string
 	d.str(as, p, "restart_policy", &policy)
 	g.RestartPolicy = spec.RestartPolicy(policy)
@@ -152,9 +186,9 @@ func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
 		d.block(rb, rp)
 		ras, _ := d.content(rb.Body, resourcesSchema, rp)
 		d.size(ras, rp, "memory", &s.Resources.Memory)
-		d.float(ras, rp, "cpu", &s.Resources.CPU)
+		d.cpu(ras, rp, "cpu", &s.Resources.CPU)
 		d.integerInt(ras, rp, "cpu_weight", &s.Resources.CPUWeight)
-		d.integer64(ras, rp, "pids", &s.Resources.Pids)
+		d.pids(ras, rp, "pids", &s.Resources.Pids)
 	}
 	return s
 }

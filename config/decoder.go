@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"math/big"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +34,18 @@ type decoder struct {
 	// (or processes) with the same name keep apart: the decoder's paths
 	// carry the occurrence (see qualify), spec's paths do not.
 	seen map[string]int
+
+	// What is left of the configuration's limits for the var files: the
+	// tokens scanned so far, the bytes left of MaxConfigSize, the number
+	// of files (for messages).
+	tokens int
+	left   int64
+	nfiles int
+	// processes counts the process and init blocks decoded, against
+	// MaxProcesses; overLimit is set when the configuration is over
+	// MaxGroups or MaxProcesses, and decoding stops.
+	processes int
+	overLimit bool
 }
 
 // occurrenceMark separates a name from its occurrence number in the
@@ -152,9 +166,19 @@ func (d *decoder) str(attrs hcl.Attributes, path []string, name string, dst *str
 		d.invalid(at(path, name), a, "%s must be a string, e.g. %s = \"...\"; got %s.", name, name, v.Type().FriendlyName())
 		return false
 	}
+	if hasNUL(s.AsString()) {
+		d.invalid(at(path, name), a, "%s contains a NUL byte (\\u0000), which no path, name, argument or environment can hold: the kernel reads each as a C string, ending at the NUL.", name)
+		return false
+	}
 	*dst = s.AsString()
 	return true
 }
+
+// hasNUL reports whether s holds a NUL byte. Every string of a
+// configuration ends up a C string (a path, an argument, a variable, a
+// name) where a NUL would cut it short, or fail exec with "invalid
+// argument" at every start.
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 func (d *decoder) strList(attrs hcl.Attributes, path []string, name, example string, dst *[]string) {
 	v, a, ok := d.value(attrs, path, name)
@@ -179,6 +203,10 @@ func (d *decoder) strListValue(v cty.Value, a *hcl.Attribute, path []string, exa
 			d.invalid(path, a, "%s must not contain null.", name)
 			return false
 		}
+		if hasNUL(e.AsString()) {
+			d.invalid(path, a, "%s[%d] contains a NUL byte (\\u0000), which no path, argument or name can hold: the kernel reads each as a C string, ending at the NUL.", name, len(out))
+			return false
+		}
 		out = append(out, e.AsString())
 	}
 	*dst = out
@@ -200,6 +228,10 @@ func (d *decoder) strMap(attrs hcl.Attributes, path []string, name string, dst *
 		k, e := it.Element()
 		if e.IsNull() {
 			d.invalid(at(path, name), a, "%s[%q] must not be null.", name, k.AsString())
+			return
+		}
+		if hasNUL(k.AsString()) || hasNUL(e.AsString()) {
+			d.invalid(at(path, name), a, "%s[%q] contains a NUL byte (\\u0000) in its key or value, which no environment variable or header can hold: the kernel reads each as a C string, ending at the NUL.", name, k.AsString())
 			return
 		}
 		out[k.AsString()] = e.AsString()
@@ -248,10 +280,19 @@ func (d *decoder) integer(attrs hcl.Attributes, path []string, name string) (int
 	return i, true
 }
 
+// integerInt decodes a whole number that must fit in 32 bits: Kubernetes'
+// fields are int32 (a failure_threshold of 1e15 is no threshold a probe
+// can reach), and so are a port, a cpu_weight and a count of files.
 func (d *decoder) integerInt(attrs hcl.Attributes, path []string, name string, dst *int) {
-	if i, ok := d.integer(attrs, path, name); ok {
-		*dst = int(i)
+	i, ok := d.integer(attrs, path, name)
+	if !ok {
+		return
 	}
+	if i < math.MinInt32 || i > math.MaxInt32 {
+		d.invalid(at(path, name), attrs[name], "%s must be between %d and %d (a 32-bit integer, as Kubernetes' fields are); got %d.", name, math.MinInt32, math.MaxInt32, i)
+		return
+	}
+	*dst = int(i)
 }
 
 func (d *decoder) integer64(attrs hcl.Attributes, path []string, name string, dst *int64) {
@@ -260,10 +301,51 @@ func (d *decoder) integer64(attrs hcl.Attributes, path []string, name string, ds
 	}
 }
 
-func (d *decoder) float(attrs hcl.Attributes, path []string, name string, dst *float64) {
-	if f, _, ok := d.number(attrs, path, name); ok {
-		*dst, _ = f.Float64()
+// maxPids is the largest pids.max the kernel takes: PID_MAX_LIMIT on a
+// 64-bit system (a larger one is EINVAL at every start).
+const maxPids = 4 << 20
+
+// pids decodes resources.pids, from 0 to maxPids.
+func (d *decoder) pids(attrs hcl.Attributes, path []string, name string, dst *int64) {
+	i, ok := d.integer(attrs, path, name)
+	if !ok {
+		return
 	}
+	if i < 0 || i > maxPids {
+		d.invalid(at(path, name), attrs[name], "%s must be from 0 to %d (the kernel's PID_MAX_LIMIT, the most pids.max takes); got %d.", name, maxPids, i)
+		return
+	}
+	*dst = i
+}
+
+// logDir refuses a supervisor.log_dir that exists and is not a directory
+// (podsup would fail to create every log file in it, at every start). One
+// that does not exist yet is podsup's to create when it starts.
+func (d *decoder) logDir(attrs hcl.Attributes, path []string, dir string) {
+	fi, err := os.Stat(dir)
+	if err != nil || fi.IsDir() {
+		return
+	}
+	d.invalid(at(path, "log_dir"), attrs["log_dir"], "log_dir %q exists and is not a directory (it is %s): name a directory, or a path podsup may create one at.", dir, fileKind(fi.Mode()))
+}
+
+// maxCPU is the largest cpu the kernel can enforce: cpu.max takes a quota
+// of at most 2^44-1 µs (the scheduler's MAX_BW) per podsup's 100 ms
+// period.
+const maxCPU = float64(1<<44-1) / 100_000
+
+// cpu decodes resources.cpu: a number of CPUs, from 0 to maxCPU.
+func (d *decoder) cpu(attrs hcl.Attributes, path []string, name string, dst *float64) {
+	f, a, ok := d.number(attrs, path, name)
+	if !ok {
+		return
+	}
+	v, _ := f.Float64()
+	if math.IsNaN(v) || v < 0 || v > maxCPU {
+		d.invalid(at(path, name), a, "%s must be a number of CPUs from 0 to %d (the kernel's largest quota, 2^44-1 µs per 100 ms period); got %s.", name, int64(math.Floor(maxCPU)), f.Text('g', 6))
+		return
+	}
+	*dst = v
 }
 
 // duration decodes a Go duration string. A bare number is an error with a

@@ -273,8 +273,33 @@ func (d *decoder) environment(as hcl.Attributes, p []string, base map[string]str
 	}
 	var inline map[string]string
 	d.strMap(as, p, "env", &inline)
+	for k := range inline {
+		if k == "" || strings.ContainsRune(k, '=') {
+			d.badEnvKey(as["env"], at(p, "env"), k)
+			delete(inline, k)
+		}
+	}
 	maps.Copy(out, inline)
 	return out
+}
+
+// badEnvKey refuses an env key that is empty or holds an "=": the process
+// would get another variable than the one written (A=B = "c" is A, set to
+// "B=c"). The error points at the key when the map is written out.
+func (d *decoder) badEnvKey(a *hcl.Attribute, p []string, key string) {
+	subject := a.Expr.Range()
+	if o, ok := a.Expr.(*hclsyntax.ObjectConsExpr); ok {
+		for _, item := range o.Items {
+			if k, diags := item.KeyExpr.Value(d.ctx); !diags.HasErrors() && k.Type() == cty.String && k.IsKnown() && !k.IsNull() && k.AsString() == key {
+				subject = item.KeyExpr.Range()
+			}
+		}
+	}
+	what := "is empty"
+	if key != "" {
+		what = "contains \"=\""
+	}
+	d.errorAt(p, subject.Ptr(), a.Range.Ptr(), "Invalid env", fmt.Sprintf("The variable name %q %s: the process would get another variable than the one written. A name is letters, digits and _ (and . or -), e.g. LOG_LEVEL.", key, what))
 }
 
 // envFileRef is one entry of env_file: the file's path, resolved against
@@ -317,6 +342,10 @@ func (d *decoder) envFiles(as hcl.Attributes, p []string) []envFileRef {
 		ref.path = strings.TrimPrefix(name, "-")
 		if ref.path == "" {
 			d.errorAt(at(p, "env_file"), ref.at.Ptr(), ref.context, "Invalid env_file", "An env_file entry is empty: give a file's path, e.g. \"app.env\", or \"-app.env\" for an optional file.")
+			continue
+		}
+		if hasNUL(ref.path) {
+			d.errorAt(at(p, "env_file"), ref.at.Ptr(), ref.context, "Invalid env_file", "An env_file entry contains a NUL byte (\\u0000), which no path can hold.")
 			continue
 		}
 		if !filepath.IsAbs(ref.path) {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/podsup/podsup/spec"
 )
@@ -50,7 +53,11 @@ func (o Options) withDefaults() Options {
 // order, as if they were one file: a group defined in two files is an
 // error naming both places, and so is a supervisor or top-level backoff
 // block in more than one file. Each file is refused on its own when it
-// is over the limits (MaxFileSize, MaxTokens, MaxNesting).
+// is over the limits (MaxFileSize, MaxNesting) or is not a regular file,
+// and the whole configuration when its files together are over
+// MaxConfigSize, MaxFiles, MaxTokens, MaxGroups or MaxProcesses. The sizes
+// are checked from the files' metadata before any is read, and again as
+// they are read (a file may grow in between).
 //
 // Load reads the directories, the files, the var files and the env files
 // afresh each time: a reload that calls it again sees every change.
@@ -64,18 +71,58 @@ func (o Options) Load(paths ...string) (*spec.Config, error) {
 		// a word; a file with no group says what it means.
 		return nil, fmt.Errorf("%w: no *.hcl file in %s", ErrNoFiles, strings.Join(paths, ", "))
 	}
+	if err := checkSizes(names, o.VarFiles); err != nil {
+		return nil, err
+	}
 	srcs := make([]source, 0, len(names))
+	left := int64(MaxConfigSize)
 	for _, name := range names {
-		src, limitErr, err := readConfigFile(name)
+		src, limitErr, err := readConfigFile(name, left, len(names)+len(o.VarFiles))
 		if err != nil {
 			return nil, err
 		}
 		if limitErr != nil {
 			return nil, limitErr
 		}
+		left -= int64(len(src))
 		srcs = append(srcs, source{name: name, src: src})
 	}
 	return o.parse(srcs)
+}
+
+// checkSizes refuses a configuration of more than MaxFiles files, or with
+// a file over MaxFileSize, or of more than MaxConfigSize bytes in all,
+// from the files' metadata: nothing is read. (readConfigFile checks again
+// as it reads.)
+func checkSizes(names, varFiles []string) error {
+	all := append(slices.Clip(names), varFiles...)
+	if len(all) > MaxFiles {
+		return &Error{Diagnostics: hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Too many configuration files",
+			Detail: fmt.Sprintf("The configuration has %d files (every -f, the *.hcl files of its directories and the --var-files); podsup reads at most %d. Are the right directories named?",
+				len(all), MaxFiles),
+		}}}
+	}
+	var total int64
+	crossing := ""
+	for _, name := range all {
+		fi, err := os.Stat(name)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // readConfigFile says what is wrong with it
+		}
+		if fi.Size() > MaxFileSize {
+			return limitsError(hcl.Diagnostics{tooLarge(name, byteCount(fi.Size()))}, nil)
+		}
+		total += fi.Size()
+		if total > MaxConfigSize && crossing == "" {
+			crossing = name
+		}
+	}
+	if crossing != "" {
+		return limitsError(hcl.Diagnostics{configTooLarge(crossing, len(all), byteCount(total))}, nil)
+	}
+	return nil
 }
 
 // expand replaces each directory of paths with its *.hcl files, sorted.

@@ -21,8 +21,18 @@ const (
 	// MaxFileSize is the largest file podsup reads: a 10,000-group file
 	// with a probe per process is about 4 MiB.
 	MaxFileSize = 16 << 20
+	// MaxConfigSize bounds the bytes of a whole configuration: every file
+	// of every -f and conf.d, and the --var-files, together. The per-file
+	// limit alone let five 16 MiB files through.
+	MaxConfigSize = 16 << 20
+	// MaxFiles bounds the files of a configuration (-f files, the *.hcl of
+	// its conf.d directories and the --var-files): each costs an open and
+	// a parse, and a directory of a million empty files would be read at
+	// every reload.
+	MaxFiles = 1000
 	// MaxTokens bounds the names, numbers, operators, line ends and string
-	// pieces of a file: that 10,000-group file has about 1.0 million.
+	// pieces of a whole configuration, over all its files: that
+	// 10,000-group file has about 0.9 million.
 	MaxTokens = 2_000_000
 	// MaxNesting bounds the nesting of a file. Each bracket, brace,
 	// parenthesis, string template and template directive is a level, and
@@ -30,16 +40,24 @@ const (
 	// (until a comma, an `=` or, in a block, a line end). Real files stay
 	// under 20.
 	MaxNesting = 100
+	// MaxGroups and MaxProcesses bound what a configuration runs: podsup
+	// is measured with 10,000 processes (docs/benchmarks.md), and each
+	// process costs it goroutines, fds and a cgroup. Init processes count
+	// as processes.
+	MaxGroups    = 10_000
+	MaxProcesses = 10_000
 )
 
 // checkLimits refuses src before it is parsed when it is larger, longer or
 // deeper than the limits above, with a diagnostic at the place (or for the
-// size, the file) that crosses the limit.
-func checkLimits(src []byte, filename string) hcl.Diagnostics {
+// size, the file) that crosses the limit. tokensBefore is the tokens of
+// the configuration's files before this one: MaxTokens bounds them all.
+// It returns the file's tokens.
+func checkLimits(src []byte, filename string, tokensBefore int) (hcl.Diagnostics, int) {
 	if len(src) > MaxFileSize {
-		return hcl.Diagnostics{tooLarge(filename, int64(len(src)))}
+		return hcl.Diagnostics{tooLarge(filename, byteCount(int64(len(src))))}, 0
 	}
-	s := nestingScanner{src: src}
+	s := nestingScanner{src: src, tokensBefore: tokensBefore}
 	err := s.utf8()
 	if err == nil {
 		err = s.scan()
@@ -51,29 +69,47 @@ func checkLimits(src []byte, filename string) hcl.Diagnostics {
 			Summary:  err.summary,
 			Detail:   err.detail,
 			Subject:  &r,
-		}}
+		}}, s.tokens
 	}
-	return nil
+	return nil, s.tokens
 }
 
-// tooLarge is the diagnostic for a file over MaxFileSize.
-func tooLarge(filename string, size int64) *hcl.Diagnostic {
+// tooLarge is the diagnostic for a file over MaxFileSize; size says how
+// large it is.
+func tooLarge(filename string, size string) *hcl.Diagnostic {
 	r := hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "Configuration file too large",
 		Detail: fmt.Sprintf("The file has %s; podsup reads configuration files of at most %s (10,000 groups take about 4 MiB). Is this the right file?",
-			byteCount(size), byteCount(MaxFileSize)),
+			size, byteCount(MaxFileSize)),
 		Subject: &r,
 	}
 }
 
-func byteCount(n int64) string {
-	if n > MaxFileSize {
-		return fmt.Sprintf("more than %d bytes", MaxFileSize)
+// configTooLarge is the diagnostic for a configuration whose files
+// together hold more than MaxConfigSize bytes, at the file that crosses
+// it: total is what podsup found in nfiles files ("more than 16 MiB" when
+// a file grew while it was read).
+func configTooLarge(filename string, nfiles int, total string) *hcl.Diagnostic {
+	r := hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Configuration too large",
+		Detail: fmt.Sprintf("The configuration's %d files hold %s in all, and this one takes them past the limit: podsup reads at most %s over all the files of a configuration (every -f, conf.d and --var-file; 10,000 groups take about 4 MiB). Are the right files named?",
+			nfiles, total, byteCount(MaxConfigSize)),
+		Subject: &r,
 	}
-	if n >= 1<<20 && n%(1<<20) == 0 {
+}
+
+// byteCount is n bytes for a person: "80 MiB", "5.5 MiB (5767168 bytes)",
+// "4096 bytes".
+func byteCount(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/(1<<20), n)
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
@@ -138,6 +174,13 @@ type nestingScanner struct {
 	depth, top int
 	maxDepth   int
 	tokens     int
+	// tokensBefore are the configuration's tokens in the files scanned
+	// before this one.
+	tokensBefore int
+	// With chunk set, splits collects the offsets, chunk bytes or more
+	// apart, where a top-level item has ended (topLevelSplits).
+	chunk  int
+	splits []int
 	// braces and retBraces are HCL's: a } at the brace count a template
 	// sequence opened at ends that sequence.
 	braces    int
@@ -159,9 +202,13 @@ func (s *nestingScanner) scan() *limitError {
 		if err != nil {
 			return err
 		}
-		if s.tokens > MaxTokens {
-			return &limitError{at: s.i, summary: "Configuration file too long",
-				detail: fmt.Sprintf("The file has more than %d tokens (names, numbers, operators, line ends and string pieces) by here; podsup reads at most %d (10,000 groups take about 1 million). Is this the right file?", MaxTokens, MaxTokens)}
+		if s.tokensBefore+s.tokens > MaxTokens {
+			if s.tokensBefore == 0 {
+				return &limitError{at: s.i, summary: "Configuration file too long",
+					detail: fmt.Sprintf("The file has more than %d tokens (names, numbers, operators, line ends and string pieces) by here; podsup reads at most %d (10,000 groups take about 0.9 million). Is this the right file?", MaxTokens, MaxTokens)}
+			}
+			return &limitError{at: s.i, summary: "Configuration too long",
+				detail: fmt.Sprintf("The configuration's files have more than %d tokens (names, numbers, operators, line ends and string pieces) by here, %d of them in the files before this one; podsup reads at most %d over all the files of a configuration (10,000 groups take about 0.9 million). Are the right files named?", MaxTokens, s.tokensBefore, MaxTokens)}
 		}
 	}
 	return nil
@@ -357,11 +404,22 @@ func isOperator(c byte) bool {
 	return strings.IndexByte("+-*/%<>!&|?.=", c) >= 0
 }
 
-// lineEnd is a newline in code: in a body or an object (a brace level, or
-// the top), it ends the attribute and its operator chain.
+// lineEnd is a newline in code, just before s.i: in a body or an object
+// (a brace level, or the top), it ends the attribute and its operator
+// chain. At the top, with nothing open, a top-level item has ended.
 func (s *nestingScanner) lineEnd() {
-	if n := len(s.levels); n == 0 || s.levels[n-1].kind == '{' {
+	n := len(s.levels)
+	if n == 0 || s.levels[n-1].kind == '{' {
 		s.reset()
+	}
+	if s.chunk > 0 && n == 0 && len(s.modes) == 1 && s.braces == 0 && len(s.retBraces) == 0 && s.i < len(s.src) {
+		last := 0
+		if k := len(s.splits); k > 0 {
+			last = s.splits[k-1]
+		}
+		if s.i-last >= s.chunk && !bytes.HasPrefix(s.src[s.i:], []byte("\xef\xbb\xbf")) {
+			s.splits = append(s.splits, s.i)
+		}
 	}
 }
 

@@ -137,12 +137,12 @@ func TestLoadRefusesOversizedFilesWithoutReadingThem(t *testing.T) {
 	}
 	f.Close()
 	_, err = Load(path)
-	if err == nil || !strings.Contains(err.Error(), path+":1:1: Configuration file too large: The file has more than 16777216 bytes") {
+	if err == nil || !strings.Contains(err.Error(), path+":1:1: Configuration file too large: The file has 1024 MiB") {
 		t.Fatalf("Load of a 1 GiB file: %v", err)
 	}
-	// A device never ends: Load stops after the limit.
+	// A device never ends: Load does not read it.
 	_, err = Load("/dev/zero")
-	if err == nil || !strings.Contains(err.Error(), "Configuration file too large") {
+	if err == nil || !strings.Contains(err.Error(), "/dev/zero:1:1: Configuration file is not a regular file: This is a character device") {
 		t.Fatalf("Load of /dev/zero: %v", err)
 	}
 }
@@ -290,7 +290,12 @@ func TestNestingScannerSeesAtLeastHCLsDepth(t *testing.T) {
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{minimal, `x = "${a}%{if b}c%{endif}"`, "x = <<-EOT\n  ${\"y\"}\n  EOT\n",
 		"x = [(1 + -2) * !a ? b : c]", "/* [ */ x = \"[\" # [\n", `x = "$${[" + "%%{["`, "a = <<EOT\nEOT",
-		"variable \"v\" { default = [1] }\ngroup \"g\" {\n  env_file = [\"-a.env\", var.v]\n  process \"p\" {\n    command = [var.v]\n    env_file = \"x\"\n  }\n}\n"} {
+		"variable \"v\" { default = [1] }\ngroup \"g\" {\n  env_file = [\"-a.env\", var.v]\n  process \"p\" {\n    command = [var.v]\n    env_file = \"x\"\n  }\n}\n",
+		// What validate refuses because it could never run (issue #25).
+		"group \"g\" {\n  env = { \"A=B\" = \"c\" }\n  process \"p\" {\n    command = [\"a\\u0000b\"]\n    env = { K = \"v\\u0000\" }\n  }\n}\n",
+		"group \"g\" {\n  sandbox {\n    resources {\n      cpu = 1e308\n      pids = 1e15\n    }\n  }\n  process \"p\" {\n    command = [\"x\"]\n    liveness_probe {\n      failure_threshold = 1e15\n      exec { command = [\"x\"] }\n    }\n  }\n}\n",
+		"supervisor { log_dir = \"/dev/null\" }\ngroup \"g\" {\n  sandbox {\n    resources { memory = \"1Q\" }\n  }\n  process \"p\" { command = [\"x\"] }\n}\n",
+		"x = 1\ngroup \"a\" {\n}\nx = 2\n\ngroup \"b\" { process \"p\" { command = [\"x\"] } }\n"} {
 		f.Add([]byte(s))
 	}
 	for _, src := range deepInputs(3) {
@@ -304,6 +309,27 @@ func FuzzLoad(f *testing.F) {
 		}
 		if ref, ok := referenceDepth(src); ok && s.maxDepth < ref && scanErr == nil {
 			t.Fatalf("the scanner saw depth %d where HCL's tokens nest %d: %q", s.maxDepth, ref, src)
+		}
+		// Parsed a top-level item at a time (parseFile's chunks), a file
+		// is valid exactly when it is valid parsed whole, with the same
+		// blocks.
+		if scanErr == nil {
+			whole, wd := hclsyntax.ParseConfig(src, "fuzz.hcl", hcl.InitialPos)
+			chunked, cd := parseChunks(src, "fuzz.hcl", 1)
+			if wd.HasErrors() != cd.HasErrors() {
+				t.Fatalf("parsed whole: %v; in chunks: %v: %q", wd, cd, src)
+			}
+			if !wd.HasErrors() {
+				wb, cb := whole.Body.(*hclsyntax.Body), chunked.Body.(*hclsyntax.Body)
+				if len(wb.Blocks) != len(cb.Blocks) || len(wb.Attributes) != len(cb.Attributes) {
+					t.Fatalf("parsed whole: %d blocks, %d attributes; in chunks: %d, %d: %q", len(wb.Blocks), len(wb.Attributes), len(cb.Blocks), len(cb.Attributes), src)
+				}
+				for i := range wb.Blocks {
+					if wb.Blocks[i].Range() != cb.Blocks[i].Range() {
+						t.Fatalf("block %d at %v whole, %v in chunks: %q", i, wb.Blocks[i].Range(), cb.Blocks[i].Range(), src)
+					}
+				}
+			}
 		}
 		// No env file is read: the input could name any file, a device too.
 		noFiles := func(string) ([]byte, error) { return nil, fs.ErrNotExist }

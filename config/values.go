@@ -35,6 +35,10 @@ var sizeUnits = map[string]float64{
 	"ki": 1 << 10, "kib": 1 << 10, "mi": 1 << 20, "mib": 1 << 20, "gi": 1 << 30, "gib": 1 << 30, "ti": 1 << 40, "tib": 1 << 40,
 }
 
+// sizeUnitsText lists sizeUnits for error messages, in the words of
+// docs/config.md ("Types"), which a test holds to the same list.
+const sizeUnitsText = "K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024), each optionally followed by B, in any case, or none for bytes"
+
 // ParseSize parses a byte size: "256MiB", "1G", "1.5Gi", "4096".
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
@@ -45,7 +49,7 @@ func ParseSize(s string) (int64, error) {
 	}
 	mult, ok := sizeUnits[strings.ToLower(unit)]
 	if !ok {
-		return 0, fmt.Errorf("%q has an unknown unit %q: use B, K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. \"256MiB\"", s, unit)
+		return 0, fmt.Errorf("%q has an unknown unit %q: use "+sizeUnitsText+", e.g. \"256Mi\" or \"1G\"", s, unit)
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || num == "" {

@@ -95,7 +95,7 @@ func (d *decoder) rawValue(a *hcl.Attribute, p []string) (cty.Value, bool) {
 // varFile sets variables from an HCL file of NAME = value attributes.
 // Values are literals: a var file has no variables or functions.
 func (d *decoder) varFile(path string, vars map[string]*variable) {
-	src, limitErr, err := readConfigFile(path)
+	src, limitErr, err := readConfigFile(path, d.left, d.nfiles)
 	if err == nil && limitErr != nil {
 		d.diags = append(d.diags, limitErr.Diagnostics...)
 		return
@@ -105,10 +105,13 @@ func (d *decoder) varFile(path string, vars map[string]*variable) {
 			Detail: fmt.Sprintf("--var-file %s: %s.", path, err)})
 		return
 	}
-	if ld := checkLimits(src, path); ld.HasErrors() {
+	ld, n := checkLimits(src, path, d.tokens)
+	if ld.HasErrors() {
 		d.diags = append(d.diags, ld...)
 		return
 	}
+	d.tokens += n
+	d.left -= int64(len(src))
 	file, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
 	d.files[path] = file
 	if diags.HasErrors() {

@@ -9,6 +9,10 @@
 // (MADV_PAGEOUT) and to fault later ones in one at a time (MADV_RANDOM).
 // Code that runs again is faulted back in, from the page cache when it is
 // still there; what never runs stays out. Nothing writable is touched.
+//
+// It also gives back the heap that a one-off burst of work left free, the
+// reload of a large configuration (ReturnHeapAfter), which the Go runtime
+// would otherwise return only over minutes.
 package memtrim
 
 import (
