@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/termsafe"
 )
 
 func newDescribeCmd(f *ctlFlags) *cobra.Command {
@@ -56,18 +57,20 @@ has no memory cgroup of its own) is left out.`,
 }
 
 // describer writes kubectl describe's "Key:<tab>value" lines, indented by
-// level.
+// level. Every key and value is quoted for the terminal (termsafe): they
+// hold what processes and probes wrote (a probe's last result, a
+// message), and a tab in one would also shift the columns.
 type describer struct {
 	tw  *tabwriter.Writer
 	now time.Time
 }
 
 func (d *describer) line(level int, key, format string, args ...any) {
-	fmt.Fprintf(d.tw, "%s%s:\t%s\n", strings.Repeat("  ", level), key, fmt.Sprintf(format, args...))
+	fmt.Fprintf(d.tw, "%s%s:\t%s\n", strings.Repeat("  ", level), termsafe.Quote(key), termsafe.Quote(fmt.Sprintf(format, args...)))
 }
 
 func (d *describer) head(level int, key string) {
-	fmt.Fprintf(d.tw, "%s%s:\n", strings.Repeat("  ", level), key)
+	fmt.Fprintf(d.tw, "%s%s:\n", strings.Repeat("  ", level), termsafe.Quote(key))
 }
 
 // printDescription prints a group (with onlyProcess, just its one process
@@ -109,7 +112,7 @@ func printDescription(w io.Writer, g api.GroupDescription, onlyProcess bool, now
 	d.head(0, "Conditions")
 	fmt.Fprintf(d.tw, "  Type\tStatus\n")
 	for _, c := range g.Conditions {
-		fmt.Fprintf(d.tw, "  %s\t%s\n", c.Type, trueFalse(c.Status))
+		fmt.Fprintf(d.tw, "  %s\t%s\n", termsafe.Quote(c.Type), trueFalse(c.Status))
 	}
 	if len(g.Init) > 0 {
 		d.head(0, "Init Processes")
@@ -160,7 +163,7 @@ func (d *describer) process(level int, p api.ProcessDescription, named bool) {
 		d.line(level, "Name", "%s", p.Name)
 	}
 	if p.Command != nil {
-		d.line(level, "Command", "%v", p.Command)
+		d.line(level, "Command", "%v", p.Command) // quoted by line, as every value
 	}
 	if p.RestartPolicy != "" {
 		d.line(level, "Restart Policy", "%s", p.RestartPolicy)
@@ -269,7 +272,7 @@ func (d *describer) events(level int, evs []api.Event) {
 		if e.Count > 1 {
 			age += fmt.Sprintf(" (x%d over %s)", e.Count, humanAge(e.LastTime.Sub(e.FirstTime)))
 		}
-		fmt.Fprintf(d.tw, "%s  %s\t%s\t%s\t%s\n", pad, e.Type, e.Reason, age, e.Message)
+		fmt.Fprintf(d.tw, "%s  %s\t%s\t%s\t%s\n", pad, termsafe.Quote(e.Type), termsafe.Quote(e.Reason), age, termsafe.Quote(e.Message))
 	}
 }
 

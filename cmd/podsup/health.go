@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/termsafe"
 )
 
 // newHealthCmd is the health check of a container or a script: the exit
@@ -47,11 +48,13 @@ former name.`,
 			}
 			st, err := f.client().Status(cmd.Context(), group, process)
 			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", err)
+				fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", termsafe.Quote(err.Error()))
 				return exitError{1}
 			}
 			if notReady := whatIsNotReady(st, process); len(notReady) > 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "not ready: "+strings.Join(notReady, "; "))
+				// Quoted for the terminal (termsafe): reasons and names
+				// come from the server.
+				fmt.Fprintln(cmd.ErrOrStderr(), "not ready: "+termsafe.Quote(strings.Join(notReady, "; ")))
 				return exitError{1}
 			}
 			return nil

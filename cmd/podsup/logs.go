@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/termsafe"
 	"github.com/podsup/podsup/internal/tty"
 )
 
@@ -18,7 +19,7 @@ func newLogsCmd(f *ctlFlags) *cobra.Command {
 		o                    api.LogsOptions
 		since                string
 		timestamps, noPrefix bool
-		noColor              bool
+		noColor, raw         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "logs GROUP[/PROCESS]... [-f] [--tail N] [--since D|TIME] [--timestamps] [--previous]",
@@ -36,6 +37,15 @@ when it starts: one a reload adds needs a new podsup logs).
 does: the one before the running one, or, while the process waits in
 CrashLoopBackOff, the one that just crashed. A group's processes that have
 none are passed over.
+
+On a terminal, the characters of a line that a terminal would act on
+rather than print (escape sequences, a bare carriage return, other
+control characters, C1 controls, bidi overrides, bytes that are not
+UTF-8) are shown quoted, as \x1b, \r, \u202e: a process cannot retitle
+the window, clear the screen or hide a line by what it writes. Tabs are
+kept. --raw writes the lines as the process wrote them, on a terminal
+too; to a pipe or a file (not a terminal) they are always written as
+they are. -o json is JSON, which escapes them itself.
 
 podsup keeps the last 1000 lines (256 KiB) of each instance in memory and
 the current and previous instance of each process; log_dir keeps more on
@@ -76,6 +86,7 @@ disk.`,
 			}
 			out := cmd.OutOrStdout()
 			pf := newLinePrefixer(procs, len(procs) > 1 && !noPrefix, !noColor && isColorTerminal(out))
+			quote := !raw && isTerminal(out)
 			err = c.LogsOf(ctx, targets, o, func(l api.LogLine) error {
 				if asJSON {
 					b, _ := json.Marshal(l)
@@ -83,7 +94,7 @@ disk.`,
 					return err
 				}
 				if l.Skipped > 0 {
-					_, err := fmt.Fprintf(cmd.ErrOrStderr(), "podsup: %s/%s: %d lines skipped (this reader fell behind)\n", l.Group, l.Process, l.Skipped)
+					_, err := fmt.Fprintf(cmd.ErrOrStderr(), "podsup: %s: %d lines skipped (this reader fell behind)\n", termsafe.Quote(l.Group+"/"+l.Process), l.Skipped)
 					return err
 				}
 				var b []byte
@@ -92,7 +103,12 @@ disk.`,
 					b = l.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 					b = append(b, ' ')
 				}
-				b = append(append(b, l.Line...), '\n')
+				if quote {
+					b = termsafe.Append(b, l.Line, termsafe.KeepTab)
+				} else {
+					b = append(b, l.Line...)
+				}
+				b = append(b, '\n')
 				_, err := out.Write(b)
 				return err
 			})
@@ -109,6 +125,7 @@ disk.`,
 	cmd.Flags().BoolVarP(&timestamps, "timestamps", "t", false, "start each line with the time podsup captured it (RFC 3339, UTC, nanoseconds)")
 	cmd.Flags().BoolVar(&noPrefix, "no-log-prefix", false, "no \"group/process | \" prefix, even with several processes")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "no colours, even on a terminal (as NO_COLOR=1)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "write lines as the processes wrote them, escape sequences and control characters included, even on a terminal (they are always raw to a pipe or file)")
 	return cmd
 }
 
@@ -134,6 +151,14 @@ func isColorTerminal(w io.Writer) bool {
 	return ok && tty.ColorWanted(f)
 }
 
+// isTerminal is whether w is a terminal, where a process's lines are
+// quoted (TERM and NO_COLOR aside: a dumb terminal acts on control
+// characters too).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && tty.IsTerminal(int(f.Fd()))
+}
+
 // linePrefixer writes podsup up's "group/process | " prefix, padded to the
 // widest name shown and, on a terminal, in the process's colour.
 type linePrefixer struct {
@@ -152,7 +177,8 @@ func newLinePrefixer(procs []api.Target, on, color bool) *linePrefixer {
 	}
 	for i, t := range procs {
 		name := t.Group + "/" + t.Process
-		p.width = max(p.width, len(name))
+		qn := termsafe.Quote(name)
+		p.width = max(p.width, len(qn))
 		if color {
 			p.colors[name] = tty.PrefixColor(i)
 		}
@@ -164,5 +190,5 @@ func (p *linePrefixer) append(b []byte, name string) []byte {
 	if !p.on {
 		return b
 	}
-	return tty.AppendPrefix(b, name, p.width, p.colors[name])
+	return tty.AppendPrefix(b, termsafe.Quote(name), p.width, p.colors[name])
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/podsup/podsup/internal/termsafe"
 	"github.com/podsup/podsup/stack"
 )
 
@@ -23,7 +24,9 @@ func main() {
 		if asExit(err, &ee) {
 			os.Exit(ee.code)
 		}
-		fmt.Fprintln(os.Stderr, "podsup:", err)
+		// Quoted for the terminal: an error may echo a server's or a
+		// file's words (internal/termsafe).
+		fmt.Fprintln(termsafe.NewWriter(os.Stderr, termsafe.KeepTab), "podsup:", err)
 		os.Exit(2)
 	}
 }

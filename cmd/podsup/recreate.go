@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/termsafe"
 )
 
 func newRecreateCmd(f *ctlFlags) *cobra.Command {
@@ -51,11 +52,11 @@ command prints the request's id; with --wait it follows the request and exits
 				if asJSON {
 					return printJSON(out, rc)
 				}
-				fmt.Fprintln(out, rc.ID)
+				fmt.Fprintln(out, termsafe.Quote(rc.ID))
 				return nil
 			}
 			if !asJSON {
-				fmt.Fprintf(out, "%s: recreating %s in group %s\n", rc.ID, strings.Join(req.Processes, ", "), req.Group)
+				fmt.Fprintf(out, "%s: recreating %s in group %s\n", termsafe.Quote(rc.ID), termsafe.Quote(strings.Join(req.Processes, ", ")), termsafe.Quote(req.Group))
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
@@ -105,7 +106,10 @@ command prints the request's id; with --wait it follows the request and exits
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tGROUP\tPHASE\tPROCESSES\tAGE")
 			for _, r := range l.Recreates {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Group, phaseOf(r), processPhases(r), age(r.CreationTime))
+				// Quoted for the terminal (termsafe), and so without tabs
+				// that would shift the columns.
+				q := termsafe.Quote
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q(r.ID), q(r.Group), q(phaseOf(r)), q(processPhases(r)), age(r.CreationTime))
 			}
 			return tw.Flush()
 		},
@@ -155,16 +159,19 @@ func age(t *time.Time) string {
 	return humanAge(time.Since(*t))
 }
 
+// printRecreate prints a request, its words quoted for the terminal
+// (termsafe): a message may echo a process's failure.
 func printRecreate(w io.Writer, r api.Recreate) {
-	fmt.Fprintf(w, "%s  group %s  %s", r.ID, r.Group, phaseOf(r))
+	q := termsafe.Quote
+	fmt.Fprintf(w, "%s  group %s  %s", q(r.ID), q(r.Group), q(phaseOf(r)))
 	if r.Message != "" {
-		fmt.Fprintf(w, ": %s", r.Message)
+		fmt.Fprintf(w, ": %s", q(r.Message))
 	}
 	fmt.Fprintln(w)
 	for _, p := range r.Processes {
-		fmt.Fprintf(w, "  %-16s %-10s", p.Name, p.Phase)
+		fmt.Fprintf(w, "  %-16s %-10s", q(p.Name), q(p.Phase))
 		if p.Message != "" {
-			fmt.Fprintf(w, " %s", p.Message)
+			fmt.Fprintf(w, " %s", q(p.Message))
 		}
 		fmt.Fprintln(w)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/termsafe"
 )
 
 func newStatusCmd(f *ctlFlags) *cobra.Command {
@@ -129,8 +130,12 @@ func (t *statusTable) rows(st api.StatusResponse, now time.Time) {
 	}
 }
 
+// add queues one row. Its cells are quoted for the terminal (termsafe): a
+// reason, a message or a process's STATUS= line may hold anything.
 func (t *statusTable) add(cells []string) {
 	for i, c := range cells {
+		c = termsafe.Quote(c)
+		cells[i] = c
 		if i == len(t.widths) {
 			t.widths = append(t.widths, 0)
 		}

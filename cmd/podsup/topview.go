@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/termsafe"
 )
 
 // The view of `podsup top`: what it shows and how keys change it, with no
@@ -439,11 +440,14 @@ func shortState(p api.ProcessStatus) string {
 }
 
 // alignCells pads every cell but the last of each line to its column's
-// widest, two spaces apart.
+// widest, two spaces apart. The cells are quoted for the terminal first
+// (termsafe): names, reasons and messages may hold anything.
 func alignCells(cells [][]string) []string {
 	var widths []int
 	for _, row := range cells {
 		for i, c := range row {
+			c = termsafe.Quote(c)
+			row[i] = c
 			if i == len(widths) {
 				widths = append(widths, 0)
 			}
@@ -465,19 +469,19 @@ func alignCells(cells [][]string) []string {
 }
 
 // fit cuts s to width runes, and makes control characters (a process's
-// output may hold any) harmless to the screen.
+// output may hold any) harmless to the screen: a tab becomes a space, the
+// rest is quoted (termsafe). Text quoted already (the table's cells, a
+// description) holds none, and its backslashes are left as they are.
 func fit(s string, width int) string {
+	s = strings.ReplaceAll(s, "\t", " ")
+	if termsafe.Needs(s, termsafe.Escaped) {
+		s = string(termsafe.Append(nil, s, termsafe.Escaped))
+	}
 	var b strings.Builder
 	n := 0
 	for _, r := range s {
 		if n >= width {
 			break
-		}
-		switch {
-		case r == '\t':
-			r = ' '
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			r = '?'
 		}
 		b.WriteRune(r)
 		n++

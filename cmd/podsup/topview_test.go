@@ -129,7 +129,7 @@ func TestTopViewMergesWatchAndUsage(t *testing.T) {
 }
 
 // podsup top is a client like any other: its files import the public API
-// client and the terminal helpers, nothing of the runtime.
+// client and the terminal helpers (tty, termsafe), nothing of the runtime.
 func TestTopUsesOnlyThePublicAPI(t *testing.T) {
 	fset := token.NewFileSet()
 	for _, file := range []string{"top.go", "topview.go", "logs.go"} {
@@ -139,7 +139,7 @@ func TestTopUsesOnlyThePublicAPI(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(path, "github.com/podsup/podsup/") && path != "github.com/podsup/podsup/api" && path != "github.com/podsup/podsup/internal/tty" {
+			if strings.HasPrefix(path, "github.com/podsup/podsup/") && path != "github.com/podsup/podsup/api" && path != "github.com/podsup/podsup/internal/tty" && path != "github.com/podsup/podsup/internal/termsafe" {
 				t.Errorf("%s imports %s: top and logs use the API client (package api) alone", file, path)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/termsafe"
 )
 
 // errConditionMet ends a status watch once the condition holds.
@@ -65,15 +66,15 @@ each one as it arrives: it answers within the instant of the change.
 			if timeout == 0 {
 				st, err := f.client().Status(cmd.Context(), group, process)
 				if err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", err)
+					fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", termsafe.Quote(err.Error()))
 					return exitError{1}
 				}
 				w.merge(st)
 				if missing := w.missing(); len(missing) > 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s not %s: %s\n", what, cond, strings.Join(missing, "; "))
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s not %s: %s\n", termsafe.Quote(what), cond, termsafe.Quote(strings.Join(missing, "; ")))
 					return exitError{1}
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", what, cond)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", termsafe.Quote(what), cond)
 				return nil
 			}
 			ctx, cancel := signalContext()
@@ -89,17 +90,17 @@ each one as it arrives: it answers within the instant of the change.
 			})
 			switch {
 			case errors.Is(err, errConditionMet):
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", what, cond)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", termsafe.Quote(what), cond)
 				return nil
 			case errors.Is(ctx.Err(), context.DeadlineExceeded) && w.seen:
-				fmt.Fprintf(cmd.ErrOrStderr(), "timed out after %s waiting for %s %s: %s\n", timeout, what, cond, strings.Join(w.missing(), "; "))
+				fmt.Fprintf(cmd.ErrOrStderr(), "timed out after %s waiting for %s %s: %s\n", timeout, termsafe.Quote(what), cond, termsafe.Quote(strings.Join(w.missing(), "; ")))
 				return exitError{1}
 			case ctx.Err() != nil:
 				return exitError{1} // interrupted (^C): no timeout to report
 			case err == nil:
 				err = errors.New("podsup ended the status stream")
 			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", err)
+			fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", termsafe.Quote(err.Error()))
 			return exitError{1}
 		},
 	}
