@@ -145,48 +145,6 @@ func TestAPIRefusesOversizedHeaders(t *testing.T) {
 	}
 }
 
-func TestLimitListenerHoldsConnectionsAtTheLimit(t *testing.T) {
-	inner, err := net.Listen("unix", filepath.Join(t.TempDir(), "l.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newLimitListener(inner, 2)
-	defer l.Close()
-	accepted := make(chan net.Conn, 3)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
-		}
-	}()
-	for range 3 {
-		c, err := net.Dial("unix", inner.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	first, second := <-accepted, <-accepted
-	select {
-	case <-accepted:
-		t.Fatal("a third connection was accepted while two were open")
-	case <-time.After(200 * time.Millisecond):
-	}
-	second.Close()
-	second.Close() // a second Close must not free a second slot
-	select {
-	case c := <-accepted:
-		c.Close()
-	case <-time.After(30 * time.Second):
-		t.Fatal("closing a connection did not let the next one in")
-	}
-	first.Close()
-}
-
 // FuzzDecodeBody feeds arbitrary bodies to every request type the API
 // decodes: no panic, and every refusal is a 400 or 413 with a message.
 func FuzzDecodeBody(f *testing.F) {

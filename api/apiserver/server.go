@@ -29,10 +29,12 @@ type Backend struct {
 	Reload func() (string, error)
 	// Logs serves process output.
 	Logs LogSource
-	// Exec runs argv in the sandbox of group, writing its output, and
-	// returns its exit code. Given a process, argv runs in that process's
-	// context: its user and group, environment and working directory.
-	Exec func(ctx context.Context, group, process string, argv []string, stdout, stderr io.Writer) (int, error)
+	// Exec runs argv in the sandbox of group for peer, writing its
+	// output, and returns its exit code. Given a process, argv runs in
+	// that process's context: its user and group, environment and working
+	// directory. Exec decides as whom: never root for a peer that is not
+	// root (the server has checked the peer has RoleExec).
+	Exec func(ctx context.Context, peer Peer, group, process string, argv []string, stdout, stderr io.Writer) (int, error)
 }
 
 // LogSource is where process output is kept.
@@ -64,6 +66,7 @@ type LogQuery struct {
 type Server struct {
 	b      Backend
 	policy Policy
+	limits *limiter
 	log    zerolog.Logger
 	srv    *http.Server
 
@@ -77,35 +80,12 @@ func (s *Server) Metrics() http.Handler { return s.metrics }
 
 // New returns a server for b that admits the peers pol allows.
 func New(b Backend, pol Policy, log zerolog.Logger) *Server {
-	s := &Server{b: b, policy: pol, log: log}
+	s := &Server{b: b, policy: pol, log: log, limits: newLimiter(DefaultLimits)}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopMetrics = cancel
 	s.metrics = metricsHandler(ctx, b.Supervisor)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", s.metrics)
-	mux.HandleFunc("GET /v1/version", s.version)
-	mux.HandleFunc("GET /v1/self", s.self)
-	mux.HandleFunc("GET /v1/status", s.status)
-	mux.HandleFunc("GET /v1/status/{group}", s.status)
-	mux.HandleFunc("GET /v1/status/{group}/{process}", s.status)
-	mux.HandleFunc("GET /v1/describe/{group}", s.describe)
-	mux.HandleFunc("GET /v1/describe/{group}/{process}", s.describe)
-	mux.HandleFunc("GET /v1/events", s.events)
-	mux.HandleFunc("POST /v1/groups/{group}/{action}", s.action)
-	mux.HandleFunc("POST /v1/groups/{group}/processes/{process}/{action}", s.action)
-	mux.HandleFunc("POST /v1/reload", s.reload)
-	mux.HandleFunc("POST /v1/shutdown", s.shutdown)
-	mux.HandleFunc("GET /v1/logs/{group}/{process}", s.logs)
-	mux.HandleFunc("POST /v1/recreates", s.createRecreate)
-	mux.HandleFunc("GET /v1/recreates", s.listRecreates)
-	mux.HandleFunc("GET /v1/recreates/{id}", s.getRecreate)
-	mux.HandleFunc("POST /v1/exec/{group}", s.exec)
-	mux.HandleFunc("POST /v1/exec/{group}/{process}", s.exec)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &pathError{r.Method + " " + r.URL.Path})
-	})
 	s.srv = &http.Server{
-		Handler:           s.authorize(mux),
+		Handler:           s.handler(s.routes()),
 		ReadHeaderTimeout: headerReadTime,
 		IdleTimeout:       idleTime,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -126,10 +106,11 @@ type pathError struct{ what string }
 func (e *pathError) Error() string { return "no such endpoint: " + e.what + " (see `podsup --help`)" }
 func (e *pathError) Unwrap() error { return api.ErrNotFound }
 
-// Serve answers requests on l until Shutdown, at most maxConns
-// connections at a time: more wait to be accepted.
+// Serve answers requests on l until Shutdown, within the connection
+// limits (Limits): a connection over them is answered with an error and
+// closed, never kept waiting.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.srv.Serve(newLimitListener(l, maxConns))
+	err := s.srv.Serve(&limitListener{Listener: l, l: s.limits, trusted: s.policy.Trusted})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -141,30 +122,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopMetrics()
 	return s.srv.Close()
 }
-
-// authorize admits only peers the policy allows (SO_PEERCRED).
-func (s *Server) authorize(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := PeerFrom(r.Context())
-		if !ok || !s.policy.Allows(p) {
-			s.log.Warn().Str("peer", p.String()).Str("request", r.Method+" "+r.URL.Path).Msg("refused an API caller that is neither root, podsup's user nor in the socket group")
-			writeError(w, errForbiddenFor(p))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func errForbiddenFor(p Peer) error {
-	return &forbiddenError{p}
-}
-
-type forbiddenError struct{ p Peer }
-
-func (e *forbiddenError) Error() string {
-	return "permission denied: uid " + strconv.Itoa(e.p.UID) + " may not use podsup's control socket (root, podsup's own user and the configured socket_group may)"
-}
-func (e *forbiddenError) Unwrap() error { return errForbidden }
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.VersionResponse{Version: s.b.Version, Pid: os.Getpid()})
@@ -458,8 +415,9 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no group %q", group))
 		return
 	}
+	p, _ := PeerFrom(r.Context())
 	st := newStream(w)
-	code, err := s.b.Exec(r.Context(), group, process, req.Command,
+	code, err := s.b.Exec(r.Context(), p, group, process, req.Command,
 		frameWriter{st, "stdout"}, frameWriter{st, "stderr"})
 	final := api.ExecFrame{ExitCode: &code}
 	if err != nil {
@@ -522,9 +480,6 @@ const (
 	// nothing; a stream (events, logs, exec) lasts as long as its client.
 	headerReadTime = 10 * time.Second
 	idleTime       = 2 * time.Minute
-	// maxConns bounds the connections served at once: each costs a file
-	// descriptor, which podsup needs for its processes' pipes.
-	maxConns = 128
 )
 
 // decodeBody decodes a request's JSON object into v: an empty body leaves

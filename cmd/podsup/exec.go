@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 
+	"github.com/podsup/podsup/api/apiserver"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
@@ -27,6 +30,48 @@ func execCmd(g *spec.Group, process string, argv []string) (*proc.Cmd, error) {
 	c.Env = supervisor.Environ(pr.Env) // what the process itself gets
 	c.Dir, c.User, c.Group = pr.WorkingDir, pr.User, pr.Group
 	return c, nil
+}
+
+// execCmdFor is execCmd for an API peer, who is never given more than it
+// has. Root gets execCmd's command as it is. Any other peer (one with the
+// exec role: the server checked) never runs a command as root:
+//   - with a process, the command runs as that process's user, and is
+//     refused when that user is root (a process without a user runs as
+//     podsup: root in a root podsup);
+//   - without one, it runs as the peer itself: its uid, gid and the
+//     supplementary groups it had when it connected (SO_PEERGROUPS), not
+//     as podsup.
+//
+// Either way with no_new_privs, so that a setuid binary (in a sandbox's
+// rootfs, say) cannot make it root again; and as a non-root uid it has no
+// capabilities.
+func execCmdFor(g *spec.Group, process string, argv []string, peer apiserver.Peer) (*proc.Cmd, error) {
+	c, err := execCmd(g, process, argv)
+	if err != nil || peer.UID == 0 {
+		return c, err
+	}
+	c.NoNewPrivs, c.NotRoot = true, true
+	if process != "" {
+		return c, nil // proc.Start resolves the user, and refuses root
+	}
+	cred := &syscall.Credential{Uid: uint32(peer.UID), Gid: uint32(peer.GID)}
+	if peer.GroupsKnown {
+		for _, id := range peer.Groups {
+			cred.Groups = append(cred.Groups, uint32(id))
+		}
+	} else {
+		cred.Groups = []uint32{} // unknown: none rather than podsup's
+	}
+	c.Credential = cred
+	return c, nil
+}
+
+// execStartError explains a refusal of execCmdFor's NotRoot.
+func execStartError(group, process string, err error) error {
+	if errors.Is(err, proc.ErrWouldRunAsRoot) {
+		return fmt.Errorf("exec as %s/%s would run as root (its user); only root may do that", group, process)
+	}
+	return err
 }
 
 // findProcess is g's process or init process named name, or nil. An init

@@ -30,6 +30,18 @@ type Cmd struct {
 	// User and Group are names or numeric ids; empty means podsup's own.
 	// A user brings its primary group and supplementary groups.
 	User, Group string
+	// Credential, when not nil, is the uid, gid and supplementary groups
+	// to run as, used as they are (no lookup); User and Group are then
+	// ignored.
+	Credential *syscall.Credential
+	// NotRoot refuses to start the command (ErrWouldRunAsRoot) when it
+	// would run as uid 0: its User, or podsup's own uid without one.
+	NotRoot bool
+	// NoNewPrivs starts the command with PR_SET_NO_NEW_PRIVS: neither it
+	// nor anything it execs gains privileges through setuid or file
+	// capabilities (nonewprivs.go). It needs /proc in the command's
+	// mount namespace.
+	NoNewPrivs bool
 	// Stdin, Stdout and Stderr become fds 0-2; nil means /dev/null.
 	Stdin, Stdout, Stderr *os.File
 	// ExtraFiles become fds 3, 4, ...
@@ -139,8 +151,15 @@ func Start(c *Cmd) (*Process, error) {
 		if path, err = lookPath(c.Path, env); err != nil {
 			return err
 		}
-		cred, err = credential(c.User, c.Group)
-		return err
+		if c.Credential != nil {
+			cred = c.Credential
+		} else if cred, err = credential(c.User, c.Group); err != nil {
+			return err
+		}
+		if c.NotRoot && (cred == nil && os.Getuid() == 0 || cred != nil && cred.Uid == 0) {
+			return ErrWouldRunAsRoot
+		}
+		return nil
 	}
 	var err error
 	if r, ok := c.Forker.(Resolver); ok {
@@ -154,6 +173,9 @@ func Start(c *Cmd) (*Process, error) {
 	args := c.Args
 	if len(args) == 0 {
 		args = []string{c.Path}
+	}
+	if c.NoNewPrivs {
+		path, args = noNewPrivsArgv(path, args)
 	}
 	files, err := stdFiles(c)
 	if err != nil {
@@ -202,6 +224,10 @@ func Start(c *Cmd) (*Process, error) {
 		err = fork()
 	}
 	if err != nil {
+		if c.NoNewPrivs && (err == syscall.ENOENT || err == syscall.ENOTDIR) {
+			// The command itself was not looked at: /proc/self/exe was.
+			return nil, &StartError{Path: c.Path, Err: fmt.Errorf("%w: without privileges, a command starts through %s, and there is no /proc here: mount one in the sandbox (mount \"proc\" \"/proc\" {})", ErrNotExecutable, selfExe)}
+		}
 		return nil, &StartError{Path: c.Path, Err: classifyExecError(forkFDError(err, files))}
 	}
 	p.tree = c.Tree
