@@ -279,8 +279,8 @@ func TestUpRemovesOnlyTheSocketItBound(t *testing.T) {
 	}
 }
 
-// TestUpRefusesAFileAtItsSocketPath: `podsup up --socket important.txt`
-// must not delete the file (issue 25, item 11).
+// TestUpRefusesAFileAtItsSocketPath: `podsup up --socket
+// DIR/important.txt` must not delete the file (issue 25, item 11).
 func TestUpRefusesAFileAtItsSocketPath(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -292,14 +292,12 @@ func TestUpRefusesAFileAtItsSocketPath(t *testing.T) {
 	if err := os.WriteFile(important, []byte("keep me\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := podsupCmd(t, "up", "-f", cfg, "--socket", "important.txt")
-	c.Dir = dir
-	up := start(t, c)
+	up := start(t, podsupCmd(t, "up", "-f", cfg, "--socket", important))
 	if !endsWithin(up, 30*time.Second) {
 		t.Fatalf("podsup up runs on a regular file's path:\n%s", up.sofar(t))
 	}
 	out := up.rest(t)
-	if up.p.Exit().Code() == 0 || !strings.Contains(out, "important.txt: a regular file is there, not a stale socket") {
+	if up.p.Exit().Code() == 0 || !strings.Contains(out, important+": a regular file is there, not a stale socket") {
 		t.Fatalf("podsup up --socket important.txt: exit %d\n%s", up.p.Exit().Code(), out)
 	}
 	if b, err := os.ReadFile(important); err != nil || string(b) != "keep me\n" {
