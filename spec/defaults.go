@@ -63,7 +63,11 @@ func (s *Supervisor) EffectiveSocket() string {
 // DefaultSocketPath is where podsup listens, and its CLI looks, when no
 // socket is configured: DefaultSocket for root; for other users, like
 // systemd's user instances, $XDG_RUNTIME_DIR/podsup.sock, or
-// /tmp/podsup-UID/podsup.sock without it.
+// /tmp/podsup-UID/podsup.sock without it ($TMPDIR for /tmp). Another user
+// can make /tmp/podsup-UID first: podsup up then refuses it, as it refuses
+// any socket directory that is a symbolic link, not its user's or root's,
+// or writable by others (apiserver.Listen), and the CLI refuses a server
+// that runs as neither root nor its user (api.Client).
 func DefaultSocketPath() string {
 	uid := os.Geteuid()
 	if uid == 0 {
