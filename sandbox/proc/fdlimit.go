@@ -2,6 +2,8 @@ package proc
 
 import (
 	"fmt"
+	"os"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -40,4 +42,28 @@ func forkFDError(err error, files []uintptr) error {
 		return err
 	}
 	return fmt.Errorf("%w (the new process needs fd %d, and podsup's RLIMIT_NOFILE is %d)", syscall.EMFILE, next, lim.Cur)
+}
+
+var devNull struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// sharedDevNull is the /dev/null given to every process as the stdio it
+// was not given otherwise: opened on first use and kept. A failed open is
+// not kept. A sync.Once kept it: when podsup's fds were full at its first
+// start, every later start failed with "open /dev/null: too many open
+// files" for the rest of podsup's life, however many fds had been freed
+// (40 processes under a limit of 64 then started none at all).
+func sharedDevNull() (*os.File, error) {
+	devNull.mu.Lock()
+	defer devNull.mu.Unlock()
+	if devNull.f == nil {
+		f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			return nil, err
+		}
+		devNull.f = f
+	}
+	return devNull.f, nil
 }

@@ -89,3 +89,66 @@ func TestStartOutOfFDNumbersIsEMFILE(t *testing.T) {
 	}
 	t.Log(got)
 }
+
+// fdLimitDevNull starts a process with every fd taken, so that its
+// /dev/null cannot be opened, then frees some and starts one again.
+var _ = registerHelper("fdLimitDevNull", func([]string) int {
+	const limit = 64
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
+		fmt.Println("setrlimit:", err)
+		return 2
+	}
+	var held []int
+	for {
+		fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			break
+		}
+		held = append(held, fd)
+	}
+	if _, err := Start(&Cmd{Path: "/bin/true"}); err == nil || !errors.Is(err, syscall.EMFILE) {
+		fmt.Println("with every fd taken:", err)
+		return 2
+	}
+	for _, fd := range held {
+		_ = unix.Close(fd)
+	}
+	p, err := Start(&Cmd{Path: "/bin/true"})
+	if err != nil {
+		fmt.Println("with fds free again:", err)
+		return 1
+	}
+	<-p.Done()
+	fmt.Println("started")
+	return 0
+})
+
+// TestStartAfterFDsFreedAgain: a start that failed because podsup's fds
+// were full does not make later ones fail once fds are free again (its
+// /dev/null, opened on first use, was failed for good).
+func TestStartAfterFDsFreedAgain(t *testing.T) {
+	t.Parallel()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	c := helperCmd(t, "fdLimitDevNull")
+	c.Stdout, c.Stderr = out, out
+	p, err := Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := p.Wait(ctx)
+	if err != nil {
+		_ = p.Signal(unix.SIGKILL)
+		<-p.Done()
+		t.Fatal("the helper did not end")
+	}
+	b, _ := os.ReadFile(out.Name())
+	if got := strings.TrimSpace(string(b)); e.Code() != 0 || got != "started" {
+		t.Fatalf("a start once fds were free again: %q (helper %s), want it started", got, e)
+	}
+}

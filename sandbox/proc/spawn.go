@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -380,21 +379,14 @@ func classifyExecError(err error) error {
 	return err
 }
 
-var (
-	devNullOnce sync.Once
-	devNull     *os.File
-	devNullErr  error
-)
-
 func stdFiles(c *Cmd) ([]uintptr, error) {
 	files := make([]uintptr, 0, 3+len(c.ExtraFiles))
 	for _, f := range []*os.File{c.Stdin, c.Stdout, c.Stderr} {
 		if f == nil {
-			devNullOnce.Do(func() { devNull, devNullErr = os.OpenFile(os.DevNull, os.O_RDWR, 0) })
-			if devNullErr != nil {
-				return nil, devNullErr
+			var err error
+			if f, err = sharedDevNull(); err != nil {
+				return nil, err
 			}
-			f = devNull
 		}
 		files = append(files, f.Fd())
 	}
