@@ -218,7 +218,13 @@ func newExecCmd(f *ctlFlags) *cobra.Command {
 with its exit code. With /PROCESS (a process or an init process), CMD runs as
 that process runs: as its user and group, with its environment and in its
 working directory (like kubectl exec in a container). Without it, CMD runs as
-podsup, with podsup's environment and working directory.`,
+podsup, with podsup's environment and working directory.
+
+A caller other than root and podsup's user (a socket_group member granted
+the "exec" role) never runs CMD as root: with /PROCESS it runs as that
+process's user, and is refused when that user is root; without, as the
+caller's own uid and groups. Either way with no_new_privs (a setuid
+program gains nothing).`,
 		Example: `  podsup exec web -- cat /etc/hostname
   podsup exec edge/app -- sh -c 'ls /proc'`,
 		Args: cobra.MinimumNArgs(2),

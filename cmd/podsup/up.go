@@ -61,6 +61,13 @@ variables (over their defaults and PODSUP_VAR_NAME).
 The control socket is supervisor.socket from the file, or --socket /
 PODSUP_SOCKET, or by default /run/podsup/podsup.sock for root and
 $XDG_RUNTIME_DIR/podsup.sock for other users (where the CLI looks too).
+Root and podsup's own user may do everything on it. supervisor.socket_group
+opens it to a group, whose members may read (status, describe, events,
+metrics, health, wait) and what supervisor.socket_group_roles adds:
+"operate" (start, stop, restart, recreate, reload, shutdown), "logs"
+(process output, secrets included) and "exec", which runs commands as any
+non-root process user of the groups, reading their environment and files,
+and as the member's own uid in any sandbox; never as root.
 
 Captured output goes to podsup's stdout, each line prefixed
 "group/process | " (log_format = "console") or as JSON objects
