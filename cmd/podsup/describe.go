@@ -49,7 +49,7 @@ has no memory cgroup of its own) is left out.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), d)
+				return printJSON(termsafe.NewJSONWriter(cmd.OutOrStdout()), d)
 			}
 			return printDescription(cmd.OutOrStdout(), d.Group, process != "", time.Now())
 		},

@@ -45,7 +45,8 @@ UTF-8) are shown quoted, as \x1b, \r, \u202e: a process cannot retitle
 the window, clear the screen or hide a line by what it writes. Tabs are
 kept. --raw writes the lines as the process wrote them, on a terminal
 too; to a pipe or a file (not a terminal) they are always written as
-they are. -o json is JSON, which escapes them itself.
+they are. -o json writes them as JSON escapes (\u001b), on a terminal
+or not.
 
 podsup keeps the last 1000 lines (256 KiB) of each instance in memory and
 the current and previous instance of each process; log_dir keeps more on
@@ -89,8 +90,10 @@ disk.`,
 			quote := !raw && isTerminal(out)
 			err = c.LogsOf(ctx, targets, o, func(l api.LogLine) error {
 				if asJSON {
+					// JSON, with what encoding/json leaves raw that a
+					// terminal acts on escaped too.
 					b, _ := json.Marshal(l)
-					_, err := fmt.Fprintln(out, string(b))
+					_, err := out.Write(append(termsafe.AppendJSON(nil, b), '\n'))
 					return err
 				}
 				if l.Skipped > 0 {

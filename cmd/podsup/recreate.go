@@ -50,7 +50,7 @@ command prints the request's id; with --wait it follows the request and exits
 			out := cmd.OutOrStdout()
 			if !wait {
 				if asJSON {
-					return printJSON(out, rc)
+					return printJSON(termsafe.NewJSONWriter(out), rc)
 				}
 				fmt.Fprintln(out, termsafe.Quote(rc.ID))
 				return nil
@@ -65,7 +65,7 @@ command prints the request's id; with --wait it follows the request and exits
 				return err
 			}
 			if asJSON {
-				if err := printJSON(out, done); err != nil {
+				if err := printJSON(termsafe.NewJSONWriter(out), done); err != nil {
 					return err
 				}
 			} else {
@@ -101,7 +101,7 @@ command prints the request's id; with --wait it follows the request and exits
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), l)
+				return printJSON(termsafe.NewJSONWriter(cmd.OutOrStdout()), l)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tGROUP\tPHASE\tPROCESSES\tAGE")
@@ -128,7 +128,7 @@ command prints the request's id; with --wait it follows the request and exits
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), r)
+				return printJSON(termsafe.NewJSONWriter(cmd.OutOrStdout()), r)
 			}
 			printRecreate(cmd.OutOrStdout(), r)
 			return nil

@@ -331,4 +331,14 @@ func TestTablesQuoteWhatATerminalWouldActOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("describe", b.String())
+
+	// -o json: JSON escapes C0 controls itself; DEL, C1 and bidi
+	// controls, which encoding/json leaves raw, are escaped too.
+	b.Reset()
+	if err := printJSONLine(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	if c := rawControl(b.String()); c != "" || !strings.Contains(b.String(), `x\u001b]0;pwned\u0007\u001b[2J\ry\u009b\u202e\t`) {
+		t.Errorf("status -o json holds a raw %s: %s", c, b.String())
+	}
 }

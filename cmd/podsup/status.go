@@ -62,7 +62,7 @@ holding only the processes that changed.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(out, st)
+				return printJSON(termsafe.NewJSONWriter(out), st)
 			}
 			t := newStatusTable(out, wide)
 			t.rows(st, time.Now())
@@ -322,12 +322,14 @@ func withRest(n int, unit string, rest int, restUnit string) string {
 	return fmt.Sprintf("%d%s%d%s", n, unit, rest, restUnit)
 }
 
-// printJSONLine prints v as one line of JSON, for streams.
+// printJSONLine prints v as one line of JSON, for streams, with the
+// characters a terminal acts on that encoding/json leaves raw escaped
+// (termsafe.AppendJSON).
 func printJSONLine(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w, string(b))
+	_, err = w.Write(append(termsafe.AppendJSON(nil, b), '\n'))
 	return err
 }

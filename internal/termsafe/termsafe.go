@@ -251,3 +251,58 @@ func incompleteTail(p []byte) int {
 	}
 	return 0
 }
+
+// AppendJSON appends the JSON text js with the characters encoding/json
+// leaves raw that a terminal acts on, DEL, the C1 controls and the bidi
+// controls, written as JSON's own \u escapes: the same JSON to a parser,
+// inert on a terminal. (encoding/json already escapes the C0 controls,
+// U+2028 and U+2029, and replaces bytes that are not UTF-8.) They can
+// only stand inside JSON strings, so no parsing is needed.
+func AppendJSON(dst, js []byte) []byte {
+	for i := 0; i < len(js); {
+		c := js[i]
+		if c < 0x7f {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(js[i:])
+		if c == 0x7f || unsafeRune(r) {
+			dst = append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+		} else {
+			dst = append(dst, js[i:i+n]...)
+		}
+		i += n
+	}
+	return dst
+}
+
+// JSONWriter applies AppendJSON to what is written through it: the JSON
+// of -o json, written by an encoding/json Encoder or in whole lines.
+type JSONWriter struct {
+	w       io.Writer
+	pending []byte
+	buf     []byte
+}
+
+// NewJSONWriter returns a JSONWriter that writes to w.
+func NewJSONWriter(w io.Writer) *JSONWriter { return &JSONWriter{w: w} }
+
+// Write escapes p and writes it; a character split between two writes
+// is escaped whole.
+func (w *JSONWriter) Write(p []byte) (int, error) {
+	in := p
+	if len(w.pending) > 0 {
+		in = append(w.pending, p...)
+		w.pending = nil
+	}
+	if k := incompleteTail(in); k > 0 {
+		w.pending = append([]byte(nil), in[len(in)-k:]...)
+		in = in[:len(in)-k]
+	}
+	w.buf = AppendJSON(w.buf[:0], in)
+	if _, err := w.w.Write(w.buf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

@@ -2,6 +2,7 @@ package termsafe
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -101,7 +102,8 @@ func TestQuoteDoesNotCopyCleanText(t *testing.T) {
 
 // FuzzQuote: whatever s holds, quoted it has no byte a terminal acts on
 // (no C0 control but the kept tab, no DEL, no C1, only valid UTF-8, no
-// bidi control), and, when quoting changed it, it reads back to s.
+// bidi control), and, when quoting changed it, it reads back to s; its
+// JSON through AppendJSON holds none either and reads back the same.
 func FuzzQuote(f *testing.F) {
 	for _, s := range []string{"", "\x1b]0;pwned\a\x1b[2J\r", "\\x1b\\", "\u202e\u009b\x9b\xff", "a\tb\nc", "日本\xe2\x82"} {
 		f.Add(s)
@@ -120,9 +122,26 @@ func FuzzQuote(f *testing.F) {
 			if Needs(s, fl) != (q != s) {
 				t.Fatalf("Needs(%q, %d) = %v, but Append gives %q", s, fl, Needs(s, fl), q)
 			}
-			if back := unquote(t, q); q != s && back != s {
+			if q == s {
+				continue
+			}
+			if back := unquote(t, q); back != s {
 				t.Fatalf("Append(%q, %d) = %q reads back as %q", s, fl, q, back)
 			}
+		}
+		js, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safe := AppendJSON(nil, js)
+		for _, r := range string(safe) {
+			if r < 0x20 || r == 0x7f || unsafeRune(r) {
+				t.Fatalf("AppendJSON(%s) = %s holds %U", js, safe, r)
+			}
+		}
+		var back1, back2 string
+		if json.Unmarshal(js, &back1) != nil || json.Unmarshal(safe, &back2) != nil || back1 != back2 {
+			t.Fatalf("AppendJSON(%s) = %s reads back as %q, not %q", js, safe, back2, back1)
 		}
 		var out bytes.Buffer
 		w := NewWriter(&out, 0)
@@ -179,4 +198,25 @@ func unquote(t *testing.T, q string) string {
 func ExampleQuote() {
 	fmt.Println(Quote("probe\x1b]0;pwned\a\x1b[2J\rdone \u202eexe.txt"))
 	// Output: probe\x1b]0;pwned\a\x1b[2J\rdone \u202eexe.txt
+}
+
+func TestAppendJSONEscapesWhatEncodingJSONLeavesRaw(t *testing.T) {
+	in := "a\x1b\x7f\u009b\u202e\u2069é\xff"
+	js, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(NewJSONWriter(&out))
+	if err := enc.Encode(in); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if want := `"a\u001b\u007f\u009b\u202e\u2069é\ufffd"` + "\n"; got != want {
+		t.Fatalf("JSON %s written as %s, want %s", js, got, want)
+	}
+	var back string
+	if err := json.Unmarshal([]byte(got), &back); err != nil || back != strings.ToValidUTF8(in, "\ufffd") {
+		t.Fatalf("reads back as %q, %v", back, err)
+	}
 }
