@@ -91,9 +91,11 @@ func (r *stopRequests) next(now time.Time) stopAction {
 }
 
 // handleUpSignals runs `podsup up`'s signal loop: SIGHUP reloads, SIGTERM
-// and SIGINT stop under the stopRequests rule. The signals stay caught
-// until podsup exits (never signal.Stop): one arriving while podsup winds
-// down must not take its default action and change the exit status.
+// and SIGINT stop under the stopRequests rule. reload must only ask for a
+// reload (reloadQueue.request): the loop does no I/O, so that no reload
+// can hold up a stop. The signals stay caught until podsup exits (never
+// signal.Stop): one arriving while podsup winds down must not take its
+// default action and change the exit status.
 func handleUpSignals(sigs <-chan os.Signal, clk clock.Clock, reload func(), stop func(), escalate func(), log zerolog.Logger) {
 	var req stopRequests
 	for s := range sigs {

@@ -227,13 +227,16 @@ func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error)
 	}
 	log.Info().Str("config", source.String()).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
 
-	reloadOnSignal := func() {
+	// SIGHUP's reloads run on their own goroutine (reloadQueue): the
+	// signal loop does no I/O, so a reload that blocks or takes long never
+	// keeps a SIGTERM waiting.
+	reloadOnSignal := startReloadQueue(func() {
 		if _, err := d.reload(); err != nil {
 			log.Error().Msg("reload failed, the running configuration stays:\n" + err.Error())
 		}
-	}
+	})
 	// sup.RequestShutdown's second call escalates to SIGKILL (X9).
-	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal, func() { sup.RequestShutdown(nil) }, func() { sup.RequestShutdown(nil) }, log)
+	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal.request, func() { sup.RequestShutdown(nil) }, func() { sup.RequestShutdown(nil) }, log)
 	// Start-up is over: give back the executable's pages it alone needed
 	// (docs/benchmarks.md, S2). The first events of Run fault in what the
 	// steady state uses.
