@@ -30,6 +30,10 @@ type Attachment struct {
 	mu    sync.Mutex
 	done  chan struct{}
 	ended bool
+
+	// prevBefore is the previous instance before Attach made this one
+	// current: what Withdraw puts back.
+	prevBefore *instance
 }
 
 // capture is the pipe (or, with separate streams, the two pipes) one
@@ -102,12 +106,31 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 	a.stdout, a.stderr = c.w[0], c.w[c.n-1]
 
 	p.mu.Lock()
+	a.prevBefore = p.prev
 	if p.cur != nil {
 		p.prev = p.cur
 	}
 	p.cur = &a.inst
 	p.mu.Unlock()
 	return a, nil
+}
+
+// Withdraw undoes Attach for an instance that did not start and will be
+// attached again under the same id (a start retried when podsup ran out
+// of fds): it closes podsup's write ends, and the current and previous
+// instances are again those before Attach, so --previous still shows the
+// instance that ran before it. It does nothing with passthrough.
+func (a *Attachment) Withdraw() {
+	if a.c == nil {
+		return
+	}
+	_ = a.CloseWriters() // write ends podsup made; nothing to flush
+	p := a.proc
+	p.mu.Lock()
+	if p.cur == &a.inst {
+		p.cur, p.prev = p.prev, a.prevBefore
+	}
+	p.mu.Unlock()
 }
 
 // newCapture makes a's pipes and adds their read ends to the loop.

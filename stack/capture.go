@@ -2,6 +2,8 @@ package stack
 
 import (
 	"context"
+	"errors"
+	"syscall"
 
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/sandbox/proc"
@@ -23,27 +25,53 @@ import (
 // Everything else of supervisor.Runtime it passes on to next, each method
 // written out so that none is dropped by a forgotten forward.
 type capturingRuntime struct {
-	next   supervisor.Runtime
-	hub    *logs.Hub
-	starts chan struct{} // a slot per start under way; nil: unbounded
+	next  supervisor.Runtime
+	hub   *logs.Hub
+	slots *startSlots // nil: unbounded, no retry
 }
 
 // maxStartsUnderWay bounds capturingRuntime's concurrent starts.
 const maxStartsUnderWay = 32
 
 func newCapturingRuntime(rt supervisor.Runtime, hub *logs.Hub) capturingRuntime {
-	return capturingRuntime{next: rt, hub: hub, starts: make(chan struct{}, maxStartsUnderWay)}
+	return capturingRuntime{next: rt, hub: hub, slots: newStartSlots(maxStartsUnderWay)}
 }
 
+// Start attaches the instance's output and starts it.
+//
+// When podsup's fds run out, which starts fail depended on which others
+// were under way (each holds a few fds until its child has them): 40
+// processes under a limit of 64 started 22 one run and 27 the next, the
+// rest in back-off. A start that fails with EMFILE is therefore tried once
+// more alone, with no other start under way: it fails only when it would
+// fail on its own, so the processes that fit start, the same number every
+// time, and the others wait in back-off with one reason that names the
+// limit (tooManyOpenFiles). Retried by the supervisor's back-off like any
+// failed start (kubelet's StartError, CrashLoopBackOff), they start once
+// fds are freed or the limit is raised on a restart of podsup.
 func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
-	if c.starts != nil {
-		select {
-		case c.starts <- struct{}{}:
-			defer func() { <-c.starts }()
-		case <-ctx.Done():
-			return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: ctx.Err()}
-		}
+	leave, err := c.slots.enter(ctx, false)
+	if err != nil {
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}
+	inst, err := c.start(ctx, req, true)
+	leave()
+	if err == nil || !errors.Is(err, syscall.EMFILE) || c.slots == nil {
+		return inst, err
+	}
+	if leave, gerr := c.slots.enter(ctx, true); gerr == nil {
+		inst, err = c.start(ctx, req, false)
+		leave()
+	}
+	if err != nil && errors.Is(err, syscall.EMFILE) {
+		err = &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: newTooManyOpenFiles(req.Process, err)}
+	}
+	return inst, err
+}
+
+// start is one attempt of Start. With retry, a start that fails with
+// EMFILE leaves the instance's log as it was (it will be attached again).
+func (c capturingRuntime) start(ctx context.Context, req supervisor.StartRequest, retry bool) (supervisor.Instance, error) {
 	if req.Stdout != nil || req.Stderr != nil {
 		return c.next.Start(ctx, req) // a wrapper above took the output (journal = true)
 	}
@@ -53,6 +81,10 @@ func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest
 	}
 	req.Stdout, req.Stderr = att.Stdout(), att.Stderr()
 	inst, err := c.next.Start(ctx, req)
+	if err != nil && retry && errors.Is(err, syscall.EMFILE) {
+		att.Withdraw() // closes its write ends too
+		return nil, err
+	}
 	// Started or not, the child has (or needs) no more of podsup's write
 	// ends: podsup keeps the read end alone, and the output ends with the
 	// instance (package logs).

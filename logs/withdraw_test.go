@@ -1,0 +1,31 @@
+package logs
+
+import (
+	"testing"
+
+	"github.com/podsup/podsup/spec"
+)
+
+// A start retried when podsup ran out of fds (package stack) withdraws its
+// first attachment: the current and previous instances are those before
+// it, and its write ends are closed.
+func TestWithdrawPutsBackTheInstancesBefore(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t, HubOptions{TailLines: 10})
+	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `echo one`)
+	waitDone(t, a)
+	_, b := startSh(t, h, "web", "api", "2", spec.Log{}, `echo two`)
+	waitDone(t, b)
+	c, err := h.Attach("web", "api", "3", spec.Log{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Withdraw()
+	waitEnded(t, c) // its write ends are closed: its output ended
+	if got := texts(mustTail(t, h, "web", "api", 0, false)); !equalStrings(got, []string{"two"}) {
+		t.Fatalf("current instance after a withdrawn attachment: %q, want [two]", got)
+	}
+	if got := texts(mustTail(t, h, "web", "api", 0, true)); !equalStrings(got, []string{"one"}) {
+		t.Fatalf("--previous after a withdrawn attachment: %q, want [one]", got)
+	}
+}
