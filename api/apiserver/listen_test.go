@@ -142,15 +142,27 @@ func TestListenRefusesAnUnsafeDirectory(t *testing.T) {
 		old := syscall.Umask(0o077) // the mode must not depend on it
 		defer syscall.Umask(old)
 		dir := filepath.Join(base, "new", "run")
-		l, err := Listen(filepath.Join(dir, "podsup.sock"), -1)
+		group := testusers.NewGroup(t)
+		l, err := Listen(filepath.Join(dir, "podsup.sock"), group.GID)
 		if err != nil {
 			t.Fatal(err)
 		}
+		var sock unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, "podsup.sock"), &sock); err != nil || sock.Mode&unix.S_IFMT != unix.S_IFSOCK ||
+			sock.Mode&0o7777 != 0o660 || int(sock.Gid) != group.GID {
+			t.Errorf("the socket: mode %o gid %d (%v), want a socket 0660 of group %d", sock.Mode, sock.Gid, err, group.GID)
+		}
 		l.Close()
 		l.RemoveSocket()
+		if _, err := os.Lstat(filepath.Join(dir, "podsup.sock")); !os.IsNotExist(err) {
+			t.Errorf("RemoveSocket left the socket it bound (%v)", err)
+		}
 		st, err := os.Stat(dir)
 		if err != nil || st.Mode().Perm() != 0o755 {
 			t.Fatalf("the directory Listen made: %v %v, want mode 0755 for root", st.Mode(), err)
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, ".podsup-bind-*")); len(left) > 0 {
+			t.Fatalf("Listen left its private directory: %q", left)
 		}
 	})
 }
