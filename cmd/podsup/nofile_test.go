@@ -34,23 +34,30 @@ func TestFileLimitPlan(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		need, procs int
+		own         int
 		cur, hard   uint64
 		mayRaise    bool
 		raise       bool
 		warn        []string // substrings; none means no warning
 	}{
-		{"fits", 10064, 10000, 19999, 20000, false, false, nil},
-		{"fits without raising even as root", 10064, 10000, 19999, 20000, true, false, nil},
-		{"root raises the hard limit", 30064, 30000, 19999, 20000, true, true, nil},
-		{"too many without CAP_SYS_RESOURCE", 30064, 30000, 19999, 20000, false, false,
+		{"fits", 10064, 10000, 64, 19999, 20000, false, false, nil},
+		{"fits without raising even as root", 10064, 10000, 64, 19999, 20000, true, false, nil},
+		{"root raises the hard limit", 30064, 30000, 64, 19999, 20000, true, true, nil},
+		{"too many without CAP_SYS_RESOURCE", 30064, 30000, 64, 19999, 20000, false, false,
 			[]string{"needs about 30064 file descriptors with its 30000 processes", "may open only 19999 (RLIMIT_NOFILE 19999:20000)",
-				"only about 19935 processes can run at once", "ulimit -Hn"}},
-		{"too many even for fs.nr_open", 2 << 20, 2 << 20, 19999, 20000, true, false,
+				"only about 19935 processes can run at once", "ulimit -Hn", "wait in back-off"}},
+		{"too many even for fs.nr_open", 2 << 20, 2 << 20, 64, 19999, 20000, true, false,
 			[]string{"may open only 1048575 (RLIMIT_NOFILE 1048575:1048576)", "raise fs.nr_open"}},
-		{"already at fs.nr_open", 2 << 20, 2 << 20, nrOpen - 1, nrOpen, true, false, []string{"raise fs.nr_open"}},
+		{"already at fs.nr_open", 2 << 20, 2 << 20, 64, nrOpen - 1, nrOpen, true, false, []string{"raise fs.nr_open"}},
+		// Issue #25 item 8: 40 sleeps under 64:64 all run (podsup holds
+		// about 21 of its own), and the warning said "about 0" would.
+		{"fits in podsup's real own fds", 104, 40, 21, 64, 64, false, false, nil},
+		{"60 under 64", 124, 60, 21, 64, 64, false, false,
+			[]string{"needs about 81 file descriptors with its 60 processes", "about 21 for podsup itself", "only about 43 processes can run at once"}},
+		{"own beyond the limit", 124, 60, 80, 64, 64, false, false, []string{"only about 0 processes"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			raise, warn := fileLimitPlan(c.need, c.procs, c.cur, c.hard, nrOpen, c.mayRaise)
+			raise, warn := fileLimitPlan(c.need, c.procs, c.own, c.cur, c.hard, nrOpen, c.mayRaise)
 			if raise != c.raise {
 				t.Errorf("raise = %v, want %v", raise, c.raise)
 			}
