@@ -27,8 +27,10 @@ import (
 // limit (systemd gives services a raised hard limit too); their soft limit,
 // which is what select(2)-era programs depend on, is unchanged. When the
 // configuration still cannot fit, podsup says so once at start-up, with the
-// numbers, instead of failing process after process with "too many open
-// files".
+// numbers and how many processes can run. Those start, as many every time
+// (package stack retries a start that ran out of fds with no other start
+// under way); the others wait in back-off, each start failing with one
+// reason that names the limit.
 
 // baseFDs is the headroom podsup asks for besides its processes when it
 // decides whether to raise its hard limit: stdio, the Go runtime's epoll,
