@@ -84,7 +84,8 @@ func init() {
 	}
 	// nofile-exec SOFT HARD NEXT ARGS... sets RLIMIT_NOFILE to SOFT:HARD,
 	// like `prlimit --nofile=SOFT:HARD`, and execs the test binary as
-	// podsup (NEXT "podsup") or as helper NEXT, with ARGS.
+	// podsup (NEXT "podsup", or podsupLimited) or as helper NEXT, with
+	// ARGS.
 	helpers["nofile-exec"] = func(args []string) int {
 		var soft, hard uint64
 		if len(args) < 3 {
@@ -99,6 +100,15 @@ func init() {
 			fmt.Fprintln(os.Stderr, "nofile-exec:", err)
 			return 2
 		}
+		if args[2] == podsupLimited {
+			// Without CAP_SYS_RESOURCE in its bounding set, root's podsup
+			// cannot raise its hard limit: it runs within soft:hard.
+			if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_RESOURCE, 0, 0, 0); err != nil {
+				fmt.Fprintln(os.Stderr, "nofile-exec: dropping CAP_SYS_RESOURCE:", err)
+				return 2
+			}
+			args[2] = "podsup"
+		}
 		exe, _ := os.Executable()
 		argv, env := append([]string{exe}, args[3:]...), append(cleanEnv(), helperEnv+"="+args[2])
 		if args[2] == "podsup" {
@@ -109,6 +119,10 @@ func init() {
 		return 2
 	}
 }
+
+// podsupLimited as nofile-exec's NEXT runs podsup without
+// CAP_SYS_RESOURCE: held to the limit it is given, even as root.
+const podsupLimited = "podsup-without-cap-sys-resource"
 
 // nofileCmd runs NEXT ARGS... (see the nofile-exec helper) with
 // RLIMIT_NOFILE soft:hard.
