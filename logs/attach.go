@@ -90,7 +90,7 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 			h.colors++
 		}
 		if h.opts.Dir != "" {
-			p.file = &rotatingFile{path: h.filePath(group, process)}
+			p.file = newRotatingFile(h.opts.Dir, group, process)
 		}
 		h.procs[key] = p
 	}

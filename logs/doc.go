@@ -69,7 +69,11 @@
 //     spec.Log.MaxSize (default 10 MiB), keeping MaxFiles files in all
 //     (default 5): PROCESS.log, PROCESS.log.1, ... Opened on the first line,
 //     kept open while any of the process's output is open; closed when
-//     none is (reopened by the next line) or on Close.
+//     none is (reopened by the next line) or on Close. Every file and
+//     GROUP directory is opened relative to its parent's fd without
+//     following a link, GROUP is made 0750 by podsup, and a log_dir or
+//     GROUP directory that another user could write is refused
+//     (safeopen.go): a process must not redirect root's writes.
 //
 // # Cost
 //

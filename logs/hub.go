@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +35,9 @@ type HubOptions struct {
 	// are dropped and counted. Default 1 MiB.
 	OutBufferBytes int
 	// Dir is log_dir: when set, each process also writes Dir/GROUP/PROCESS.log
-	// (CRI log format), rotated by spec.Log.MaxSize and MaxFiles.
+	// (CRI log format), rotated by spec.Log.MaxSize and MaxFiles. NewHub
+	// refuses a Dir that others than podsup's user or root can write;
+	// nothing under it is reached through a link (safeopen.go).
 	Dir string
 	// TailLines and TailBytes bound the in-memory tail of each instance.
 	// Defaults 1000 lines and 256 KiB (11 bytes of overhead per line).
@@ -143,6 +144,18 @@ func NewHub(opts HubOptions) (*Hub, error) {
 	case FormatConsole, FormatJSON:
 	default:
 		return nil, fmt.Errorf("log format %q is not one of %q, %q", opts.Format, FormatConsole, FormatJSON)
+	}
+	if opts.Dir != "" {
+		// An insecure log_dir is refused before any process runs (a
+		// process could redirect root's writes through it); one that
+		// cannot be opened yet is reported by the first write too.
+		warn, err := checkLogDir(opts.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if warn != nil {
+			opts.Logger.Warn().Err(warn).Msg("log_dir is not usable yet; log files are written once it is")
+		}
 	}
 	ep, err := epollwait.New()
 	if err != nil {
@@ -436,8 +449,4 @@ func (h *Hub) FollowQuery(ctx context.Context, group, process string, q Query) (
 		})
 	}()
 	return out, nil
-}
-
-func (h *Hub) filePath(group, process string) string {
-	return filepath.Join(h.opts.Dir, group, process+".log")
 }

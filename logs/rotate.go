@@ -1,14 +1,13 @@
 package logs
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/podsup/podsup/spec"
+	"golang.org/x/sys/unix"
 )
 
 // Defaults for per-process files when spec.Log leaves them zero: a file in
@@ -24,13 +23,24 @@ const (
 // file including the live one, as docker's max-file does. It is opened on
 // the first write, so a silent process holds no fd.
 //
+// Every open, rename, removal and truncation is relative to the group
+// directory's fd and follows no link (safeopen.go): a process that can
+// reach log_dir must not be able to redirect root's writes.
+//
 // Only the epoll loop uses a rotatingFile (Close after the loop stopped).
 type rotatingFile struct {
-	path string
+	dir   string // log_dir
+	group string // the directory in log_dir
+	name  string // PROCESS.log in it
+	path  string // dir/group/name, for messages
 
 	f    *os.File
 	size int64
 	err  error // the last open/write error, reported once
+}
+
+func newRotatingFile(dir, group, process string) *rotatingFile {
+	return &rotatingFile{dir: dir, group: group, name: process + ".log", path: filepath.Join(dir, group, process+".log")}
 }
 
 // fileLimits is the rotation a spec asks for, defaults applied.
@@ -69,52 +79,83 @@ func (r *rotatingFile) write(p []byte) error {
 }
 
 func (r *rotatingFile) open() error {
-	if err := os.MkdirAll(filepath.Dir(r.path), 0o750); err != nil {
-		return fmt.Errorf("creating log directory: %w", err)
-	}
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	gd, err := openGroupDir(r.dir, r.group, true)
 	if err != nil {
-		return fmt.Errorf("opening log file: %w", err)
+		return err
 	}
-	st, err := f.Stat()
+	defer unix.Close(gd) // the file's fd is all that is kept
+	// O_NONBLOCK: a FIFO where the file goes fails (ENXIO) instead of
+	// stalling the capture loop; cleared once it is known to be a file.
+	fd, err := openBeneath(gd, r.name, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NONBLOCK, 0o640)
 	if err != nil {
-		_ = f.Close() // unusable anyway; the Stat error is the one to report
+		return explain(err, gd, r.name, r.path, "opening log file")
+	}
+	if err := regularFile(fd, r.path); err != nil {
+		_ = unix.Close(fd) // refused before any write
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd) // unusable anyway; the Fstat error is the one to report
 		return fmt.Errorf("reading log file size: %w", err)
 	}
-	r.f, r.size = f, st.Size()
+	if err := unix.SetNonblock(fd, false); err != nil {
+		_ = unix.Close(fd) // unusable anyway
+		return fmt.Errorf("opening log file %s: %w", r.path, err)
+	}
+	r.f, r.size = os.NewFile(uintptr(fd), r.path), st.Size
 	return nil
 }
 
 // rotate closes the live file and shifts path.i to path.(i+1), dropping the
-// oldest, so the next write starts a new file.
+// oldest, so the next write starts a new file. Names are renamed and
+// removed as they are, links included: a link is moved or removed, never
+// what it points to.
 func (r *rotatingFile) rotate(l fileLimits) error {
 	if r.f != nil {
 		_ = r.f.Close() // everything was written with write(2); nothing to flush
 		r.f = nil
 	}
 	r.size = 0
+	gd, err := openGroupDir(r.dir, r.group, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(gd) // used for this rotation only
 	if l.maxFiles <= 1 {
-		if err := os.Truncate(r.path, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("truncating log file: %w", err)
+		fd, err := openBeneath(gd, r.name, unix.O_WRONLY|unix.O_NONBLOCK, 0)
+		if err == unix.ENOENT {
+			return nil
+		}
+		if err != nil {
+			return explain(err, gd, r.name, r.path, "truncating log file")
+		}
+		defer unix.Close(fd) // truncated through it; nothing written
+		if err := regularFile(fd, r.path); err != nil {
+			return err
+		}
+		if err := unix.Ftruncate(fd, 0); err != nil {
+			return fmt.Errorf("truncating log file %s: %w", r.path, err)
 		}
 		return nil
 	}
-	if err := os.Remove(r.nth(l.maxFiles - 1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing oldest log file: %w", err)
+	if err := unix.Unlinkat(gd, r.nth(l.maxFiles-1), 0); err != nil && err != unix.ENOENT {
+		return fmt.Errorf("removing oldest log file %s: %w", filepath.Join(r.dir, r.group, r.nth(l.maxFiles-1)), err)
 	}
 	for i := l.maxFiles - 2; i >= 0; i-- {
-		if err := os.Rename(r.nth(i), r.nth(i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("rotating log file: %w", err)
+		if err := unix.Renameat(gd, r.nth(i), gd, r.nth(i+1)); err != nil && err != unix.ENOENT {
+			return fmt.Errorf("rotating log file %s: %w", filepath.Join(r.dir, r.group, r.nth(i)), err)
 		}
 	}
 	return nil
 }
 
+// nth is the name in the group directory of the i-th file.
 func (r *rotatingFile) nth(i int) string {
 	if i == 0 {
-		return r.path
+		return r.name
 	}
-	return r.path + "." + strconv.Itoa(i)
+	return r.name + "." + strconv.Itoa(i)
 }
 
 func (r *rotatingFile) close() {
