@@ -87,34 +87,16 @@ func (f *confdFixture) reloadWithin(t *testing.T, d time.Duration) error {
 	return err
 }
 
-// TestUpStopsOnSIGTERMAfterSIGHUPWithAFIFOInConfD: a FIFO dropped into
-// conf.d is refused by a reload, through the API and on SIGHUP, with what
-// it is; and SIGTERM after a SIGHUP stops podsup. On 46b0b05 the SIGHUP's
-// reload blocked opening the FIFO on the goroutine that also reads the
-// signals, and SIGTERM was ignored.
+// TestUpStopsOnSIGTERMAfterSIGHUPWithAFIFOInConfD: with a FIFO dropped
+// into conf.d, SIGHUP's reload is refused (the log says what the FIFO
+// is), and SIGTERM after it stops podsup. On 46b0b05 the reload blocked
+// opening the FIFO on the goroutine that also reads the signals, and
+// SIGTERM was ignored.
 func TestUpStopsOnSIGTERMAfterSIGHUPWithAFIFOInConfD(t *testing.T) {
 	t.Parallel()
 	f := startConfd(t)
-	pid := f.apiPid(t)
-	fifo := filepath.Join(f.dir, "50-fifo.hcl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Whatever happens below, nothing stays blocked on the FIFO at the end.
-	t.Cleanup(func() {
-		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			w.Close()
-		}
-	})
-
-	err := f.reloadWithin(t, 15*time.Second)
-	if err == nil || !strings.Contains(err.Error(), fifo+":1:1") || !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), "named pipe (FIFO)") {
-		t.Fatalf("a reload with a FIFO in conf.d: %v", err)
-	}
-	if got := f.apiPid(t); got != pid {
-		t.Fatalf("a refused reload restarted web/api: pid %d → %d", pid, got)
-	}
-
+	f.apiPid(t)
+	fifo := mkfifoIn(t, f.dir)
 	if err := f.up.p.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +113,41 @@ func TestUpStopsOnSIGTERMAfterSIGHUPWithAFIFOInConfD(t *testing.T) {
 		t.Errorf("podsup up exited %d after SIGTERM", code)
 	}
 	out := f.up.rest(t)
-	if !strings.Contains(out, "reload failed, the running configuration stays") || !strings.Contains(out, "named pipe (FIFO)") {
+	if !strings.Contains(out, "reload failed, the running configuration stays") || !strings.Contains(out, fifo) || !strings.Contains(out, "named pipe (FIFO)") {
 		t.Errorf("podsup's log does not say the SIGHUP's reload was refused for the FIFO:\n%s", out)
+	}
+}
+
+// mkfifoIn makes a FIFO named like a configuration file in dir. At the
+// end of the test, whatever still waits to open it is let through.
+func mkfifoIn(t *testing.T, dir string) string {
+	t.Helper()
+	fifo := filepath.Join(dir, "50-fifo.hcl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	})
+	return fifo
+}
+
+// TestUpReloadRefusesAFIFOInConfD: `podsup reload` with a FIFO in conf.d
+// is refused at once, naming it, and the running configuration stays.
+// On 46b0b05 the reload never answered.
+func TestUpReloadRefusesAFIFOInConfD(t *testing.T) {
+	t.Parallel()
+	f := startConfd(t)
+	pid := f.apiPid(t)
+	fifo := mkfifoIn(t, f.dir)
+	err := f.reloadWithin(t, 15*time.Second)
+	if err == nil || !strings.Contains(err.Error(), fifo+":1:1") || !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), "named pipe (FIFO)") {
+		t.Fatalf("a reload with a FIFO in conf.d: %v", err)
+	}
+	if got := f.apiPid(t); got != pid {
+		t.Fatalf("a refused reload restarted web/api: pid %d → %d", pid, got)
 	}
 }
 
