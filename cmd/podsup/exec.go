@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 
 	"github.com/podsup/podsup/api/apiserver"
@@ -33,22 +34,23 @@ func execCmd(g *spec.Group, process string, argv []string) (*proc.Cmd, error) {
 }
 
 // execCmdFor is execCmd for an API peer, who is never given more than it
-// has. Root gets execCmd's command as it is. Any other peer (one with the
+// has. Root and podsup's own user (a podsup that is not root) get
+// execCmd's command as it is. Any other peer (one with the
 // exec role: the server checked) never runs a command as root:
 //   - with a process, the command runs as that process's user, and is
 //     refused when that user is root (a process without a user runs as
 //     podsup: root in a root podsup);
 //   - without one, it runs as the peer itself: its uid, gid and the
 //     supplementary groups it had when it connected (SO_PEERGROUPS), not
-//     as podsup.
+//     as podsup, and with a PATH alone, not podsup's environment.
 //
 // Either way with no_new_privs, so that a setuid binary (in a sandbox's
 // rootfs, say) cannot make it root again; and as a non-root uid it has no
 // capabilities.
 func execCmdFor(g *spec.Group, process string, argv []string, peer apiserver.Peer) (*proc.Cmd, error) {
 	c, err := execCmd(g, process, argv)
-	if err != nil || peer.UID == 0 {
-		return c, err
+	if err != nil || peer.UID == 0 || peer.UID == os.Getuid() {
+		return c, err // root, or podsup's own user: nothing it is not already
 	}
 	c.NoNewPrivs, c.NotRoot = true, true
 	if process != "" {
@@ -63,7 +65,18 @@ func execCmdFor(g *spec.Group, process string, argv []string, peer apiserver.Pee
 		cred.Groups = []uint32{} // unknown: none rather than podsup's
 	}
 	c.Credential = cred
+	// Not podsup's environment, which is root's and may hold its
+	// secrets: a PATH to find the command with.
+	c.Env = []string{"PATH=" + execPath()}
 	return c, nil
+}
+
+// execPath is podsup's PATH, or the usual one.
+func execPath() string {
+	if p := os.Getenv("PATH"); p != "" {
+		return p
+	}
+	return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 }
 
 // execStartError explains a refusal of execCmdFor's NotRoot.

@@ -170,6 +170,9 @@ func TestSocketGroupMemberIsNotRoot(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "CapEff:\t0000000000000000") || !strings.Contains(out, "NoNewPrivs:\t1") {
 				t.Errorf("exec %s as a member: exit %d, want no capabilities and no_new_privs:\n%s", group, code, out)
 			}
+			if out, code := as(f, "exec", group, "--", "env"); code != 0 || strings.Contains(out, asPodsupEnv) {
+				t.Errorf("exec %s -- env as a member: exit %d, want none of podsup's environment:\n%s", group, code, out)
+			}
 			if out, code := as(f, "exec", group, "--", "cat", "/etc/shadow"); code == 0 {
 				t.Errorf("exec %s -- cat /etc/shadow as a member worked:\n%s", group, out)
 			}
