@@ -98,3 +98,16 @@ func TestFullConnectionsAndFollowersAreAnsweredNotQueued(t *testing.T) {
 		t.Errorf("answers over the limits took %v", d)
 	}
 }
+
+func TestLimitsScaleToTheFileLimit(t *testing.T) {
+	if l := limitsFor(1 << 20); l != DefaultLimits {
+		t.Errorf("a large file limit: %+v", l)
+	}
+	l := limitsFor(1024)
+	if l.Conns != 256 || l.Followers >= l.Conns || l.FollowersPerUID < 1 || l.ConnsPerUID < 2 || l.UntrustedConns >= l.Conns {
+		t.Errorf("1024 fds: %+v", l)
+	}
+	if l := limitsFor(8); l.Conns != 16 || l.Followers < 1 || l.FollowersPerUID < 1 {
+		t.Errorf("8 fds: %+v", l)
+	}
+}

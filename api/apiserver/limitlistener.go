@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/podsup/podsup/api"
 )
 
@@ -27,10 +29,37 @@ type Limits struct {
 	Followers, UntrustedFollowers, FollowersPerUID int
 }
 
-// DefaultLimits are the limits New uses.
+// DefaultLimits are the limits New uses, scaled down when podsup's file
+// limit is low (limitsFor).
 var DefaultLimits = Limits{
 	Conns: 1024, UntrustedConns: 512, ConnsPerUID: 64,
 	Followers: 256, UntrustedFollowers: 128, FollowersPerUID: 32,
+}
+
+// limitsFor scales DefaultLimits down to a file limit of nofile fds: the
+// API's connections may take a quarter of them at most, the rest being
+// for the processes' pipes and logs (with Go's raised soft limit, the
+// defaults apply unchanged almost everywhere).
+func limitsFor(nofile uint64) Limits {
+	l := DefaultLimits
+	budget := nofile / 4
+	if budget >= uint64(l.Conns) {
+		return l
+	}
+	n := max(int(budget), 16)
+	return Limits{
+		Conns: n, UntrustedConns: n / 2, ConnsPerUID: max(n/16, 2),
+		Followers: n / 4, UntrustedFollowers: n / 8, FollowersPerUID: max(n/32, 1),
+	}
+}
+
+// processLimits is limitsFor podsup's RLIMIT_NOFILE.
+func processLimits() Limits {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return DefaultLimits
+	}
+	return limitsFor(rl.Cur)
 }
 
 // limiter counts what is open against Limits.

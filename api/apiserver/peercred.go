@@ -137,8 +137,9 @@ func peerOf(c net.Conn) (Peer, error) {
 	return p, nil
 }
 
-// peerGroups is SO_PEERGROUPS (Linux 4.13): false when the kernel does not
-// know the option (ENOPROTOOPT) or fails otherwise.
+// peerGroups is SO_PEERGROUPS (Linux 4.13): false only when the kernel
+// does not know the option (ENOPROTOOPT); on any other failure the peer
+// has no supplementary groups as far as the policy goes (it fails closed).
 func peerGroups(fd int) ([]int, bool) {
 	buf := make([]uint32, 64)
 	for range 3 {
@@ -159,11 +160,13 @@ func peerGroups(fd int) ([]int, bool) {
 			return out, true
 		case errors.Is(e, unix.ERANGE):
 			buf = make([]uint32, size/4+1) // the kernel said how much it needs
+		case errors.Is(e, unix.ENOPROTOOPT):
+			return nil, false // before Linux 4.13: /proc it is
 		default:
-			return nil, false
+			return nil, true // unknown: no groups, so no membership by them
 		}
 	}
-	return nil, false
+	return nil, true
 }
 
 type peerKey struct{}

@@ -80,7 +80,7 @@ func (s *Server) Metrics() http.Handler { return s.metrics }
 
 // New returns a server for b that admits the peers pol allows.
 func New(b Backend, pol Policy, log zerolog.Logger) *Server {
-	s := &Server{b: b, policy: pol, log: log, limits: newLimiter(DefaultLimits)}
+	s := &Server{b: b, policy: pol, log: log, limits: newLimiter(processLimits())}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopMetrics = cancel
 	s.metrics = metricsHandler(ctx, b.Supervisor)
