@@ -93,23 +93,23 @@ func openBeneath(dirfd int, name string, flags int, mode uint32) (int, error) {
 
 // checkDir refuses the directory open at fd unless it is owned by podsup's
 // euid or root and writable by nobody else (group write is allowed for
-// group root, as logrotate allows it).
-func checkDir(fd int, path string) error {
+// group root, as logrotate allows it). what names it in messages.
+func checkDir(fd int, what, path string) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("checking log directory %s: %w", path, err)
+		return fmt.Errorf("checking %s %s: %w", what, path, err)
 	}
 	euid := uint32(os.Geteuid())
 	mode := st.Mode & 0o7777
 	switch {
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return fmt.Errorf("%w: %s is not a directory", ErrInsecureLogDir, path)
+		return fmt.Errorf("%w: %s %s is not a directory", ErrInsecureLogDir, what, path)
 	case st.Uid != euid && st.Uid != 0:
-		return fmt.Errorf("%w: %s is owned by uid %d, not by podsup's user (uid %d) or root, so its owner could swap podsup's log files for links; chown %d %s",
-			ErrInsecureLogDir, path, st.Uid, euid, euid, path)
+		return fmt.Errorf("%w: %s %s is owned by uid %d, not by podsup's user (uid %d) or root, so its owner could swap podsup's log files for links; chown %d %s",
+			ErrInsecureLogDir, what, path, st.Uid, euid, euid, path)
 	case mode&0o002 != 0, mode&0o020 != 0 && st.Gid != 0:
-		return fmt.Errorf("%w: %s (mode %04o) is writable by group or others, so they could swap podsup's log files for links; chmod go-w %s",
-			ErrInsecureLogDir, path, mode, path)
+		return fmt.Errorf("%w: %s %s (mode %04o) is writable by group or others, so they could swap podsup's log files for links; chmod go-w %s",
+			ErrInsecureLogDir, what, path, mode, path)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func openLogDir(dir string, create bool) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("opening log_dir %s: %w", dir, err)
 	}
-	if err := checkDir(fd, "log_dir "+dir); err != nil {
+	if err := checkDir(fd, "log_dir", dir); err != nil {
 		_ = unix.Close(fd) // refused; nothing was written through it
 		return -1, err
 	}
@@ -178,7 +178,7 @@ func openGroupDir(dir, group string, create bool) (int, error) {
 	if err != nil {
 		return -1, explain(err, root, group, path, "opening log directory")
 	}
-	if err := checkDir(fd, path); err != nil {
+	if err := checkDir(fd, "log directory", path); err != nil {
 		_ = unix.Close(fd) // refused
 		return -1, err
 	}
