@@ -108,6 +108,35 @@ func TestLogFileSymlinkIsNotFollowed(t *testing.T) {
 	})
 }
 
+// A log file that is a hard link to root's file (planted while the
+// directory was writable by others, and left when it was fixed) is not
+// written either.
+func TestLogFileHardLinkIsRefused(t *testing.T) {
+	bothOpens(t, func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "logs")
+		mkdir(t, dir, 0o750)
+		mkdir(t, filepath.Join(dir, "web"), 0o750)
+		v := newVictim(t)
+		v.path = filepath.Join(dir, "rc") // a hard link must stay on one file system
+		if err := os.WriteFile(v.path, v.want, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(v.path, v.mtime, v.mtime); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(v.path, filepath.Join(dir, "web", "api.log")); err != nil {
+			t.Fatal(err)
+		}
+		h, logged := logDirHub(t, dir)
+		_, a := startSh(t, h, "web", "api", "1", spec.Log{}, "echo 'echo pwned'")
+		waitDone(t, a)
+		v.check(t)
+		if !strings.Contains(logged.String(), "hard links") {
+			t.Errorf("the refusal does not say why:\n%s", logged)
+		}
+	})
+}
+
 // A group directory that is a link, writable by others or owned by
 // another user is refused, and so is such a log_dir: nothing is written
 // in or through them.
