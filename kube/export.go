@@ -36,7 +36,7 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 		return nil, fmt.Errorf("--kind %q: want pod or deployment", o.Kind)
 	}
 	var warns []Finding
-	if cfg.Supervisor != (spec.Supervisor{}) {
+	if !cfg.Supervisor.IsZero() {
 		warns = append(warns, Finding{Path: "supervisor", Msg: "podsup's own settings have no place in a Pod: not exported"})
 	}
 	for i := range cfg.Groups {

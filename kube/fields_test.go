@@ -16,7 +16,7 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 	t.Parallel()
 	known := map[reflect.Type][]string{
 		reflect.TypeFor[spec.Config]():          {"Supervisor", "Backoff", "Groups"},
-		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote", "StopOrder"},
+		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "SocketGroupRoles", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote", "StopOrder"},
 		reflect.TypeFor[spec.Backoff]():         {"Initial", "Max", "Reset"},
 		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes", "DependsOn"},
 		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources"},

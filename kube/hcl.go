@@ -40,10 +40,13 @@ func HCL(cfg *spec.Config) []byte {
 }
 
 func writeConfig(body *hclwrite.Body, cfg *spec.Config, images map[[2]string]string) {
-	if s := cfg.Supervisor; s != (spec.Supervisor{}) {
+	if s := cfg.Supervisor; !s.IsZero() {
 		sb := body.AppendNewBlock("supervisor", nil).Body()
 		str(sb, "socket", s.Socket)
 		str(sb, "socket_group", s.SocketGroup)
+		if len(s.SocketGroupRoles) > 0 {
+			sb.SetAttributeValue("socket_group_roles", strList(s.SocketGroupRoles))
+		}
 		str(sb, "log_level", s.LogLevel)
 		str(sb, "log_format", s.LogFormat)
 		str(sb, "log_dir", s.LogDir)

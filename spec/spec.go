@@ -13,6 +13,7 @@ package spec
 
 import (
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +61,16 @@ type Supervisor struct {
 	// default: dependents first, in reverse depends_on order) or
 	// StopParallel (everything at once).
 	StopOrder StopOrder
+}
+
+// IsZero reports whether s sets nothing: the configuration has no
+// supervisor block (or an empty one).
+func (s Supervisor) IsZero() bool {
+	if len(s.SocketGroupRoles) > 0 {
+		return false
+	}
+	s.SocketGroupRoles = nil
+	return reflect.ValueOf(s).IsZero()
 }
 
 // SocketGroupRoleNames are the roles supervisor.socket_group_roles may
