@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/podsup/podsup/internal/memtrim"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -25,19 +24,9 @@ var liveSettings = map[string]string{
 	"stop_order":    "for the next shutdown",
 }
 
-// reloadTrimThreshold is how much a reload may allocate before podsup
-// gives the heap back to the kernel when it is done: a configuration of
-// 10,000 groups allocates about 900 MB while it is parsed, none of which
-// an idle supervisor needs afterwards; a few groups allocate well under
-// this.
-const reloadTrimThreshold = 64 << 20
-
 func (d *daemon) applyFile() (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	// Whether the reload applies or is refused, what its parse allocated
-	// is garbage once it returns (the arguments are read now).
-	defer memtrim.ReturnHeapAfter(memtrim.HeapAllocated(), reloadTrimThreshold)
 	var diag strings.Builder
 	cfg, err := d.source.load(&diag)
 	if err != nil {
