@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/podsup/podsup/internal/termsafe"
 	"github.com/podsup/podsup/internal/tty"
 )
 
@@ -17,9 +18,20 @@ const (
 // appendConsole formats a line the way docker compose does: the name padded
 // to the widest name seen so far, " | ", the text; with a colour, the name
 // and bar are in it.
-func appendConsole(b []byte, name string, width int, color string, text []byte) []byte {
+func appendConsole(b []byte, name string, width int, color string, text []byte, quote bool) []byte {
 	b = tty.AppendPrefix(b, name, width, color)
-	b = append(b, text...)
+	return appendText(b, text, quote)
+}
+
+// appendText appends a process's line and a newline: quoted (escape
+// sequences and bare CRs shown, not acted on) when it goes to an
+// operator's terminal, as is otherwise.
+func appendText(b, text []byte, quote bool) []byte {
+	if quote {
+		b = termsafe.Append(b, text, termsafe.KeepTab)
+	} else {
+		b = append(b, text...)
+	}
 	return append(b, '\n')
 }
 

@@ -28,6 +28,11 @@ type HubOptions struct {
 	// NoPrefix writes console lines to Out without their "group/process | "
 	// prefix (`podsup up --no-log-prefix`, as docker compose's flag).
 	NoPrefix bool
+	// Quote escapes, in console lines, what a terminal would act on (an
+	// escape sequence, a bare CR: package termsafe), for an Out that is an
+	// operator's terminal. The files in Dir always get the bytes as they
+	// were.
+	Quote bool
 	// PrefixColor, when set, gives the console prefix of the i-th process
 	// attached its colour (an SGR sequence), for an Out that is a terminal.
 	PrefixColor func(i int) string

@@ -169,9 +169,9 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 			if h.opts.Format == FormatJSON {
 				b.out = appendJSON(b.out, now, in, s.kind, r.partial, b.text(r))
 			} else if h.opts.NoPrefix {
-				b.out = append(append(b.out, b.text(r)...), '\n')
+				b.out = appendText(b.out, b.text(r), h.opts.Quote)
 			} else {
-				b.out = appendConsole(b.out, p.name, width, p.color, b.text(r))
+				b.out = appendConsole(b.out, p.name, width, p.color, b.text(r), h.opts.Quote)
 			}
 		}
 		h.sink.add(b.out)

@@ -61,12 +61,12 @@ func TestSplit(t *testing.T) {
 
 func TestConsoleLinePadsNameLikeCompose(t *testing.T) {
 	t.Parallel()
-	got := string(appendConsole(nil, "web/api", 11, "", []byte("hello")))
+	got := string(appendConsole(nil, "web/api", 11, "", []byte("hello"), false))
 	if got != "web/api     | hello\n" {
 		t.Fatalf("got %q", got)
 	}
 	// A colour takes in the name, its padding and the bar.
-	got = string(appendConsole(nil, "web/api", 9, "\x1b[36m", []byte("hello")))
+	got = string(appendConsole(nil, "web/api", 9, "\x1b[36m", []byte("hello"), false))
 	if got != "\x1b[36mweb/api   |\x1b[0m hello\n" {
 		t.Fatalf("coloured: %q", got)
 	}

@@ -40,6 +40,9 @@ type Options struct {
 	// NoLogPrefix writes console lines to Output without their
 	// "group/process | " prefix (podsup up --no-log-prefix).
 	NoLogPrefix bool
+	// QuoteOutput escapes, in console lines on Output, what a terminal
+	// would act on: set it when Output is an operator's terminal.
+	QuoteOutput bool
 	// LogColor, when set, is the SGR sequence for the i-th process's
 	// console prefix (podsup up on a terminal); nil for none.
 	LogColor func(i int) string
@@ -134,7 +137,7 @@ func New(cfg spec.Config, opts Options) (*Stack, error) {
 
 // assemble builds the layers over rt and the supervisor on them.
 func assemble(cfg spec.Config, opts Options, rt *sandbox.LocalRuntime) (*Stack, error) {
-	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: opts.Output, NoPrefix: opts.NoLogPrefix, PrefixColor: opts.LogColor,
+	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: opts.Output, NoPrefix: opts.NoLogPrefix, Quote: opts.QuoteOutput, PrefixColor: opts.LogColor,
 		Dir: cfg.Supervisor.LogDir, Clock: opts.Clock, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("unable to capture output: %w", err)

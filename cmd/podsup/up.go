@@ -32,8 +32,8 @@ import (
 
 func newUpCmd() *cobra.Command {
 	var (
-		cf          configFlags
-		noLogPrefix bool
+		cf  configFlags
+		out upOutput
 	)
 	cmd := &cobra.Command{
 		Use:   "up [-f FILE|DIR]... [--var NAME=VALUE]... [--var-file FILE]...",
@@ -74,7 +74,9 @@ Captured output goes to podsup's stdout, each line prefixed
 (log_format = "json"); --no-log-prefix drops the prefix, and a process
 with log { stdout = false } is kept off it (podsup logs and its file in
 log_dir still have its lines). On a terminal the prefix has a colour per
-process, unless NO_COLOR is set or TERM is dumb.`,
+process, unless NO_COLOR is set or TERM is dumb. On a terminal a process's
+escape sequences and bare CRs are shown quoted (\x1b, \r), not acted on;
+--raw writes its bytes as they are (to a pipe or file they always are).`,
 		Example: `  podsup up -f examples/web.hcl
   podsup up -f base.hcl -f /etc/podsup/conf.d/ --var http_port=8080
   podsup status            # in another terminal
@@ -85,7 +87,7 @@ process, unless NO_COLOR is set or TERM is dumb.`,
 			if cmd.Flags().Changed("socket") || os.Getenv("PODSUP_SOCKET") != "" {
 				socket, _ = cmd.Flags().GetString("socket")
 			}
-			code, err := runUp(cf, socket, noLogPrefix)
+			code, err := runUp(cf, socket, out)
 			if err != nil {
 				return err
 			}
@@ -96,8 +98,15 @@ process, unless NO_COLOR is set or TERM is dumb.`,
 		},
 	}
 	cf.register(cmd.Flags())
-	cmd.Flags().BoolVar(&noLogPrefix, "no-log-prefix", false, "print captured lines without their \"group/process | \" prefix (console log_format)")
+	cmd.Flags().BoolVar(&out.noPrefix, "no-log-prefix", false, "print captured lines without their \"group/process | \" prefix (console log_format)")
+	cmd.Flags().BoolVar(&out.raw, "raw", false, "on a terminal, write the processes' bytes as they are instead of quoting escape sequences")
 	return cmd
+}
+
+// upOutput is how podsup up prints the processes' captured lines.
+type upOutput struct {
+	noPrefix bool // no "group/process | "
+	raw      bool // no quoting on a terminal
 }
 
 // daemon is a running `podsup up`.
@@ -118,7 +127,7 @@ type daemon struct {
 	cfg *spec.Config
 }
 
-func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error) {
+func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	source, err := cf.source()
 	if err != nil {
 		return 0, err
@@ -188,8 +197,9 @@ func runUp(cf configFlags, socketOverride string, noLogPrefix bool) (int, error)
 		logColor = tty.PrefixColor
 	}
 	st, err := stack.New(*cfg, stack.Options{
-		Instance: instanceName(socket), Logger: log, Output: os.Stdout, NoLogPrefix: noLogPrefix, LogColor: logColor,
-		RuntimeDir: filepath.Dir(socket), Journal: journalOn, ActivationFiles: listenFiles,
+		Instance: instanceName(socket), Logger: log, Output: os.Stdout, NoLogPrefix: out.noPrefix, LogColor: logColor,
+		QuoteOutput: !out.raw && tty.IsTerminal(int(os.Stdout.Fd())),
+		RuntimeDir:  filepath.Dir(socket), Journal: journalOn, ActivationFiles: listenFiles,
 		Subreaper: true, // orphans of the groups come back to podsup
 	})
 	if err != nil {
