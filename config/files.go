@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,7 +63,7 @@ func (o Options) withDefaults() Options {
 // Load reads the directories, the files, the var files and the env files
 // afresh each time: a reload that calls it again sees every change.
 func (o Options) Load(paths ...string) (*spec.Config, error) {
-	names, err := expand(paths)
+	names, dropped, err := expand(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func (o Options) Load(paths ...string) (*spec.Config, error) {
 		// a word; a file with no group says what it means.
 		return nil, fmt.Errorf("%w: no *.hcl file in %s", ErrNoFiles, strings.Join(paths, ", "))
 	}
-	if err := checkSizes(names, o.VarFiles); err != nil {
+	if err := checkSizes(names, dropped, o.VarFiles); err != nil {
 		return nil, err
 	}
 	srcs := make([]source, 0, len(names))
@@ -94,14 +95,14 @@ func (o Options) Load(paths ...string) (*spec.Config, error) {
 // a file over MaxFileSize, or of more than MaxConfigSize bytes in all,
 // from the files' metadata: nothing is read. (readConfigFile checks again
 // as it reads.)
-func checkSizes(names, varFiles []string) error {
+func checkSizes(names []string, dropped int, varFiles []string) error {
 	all := append(slices.Clip(names), varFiles...)
-	if len(all) > MaxFiles {
+	if len(all)+dropped > MaxFiles {
 		return &Error{Diagnostics: hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Too many configuration files",
 			Detail: fmt.Sprintf("The configuration has %d files (every -f, the *.hcl files of its directories and the --var-files); podsup reads at most %d. Are the right directories named?",
-				len(all), MaxFiles),
+				len(all)+dropped, MaxFiles),
 		}}}
 	}
 	var total int64
@@ -126,50 +127,68 @@ func checkSizes(names, varFiles []string) error {
 }
 
 // expand replaces each directory of paths with its *.hcl files, sorted.
-func expand(paths []string) ([]string, error) {
-	var out []string
+//
+// It keeps no more than MaxFiles+1 names (Load refuses more) and counts
+// the rest in dropped: a directory of a million files costs a count, not
+// a list.
+func expand(paths []string) (names []string, dropped int, err error) {
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("reading config file: %w", err)
+			return nil, 0, fmt.Errorf("reading config file: %w", err)
 		}
 		if !fi.IsDir() {
-			out = append(out, p)
+			names = append(names, p)
 			continue
 		}
-		files, err := hclFilesIn(p)
+		files, n, err := hclFilesIn(p, max(MaxFiles+1-len(names), 0))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		out = append(out, files...)
+		names = append(names, files...)
+		dropped += n
 	}
-	return out, nil
+	return names, dropped, nil
 }
 
-// hclFilesIn lists the *.hcl files of dir in lexical order. A *.hcl
-// entry that is a directory is skipped; a symlink counts as what it
-// points to.
-func hclFilesIn(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+// hclFilesIn lists the *.hcl files of dir in lexical order, at most room
+// of them: the others are only counted, in dropped. A *.hcl entry that is
+// a directory is skipped; a symlink counts as what it points to. The
+// directory is read a batch at a time.
+func hclFilesIn(dir string, room int) (out []string, dropped int, err error) {
+	d, err := os.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading config directory: %w", err)
+		return nil, 0, fmt.Errorf("reading config directory: %w", err)
 	}
-	var out []string
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".hcl") || strings.HasPrefix(e.Name(), ".") {
-			continue
+	defer d.Close()
+	for {
+		entries, err := d.ReadDir(1024)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".hcl") || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if len(out) >= room {
+				dropped++
+				continue
+			}
+			path := filepath.Join(dir, e.Name())
+			fi, err := os.Stat(path)
+			if err != nil {
+				return nil, 0, fmt.Errorf("reading config directory: %w", err)
+			}
+			if !fi.IsDir() {
+				out = append(out, path)
+			}
 		}
-		path := filepath.Join(dir, e.Name())
-		fi, err := os.Stat(path)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			return nil, fmt.Errorf("reading config directory: %w", err)
-		}
-		if !fi.IsDir() {
-			out = append(out, path)
+			return nil, 0, fmt.Errorf("reading config directory: %w", err)
 		}
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, dropped, nil
 }
 
 // FindAll is Find for several paths: each of explicit must exist; with
