@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/termsafe"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -76,7 +77,8 @@ func optionalTarget(args []string) (group, process string, err error) {
 }
 
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	// encoding/json leaves DEL, C1 controls and bidi overrides raw.
+	enc := json.NewEncoder(termsafe.NewJSONWriter(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -150,7 +152,7 @@ repeat with the count so far. -o json has "count", "first_time" and
 			err = f.client().Events(ctx, follow, func(e api.Event) error {
 				if asJSON {
 					b, _ := json.Marshal(e)
-					_, err := fmt.Fprintln(out, string(b))
+					_, err := out.Write(append(termsafe.AppendJSON(nil, b), '\n'))
 					return err
 				}
 				return printEventLine(out, e) // eventline.go: quoted for the terminal
@@ -200,7 +202,7 @@ started.`,
 			if asJSON, _ := f.json(); asJSON {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), res.Message)
+			fmt.Fprintln(cmd.OutOrStdout(), termsafe.Quote(res.Message))
 			return nil
 		},
 	}
@@ -266,7 +268,7 @@ are restarted; new ones start, removed ones stop, the rest keep their pids.`,
 			if asJSON, _ := f.json(); asJSON {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "reloaded:", res.Message)
+			fmt.Fprintln(cmd.OutOrStdout(), "reloaded:", termsafe.Quote(res.Message))
 			return nil
 		},
 	}

@@ -3,9 +3,12 @@ package main
 import (
 	"errors"
 	"os"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+
+	"github.com/podsup/podsup/internal/logging"
 )
 
 // exitError carries an exit code out of a command without printing more.
@@ -46,6 +49,10 @@ func stderrLogger(verbose bool) zerolog.Logger {
 	if verbose {
 		level = zerolog.DebugLevel
 	}
-	out := zerolog.ConsoleWriter{Out: os.Stderr, NoColor: true, TimeFormat: "15:04:05.000"}
+	// podsup's own console format, which quotes what a terminal would
+	// act on (a command line or an error may carry it), where
+	// zerolog.ConsoleWriter writes messages raw.
+	zerolog.TimeFieldFormat = time.RFC3339Nano // sub-second, as up's log
+	out := &logging.Console{Out: os.Stderr, TimeFormat: "15:04:05.000"}
 	return zerolog.New(out).Level(level).With().Timestamp().Str("component", "podsup").Logger()
 }

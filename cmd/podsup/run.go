@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/internal/memtrim"
+	"github.com/podsup/podsup/internal/termsafe"
 
 	"github.com/podsup/podsup/pid1"
 )
@@ -69,6 +71,9 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			o.Logger = stderrLogger(verbose)
+			// "podsup: CMD: command not found" echoes CMD: quoted, as
+			// every message podsup prints (internal/termsafe).
+			o.Errors = termsafe.NewWriter(os.Stderr, termsafe.KeepTab)
 			if prepErr != nil {
 				o.Logger.Warn().Err(prepErr).Msg("a SIGURG that arrives while another signal is forwarded may be lost")
 			}

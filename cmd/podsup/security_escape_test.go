@@ -340,3 +340,24 @@ func TestTablesQuoteWhatATerminalWouldActOn(t *testing.T) {
 		t.Errorf("status -o json holds a raw %s: %s", c, b.String())
 	}
 }
+
+// TestRunQuotesWhatItEchoes: podsup run's own messages (a command that
+// is not there, its -v log with the command line) echo CMD, quoted
+// (issue #25 item 4).
+func TestRunQuotesWhatItEchoes(t *testing.T) {
+	t.Parallel()
+	code, out := runPodsup(t, "run", "-v", "--", "sh\x1b[2J\r")
+	if code != 127 {
+		t.Errorf("podsup run of a missing command exited %d, want 127: %q", code, out)
+	}
+	if bad := rawControl(out); bad != "" {
+		t.Errorf("podsup run wrote a raw %s: %q", bad, out)
+	}
+	if !strings.Contains(out, `podsup: sh\x1b[2J\r: command not found`) {
+		t.Errorf("podsup run's error lacks the quoted command: %q", out)
+	}
+	_, out = runPodsup(t, "run", "-v", "--", "sh", "-c", "exit 0", "\x1b]0;pwned\a")
+	if bad := rawControl(out); bad != "" {
+		t.Errorf("podsup run -v logged a raw %s: %q", bad, out)
+	}
+}
