@@ -234,7 +234,7 @@ func (o Options) parse(srcs []source) (*spec.Config, error) {
 	if diags.HasErrors() {
 		// A syntax error leaves a partial tree: decoding it would only add
 		// confusing follow-on errors.
-		return nil, &Error{Diagnostics: diags, Files: files}
+		return nil, newError(diags, files, 0)
 	}
 	d := &decoder{
 		ctx: &hcl.EvalContext{Functions: map[string]function.Function{
@@ -249,6 +249,7 @@ func (o Options) parse(srcs []source) (*spec.Config, error) {
 		tokens: tokens,
 		left:   left,
 		nfiles: len(srcs) + len(o.VarFiles),
+		order:  fileOrder(srcs),
 	}
 	fallback := hcl.Range{Filename: "(no configuration file)"}
 	if len(bodies) > 0 {
@@ -257,14 +258,14 @@ func (o Options) parse(srcs []source) (*spec.Config, error) {
 	cfg := d.file(hcl.MergeBodies(bodies))
 	if d.overLimit {
 		// The rest is not decoded: its errors would only hide this one.
-		return nil, &Error{Diagnostics: d.diags, Files: files}
+		return nil, newError(d.diags, files, d.omitted)
 	}
 	if es, ok := spec.AsErrors(cfg.Validate()); ok {
 		d.diags = append(d.diags, d.locate(es, fallback)...)
 	}
 	if d.diags.HasErrors() {
 		sortDiagnostics(d.diags, fileOrder(srcs))
-		return nil, &Error{Diagnostics: d.diags, Files: files}
+		return nil, newError(d.diags, files, d.omitted)
 	}
 	return cfg, nil
 }

@@ -46,7 +46,16 @@ type decoder struct {
 	// MaxGroups or MaxProcesses, and decoding stops.
 	processes int
 	overLimit bool
+	// omitted counts the problems dropped past keptDiagnostics; order
+	// ranks the files for sortDiagnostics.
+	omitted int
+	order   map[string]int
 }
+
+// keptDiagnostics is how many problems the decoder keeps, of which the
+// first MaxDiagnostics in file order are reported (more than that, as the
+// decoder does not find them in file order).
+const keptDiagnostics = 10 * MaxDiagnostics
 
 // occurrenceMark separates a name from its occurrence number in the
 // decoder's paths; it cannot appear in a valid name.
@@ -94,6 +103,14 @@ func (d *decoder) errorAt(path []string, subject, context *hcl.Range, summary, d
 // second block of a kind that may appear once.
 func (d *decoder) content(body hcl.Body, s *blockSchema, path []string) (hcl.Attributes, map[string]hcl.Blocks) {
 	c, diags := body.Content(s.schema)
+	// A body of 490,000 unknown arguments is as many problems: past
+	// keptDiagnostics they are only counted, so that neither this loop's
+	// work nor d.diags grows with them.
+	if keep := max(keptDiagnostics-len(d.diags), 0); len(diags) > keep {
+		sortDiagnostics(diags, d.order) // HCL finds them in map order
+		d.omitted += len(diags) - keep
+		diags = diags[:keep]
+	}
 	for _, diag := range diags {
 		switch diag.Summary {
 		case "Unsupported argument", "Unsupported block type":

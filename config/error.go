@@ -18,13 +18,47 @@ type Error struct {
 	// Files maps a file name used in the diagnostics' ranges to its parsed
 	// source, for the snippets.
 	Files map[string]*hcl.File
+	// Omitted counts the problems found after the first MaxDiagnostics,
+	// which are not kept.
+	Omitted int
+}
+
+// MaxDiagnostics is how many problems an Error keeps and shows. A file
+// of 490,000 wrong lines is 6 MB and as many problems: HCL's writer reads
+// the file from its start for each snippet, and shows the first 50 in
+// two minutes, all of them never (46b0b05's validate was at 1.5 GB after
+// ten minutes, and a reload's log line would hold them all). The first
+// hundred say what is wrong.
+const MaxDiagnostics = 100
+
+// snippetBudget is how many bytes of source WriteText lets HCL's writer
+// read for snippets: about 3 s on the development machine.
+const snippetBudget = 16 << 20
+
+// newError is the Error for diags, keeping the first MaxDiagnostics;
+// omitted more were found and dropped before.
+func newError(diags hcl.Diagnostics, files map[string]*hcl.File, omitted int) *Error {
+	e := &Error{Diagnostics: diags, Files: files, Omitted: omitted}
+	if n := len(diags); n > MaxDiagnostics {
+		e.Diagnostics = diags[:MaxDiagnostics:MaxDiagnostics]
+		e.Omitted += n - MaxDiagnostics
+	}
+	return e
+}
+
+// omitted is the line that says how many problems are not shown.
+func (e *Error) omitted() string {
+	return fmt.Sprintf("... and %d more problems, not shown: fix these first.", e.Omitted)
 }
 
 // Error is one line per problem: "file:line:col: summary: detail".
 func (e *Error) Error() string {
-	lines := make([]string, 0, len(e.Diagnostics))
+	lines := make([]string, 0, len(e.Diagnostics)+1)
 	for _, d := range e.Diagnostics {
 		lines = append(lines, diagnosticLine(d))
+	}
+	if e.Omitted > 0 {
+		lines = append(lines, e.omitted())
 	}
 	return strings.Join(lines, "\n")
 }
@@ -45,26 +79,42 @@ func diagnosticLine(d *hcl.Diagnostic) string {
 // WriteText writes every problem human-readably: its file:line:col, the
 // summary, the source lines with the culprit underlined, and the detail.
 // color adds terminal escapes.
+//
+// HCL's writer reads a problem's file from its start for each snippet:
+// past snippetBudget bytes read, a problem is shown without its source
+// lines, so that a large file with many problems costs seconds, not hours.
 func (e *Error) WriteText(w io.Writer, color bool) error {
 	tw := hcl.NewDiagnosticTextWriter(w, e.Files, 0, color)
+	bare := hcl.NewDiagnosticTextWriter(w, nil, 0, color)
+	budget := snippetBudget
 	for _, d := range e.Diagnostics {
 		// HCL's writer names the line but not the column; a file:line:col
 		// head makes every problem clickable in editors and terminals.
+		writer := tw
 		if d.Subject != nil {
 			if _, err := fmt.Fprintf(w, "%s:\n", position(*d.Subject)); err != nil {
 				return fmt.Errorf("writing diagnostics: %w", err)
 			}
+			if f := e.Files[d.Subject.Filename]; f != nil {
+				if budget -= len(f.Bytes); budget < 0 {
+					writer = bare
+				}
+			}
 		}
-		if err := tw.WriteDiagnostic(d); err != nil {
+		if err := writer.WriteDiagnostic(d); err != nil {
 			return fmt.Errorf("writing diagnostics: %w", err)
 		}
 	}
-	n := len(e.Diagnostics)
+	n := len(e.Diagnostics) + e.Omitted
 	plural := "s"
 	if n == 1 {
 		plural = ""
 	}
-	if _, err := fmt.Fprintf(w, "%d problem%s found.\n", n, plural); err != nil {
+	shown := ""
+	if e.Omitted > 0 {
+		shown = fmt.Sprintf(" (the first %d are shown)", len(e.Diagnostics))
+	}
+	if _, err := fmt.Fprintf(w, "%d problem%s found%s.\n", n, plural, shown); err != nil {
 		return fmt.Errorf("writing diagnostics: %w", err)
 	}
 	return nil
