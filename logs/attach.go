@@ -124,13 +124,13 @@ func (a *Attachment) Withdraw() {
 	if a.c == nil {
 		return
 	}
-	_ = a.CloseWriters() // write ends podsup made; nothing to flush
 	p := a.proc
 	p.mu.Lock()
 	if p.cur == &a.inst {
 		p.cur, p.prev = p.prev, a.prevBefore
 	}
 	p.mu.Unlock()
+	_ = a.CloseWriters() // write ends podsup made; nothing to flush
 }
 
 // newCapture makes a's pipes and adds their read ends to the loop.
@@ -229,6 +229,13 @@ func (a *Attachment) CloseWriters() error {
 	a.hub.mu.Lock()
 	closeWriters(a.c)
 	a.hub.mu.Unlock()
+	// The instance is the process's for good now: forget the one before
+	// it, which only Withdraw needed. Kept, it chained every instance of a
+	// crash loop to the one two before it, so that none was ever freed
+	// (the soak check's RSS doubled in a minute).
+	a.proc.mu.Lock()
+	a.prevBefore = nil
+	a.proc.mu.Unlock()
 	return nil
 }
 

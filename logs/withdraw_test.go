@@ -1,7 +1,10 @@
 package logs
 
 import (
+	"runtime"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/podsup/podsup/spec"
 )
@@ -27,5 +30,41 @@ func TestWithdrawPutsBackTheInstancesBefore(t *testing.T) {
 	}
 	if got := texts(mustTail(t, h, "web", "api", 0, true)); !equalStrings(got, []string{"one"}) {
 		t.Fatalf("--previous after a withdrawn attachment: %q, want [one]", got)
+	}
+}
+
+// An instance whose start went through (CloseWriters) keeps no instance
+// before it alive: a crash loop's instances are freed as they age out of
+// current and previous.
+func TestOldInstancesAreFreed(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t, HubOptions{TailLines: 10})
+	freed := make(chan struct{})
+	attach := func(id string) *Attachment {
+		a, err := h.Attach("web", "api", id, spec.Log{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = a.CloseWriters()
+		waitEnded(t, a)
+		return a
+	}
+	first := attach("1")
+	runtime.AddCleanup(first, func(ch chan struct{}) { close(ch) }, freed)
+	first = nil
+	for i := 2; i <= 5; i++ {
+		attach(strconv.Itoa(i))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-freed:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("instance 1 is still reachable after four newer ones: something chains the instances")
+		}
 	}
 }
