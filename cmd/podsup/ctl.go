@@ -183,11 +183,17 @@ processes and the later sidecars have exited, the wait taken from its grace
 period. A sidecar stopped on its own stops at once and stays stopped until
 started.`,
 	}[action]
+	// start has no grace period: it only says so in stop's and restart's.
+	use, example := action+" GROUP[/PROCESS]", "  podsup "+action+" web\n  podsup "+action+" web/api"
+	if action != "start" {
+		use += " [--grace D]"
+		example += " --grace 5s"
+	}
 	cmd := &cobra.Command{
-		Use:               action + " GROUP[/PROCESS] [--grace D]",
+		Use:               use,
 		Short:             short,
 		Long:              long,
-		Example:           "  podsup " + action + " web\n  podsup " + action + " web/api --grace 5s",
+		Example:           example,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTargets(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -228,7 +234,7 @@ process's user, and is refused when that user is root; without, as the
 caller's own uid and groups. Either way with no_new_privs (a setuid
 program gains nothing).`,
 		Example: `  podsup exec web -- cat /etc/hostname
-  podsup exec edge/app -- sh -c 'ls /proc'`,
+  podsup exec web/api -- sh -c 'ls /proc'`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			group, process, err := splitTarget(args[0])
@@ -256,9 +262,13 @@ func newReloadCmd(f *ctlFlags) *cobra.Command {
 		Long: `Ask podsup to re-read its configuration file (like SIGHUP). A file with errors
 changes nothing: the errors are printed with file:line:col and everything
 keeps running. Otherwise only the groups and processes whose spec changed
-are restarted; new ones start, removed ones stop, the rest keep their pids.`,
+are restarted; new ones start, removed ones stop, the rest keep their pids.
+
+podsup reload asks the podsup of --socket, and only it. SIGHUP does the
+same, sent to that podsup's pid alone: "kill -HUP $(pidof podsup)" would
+signal every podsup on the host.`,
 		Example: `  podsup reload
-  kill -HUP $(pidof podsup)      # the same`,
+  systemctl reload podsup        # the same, under systemd (contrib/systemd)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, err := f.client().Reload(cmd.Context())

@@ -22,10 +22,11 @@ func newLogsCmd(f *ctlFlags) *cobra.Command {
 		noColor, raw         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "logs GROUP[/PROCESS]... [-f] [--tail N] [--since D|TIME] [--timestamps] [--previous]",
-		Short: "Show the output of processes or whole groups",
+		Use:   "logs [GROUP[/PROCESS]...] [-f] [--tail N] [--since D|TIME] [--timestamps] [--previous]",
+		Short: "Show the output of processes or whole groups (every process without a target)",
 		Long: `Show what processes wrote, as podsup captured it: of each GROUP/PROCESS
-named, and of every process of each GROUP named alone. With more than one
+named, of every process of each GROUP named alone, and, with no target, of
+every process of every group (as docker compose logs does). With more than one
 process, each line is prefixed "group/process | " as podsup up prints it,
 in a colour of its own on a terminal (none when NO_COLOR is set, TERM is
 dumb or the output is not a terminal). Without -f the lines of all of them
@@ -51,13 +52,14 @@ or not.
 podsup keeps the last 1000 lines (256 KiB) of each instance in memory and
 the current and previous instance of each process; log_dir keeps more on
 disk.`,
-		Example: `  podsup logs web                     # every process of group web, prefixed
+		Example: `  podsup logs                         # every process of every group, prefixed
+  podsup logs web                     # every process of group web, prefixed
   podsup logs -f web db/postgres      # follow a group and a process
   podsup logs web/api --tail 20 --timestamps
   podsup logs web --since 10m         # lines captured in the last ten minutes
   podsup logs --since 2024-05-01T10:00:00Z web/api
   podsup logs --previous web/api      # the crashed instance of a crash loop`,
-		Args:              cobra.MinimumNArgs(1),
+		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: completeTargets(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := f.json()
@@ -81,6 +83,20 @@ disk.`,
 			ctx, cancel := signalContext()
 			defer cancel()
 			c := f.client()
+			if len(targets) == 0 {
+				// No target: every group, each expanded to its processes
+				// as a group named alone is.
+				st, err := c.Status(ctx, "", "")
+				if err != nil {
+					return err
+				}
+				for _, g := range st.Groups {
+					targets = append(targets, api.Target{Group: g.Name})
+				}
+				if len(targets) == 0 {
+					return fmt.Errorf("podsup runs no group: there are no logs to show")
+				}
+			}
 			procs, err := c.ExpandTargets(ctx, targets)
 			if err != nil {
 				return err
@@ -105,6 +121,9 @@ disk.`,
 				if timestamps {
 					b = l.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 					b = append(b, ' ')
+				}
+				if len(l.Stream) > 5 && l.Stream[:5] == "hook:" { // a hook's output, as podsup up marks it
+					b = append(append(append(b, '['), termsafe.Quote(l.Stream)...), "] "...)
 				}
 				if quote {
 					b = termsafe.Append(b, l.Line, termsafe.KeepTab)

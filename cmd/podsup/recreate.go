@@ -19,14 +19,16 @@ func newRecreateCmd(f *ctlFlags) *cobra.Command {
 		wait bool
 	)
 	cmd := &cobra.Command{
-		Use:   "recreate GROUP PROCESS... [flags]",
+		Use:   "recreate GROUP/PROCESS... [flags]",
 		Short: "Restart chosen processes of a group, leaving the others untouched",
 		Long: `Recreate some processes of a group while the rest keep running, like
 OpenKruise's ContainerRecreateRequest: each chosen process is stopped through
 its normal path (pre_stop, grace period, SIGKILL of its tree) and started again
 at once, without waiting for or advancing its crash back-off. The request
 succeeds for a process when its new instance has been running and ready for
-longer than --min-started.
+longer than --min-started. The processes are named GROUP/PROCESS, as in
+every other command, all of one group. The former form, GROUP PROCESS...,
+still works and says it is deprecated.
 
 One request per group is active at a time; later ones wait as Pending. The
 command prints the request's id; with --wait it follows the request and exits
@@ -34,15 +36,24 @@ command prints the request's id; with --wait it follows the request and exits
 
   podsup recreate list            the requests podsup keeps
   podsup recreate status ID       one request`,
-		Example: `  podsup recreate web app --ordered --wait
-  podsup recreate web app sidecar --unready-grace 5s --min-started 10s --deadline 2m`,
-		Args: cobra.MinimumNArgs(2),
+		Example: `  podsup recreate web/api --ordered --wait
+  podsup recreate web/api web/worker --unready-grace 5s --min-started 1s --deadline 2m`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeTargets(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := f.json()
 			if err != nil {
 				return err
 			}
-			req.Group, req.Processes = args[0], args[1:]
+			var deprecated bool
+			req.Group, req.Processes, deprecated, err = recreateTargets(args)
+			if err != nil {
+				return err
+			}
+			if deprecated {
+				fmt.Fprintf(cmd.ErrOrStderr(), "podsup: \"recreate GROUP PROCESS...\" is deprecated: name the processes GROUP/PROCESS, as in podsup recreate %s\n",
+					termsafe.Quote(req.Group+"/"+strings.Join(req.Processes, " "+req.Group+"/")))
+			}
 			rc, err := f.client().Recreate(cmd.Context(), req)
 			if err != nil {
 				return err
@@ -135,6 +146,35 @@ command prints the request's id; with --wait it follows the request and exits
 		},
 	})
 	return cmd
+}
+
+// recreateTargets reads recreate's arguments: GROUP/PROCESS..., all of one
+// group, or the deprecated GROUP PROCESS... (deprecated is then true).
+func recreateTargets(args []string) (group string, processes []string, deprecated bool, err error) {
+	if !strings.Contains(args[0], "/") {
+		// The former form: a group, then its processes' bare names.
+		if len(args) < 2 {
+			return "", nil, false, fmt.Errorf("name the processes to recreate: podsup recreate %s/PROCESS... (a whole group restarts with podsup restart %s)", args[0], args[0])
+		}
+		for _, a := range args[1:] {
+			if a == "" || strings.Contains(a, "/") {
+				return "", nil, false, fmt.Errorf("%q: name every process GROUP/PROCESS (podsup recreate web/api web/worker)", a)
+			}
+		}
+		return args[0], args[1:], true, nil
+	}
+	for _, a := range args {
+		g, p, err := splitTarget(a)
+		if err != nil || p == "" {
+			return "", nil, false, fmt.Errorf("%q is not GROUP/PROCESS: name every process with its group (podsup recreate web/api web/worker)", a)
+		}
+		if group != "" && g != group {
+			return "", nil, false, fmt.Errorf("%s and %s are in different groups: a recreate request is for one group's processes; make one per group", args[0], a)
+		}
+		group = g
+		processes = append(processes, p)
+	}
+	return group, processes, false, nil
 }
 
 func phaseOf(r api.Recreate) string {

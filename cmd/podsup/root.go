@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,15 +34,81 @@ for plain Linux processes, in one static binary.
 		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// Only `podsup run` keeps the main thread (mainthread.go).
-		PersistentPreRun: releaseMainThread,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// --version without -v: -v is --verbose wherever a command has one
+	// (podsup run, as tini -v), never the version (flagErrorHint).
+	root.Flags().Bool("version", false, "print podsup's version (the same as podsup version)")
+	root.SetFlagErrorFunc(flagErrorHint)
 	var ctl ctlFlags
 	ctl.register(root)
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		// Only `podsup run` keeps the main thread (mainthread.go).
+		releaseMainThread(cmd, args)
+		return checkOutputFlag(cmd, &ctl)
+	}
 	root.AddCommand(newRunCmd(), newUpCmd(), newValidateCmd(), newVersionCmd(&ctl), newHealthCmd(&ctl), newWaitCmd(&ctl), newGenManCmd())
 	addCtlCommands(root, &ctl)
 	return root
+}
+
+// jsonOutput are the commands that print JSON for -o json. Every other
+// command refuses it (checkOutputFlag) rather than ignore it: a script
+// that asks for JSON must never get a table or nothing. A new command that
+// prints JSON adds itself here; TestEveryCommandHonoursOrRefusesJSON runs
+// every command with -o json and holds each to its entry.
+var jsonOutput = map[string]bool{
+	"podsup status": true, "podsup describe": true, "podsup events": true, "podsup logs": true,
+	"podsup start": true, "podsup stop": true, "podsup restart": true, "podsup reload": true,
+	"podsup recreate": true, "podsup recreate list": true, "podsup recreate status": true,
+	"podsup version": true, "podsup top": true,
+}
+
+// noJSONWhy says, for the commands that refuse -o json, what to use instead.
+var noJSONWhy = map[string]string{
+	"podsup health":   "it answers with its exit code (0 ready, 1 not); for the state as JSON: podsup status -o json",
+	"podsup wait":     "it answers with its exit code; for the state as JSON: podsup status -o json (or status -w -o json)",
+	"podsup metrics":  "metrics are in Prometheus's text format only; for the state as JSON: podsup status -o json",
+	"podsup validate": "it answers with its exit code and file:line:col messages",
+	"podsup shutdown": "it prints one line; its exit code says whether podsup took the request",
+	"podsup exec":     "the command's output is its own",
+}
+
+// checkOutputFlag refuses an -o the command does not honour: json outside
+// jsonOutput, wide outside status, and any unknown format, with the fix.
+func checkOutputFlag(cmd *cobra.Command, f *ctlFlags) error {
+	fl := cmd.Flags().Lookup("output")
+	if fl == nil || !fl.Changed {
+		return nil
+	}
+	path := cmd.CommandPath()
+	switch f.output {
+	case "table":
+		return nil
+	case "wide":
+		if path == "podsup status" {
+			return nil
+		}
+		return fmt.Errorf("-o wide is only for podsup status: %s has no wide form", path)
+	case "json":
+		if jsonOutput[path] {
+			return nil
+		}
+		why := noJSONWhy[path]
+		if why == "" {
+			why = "it has no JSON form"
+		}
+		return fmt.Errorf("%s does not take -o json: %s", path, why)
+	}
+	return fmt.Errorf("unknown output format %q: use table, json or (for status) wide", f.output)
+}
+
+// flagErrorHint adds the fix to a flag error a user is likely to meet.
+func flagErrorHint(cmd *cobra.Command, err error) error {
+	if strings.Contains(err.Error(), "shorthand flag: 'v'") {
+		return fmt.Errorf("%w (-v is --verbose, which podsup run has; the version is podsup --version or podsup version)", err)
+	}
+	return err
 }
 
 // stderrLogger is podsup's own console log on stderr.

@@ -56,10 +56,10 @@ func newRunCmd() *cobra.Command {
   CMD ["nginx", "-g", "daemon off;"]
 
   # Stop within 10s of SIGTERM, and leave nothing of CMD's process group behind
-  podsup run --grace 10s --kill-leftovers -- ./server --port 8080
+  podsup run --grace 10s --kill-leftovers -- sh -c 'sleep 600 & echo started'
 
   # A JVM stopped by SIGTERM exits 143: report that as success
-  podsup run -e 143:0 -- java -jar app.jar`,
+  podsup run -e 143:0 -- sh -c 'exit 143'     # as java -jar app.jar would`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Before anything else: it re-executes podsup so that every

@@ -94,7 +94,13 @@ func watchStatus(cmd *cobra.Command, c *api.Client, group, process string, wide,
 	if ctx.Err() != nil {
 		return nil
 	}
-	return err
+	// A shutdown ends the watch normally (streamend.go); under -o json
+	// the line goes to stderr, which keeps stdout JSON.
+	end := out
+	if asJSON {
+		end = cmd.ErrOrStderr()
+	}
+	return streamEnded(end, c.Socket, err)
 }
 
 // statusTable prints status rows, like kubectl get pods: the header once,

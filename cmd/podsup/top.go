@@ -43,14 +43,23 @@ Keys:
 
 Where the screen cannot be drawn (output not a terminal, TERM=dumb or
 unset) or with --once, top prints the table once with each process's CPU
-time and memory, and exits.`,
+time and memory, and exits. -o json prints the same once, as the API's
+status object with each process's usage (GET /v1/status?usage=true).`,
 		Example: `  podsup top
-  podsup top --once | grep CrashLoopBackOff`,
+  podsup top --once | grep -w -e GROUP -e web     # one group's processes
+  podsup top -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
 			c := f.client()
+			if asJSON, _ := f.json(); asJSON { // -o checked by the root (checkOutputFlag)
+				st, err := c.StatusUsage(ctx)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), st)
+			}
 			in, out := os.Stdin, os.Stdout
 			if once || tty.Dumb() || !tty.IsTerminal(int(in.Fd())) || !tty.IsTerminal(int(out.Fd())) {
 				return topOnce(ctx, c, cmd.OutOrStdout())

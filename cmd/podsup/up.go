@@ -78,7 +78,7 @@ process, unless NO_COLOR is set or TERM is dumb. On a terminal a process's
 escape sequences and bare CRs are shown quoted (\x1b, \r), not acted on;
 --raw writes its bytes as they are (to a pipe or file they always are).`,
 		Example: `  podsup up -f examples/web.hcl
-  podsup up -f base.hcl -f /etc/podsup/conf.d/ --var http_port=8080
+  podsup up -f examples/conf.d/00-base.hcl -f examples/conf.d/10-web.hcl --var http_port=8081
   podsup status            # in another terminal
   podsup logs -f web/api`,
 		Args: cobra.NoArgs,

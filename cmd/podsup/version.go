@@ -88,7 +88,8 @@ func (b buildInfo) String() string {
 }
 
 func newVersionCmd(f *ctlFlags) *cobra.Command {
-	return &cobra.Command{
+	var short bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print podsup's version, the revision it was built from, and its Go version and platform",
 		Long: `Print podsup's version, the VCS revision and time it was built from (when
@@ -99,16 +100,30 @@ prints the same as one JSON object, for scripts:
    "go_version":"go1.26.8","os":"linux","arch":"arm64"}
 
 "modified": true marks a build from a checkout with uncommitted changes. It
-does not ask a running podsup: "podsup status" does (the API's /v1/version).`,
+does not ask a running podsup: "podsup status" does (the API's /v1/version).
+--short prints the version alone (v0.3.0, or dev), for scripts.`,
+		Example: `  podsup version
+  podsup version --short
+  podsup version -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := f.json()
 			if err != nil {
 				return err
 			}
-			return printVersion(cmd.OutOrStdout(), readBuildInfo(), asJSON)
+			b := readBuildInfo()
+			if short {
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), map[string]string{"version": b.Version})
+				}
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), b.Version)
+				return err
+			}
+			return printVersion(cmd.OutOrStdout(), b, asJSON)
 		},
 	}
+	cmd.Flags().BoolVar(&short, "short", false, "print only the version (v0.3.0, or dev)")
+	return cmd
 }
 
 func printVersion(w io.Writer, b buildInfo, asJSON bool) error {

@@ -39,7 +39,7 @@ podsup pushes each status change down the socket and the command checks
 each one as it arrives: it answers within the instant of the change.
 --timeout 0 checks once.`,
 		Example: `  # start the tests once the whole stack is ready
-  podsup wait --for ready --timeout 2m && ./run-tests
+  podsup wait --for ready --timeout 2m && echo the stack is ready
 
   # a migration that must have finished
   podsup wait app/migrate --for completed --timeout 5m`,
