@@ -7,9 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -147,12 +145,14 @@ func Start(c *Cmd) (*Process, error) {
 		cred *syscall.Credential
 	)
 	resolve := func() (err error) {
-		if path, err = lookPath(c.Path, env); err != nil {
-			return err
-		}
 		if c.Credential != nil {
 			cred = c.Credential
 		} else if cred, err = credential(c.User, c.Group); err != nil {
+			return err
+		}
+		// The command is looked up as the user it runs as: a PATH entry
+		// that user cannot search or execute is skipped (lookpath.go).
+		if path, err = lookPathAs(c.Path, env, c.Dir, cred); err != nil {
 			return err
 		}
 		if c.NotRoot && (cred == nil && os.Getuid() == 0 || cred != nil && cred.Uid == 0) {
@@ -324,47 +324,6 @@ func (p *Process) exited(e Exit) {
 	if p.onExit != nil {
 		p.onExit(e)
 	}
-}
-
-func lookPath(file string, env []string) (string, error) {
-	if file == "" {
-		return "", ErrCommandNotFound
-	}
-	if strings.Contains(file, "/") {
-		// The result does not matter (execve tells ENOENT from EACCES);
-		// the lookup does: on a hung filesystem it blocks here, in an
-		// ordinary system call, and not in the vfork of ForkExec, which
-		// would stall the Go runtime (docs/architecture.md, "A limit of
-		// Go").
-		var st unix.Stat_t
-		_ = unix.Stat(file, &st)
-		return file, nil
-	}
-	pathEnv := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	denied := false
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		cand := filepath.Join(dir, file)
-		st, err := os.Stat(cand)
-		if err != nil || st.IsDir() {
-			continue
-		}
-		if unix.Access(cand, unix.X_OK) == nil {
-			return cand, nil
-		}
-		denied = true
-	}
-	if denied {
-		return "", ErrNotExecutable
-	}
-	return "", ErrCommandNotFound
 }
 
 func classifyExecError(err error) error {
