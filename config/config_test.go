@@ -170,7 +170,7 @@ group "web" {
       http_get { port = 8080 }
     }
     pre_stop {
-      sleep { duration = "5s" }
+      sleep { duration = "0s" } # not above the grace (D6)
     }
     post_stop {
       exec { command = ["/bin/deregister"] }
@@ -242,7 +242,7 @@ group "web" {
 				},
 				PreStart:  &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/prep"}}}, Timeout: 10 * time.Second},
 				PostStart: &spec.Hook{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080}}},
-				PreStop:   &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: 5 * time.Second}}},
+				PreStop:   &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: 0}}},
 				PostStop:  &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/deregister"}}}},
 				Log:       spec.Log{Mode: "passthrough", MaxSize: 10 << 20, MaxFiles: 5, Journal: true, SeparateStreams: true},
 			}},

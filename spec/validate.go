@@ -192,6 +192,7 @@ func (ch *checker) group(g *Group) {
 		seen[pr.Name] = true
 		ch.process(pp, pr, false)
 	}
+	ch.sleepHooks(g)
 	ch.processDependencies(g)
 }
 
