@@ -100,12 +100,26 @@ func (c *Client) StatusUsage(ctx context.Context) (StatusResponse, error) {
 }
 
 // WatchStatus calls fn with the status of every group (of one, or of one
-// process) and then, until ctx ends, with each change: the groups that
-// changed, holding only the processes that changed. wide fills in cgroups
-// as StatusWide does.
+// process) and then, until ctx ends, with each group that appeared or
+// changed, whole. wide fills in cgroups as StatusWide does.
+//
+// Deprecated: WatchStatus cannot say that a group went away; use Watch.
 func (c *Client) WatchStatus(ctx context.Context, group, process string, wide bool, fn func(StatusResponse) error) error {
-	q := url.Values{"watch": {"true"}, "wide": {strconv.FormatBool(wide)}}
-	return streamGet(c, ctx, statusPath(group, process)+"?"+q.Encode(), fn)
+	first := &StatusResponse{Groups: []GroupStatus{}}
+	return c.Watch(ctx, group, process, wide, func(e WatchEvent) error {
+		switch {
+		case e.Type == WatchBookmark && first != nil:
+			st := *first
+			first = nil
+			return fn(st)
+		case e.Group == nil || e.Type == WatchDeleted:
+			return nil
+		case first != nil:
+			first.Groups = append(first.Groups, *e.Group)
+			return nil
+		}
+		return fn(StatusResponse{Groups: []GroupStatus{*e.Group}})
+	})
 }
 
 // Describe returns a group (or, with process, one of its processes) with

@@ -18,9 +18,13 @@
 // /v1/describe/{group}[/{process}] (DescribeResponse) joins a group's
 // status, the configuration in force, its cgroups' usage and its recent
 // events in one answer, and GET /v1/status[...]?watch=true streams status
-// changes as JSON lines: the whole status first, then, each time the
-// supervisor replaces a snapshot, the groups that changed holding only the
-// processes that changed (a burst may arrive as one update). GET
+// changes as JSON lines shaped like a Kubernetes watch (WatchEvent): an
+// ADDED line per group, a BOOKMARK that ends the initial state, then
+// ADDED, MODIFIED and DELETED for each group that appeared, changed or
+// went away (a reload), each holding the whole group, never a difference
+// (a burst may arrive as one line). Before WatchEvent, the lines were
+// StatusResponse differences that never said a group was gone; Client.Watch
+// still reads those from an old podsup. GET
 // /v1/status?usage=true adds each running process's cgroup usage (what
 // `podsup top` shows), and GET /v1/logs/{group}/{process} takes tail,
 // since (an RFC 3339 time), follow and previous (the last terminated

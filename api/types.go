@@ -23,6 +23,41 @@ type GroupStatus struct {
 	Processes       []ProcessStatus `json:"processes"`
 }
 
+// WatchEvent is one line of a status watch (GET /v1/status[...]?watch=true,
+// `podsup status -w -o json`), shaped like a Kubernetes watch event
+// (apimachinery's metav1.WatchEvent, `kubectl get -w --output-watch-events`):
+//
+//	{"type":"ADDED","group":{...}}     a group podsup has (first the whole
+//	                                   state, one line per group), or one
+//	                                   that appeared since (a reload)
+//	{"type":"BOOKMARK"}                once, after the first ADDED lines:
+//	                                   they were the whole state (Kubernetes'
+//	                                   initial-events-end bookmark)
+//	{"type":"MODIFIED","group":{...}}  a group that changed
+//	{"type":"DELETED","group":{...}}   a group that is gone (a reload removed
+//	                                   it), with its last state
+//
+// Group is always the whole group (every process of it, or with a watch of
+// GROUP/PROCESS that process), never a difference: "processes": [] means the
+// group has none, and a process missing from a MODIFIED group is gone. A
+// watch of GROUP/PROCESS says DELETED when the process leaves the group. A
+// reader keeps a map from the group's name: ADDED and MODIFIED set it,
+// DELETED removes it; unknown types are to be skipped (types are only ever
+// added). Notices coalesce, so a burst of changes may arrive as one
+// MODIFIED holding each process's last state.
+type WatchEvent struct {
+	Type  string       `json:"type"`
+	Group *GroupStatus `json:"group,omitempty"`
+}
+
+// The types of a WatchEvent.
+const (
+	WatchAdded    = "ADDED"
+	WatchModified = "MODIFIED"
+	WatchDeleted  = "DELETED"
+	WatchBookmark = "BOOKMARK"
+)
+
 // ProcessStatus is one process, shaped like a container status.
 type ProcessStatus struct {
 	Name            string       `json:"name"`
@@ -40,6 +75,11 @@ type ProcessStatus struct {
 	Terminated      *Termination `json:"terminated,omitempty"`
 	LastTermination *Termination `json:"last_termination,omitempty"`
 	NextStartAt     *time.Time   `json:"next_start_at,omitempty"`
+	// CreatedAt is when podsup took the process on (`up`, or the reload
+	// that added it), whatever its instances did since: AGE in `podsup
+	// status`, as a pod's creationTimestamp is kubectl's. A reload that
+	// changes the process keeps it; one that replaces its group does not.
+	CreatedAt *time.Time `json:"created_at,omitempty"`
 	// StatusText is the process's own status line (sd_notify STATUS=).
 	StatusText string `json:"status_text,omitempty"`
 	// Backoff is the current back-off wait while in CrashLoopBackOff: the

@@ -45,6 +45,9 @@ type Update struct {
 	Initial bool
 	// Time is the worker clock's reading at the tick that published it.
 	Time time.Time
+	// Duration is how long the probe took, retries included (Report
+	// only: podsup_probe_duration_seconds).
+	Duration time.Duration
 }
 
 // maxProbeRetries is how often a step re-runs a handler that returned an
@@ -127,11 +130,18 @@ func (s *stepper) doProbe(ctx context.Context, now time.Time, inst Instance) (ke
 		return true // P5: liveness and readiness wait for the start
 	}
 
+	began := time.Now() // the real time the probe takes, whatever the worker's clock
 	d, err := s.run(ctx)
+	took := time.Since(began)
 	if err != nil {
-		// P10: the prober broke; the result is discarded, not counted.
+		// P10: the prober broke; the result is discarded, not counted
+		// toward a threshold. Report hears it as Unknown, as kubelet's
+		// prober_probe_total counts it.
 		if s.onError != nil {
 			s.onError(err)
+		}
+		if s.report != nil {
+			s.report(Update{Kind: s.kind, InstanceID: s.instanceID, Result: Unknown, Message: err.Error(), Time: now, Duration: took})
 		}
 		return true
 	}
@@ -139,7 +149,7 @@ func (s *stepper) doProbe(ctx context.Context, now time.Time, inst Instance) (ke
 		d.Result = Failure // kubelet's prober maps an error-free Unknown to Failure
 	}
 	if s.report != nil {
-		s.report(Update{Kind: s.kind, InstanceID: s.instanceID, Result: d.Result, Message: d.Message, Output: d.Output, Time: now})
+		s.report(Update{Kind: s.kind, InstanceID: s.instanceID, Result: d.Result, Message: d.Message, Output: d.Output, Time: now, Duration: took})
 	}
 
 	if d.Result == s.lastResult {

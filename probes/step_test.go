@@ -450,7 +450,8 @@ func TestReportHearsEveryProbeBeforeThePublishItCauses(t *testing.T) {
 	// Kubelet records Unhealthy for each failed probe (not only the one
 	// that crosses the threshold, P6): Report hears every counted outcome,
 	// and the threshold's Publish comes after the report that caused it.
-	// Discarded prober errors (P10) are not reported.
+	// A discarded prober error (P10) counts toward no threshold and is
+	// reported as Unknown (kubelet's prober_probe_total result "unknown").
 	r := newRig(t, spec.Liveness, spec.Probe{Period: time.Second, FailureThreshold: 3}, bad, boom, boom, boom, ok, bad, bad, bad)
 	var log []string
 	r.s.publish = func(u Update) { log = append(log, "publish "+u.Result.String()) }
@@ -464,7 +465,7 @@ func TestReportHearsEveryProbeBeforeThePublishItCauses(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		r.tick(time.Second, inst)
 	}
-	want := []string{"publish success", "report failure nope", "report success ", "report failure nope",
+	want := []string{"publish success", "report failure nope", "report unknown prober broke", "report success ", "report failure nope",
 		"report failure nope", "report failure nope", "publish failure"}
 	if len(log) != len(want) {
 		t.Fatalf("log %q, want %q", log, want)

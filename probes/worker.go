@@ -27,7 +27,8 @@ type WorkerConfig struct {
 	// Report, when set, hears the outcome of every probe that ran (not
 	// only changes), from the worker's goroutine, before any Publish it
 	// causes: the kubelet records an Unhealthy event for each failed probe,
-	// not only for the one that crosses the threshold. It must not block.
+	// not only for the one that crosses the threshold. A probe whose
+	// prober errored (P10) is reported as Unknown. It must not block.
 	Report func(Update)
 	// Clock defaults to the real clock.
 	Clock clock.Clock

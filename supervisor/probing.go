@@ -136,6 +136,9 @@ func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec
 			})
 		},
 		Report: func(u probes.Update) {
+			if w.probeStats != nil {
+				w.probeStats.observe(w.name, pr.Name, u.Kind, u.Result, u.Duration)
+			}
 			if u.Result == probes.Failure {
 				mb.put(core.ProbeReportInput{Instance: u.InstanceID, Probe: u.Kind, Message: probeMessage(u, withOutput)})
 			}

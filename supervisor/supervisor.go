@@ -97,6 +97,8 @@ type Supervisor struct {
 	killTries  int
 	rc         recreateRegistry
 	deps       depHub
+	// probeStats counts the probes that ran (ProbeStats).
+	probeStats probeStats
 
 	mu sync.Mutex // guards everything below
 	// cfg is the configuration in force, which Reload compares against.
@@ -186,6 +188,7 @@ func (s *Supervisor) coreConfig(g spec.Group) core.Config {
 		Group: g, Backoff: s.defBackoff, MinimumGrace: s.minGrace,
 		IDPrefix:  g.Name + "." + strconv.FormatUint(gen, 36) + ".",
 		KillRetry: s.killRetry, KillAttempts: s.killTries,
+		Created: s.clock.Now(),
 	}
 }
 

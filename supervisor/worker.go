@@ -80,6 +80,8 @@ type worker struct {
 	lc lifecycle
 	// deps carries the group's DepState to related groups (W1, W8).
 	deps *depHub
+	// probeStats counts the probes that ran (Supervisor.ProbeStats).
+	probeStats *probeStats
 }
 
 func newWorker(c core.Config, s *Supervisor) *worker {
@@ -105,6 +107,7 @@ func newWorker(c core.Config, s *Supervisor) *worker {
 		done:       make(chan struct{}),
 		registry:   &s.rc,
 		deps:       &s.deps,
+		probeStats: &s.probeStats,
 	}
 	st := w.core.Snapshot()
 	w.status.Store(&st)

@@ -38,7 +38,7 @@ func toProcess(p supervisor.ProcessStatus) api.ProcessStatus {
 		InstanceID: p.InstanceID, Pid: p.Pid,
 		StartedAt: timep(p.StartedAt), FinishedAt: timep(p.FinishedAt),
 		Terminated: toTermination(p.Terminated), LastTermination: toTermination(p.LastTermination),
-		NextStartAt: timep(p.NextStartAt),
+		NextStartAt: timep(p.NextStartAt), CreatedAt: timep(p.CreatedAt),
 	}
 	out.Backoff = backoffDelay(p)
 	return out

@@ -69,32 +69,6 @@ func TestDescribeProbeLastResult(t *testing.T) {
 	}
 }
 
-func TestStatusChangesSendOnlyWhatChanged(t *testing.T) {
-	before := api.StatusResponse{Groups: []api.GroupStatus{
-		{Name: "web", Phase: "Running", Processes: []api.ProcessStatus{{Name: "api", State: "running"}, {Name: "crash", State: "running", RestartCount: 1}}},
-		{Name: "idle", Phase: "Running", Processes: []api.ProcessStatus{{Name: "p", State: "running"}}},
-	}}
-	now := api.StatusResponse{Groups: []api.GroupStatus{
-		{Name: "web", Phase: "Running", Processes: []api.ProcessStatus{{Name: "api", State: "running"}, {Name: "crash", State: "waiting", Reason: "CrashLoopBackOff", RestartCount: 1}}},
-		{Name: "idle", Phase: "Running", Processes: []api.ProcessStatus{{Name: "p", State: "running"}}},
-		{Name: "new", Phase: "Pending", Processes: []api.ProcessStatus{{Name: "q", State: "waiting"}}},
-	}}
-	d := statusChanges(before, now)
-	if len(d.Groups) != 2 || d.Groups[0].Name != "web" || len(d.Groups[0].Processes) != 1 || d.Groups[0].Processes[0].Name != "crash" ||
-		d.Groups[1].Name != "new" || len(d.Groups[1].Processes) != 1 {
-		t.Errorf("changes = %+v, want web/crash and the new group", d)
-	}
-	if d := statusChanges(now, now); len(d.Groups) != 0 {
-		t.Errorf("no change gave %+v", d)
-	}
-	phase := now
-	phase.Groups = append([]api.GroupStatus{}, now.Groups...)
-	phase.Groups[1].Phase = "Stopping"
-	if d := statusChanges(now, phase); len(d.Groups) != 1 || d.Groups[0].Name != "idle" || len(d.Groups[0].Processes) != 0 {
-		t.Errorf("a group's phase change gave %+v, want the group alone", d)
-	}
-}
-
 func TestParseProcCgroupHybrid(t *testing.T) {
 	d := parseProcCgroup([]byte("9:name=systemd:/\n4:memory:/podsup-abc/web/api\n2:cpu,cpuacct:/\n0::/podsup-abc/web/api\n"))
 	if d.v2 != "/podsup-abc/web/api" || d.v1["memory"] != "/podsup-abc/web/api" || d.v1["cpuacct"] != "/" {

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"errors"
 	"net/http"
 	"reflect"
 
@@ -8,26 +9,37 @@ import (
 )
 
 // watchStatus answers GET /v1/status[/{group}[/{process}]]?watch=true: a
-// stream of StatusResponse lines, the whole (filtered) status first, then,
-// each time the supervisor replaces a snapshot, the groups that changed
-// with only the processes that changed. The supervisor tells the server
-// of each new snapshot (Supervisor.NotifyStatus), so nothing is polled:
-// an idle podsup sends nothing and wakes no one. Notices coalesce, so a
-// burst of changes may arrive as one update holding each process's last
-// state.
+// stream of api.WatchEvent lines as a Kubernetes watch sends them: an
+// ADDED line per group with the whole (filtered) status, a BOOKMARK that
+// ends that initial state, then, each time the supervisor replaces a
+// snapshot, ADDED, MODIFIED or DELETED for each group that appeared,
+// changed or went away, always whole (a line never holds a difference, so
+// "processes": [] cannot be misread as "nothing changed"). The supervisor
+// tells the server of each new snapshot (Supervisor.NotifyStatus), so
+// nothing is polled: an idle podsup sends nothing and wakes no one.
+// Notices coalesce, so a burst of changes may arrive as one line holding
+// each process's last state.
 func (s *Server) watchStatus(w http.ResponseWriter, r *http.Request, wide bool) {
 	group, process := r.PathValue("group"), r.PathValue("process")
 	notice := make(chan struct{}, 1)
 	stop := s.b.Supervisor.NotifyStatus(notice)
 	defer stop()
-	// Subscribed before the first read: a change after it is noticed.
+	// Subscribed before the first read: a change after it is noticed. An
+	// unknown group or process is refused (404) as `kubectl get pod X -w`
+	// refuses one; once it existed, its leaving is a DELETED line and the
+	// watch goes on (a reload may bring it back: ADDED).
 	last, err := s.currentStatus(group, process, wide, false)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	st := newStream(w)
-	if st.send(last) != nil {
+	for _, e := range watchEvents(api.StatusResponse{}, last) {
+		if st.send(e) != nil {
+			return
+		}
+	}
+	if st.send(api.WatchEvent{Type: api.WatchBookmark}) != nil {
 		return
 	}
 	for {
@@ -37,13 +49,14 @@ func (s *Server) watchStatus(w http.ResponseWriter, r *http.Request, wide bool) 
 		case <-notice:
 		}
 		now, err := s.currentStatus(group, process, wide, false)
+		if errors.Is(err, api.ErrNotFound) {
+			now, err = api.StatusResponse{}, nil // it left the configuration
+		}
 		if err != nil {
-			// The group or process left the configuration (a reload):
-			// the watch of it is over.
 			return
 		}
-		if d := statusChanges(last, now); len(d.Groups) > 0 {
-			if st.send(d) != nil {
+		for _, e := range watchEvents(last, now) {
+			if st.send(e) != nil {
 				return
 			}
 		}
@@ -51,42 +64,30 @@ func (s *Server) watchStatus(w http.ResponseWriter, r *http.Request, wide bool) 
 	}
 }
 
-// statusChanges is now less what did not change since before: each group
-// whose own fields or processes changed, holding only the changed
-// processes. A new group is sent whole.
-func statusChanges(before, now api.StatusResponse) api.StatusResponse {
-	old := map[string]api.GroupStatus{}
-	for _, g := range before.Groups {
-		old[g.Name] = g
+// watchEvents are the lines that take a reader from before to now: ADDED
+// for each group of now not in before, MODIFIED for each that differs,
+// in now's order, then DELETED, with its last state, for each group of
+// before that now lacks.
+func watchEvents(before, now api.StatusResponse) []api.WatchEvent {
+	old := make(map[string]*api.GroupStatus, len(before.Groups))
+	for i := range before.Groups {
+		old[before.Groups[i].Name] = &before.Groups[i]
 	}
-	out := api.StatusResponse{Groups: []api.GroupStatus{}}
-	for _, g := range now.Groups {
-		o, ok := old[g.Name]
-		if !ok {
-			out.Groups = append(out.Groups, g)
-			continue
+	var out []api.WatchEvent
+	seen := make(map[string]bool, len(now.Groups))
+	for i := range now.Groups {
+		g := &now.Groups[i]
+		seen[g.Name] = true
+		switch o, ok := old[g.Name]; {
+		case !ok:
+			out = append(out, api.WatchEvent{Type: api.WatchAdded, Group: g})
+		case !reflect.DeepEqual(*o, *g):
+			out = append(out, api.WatchEvent{Type: api.WatchModified, Group: g})
 		}
-		d := g
-		d.Init, d.Processes = changedProcesses(o.Init, g.Init), changedProcesses(o.Processes, g.Processes)
-		sameGroup := o.Phase == g.Phase && o.Ready == g.Ready && o.ReadinessHeldBy == g.ReadinessHeldBy
-		if !sameGroup || len(d.Init) > 0 || len(d.Processes) > 0 {
-			out.Groups = append(out.Groups, d)
-		}
 	}
-	return out
-}
-
-// changedProcesses are the processes of now that differ from (or are not
-// in) before; never nil, for the wire's "processes": [].
-func changedProcesses(before, now []api.ProcessStatus) []api.ProcessStatus {
-	old := map[string]api.ProcessStatus{}
-	for _, p := range before {
-		old[p.Name] = p
-	}
-	out := []api.ProcessStatus{}
-	for _, p := range now {
-		if o, ok := old[p.Name]; !ok || !reflect.DeepEqual(o, p) {
-			out = append(out, p)
+	for i := range before.Groups {
+		if g := &before.Groups[i]; !seen[g.Name] {
+			out = append(out, api.WatchEvent{Type: api.WatchDeleted, Group: g})
 		}
 	}
 	return out

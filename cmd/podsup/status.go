@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 
@@ -22,17 +23,28 @@ func newStatusCmd(f *ctlFlags) *cobra.Command {
 state with the reason (e.g. "waiting: CrashLoopBackOff (back-off 40s, next
 start in 12s)"), readiness, restarts with the time since the last one
 ("4 (3s ago)"), how the last instance ended ("1 Error 5s ago",
-"137 OOMKilled"), age and the process's own status line. Inits show as
+"137 OOMKilled"), AGE and the process's own status line. AGE is the
+process's, like a pod's in kubectl: since podsup took it on (up, or the
+reload that added it); a restart does not reset it. Inits show as
 NAME (init), sidecars (inits with restart_policy "always") as
 NAME (sidecar).
 
 -o wide adds the pid, the cgroup and when a process in CrashLoopBackOff
 starts next. -w (--watch) prints the table, then a line for each process
 whose status changes, as the change happens: podsup pushes the changes
-down the socket, nothing is polled. -o json prints the API's status object
-(see api/types.go; fields are only ever added); with -w, one object per
-line, the first with everything, each next with the groups that changed
-holding only the processes that changed.`,
+down the socket, nothing is polled. A process or a group that a reload
+removed gets a line saying "removed" ("group removed").
+
+-o json prints the API's status object (see api/types.go; fields are only
+ever added). With -w it prints a Kubernetes-style watch event per line,
+each holding a whole group (every process of it, never a difference):
+  {"type":"ADDED","group":{...}}     one per group first, and a new one
+  {"type":"BOOKMARK"}                once: the lines before were the whole state
+  {"type":"MODIFIED","group":{...}}  a group that changed
+  {"type":"DELETED","group":{...}}   a group that is gone, with its last state
+Keep a map by .group.name: ADDED and MODIFIED set it, DELETED removes it;
+skip a type you do not know. With GROUP/PROCESS, DELETED says the process
+is gone.`,
 		Example: `  podsup status
   podsup status web -o wide
   podsup status -w
@@ -78,18 +90,12 @@ func watchStatus(cmd *cobra.Command, c *api.Client, group, process string, wide,
 	ctx, cancel := signalContext()
 	defer cancel()
 	out := cmd.OutOrStdout()
-	var t *statusTable
-	err := c.WatchStatus(ctx, group, process, wide, func(st api.StatusResponse) error {
+	w := &statusWatch{t: newStatusTable(out, wide), process: process, groups: map[string]api.GroupStatus{}}
+	err := c.Watch(ctx, group, process, wide, func(e api.WatchEvent) error {
 		if asJSON {
-			return printJSONLine(out, st)
+			return printJSONLine(out, e) // the API's line, BOOKMARK included
 		}
-		// The header comes with the first answer; each change after it
-		// is printed (and aligned) on its own, at once.
-		if t == nil {
-			t = newStatusTable(out, wide)
-		}
-		t.rows(st, time.Now())
-		return t.flush()
+		return w.event(e, time.Now())
 	})
 	if ctx.Err() != nil {
 		return nil
@@ -101,6 +107,110 @@ func watchStatus(cmd *cobra.Command, c *api.Client, group, process string, wide,
 		end = cmd.ErrOrStderr()
 	}
 	return streamEnded(end, c.Socket, err)
+}
+
+// statusWatch prints the lines of a watch as table rows: the whole state
+// under the header once the server says it is whole (BOOKMARK), then, for
+// each line, a row for each process that appeared or changed, and a
+// "removed" row for each process or group that went away. It keeps the
+// last state of every group to know which.
+type statusWatch struct {
+	t       *statusTable
+	process string
+	synced  bool
+	groups  map[string]api.GroupStatus
+}
+
+func (w *statusWatch) event(e api.WatchEvent, now time.Time) error {
+	if e.Type == api.WatchBookmark {
+		if !w.synced {
+			w.synced = true
+			w.t.rows(api.StatusResponse{}, now) // the header, even with no rows
+			return w.t.flush()
+		}
+		return nil
+	}
+	if e.Group == nil {
+		return nil // a type this client does not know
+	}
+	g := *e.Group
+	old, had := w.groups[g.Name]
+	switch e.Type {
+	case api.WatchDeleted:
+		delete(w.groups, g.Name)
+		if w.process != "" {
+			for _, p := range allProcesses(g) {
+				w.t.add(removedRow(g.Name, p.Name, w.t.wide))
+			}
+		} else {
+			w.t.add(removedRow(g.Name, "-", w.t.wide))
+		}
+	case api.WatchAdded, api.WatchModified:
+		w.groups[g.Name] = g
+		w.t.rows(api.StatusResponse{Groups: []api.GroupStatus{changedOnly(old, g, had)}}, now)
+		if had {
+			for _, p := range allProcesses(old) {
+				if !hasProcess(g, p.Name) {
+					w.t.add(removedRow(g.Name, processName(p), w.t.wide))
+				}
+			}
+		}
+	default:
+		return nil
+	}
+	if !w.synced {
+		return nil // printed with the header at the BOOKMARK
+	}
+	return w.t.flush()
+}
+
+// changedOnly is g holding only the processes that differ from old's.
+func changedOnly(old, g api.GroupStatus, had bool) api.GroupStatus {
+	if !had {
+		return g
+	}
+	before := map[string]api.ProcessStatus{}
+	for _, p := range allProcesses(old) {
+		before[p.Name] = p
+	}
+	keep := func(ps []api.ProcessStatus) []api.ProcessStatus {
+		var out []api.ProcessStatus
+		for _, p := range ps {
+			if o, ok := before[p.Name]; !ok || !reflect.DeepEqual(o, p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	g.Init, g.Processes = keep(g.Init), keep(g.Processes)
+	return g
+}
+
+func allProcesses(g api.GroupStatus) []api.ProcessStatus {
+	return append(append([]api.ProcessStatus{}, g.Init...), g.Processes...)
+}
+
+func hasProcess(g api.GroupStatus, name string) bool {
+	for _, p := range allProcesses(g) {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// removedRow says that a process (or, with process "-", a whole group) is
+// gone from podsup's configuration: a reload removed it.
+func removedRow(group, process string, wide bool) []string {
+	state := "removed"
+	if process == "-" {
+		state = "group removed"
+	}
+	row := []string{group, process, state, "-", "-", "-", "-"}
+	if wide {
+		row = append(row, "-", "-", "-")
+	}
+	return append(row, "")
 }
 
 // statusTable prints status rows, like kubectl get pods: the header once,
@@ -172,18 +282,7 @@ func (t *statusTable) flush() error {
 
 // statusRow is one process's columns.
 func statusRow(group string, p api.ProcessStatus, wide bool, now time.Time) []string {
-	name := p.Name
-	switch {
-	case p.Sidecar:
-		name += " (sidecar)"
-	case p.Init:
-		name += " (init)"
-	}
-	age := "-"
-	if p.StartedAt != nil && p.State == "running" {
-		age = humanAge(now.Sub(*p.StartedAt))
-	}
-	row := []string{group, name, describeState(p, now), yesNo(p.Ready), restarts(p, now), lastExit(p, now), age}
+	row := []string{group, processName(p), describeState(p, now), yesNo(p.Ready), restarts(p, now), lastExit(p, now), processAge(p, now)}
 	if wide {
 		pid, cg, next := "-", "-", "-"
 		if p.Pid > 0 && p.State == "running" {
@@ -199,6 +298,35 @@ func statusRow(group string, p api.ProcessStatus, wide bool, now time.Time) []st
 	}
 	// STATUS is the process's own line (sd_notify STATUS=).
 	return append(row, p.StatusText)
+}
+
+// processName is the PROCESS cell: the name, marked when an init or a
+// sidecar.
+func processName(p api.ProcessStatus) string {
+	switch {
+	case p.Sidecar:
+		return p.Name + " (sidecar)"
+	case p.Init:
+		return p.Name + " (init)"
+	}
+	return p.Name
+}
+
+// processAge is AGE: since podsup took the process on (created_at), as
+// kubectl's AGE is the pod's (printPod in kubectl's
+// pkg/printers/internalversion/printers.go prints
+// translateTimestampSince(pod.CreationTimestamp)), so a restart does not
+// reset it and a waiting process has one; RESTARTS says when the last
+// instance ended. An older podsup sends no created_at: then the running
+// instance's age, "-" while none runs.
+func processAge(p api.ProcessStatus, now time.Time) string {
+	switch {
+	case p.CreatedAt != nil:
+		return humanAge(now.Sub(*p.CreatedAt))
+	case p.StartedAt != nil && p.State == "running":
+		return humanAge(now.Sub(*p.StartedAt))
+	}
+	return "-"
 }
 
 func yesNo(b bool) string {

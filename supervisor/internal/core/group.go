@@ -24,6 +24,9 @@ type Config struct {
 	// shutdown tries before it gives up on an instance.
 	KillRetry    time.Duration
 	KillAttempts int
+	// Created is when the group is taken on, on the wall clock: its
+	// processes' CreatedAt (AGE), for display only.
+	Created time.Time
 }
 
 // Group is one group's whole state. Only its worker touches it.
@@ -84,6 +87,8 @@ type proc struct {
 	// sidecar: an init with restart_policy "always" (O1–O7).
 	sidecar bool
 	policy  spec.RestartPolicy
+	// created is when the core took the process on (CreatedAt).
+	created time.Time
 	// want says the process should be running (mains and sidecars; plain
 	// inits follow the group).
 	want bool
@@ -145,13 +150,13 @@ func NewGroup(c Config) *Group {
 		byName:       map[string]*proc{},
 	}
 	for _, s := range c.Group.Init {
-		p := &proc{spec: s, init: true, sidecar: spec.IsSidecar(&s), policy: c.Group.EffectiveRestartPolicy(&s)}
+		p := &proc{spec: s, init: true, sidecar: spec.IsSidecar(&s), policy: c.Group.EffectiveRestartPolicy(&s), created: c.Created}
 		p.want = p.sidecar
 		g.inits = append(g.inits, p)
 		g.byName[s.Name] = p
 	}
 	for _, s := range c.Group.Processes {
-		p := &proc{spec: s, policy: c.Group.EffectiveRestartPolicy(&s), want: true}
+		p := &proc{spec: s, policy: c.Group.EffectiveRestartPolicy(&s), want: true, created: c.Created}
 		g.mains = append(g.mains, p)
 		g.byName[s.Name] = p
 	}

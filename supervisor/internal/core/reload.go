@@ -57,7 +57,7 @@ func (g *Group) reload(ng spec.Group) {
 			g.changeProc(p, s)
 		default:
 			p = &proc{
-				spec: s, policy: ng.EffectiveRestartPolicy(&s), want: true,
+				spec: s, policy: ng.EffectiveRestartPolicy(&s), want: true, created: g.wallNow(),
 				// Unique instance ids even if a process of that name was
 				// removed earlier and is still stopping.
 				idPrefix: "r" + strconv.Itoa(g.reloads) + ".",

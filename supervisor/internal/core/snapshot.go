@@ -18,6 +18,7 @@ func (g *Group) Snapshot() GroupStatus {
 
 func (g *Group) procStatus(p *proc) ProcessStatus {
 	ps := ProcessStatus{Name: p.spec.Name, Init: p.init, Sidecar: p.sidecar, RestartCount: max(p.starts-1, 0), OOMKills: p.oomKills}
+	ps.CreatedAt = p.created
 	switch {
 	case p.inst != nil && p.inst.running():
 		ps.State = StateRunning

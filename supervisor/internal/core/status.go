@@ -94,10 +94,18 @@ type ProcessStatus struct {
 	// terminated one's. Wall-clock readings, for display.
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// CreatedAt is when the core took the process on (its group's core
+	// was made, or a reload added it), on the wall clock, for display:
+	// kubectl's AGE is the pod's, not one container run's.
+	CreatedAt time.Time
 	// Terminated is set when State is terminated.
 	Terminated *Termination
 	// LastTermination is the previous instance's end (lastState).
 	LastTermination *Termination
+	// CreatedAt is when the core took the process on (its group's core
+	// was made, or a reload added it), on the wall clock, for display:
+	// kubectl's AGE is the pod's, not one container run's.
+	CreatedAt time.Time
 	// NextStartAt is when a process waiting in CrashLoopBackOff starts
 	// again (X3).
 	NextStartAt time.Time
