@@ -20,11 +20,14 @@ const (
 	ReasonContainerCreating = "ContainerCreating"
 	ReasonPodInitializing   = "PodInitializing"
 	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
-	ReasonStopped           = "Stopped"
-	ReasonCompleted         = "Completed"
-	ReasonError             = "Error"
-	ReasonOOMKilled         = "OOMKilled"
-	ReasonStartError        = "StartError"
+	// ReasonStopped: waiting, a process not wanted (stopped before it
+	// ran); terminated, an instance that a stop podsup was asked for or
+	// decided on ended, whatever its exit code (X13): no failure.
+	ReasonStopped    = "Stopped"
+	ReasonCompleted  = "Completed"
+	ReasonError      = "Error"
+	ReasonOOMKilled  = "OOMKilled"
+	ReasonStartError = "StartError"
 )
 
 // GroupPhase summarises a group, like a pod's phase.
@@ -77,7 +80,8 @@ type ProcessStatus struct {
 	Reason  string
 	Message string
 	// Ready and Started are false whenever the process is not running
-	// (S3, S4); without probes they become true when it starts.
+	// (S3, S4); without probes they become true when it starts. Ready is
+	// false too from the moment a stop is decided (S6).
 	Ready   bool
 	Started bool
 	// StatusText is the running instance's own status line (sd_notify
@@ -102,13 +106,24 @@ type ProcessStatus struct {
 	Terminated *Termination
 	// LastTermination is the previous instance's end (lastState).
 	LastTermination *Termination
-	// CreatedAt is when the core took the process on (its group's core
-	// was made, or a reload added it), on the wall clock, for display:
-	// kubectl's AGE is the pod's, not one container run's.
-	CreatedAt time.Time
 	// NextStartAt is when a process waiting in CrashLoopBackOff starts
 	// again (X3).
 	NextStartAt time.Time
+	// Terminating is set while a stop of the instance is under way or
+	// decided (S6): the state stays what it is (running, or waiting while
+	// the start is in flight), and Ready is false.
+	Terminating *Terminating
+}
+
+// Terminating is a stop under way, kubectl's "Terminating" (S6).
+type Terminating struct {
+	// Since is when the stop was decided, on the wall clock (display).
+	Since time.Time
+	// Reason is why: Stop, Restart, Shutdown, Reload, Recreate, a probe
+	// (LivenessProbe, StartupProbe), FailedPostStartHook, GroupCompleted.
+	Reason KillReason
+	// By is who asked, when someone did.
+	By string
 }
 
 // Termination is how one instance ended.
@@ -133,6 +148,10 @@ func (t *Termination) clone() *Termination {
 func (p ProcessStatus) clone() ProcessStatus {
 	p.Terminated = p.Terminated.clone()
 	p.LastTermination = p.LastTermination.clone()
+	if p.Terminating != nil {
+		t := *p.Terminating
+		p.Terminating = &t
+	}
 	return p
 }
 
