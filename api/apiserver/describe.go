@@ -105,10 +105,30 @@ func describeGroup(gs supervisor.GroupStatus, gspec *spec.Group, defBackoff spec
 	return d
 }
 
-// initialized is a pod's Initialized condition: every init process ran to
-// completion (a group without init processes is initialized at once).
+// initialized is a pod's Initialized condition, as kubelet computes it
+// (pkg/kubelet/status/generate.go, GeneratePodInitializedCondition; rule
+// S9 of docs/semantics.md): every init process that runs to completion
+// completed, and every sidecar (an init that keeps running) has started;
+// while a main process runs, the group is initialized whatever its
+// sidecars do meanwhile (a sidecar restarting does not un-initialize it),
+// and a group that Succeeded is (kubelet's PodCompleted). A group without
+// init processes is initialized at once.
 func initialized(g api.GroupStatus) bool {
+	if g.Phase == string(supervisor.PhaseSucceeded) {
+		return true
+	}
+	for _, p := range g.Processes {
+		if p.State == string(supervisor.StateRunning) {
+			return true // kubelet: HasAnyRegularContainerStarted
+		}
+	}
 	for _, p := range g.Init {
+		if p.Sidecar {
+			if p.State != string(supervisor.StateRunning) || !p.Started {
+				return false
+			}
+			continue
+		}
 		if p.State != string(supervisor.StateTerminated) || p.Terminated == nil || p.Terminated.ExitCode != 0 {
 			return false
 		}

@@ -27,6 +27,10 @@ type Backend struct {
 	// configuration stays; the error text (with file:line:col) goes back to
 	// the caller.
 	Reload func() (string, error)
+	// LastReload, when set, says whether the last load of the
+	// configuration (the one at start-up, then each reload) succeeded and
+	// when it last did (podsup_config_last_reload_successful).
+	LastReload func() (ok bool, lastSuccess time.Time)
 	// Logs serves process output.
 	Logs LogSource
 	// Exec runs argv in the sandbox of group for peer, writing its
@@ -83,7 +87,7 @@ func New(b Backend, pol Policy, log zerolog.Logger) *Server {
 	s := &Server{b: b, policy: pol, log: log, limits: newLimiter(processLimits())}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopMetrics = cancel
-	s.metrics = metricsHandler(ctx, b.Supervisor)
+	s.metrics = metricsHandler(ctx, b)
 	s.srv = &http.Server{
 		Handler:           s.handler(s.routes()),
 		ReadHeaderTimeout: headerReadTime,
