@@ -9,7 +9,9 @@
 // # The notify stream
 //
 // Every message is one datagram to NOTIFY_SOCKET; nothing is sent when it
-// is unset. For `podsup up` under Type=notify the stream is exactly:
+// is unset. For `podsup up` under Type=notify or Type=notify-reload (which
+// contrib/systemd/podsup.service uses: systemd sends SIGHUP and waits for
+// the READY=1) the stream is exactly:
 //
 //	start     STATUS=<summary>                   0..n times, as groups start
 //	          READY=1                            once: every group started and
@@ -20,7 +22,12 @@
 //	          MONOTONIC_USEC=<CLOCK_MONOTONIC µs> after READY=1 was sent
 //	          STATUS=reloading configuration
 //	          READY=1                            once the new configuration is
-//	          STATUS=<summary>                   applied, or refused (the old one stays)
+//	          STATUS=<summary>                   applied
+//	          [ERRNO=0]                          (after a refused one)
+//	      or  READY=1                            when it was refused (the old
+//	          STATUS=reload refused, ...: <why>  one stays): ERRNO marks the unit
+//	          ERRNO=22                           in systemctl status until a
+//	                                             reload succeeds
 //	stop      STOPPING=1                         at the first shutdown request
 //	          STATUS=stopping: <summary>         (signal, API, critical exit)
 //	          STATUS=stopping: <summary>         0..n times, as groups stop

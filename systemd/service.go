@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -56,11 +57,13 @@ type Service struct {
 
 	// mu is held while deciding and sending, so the stream's order is the
 	// order of the decisions. It guards everything below.
-	mu         sync.Mutex
-	readySent  bool
-	reloading  bool
-	stopping   bool
-	lastStatus string
+	mu        sync.Mutex
+	readySent bool
+	reloading bool
+	// reloadRefused: the last reload was refused, and ERRNO= says so.
+	reloadRefused bool
+	stopping      bool
+	lastStatus    string
 }
 
 // NewService returns a Service for sup; nothing is sent before Run.
@@ -129,10 +132,17 @@ func (s *Service) update() {
 }
 
 // Reload runs apply between RELOADING=1 (with MONOTONIC_USEC, which
-// Type=notify-reload requires) and READY=1, whatever apply returns: a
-// refused configuration leaves the old one running, and the service is
-// ready again either way. Before podsup was first ready, and once it is
-// stopping, apply runs with nothing sent.
+// Type=notify-reload requires: systemd.service(5) "the service is expected
+// to reply with a notification message via sd_notify(3) that contains the
+// RELOADING=1 field in combination with MONOTONIC_USEC= set to the current
+// monotonic time ... Once reloading is complete another notification
+// message must be sent, containing READY=1") and READY=1, whatever apply
+// returns: a refused configuration leaves the old one running, and the
+// service is ready again either way. A refused one is told with the
+// READY=1: STATUS= says it was refused and why (its first line), and
+// ERRNO=22 (EINVAL) marks the unit, which `systemctl status` shows as its
+// error until a reload succeeds (ERRNO=0). Before podsup was first ready,
+// and once it is stopping, apply runs with nothing sent.
 func (s *Service) Reload(apply func() error) error {
 	s.mu.Lock()
 	if !s.readySent || s.stopping || !s.n.Enabled() {
@@ -148,10 +158,44 @@ func (s *Service) Reload(apply func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reloading = false
-	if !s.stopping {
+	if s.stopping {
+		return err
+	}
+	switch {
+	case err != nil:
+		s.reloadRefused = true
+		s.send("READY=1", "STATUS="+ReloadRefusedStatus(err), "ERRNO="+strconv.Itoa(int(unix.EINVAL)))
+	case s.reloadRefused:
+		s.reloadRefused = false
+		s.send("READY=1", "STATUS="+Summary(s.sup.Status()), "ERRNO=0")
+	default:
 		s.send("READY=1", "STATUS="+Summary(s.sup.Status()))
 	}
 	return err
+}
+
+// statusErrorMax bounds the error text in a STATUS= line: systemd shows
+// one line of it.
+const statusErrorMax = 200
+
+// ReloadRefusedStatus is the STATUS= line of a refused reload: its error's
+// first line, printable characters only, capped.
+func ReloadRefusedStatus(err error) string {
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	clean := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, first)
+	if len(clean) > statusErrorMax {
+		cut := statusErrorMax
+		for cut > 0 && !utf8.RuneStart(clean[cut]) {
+			cut--
+		}
+		clean = clean[:cut] + "…"
+	}
+	return "reload refused, the running configuration stays: " + clean
 }
 
 // Stop sends STOPPING=1 once. Run calls it when the supervisor begins to

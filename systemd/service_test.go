@@ -147,8 +147,35 @@ func TestServiceSequence(t *testing.T) {
 	if err != applyErr {
 		t.Fatalf("Reload returned %v, want apply's error", err)
 	}
+	// A refused reload is told to systemd: the status line says so and
+	// ERRNO= marks the unit until a reload succeeds.
+	if got := m.next(t); got != "READY=1\nSTATUS=reload refused, the running configuration stays: bad config\nERRNO=22" {
+		t.Fatalf("refused reload ended with %q, want READY=1 with its error", got)
+	}
+	// The status change during the refused reload may bring its status
+	// line first.
+	untilReloading := func() error {
+		for got := m.next(t); !strings.HasPrefix(got, "RELOADING=1"); got = m.next(t) {
+			if !strings.HasPrefix(got, "STATUS=") {
+				t.Errorf("got %q, want RELOADING=1 or a status line", got)
+			}
+		}
+		return nil
+	}
+	if err := s.Reload(untilReloading); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.next(t); got != "READY=1\nSTATUS=2/2 groups ready, 0 in back-off\nERRNO=0" {
+		t.Fatalf("reload after a refused one ended with %q, want READY=1 clearing ERRNO", got)
+	}
+	if err := s.Reload(untilReloading); err != nil {
+		t.Fatal(err)
+	}
 	if got := m.next(t); got != "READY=1\nSTATUS=2/2 groups ready, 0 in back-off" {
 		t.Fatalf("reload ended with %q, want READY=1", got)
+	}
+	if got := ReloadRefusedStatus(errors.New("a\x1b[31mb\nsecond line")); got != "reload refused, the running configuration stays: a?[31mb" {
+		t.Fatalf("status of a refused reload %q, want its first line without control characters", got)
 	}
 	sup.stop()
 	if got := m.next(t); got != "STOPPING=1\nSTATUS=stopping: 2/2 groups ready, 0 in back-off" {

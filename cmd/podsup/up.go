@@ -10,9 +10,11 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -125,6 +127,12 @@ type daemon struct {
 
 	mu  sync.Mutex // serialises reloads; guards cfg
 	cfg *spec.Config
+
+	// reloadMu guards the last load's outcome, for
+	// podsup_config_last_reload_successful (lastReload).
+	reloadMu      sync.Mutex
+	reloadOK      bool
+	reloadSuccess time.Time
 }
 
 func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
@@ -212,15 +220,16 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	svc := systemd.NewService(sup, systemd.Options{Notifier: notifier, ReadyWhen: cfg.Supervisor.NotifyReady, Watchdog: watchdog, Logger: log})
 	defer notifier.Close()
 	go svc.Run(bg)
-	d := &daemon{source: source, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: st.Runtime(), svc: svc}
+	d := &daemon{source: source, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: st.Runtime(), svc: svc,
+		reloadOK: true, reloadSuccess: time.Now()} // the start-up load counts as the first, as Prometheus's does
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()
 
 	srv := apiserver.New(apiserver.Backend{
 		Supervisor: sup, History: history, Version: version,
-		Reload: d.reload,
-		Exec:   d.exec,
-		Logs:   hubLogs{st.Logs()},
+		Reload: d.reload, LastReload: d.lastReload,
+		Exec: d.exec,
+		Logs: hubLogs{st.Logs()},
 	}, apiserver.Policy{OwnerUID: os.Getuid(), GroupID: gid, GroupName: cfg.Supervisor.SocketGroup, GroupRoles: groupRoles}, log)
 	go func() {
 		if err := srv.Serve(l); err != nil {
@@ -240,11 +249,7 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	// SIGHUP's reloads run on their own goroutine (reloadQueue): the
 	// signal loop does no I/O, so a reload that blocks or takes long never
 	// keeps a SIGTERM waiting.
-	reloadOnSignal := startReloadQueue(func() {
-		if _, err := d.reload(); err != nil {
-			log.Error().Msg("reload failed, the running configuration stays:\n" + err.Error())
-		}
-	})
+	reloadOnSignal := startReloadQueue(func() { _, _ = d.reload() }) // reload tells of a refusal
 	// sup.RequestShutdown's second call escalates to SIGKILL (X9).
 	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal.request, func() { sup.RequestShutdown(nil) }, func() { sup.RequestShutdown(nil) }, log)
 	// Start-up is over: give back the executable's pages it alone needed
@@ -266,7 +271,11 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 }
 
 // reload re-reads the file; on any error the running configuration stays.
-// Under systemd it is bracketed by RELOADING=1 and READY=1.
+// Under systemd it is bracketed by RELOADING=1 and READY=1 (with ERRNO=
+// when refused). A refusal, whoever asked (SIGHUP, systemctl reload,
+// podsup reload), is told everywhere an operator looks: podsup's log, a
+// Warning event ReloadFailed, podsup_config_last_reload_successful 0, and
+// systemd's status; the caller of podsup reload gets the error too.
 func (d *daemon) reload() (string, error) {
 	var msg string
 	err := d.svc.Reload(func() error {
@@ -274,7 +283,47 @@ func (d *daemon) reload() (string, error) {
 		msg, err = d.applyFile()
 		return err
 	})
+	d.reloadMu.Lock()
+	d.reloadOK = err == nil
+	if err == nil {
+		d.reloadSuccess = time.Now()
+	}
+	d.reloadMu.Unlock()
+	if err != nil {
+		d.log.Error().Str("config", d.source.String()).Msg("reload refused, the running configuration stays:\n" + err.Error())
+		d.sup.Publish(supervisor.Event{Type: supervisor.EventWarning, Reason: reasonReloadFailed,
+			Message: "reload refused, the running configuration stays: " + boundedEventText(err.Error())})
+	}
 	return msg, err
+}
+
+// reasonReloadFailed is the Warning event of a refused reload.
+const reasonReloadFailed = "ReloadFailed"
+
+// reloadEventMax bounds a refused reload's error in its event: the log has
+// it whole (up to 100 problems).
+const reloadEventMax = 2048
+
+// boundedEventText is s on one line (its problems joined by "; ") capped
+// at reloadEventMax bytes on a rune boundary.
+func boundedEventText(s string) string {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+	if len(s) <= reloadEventMax {
+		return s
+	}
+	cut := reloadEventMax
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (the rest is in podsup's log)"
+}
+
+// lastReload is whether the last load of the configuration succeeded and
+// when one last did (apiserver.Backend.LastReload).
+func (d *daemon) lastReload() (bool, time.Time) {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	return d.reloadOK, d.reloadSuccess
 }
 
 // exec runs a command in a group's sandbox (on the host for a group
