@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +33,8 @@ type Error struct {
 const MaxDiagnostics = 100
 
 // snippetBudget is how many bytes of source WriteText lets HCL's writer
-// read for snippets: about 3 s on the development machine.
+// read for snippets: about 3 s on the development machine (HCL splits
+// every line into grapheme clusters).
 const snippetBudget = 16 << 20
 
 // newError is the Error for diags, keeping the first MaxDiagnostics;
@@ -80,24 +82,26 @@ func diagnosticLine(d *hcl.Diagnostic) string {
 // summary, the source lines with the culprit underlined, and the detail.
 // color adds terminal escapes.
 //
-// HCL's writer reads a problem's file from its start for each snippet:
-// past snippetBudget bytes read, a problem is shown without its source
-// lines, so that a large file with many problems costs seconds, not hours.
+// HCL's writer reads a problem's file from its start, and on to its end,
+// for each snippet. WriteText hands it the file cut after the problem's
+// last line, so a snippet costs the bytes before the problem only, and
+// past snippetBudget bytes read in all a problem is shown without its
+// source lines: a large file with many problems costs seconds, not hours.
 func (e *Error) WriteText(w io.Writer, color bool) error {
-	tw := hcl.NewDiagnosticTextWriter(w, e.Files, 0, color)
 	bare := hcl.NewDiagnosticTextWriter(w, nil, 0, color)
 	budget := snippetBudget
 	for _, d := range e.Diagnostics {
 		// HCL's writer names the line but not the column; a file:line:col
 		// head makes every problem clickable in editors and terminals.
-		writer := tw
+		writer := bare
 		if d.Subject != nil {
 			if _, err := fmt.Fprintf(w, "%s:\n", position(*d.Subject)); err != nil {
 				return fmt.Errorf("writing diagnostics: %w", err)
 			}
 			if f := e.Files[d.Subject.Filename]; f != nil {
-				if budget -= len(f.Bytes); budget < 0 {
-					writer = bare
+				cut := snippetFile(f, d)
+				if budget -= len(cut.Bytes); budget >= 0 {
+					writer = hcl.NewDiagnosticTextWriter(w, map[string]*hcl.File{d.Subject.Filename: cut}, 0, color)
 				}
 			}
 		}
@@ -132,4 +136,21 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// snippetFile is f cut after the line where d's subject (or context) ends:
+// all HCL's writer needs for d's snippet, and the line numbers stay.
+// The navigation (the "in group" context) is f's own.
+func snippetFile(f *hcl.File, d *hcl.Diagnostic) *hcl.File {
+	end := d.Subject.End.Byte
+	if d.Context != nil {
+		end = max(end, d.Context.End.Byte)
+	}
+	end = min(max(end, 0), len(f.Bytes))
+	if i := bytes.IndexByte(f.Bytes[end:], '\n'); i >= 0 {
+		end += i + 1
+	} else {
+		end = len(f.Bytes)
+	}
+	return &hcl.File{Body: f.Body, Bytes: f.Bytes[:end], Nav: f.Nav}
 }

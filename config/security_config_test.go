@@ -331,7 +331,7 @@ func TestManyProblemsAreCappedAndQuick(t *testing.T) {
 	if err := ce.WriteText(&out, false); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 30*time.Second {
+	if took := time.Since(start); took > time.Minute { // "not hours": generous for -race on a loaded machine
 		t.Errorf("writing the problems took %v", took)
 	}
 	if !strings.HasSuffix(out.String(), "\n20000 problems found (the first 100 are shown).\n") || !strings.Contains(out.String(), "   1: a0 = 1") {
