@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/execrun"
@@ -32,9 +33,13 @@ type Outcome struct {
 	// Output is an exec hook's combined stdout+stderr or an http_get
 	// hook's response body, capped at MaxOutput.
 	Output []byte
+	// Truncated says the hook wrote (or answered) more than MaxOutput;
+	// the rest was read and not kept.
+	Truncated bool
 	// Err is nil when the hook succeeded. Otherwise it wraps ErrTimeout,
 	// *ExitError, *StatusError, ErrNoAction, the context's error, or why
-	// the hook could not run.
+	// the hook could not run; when the hook printed or answered anything
+	// it is an *OutputError, whose message quotes it (H2).
 	Err error
 	// TimedOut says the hook outlived Timeout (and an exec hook's process
 	// tree was killed).
@@ -43,8 +48,54 @@ type Outcome struct {
 	Timeout time.Duration
 }
 
-// MaxOutput caps the output a hook keeps.
+// MaxOutput caps the output a hook keeps: 10 KiB, the bound of exec
+// probes (P10) and of the kubelet's lifecycle HTTP handler
+// (pkg/kubelet/lifecycle/handlers.go maxRespBodyLength). All of it goes to
+// the process's log; a failure's message quotes MaxMessageOutput of it.
 const MaxOutput = execrun.MaxOutput
+
+// MaxMessageOutput caps the output an *OutputError quotes: the message
+// ends up in a FailedXHook event, and podsup keeps a thousand events;
+// 1 KiB is what an Unhealthy event quotes of a probe's output (P10) and
+// Kubernetes' own limit on an event's note (NoteLengthLimit,
+// pkg/apis/core/validation/events.go). The whole kept output is in the
+// process's log, marked as the hook's.
+const MaxMessageOutput = 1 << 10
+
+// OutputError is a failed hook with what it printed (exec) or answered
+// (http_get). Its message is the kubelet's for a failed exec hook: the
+// error, then "message: " and the output quoted as a Go string
+// (pkg/kubelet/lifecycle/handlers.go: "... failed - error: %v, message:
+// %q"), so it holds no byte a terminal would act on, cut at
+// MaxMessageOutput.
+type OutputError struct {
+	Err error
+	// Output is all that was kept: at most MaxOutput.
+	Output []byte
+	// Truncated says more than MaxOutput was written.
+	Truncated bool
+}
+
+func (e *OutputError) Error() string {
+	out, cut := e.Output, ""
+	if len(out) > MaxMessageOutput {
+		n := MaxMessageOutput
+		for n > 0 && !utf8.RuneStart(out[n]) {
+			n--
+		}
+		out = out[:n]
+		more := ""
+		if e.Truncated {
+			more = "more than "
+		}
+		cut = fmt.Sprintf(" (the first %d of %s%d bytes)", n, more, len(e.Output))
+	} else if e.Truncated {
+		cut = fmt.Sprintf(" (the first %d bytes)", len(out))
+	}
+	return fmt.Sprintf("%v, message: %q%s", e.Err, out, cut)
+}
+
+func (e *OutputError) Unwrap() error { return e.Err }
 
 // ErrTimeout is wrapped by Outcome.Err when a hook outlived its timeout.
 var ErrTimeout = errors.New("hook timed out")
@@ -117,6 +168,9 @@ func (r Runner) Run(ctx context.Context, hook spec.Hook, point spec.HookPoint, b
 	}
 	out.Duration = clk.Now().Sub(start)
 	out.Timeout = timeout
+	if out.Err != nil && (len(out.Output) > 0 || out.Truncated) {
+		out.Err = &OutputError{Err: out.Err, Output: out.Output, Truncated: out.Truncated}
+	}
 	if out.Err != nil && point != "" {
 		out.Err = fmt.Errorf("%s hook: %w", point, out.Err)
 	}
@@ -131,7 +185,7 @@ func (r Runner) runExec(ctx context.Context, a *spec.ExecAction, timeout time.Du
 	res, err := ex.Run(ctx, execrun.Request{
 		Argv: a.Command, Env: r.Env, Dir: r.Dir, User: r.User, Group: r.Group, Timeout: timeout,
 	})
-	out := Outcome{Output: res.Output}
+	out := Outcome{Output: res.Output, Truncated: res.Truncated}
 	switch {
 	case err != nil:
 		out.Err = fmt.Errorf("unable to run hook command %q: %w", a.Command, err)

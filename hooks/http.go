@@ -44,7 +44,10 @@ var hookClient = &http.Client{
 // runHTTPGet sends the GET. A status in 200–399 is success, anything else a
 // *StatusError. (kubelet's HTTP lifecycle handler fails only on transport
 // errors and ignores the status; podsup treats an error status as the hook
-// failing, which is what an operator writing one expects.)
+// failing, which is what an operator writing one expects.) The body, up
+// to MaxOutput, is the Outcome's Output: a failure's message quotes it, as
+// the kubelet's did ("Http lifecycle hook ... failed - error: %v,
+// message: %q" with the body; today's handlers.go reads and discards it).
 func runHTTPGet(ctx context.Context, a *spec.HTTPGetAction, timeout time.Duration) Outcome {
 	url := a.URL()
 
@@ -70,17 +73,23 @@ func runHTTPGet(ctx context.Context, a *spec.HTTPGetAction, timeout time.Duratio
 	}
 	resp, err := hookClient.Do(req)
 	var body []byte
+	truncated := false
 	if err == nil {
-		body, err = io.ReadAll(io.LimitReader(resp.Body, MaxOutput))
+		// One byte past the bound tells a cut body from one that fits.
+		body, err = io.ReadAll(io.LimitReader(resp.Body, MaxOutput+1))
+		if len(body) > MaxOutput {
+			body, truncated = body[:MaxOutput], true
+		}
 		_ = resp.Body.Close() // keep-alives are off: nothing to reuse
 	}
+	out := Outcome{Output: body, Truncated: truncated}
 	switch {
 	case err != nil && ctx.Err() == nil && reqCtx.Err() != nil:
-		return Outcome{Output: body, TimedOut: true, Err: fmt.Errorf("%w after %s: %v", ErrTimeout, timeout, err)}
+		out.TimedOut, out.Err = true, fmt.Errorf("%w after %s: %v", ErrTimeout, timeout, err)
 	case err != nil:
-		return Outcome{Output: body, Err: fmt.Errorf("hook HTTP GET %s: %w", url, err)}
+		out.Err = fmt.Errorf("hook HTTP GET %s: %w", url, err)
 	case resp.StatusCode < 200 || resp.StatusCode >= 400:
-		return Outcome{Output: body, Err: &StatusError{Code: resp.StatusCode}}
+		out.Err = &StatusError{Code: resp.StatusCode}
 	}
-	return Outcome{Output: body}
+	return out
 }
