@@ -82,18 +82,7 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 		h.mu.Unlock()
 		return nil, ErrClosed
 	}
-	p := h.procs[key]
-	if p == nil || p.passthrough {
-		p = &procLog{group: group, process: process, name: key}
-		if h.opts.PrefixColor != nil {
-			p.color = h.opts.PrefixColor(h.colors)
-			h.colors++
-		}
-		if h.opts.Dir != "" {
-			p.file = newRotatingFile(h.opts.Dir, group, process)
-		}
-		h.procs[key] = p
-	}
+	p := h.capturedLocked(group, process)
 	a := &Attachment{hub: h, proc: p}
 	a.inst = instance{proc: p, instance: instanceID}
 	c, err := h.newCapture(a, l)
@@ -106,6 +95,10 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 	a.stdout, a.stderr = c.w[0], c.w[c.n-1]
 
 	p.mu.Lock()
+	if e := p.early; e != nil && e == p.cur && e.instance == instanceID {
+		a.inst.tail, p.cur = e.tail, p.prev // its pre_start's lines (AppendHook)
+	}
+	p.early = nil
 	a.prevBefore = p.prev
 	if p.cur != nil {
 		p.prev = p.cur

@@ -75,6 +75,23 @@ func appendDroppedNotice(b []byte, format string, when time.Time, n int) []byte 
 	return append(b, "}\n"...)
 }
 
+// markHook appends a hook's line to dst behind its mark, "[hook:post_start] "
+// and the like: the mark where a format has no stream field of its own
+// (console lines, the text of the CRI files).
+func markHook(dst []byte, s Stream, text []byte) []byte {
+	dst = append(append(append(dst, '['), s.String()...), "] "...)
+	return append(dst, text...)
+}
+
+// cri is the stream as a CRI log file names it: stdout or stderr only
+// (parsers of the format know no other), a hook's lines being stdout.
+func (s Stream) cri() Stream {
+	if s == Stderr {
+		return Stderr
+	}
+	return Stdout
+}
+
 // appendCRI formats a line for a log file the way the kubelet's CRI log
 // files are: "TIME STREAM F|P TEXT", F for a full line, P for a piece of a
 // line that was split at the line limit.

@@ -130,6 +130,9 @@ type procLog struct {
 	mu        sync.Mutex
 	cur, prev *instance
 	followers []*follower
+	// early is cur while it holds only a pre_start hook's lines
+	// (AppendHook): the next Attach of its id takes its tail over.
+	early *instance
 
 	file *rotatingFile // nil without Dir; guarded by Hub.readMu
 }

@@ -143,10 +143,7 @@ func (h *Hub) split(s *stream, data []byte, b *batch) {
 func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 	in := s.c.inst
 	p := in.proc
-	flags := byte(0)
-	if s.kind == Stderr {
-		flags |= flagStderr
-	}
+	flags := streamFlags(s.kind)
 	unixNano := now.UnixNano()
 
 	p.mu.Lock()
@@ -165,13 +162,21 @@ func (h *Hub) dispatch(s *stream, now time.Time, b *batch) {
 	if h.sink != nil && !s.c.quiet {
 		b.out = b.out[:0]
 		width := int(h.width.Load())
+		var marked []byte
 		for _, r := range b.refs {
 			if h.opts.Format == FormatJSON {
 				b.out = appendJSON(b.out, now, in, s.kind, r.partial, b.text(r))
-			} else if h.opts.NoPrefix {
-				b.out = appendText(b.out, b.text(r), h.opts.Quote)
+				continue
+			}
+			text := b.text(r)
+			if s.kind.Hook() {
+				marked = markHook(marked[:0], s.kind, text)
+				text = marked
+			}
+			if h.opts.NoPrefix {
+				b.out = appendText(b.out, text, h.opts.Quote)
 			} else {
-				b.out = appendConsole(b.out, p.name, width, p.color, b.text(r), h.opts.Quote)
+				b.out = appendConsole(b.out, p.name, width, p.color, text, h.opts.Quote)
 			}
 		}
 		h.sink.add(b.out)
@@ -193,9 +198,15 @@ func (h *Hub) writeFile(s *stream, now time.Time, b *batch) {
 			}
 		}
 		b.out = b.out[:0]
+		var marked []byte
 		for _, ref := range b.refs {
 			start := len(b.out)
-			b.out = appendCRI(b.out, now, s.kind, ref.partial, b.text(ref))
+			text := b.text(ref)
+			if s.kind.Hook() {
+				marked = markHook(marked[:0], s.kind, text)
+				text = marked
+			}
+			b.out = appendCRI(b.out, now, s.kind.cri(), ref.partial, text)
 			// Rotate before this line if it would overflow a file that
 			// already holds something; a line bigger than the limit is
 			// written alone.

@@ -27,7 +27,21 @@ const (
 
 	flagStderr  = 1 << 0
 	flagPartial = 1 << 1
+	// flagStream holds a stream other than stdout and stderr (a hook's).
+	flagStreamShift = 2
+	flagStream      = 7 << flagStreamShift
 )
+
+// streamFlags is how a line of stream s is recorded in a tail.
+func streamFlags(s Stream) byte {
+	switch {
+	case s == Stderr:
+		return flagStderr
+	case s.Hook():
+		return byte(s) << flagStreamShift
+	}
+	return 0
+}
 
 // add appends a line, evicting the oldest lines to stay within maxLines and
 // maxBytes. len(text) must be < 64 KiB and recordHeader+len(text) <= maxBytes.
@@ -143,6 +157,9 @@ func (t *tail) lines(n int, since int64, in *instance) []Line {
 }
 
 func streamOf(flags byte) Stream {
+	if s := Stream(flags&flagStream) >> flagStreamShift; s != 0 {
+		return s
+	}
 	if flags&flagStderr != 0 {
 		return Stderr
 	}
