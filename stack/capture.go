@@ -3,8 +3,10 @@ package stack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 
+	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
@@ -121,3 +123,19 @@ func (c capturingRuntime) Capabilities() supervisor.Capabilities {
 }
 
 var _ supervisor.Runtime = capturingRuntime{}
+
+// hookOutput puts what a hook printed in its process's log, marked as the
+// hook's (logs.Hub.AppendHook), with a last line saying so when more was
+// written than a hook keeps: an operator reads a post_start's echo in
+// `podsup logs` and podsup's output like the process's own lines (H2).
+func hookOutput(hub *logs.Hub) func(supervisor.HookRequest, []byte, bool) {
+	return func(req supervisor.HookRequest, out []byte, truncated bool) {
+		if truncated {
+			if len(out) > 0 && out[len(out)-1] != '\n' {
+				out = append(out[:len(out):len(out)], '\n')
+			}
+			out = append(out[:len(out):len(out)], fmt.Sprintf("podsup: the rest of this hook's output was not kept (the first %d bytes are)\n", hooks.MaxOutput)...)
+		}
+		hub.AppendHook(req.Group, req.Process.Name, req.InstanceID, req.Process.Log, req.Point, out)
+	}
+}

@@ -32,15 +32,25 @@ import (
 type DefaultHookRunner struct {
 	// Clock times sleep hooks; nil is the real clock.
 	Clock clock.Clock
+	// Output, when set, is given what each hook printed before its end
+	// reaches the core (so the lines precede its FailedXHook event): an
+	// exec hook's output whether it failed or not, an http_get hook's body
+	// when it failed; at most hooks.MaxOutput, truncated when more was
+	// written. Package stack puts it in the process's log (H2).
+	Output func(req HookRequest, output []byte, truncated bool)
 }
 
 var _ HookRunner = DefaultHookRunner{}
 
-// HookError is a hook that failed: why, and what it printed.
+// HookError is a hook that failed: why, and what it printed. Its message
+// is Err's, which quotes the output (hooks.OutputError): the core puts it
+// in the FailedXHook event, as the kubelet puts an exec hook's output in
+// its event (H2).
 type HookError struct {
 	Point spec.HookPoint
 	// Err wraps hooks.ErrTimeout, *hooks.ExitError, *hooks.StatusError or
-	// why the hook could not run.
+	// why the hook could not run, in a *hooks.OutputError when the hook
+	// printed anything.
 	Err error
 	// Output is an exec hook's combined output or an http_get hook's
 	// body, capped at hooks.MaxOutput.
@@ -58,6 +68,9 @@ func (r DefaultHookRunner) Run(ctx context.Context, req HookRequest) error {
 		Clock: r.Clock,
 	}
 	out := runner.Run(ctx, req.Hook, req.Point, 0) // K9: Budget is not the hook's bound
+	if r.Output != nil && (len(out.Output) > 0 || out.Truncated) && (req.Hook.Exec != nil || out.Err != nil) {
+		r.Output(req, out.Output, out.Truncated)
+	}
 	if out.Err != nil {
 		return &HookError{Point: req.Point, Err: out.Err, Output: out.Output}
 	}
