@@ -122,51 +122,6 @@ func seriesNote(e api.Event) string {
 	return fmt.Sprintf(" (x%d over %s)", e.Count, humanAge(e.LastTime.Sub(e.FirstTime)))
 }
 
-func newEventsCmd(f *ctlFlags) *cobra.Command {
-	var follow bool
-	cmd := &cobra.Command{
-		Use:   "events [-f]",
-		Short: "Show kubelet-style events (Created, Started, Killing, BackOff, Unhealthy, ...)",
-		Long: `Show kubelet-style events (Created, Started, Killing, BackOff, Unhealthy, ...), the
-kept history and, with -f, new ones as they happen. As in kubelet, an exit is
-no event: its exit code and reason are in status and describe (Last State).
-An event that repeats
-identically (a probe failing at every period) is one line with its count and
-span, "(x12 over 1m5s)", at the time of its last occurrence; -f prints each
-repeat with the count so far. -o json has "count", "first_time" and
-"last_time" on every event.`,
-		Example: `  podsup events
-  podsup events -f -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := f.json()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			out := cmd.OutOrStdout()
-			if !asJSON {
-				fmt.Fprintf(out, "%-12s  %-7s  %-20s  %-20s  %s\n", "TIME", "TYPE", "REASON", "OBJECT", "MESSAGE")
-			}
-			err = f.client().Events(ctx, follow, func(e api.Event) error {
-				if asJSON {
-					b, _ := json.Marshal(e)
-					_, err := out.Write(append(termsafe.AppendJSON(nil, b), '\n'))
-					return err
-				}
-				return printEventLine(out, e) // eventline.go: quoted for the terminal
-			})
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		},
-	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
-	return cmd
-}
-
 func newActionCmd(f *ctlFlags, action string) *cobra.Command {
 	var grace string
 	short := map[string]string{

@@ -221,7 +221,7 @@ func (g *Group) gateOpen(p *proc) bool {
 			d := g.backoff.Get(key)
 			if next := t.FinishedAt.Add(d); !p.nextStart.Equal(next) {
 				p.nextStart = next
-				g.emit(p, EventWarning, EventBackOff, "Back-off %s restarting failed process %s", d, p.spec.Name)
+				g.emit(p, EventWarning, EventBackOff, backOffMessage, p.spec.Name)
 			}
 			return false
 		}

@@ -81,7 +81,7 @@ func (g *Group) tryStart(p *proc) {
 		next := ref.FinishedAt.Add(d) // X3: exactly F + back-off
 		if !p.nextStart.Equal(next) {
 			p.nextStart = next
-			g.emit(p, EventWarning, EventBackOff, "Back-off %s restarting failed process %s", d, p.spec.Name)
+			g.emit(p, EventWarning, EventBackOff, backOffMessage, p.spec.Name)
 		}
 		return
 	}
@@ -124,3 +124,11 @@ func (g *Group) nextWake() time.Time {
 	consider(g.rc.wake)
 	return wake
 }
+
+// backOffMessage is the BackOff event's message. It holds no delay, as
+// kubelet's "Back-off restarting failed container %s in pod %s" has none
+// (kuberuntime_manager.go, doBackOff): a message that changed with the
+// growing delay made each BackOff an event of its own, where identical
+// ones fold into one "(x12 over 5m)" (E4); the delay in force is in the
+// status (CrashLoopBackOff's back-off and next start).
+const backOffMessage = "Back-off restarting failed process %s"
