@@ -71,6 +71,6 @@ func Example() {
 	// Output:
 	// Running server running restarts: 0 has pid: true
 	// Stopping process server: stop requested by example (grace 30s)
-	// Stopped server terminated Error exit code: 143 killed by SIGTERM
+	// Stopped server terminated Stopped exit code: 143 killed by SIGTERM
 	// supervisor exit code: 0
 }

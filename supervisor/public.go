@@ -103,6 +103,10 @@ type ProcessStatus = core.ProcessStatus
 // Termination is how one instance ended.
 type Termination = core.Termination
 
+// Terminating is a stop under way or decided (ProcessStatus.Terminating:
+// S6): why, who asked and since when.
+type Terminating = core.Terminating
+
 // ExitStatus is how an instance ended.
 type ExitStatus = core.ExitStatus
 

@@ -238,7 +238,7 @@ func (w *worker) step(item any) {
 			delete(w.insts, ex.Instance)
 			if exitedProcess != "" {
 				// After the actions: a restart need not wait for the write.
-				w.logExit(exitedProcess, ex)
+				w.logExit(exitedProcess, ex, w.core.EndReason(ex.Instance))
 			}
 		}
 		wake = p.Wake
@@ -296,12 +296,17 @@ func (w *worker) arm(wake time.Time) {
 // logExit writes an instance's exit to podsup's own log. An exit is no
 // event (E2): without this line, podsup's log would say when a process
 // started and was stopped but not how it ended.
-func (w *worker) logExit(process string, ex core.ExitedInput) {
+// A requested stop (reason Stopped: X13) is no failure, whatever its
+// exit code: an info line.
+func (w *worker) logExit(process string, ex core.ExitedInput, reason string) {
 	ev := w.log.Info()
-	if ex.Status.Code != 0 {
+	if ex.Status.Code != 0 && reason != core.ReasonStopped {
 		ev = w.log.Warn()
 	}
 	ev = ev.Str("process", process).Str("instance", ex.Instance).Int("exit_code", ex.Status.Code)
+	if reason != "" {
+		ev = ev.Str("reason", reason)
+	}
 	if ex.Status.Signal != 0 {
 		ev = ev.Str("signal", spec.SignalName(ex.Status.Signal))
 	}

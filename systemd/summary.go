@@ -24,6 +24,7 @@ func GroupReady(g supervisor.GroupStatus) bool {
 		case p.State == supervisor.StateRunning && p.Started && p.Ready:
 		case p.State == supervisor.StateTerminated && p.Reason == supervisor.ReasonCompleted:
 		case p.State == supervisor.StateWaiting && p.Reason == supervisor.ReasonStopped:
+		case p.State == supervisor.StateTerminated && p.Reason == supervisor.ReasonStopped: // X13
 		default:
 			return false
 		}

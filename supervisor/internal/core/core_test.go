@@ -354,7 +354,7 @@ func TestStopSemantics(t *testing.T) {
 		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(100 * time.Second)
 		ps := s.status("app")
-		if ps.Terminated == nil || ps.Terminated.ExitCode != 143 || ps.Reason != ReasonError {
+		if ps.Terminated == nil || ps.Terminated.ExitCode != 143 || ps.Reason != ReasonStopped { // X13
 			t.Errorf("K6: %+v", ps)
 		}
 		if len(s.eventsWith(EventKilling)) != 1 {

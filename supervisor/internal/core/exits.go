@@ -96,6 +96,9 @@ func (g *Group) exitedEnd(p *proc, ev event) {
 		InstanceID: p.inst.id, ExitCode: in.Status.Code, Signal: in.Status.Signal,
 		Reason: exitReason(in.Status), StartedAt: p.inst.startedAt, FinishedAt: in.At,
 	}
+	if g.stoppedOnRequest(p, term) {
+		term.Reason = ReasonStopped // X13: a requested stop is no failure
+	}
 	// X10: whatever the instance left behind dies with it; then the
 	// worker removes the instance.
 	g.do(KillTreeAction{Process: p.spec.Name, Instance: p.inst.id, Exited: true})
@@ -117,6 +120,23 @@ func exitReason(s ExitStatus) string {
 	default:
 		return ReasonError
 	}
+}
+
+// stoppedOnRequest is X13: the instance ended in a stop that someone
+// asked for or that podsup decided on without a fault (stop, restart,
+// shutdown, reload, recreate, a completed group's sidecars), whatever its
+// exit code. A probe kill and a failed post_start are faults and keep
+// kubelet's reasons (R4, H2); so does an OOM kill (the kernel's verdict),
+// and a plain init that exited 0, which counts as completed (I3).
+func (g *Group) stoppedOnRequest(p *proc, term *Termination) bool {
+	st := p.inst.stop
+	if st == nil || st.reason.probeKill() || st.reason == KillPostStartHook {
+		return false
+	}
+	if term.Reason == ReasonOOMKilled {
+		return false
+	}
+	return !(p.init && !p.sidecar && term.ExitCode == 0)
 }
 
 // finish records an instance's end and decides what follows it.

@@ -105,6 +105,7 @@ func (g *Group) deferStop(p *proc, ev event) {
 	}
 	p.inst.phase = phaseStartCancelled
 	p.inst.deferred = &deferredStop{stopRequest: r}
+	p.inst.decideStop(g.wallNow())
 	g.emit(p, EventNormal, EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	g.do(CancelStartAction{Instance: p.inst.id})
 }

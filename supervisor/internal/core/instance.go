@@ -323,6 +323,9 @@ type instance struct {
 
 	// startedWall is startedAt on the wall clock, for display (C9).
 	startedWall time.Time
+	// stopDecidedWall is when the first stop of the instance was decided
+	// (deferred or begun), on the wall clock: Terminating's Since (S6).
+	stopDecidedWall time.Time
 	// statusText is the instance's own status line (sd_notify STATUS=).
 	statusText string
 }
@@ -332,6 +335,15 @@ type instance struct {
 // stopped during its post_start never showed as running (H1).
 func (i *instance) running() bool {
 	return i.phase == phaseRunning || (i.phase.stopping() && i.stop.shown)
+}
+
+// decideStop notes when the instance's first stop was decided (S6); a
+// later stop of the same instance (a restart that becomes a stop) keeps
+// it.
+func (i *instance) decideStop(at time.Time) {
+	if i.stopDecidedWall.IsZero() {
+		i.stopDecidedWall = at
+	}
 }
 
 // starting reports a start in flight, cancelled or not.

@@ -27,10 +27,14 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 		ps.Ready, ps.Started = p.inst.ready, p.inst.started
 		ps.StatusText = p.inst.statusText
 		ps.LastTermination = p.last.clone()
+		if ps.Terminating = terminating(p); ps.Terminating != nil {
+			ps.Ready = false // S6: not ready from the moment the stop is decided
+		}
 	case p.inst != nil:
 		ps.State, ps.Reason = StateWaiting, ReasonContainerCreating
 		ps.InstanceID = p.inst.id
 		ps.LastTermination = p.last.clone()
+		ps.Terminating = terminating(p)
 	case p.wait != nil:
 		ps.State, ps.Reason = StateWaiting, ReasonDependencyWait // W3
 		ps.Message = "waiting for " + p.wait.on
@@ -63,6 +67,22 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 		}
 	}
 	return ps
+}
+
+// terminating is S6: the stop of p's live instance that is under way, or
+// decided and waiting (a start in flight, an ordered shutdown's turn);
+// nil when none is.
+func terminating(p *proc) *Terminating {
+	inst := p.inst
+	switch {
+	case inst.stop != nil && inst.phase.stopping():
+		return &Terminating{Since: inst.stopDecidedWall, Reason: inst.stop.reason, By: inst.stop.by}
+	case inst.deferred != nil:
+		return &Terminating{Since: inst.stopDecidedWall, Reason: inst.deferred.reason, By: inst.deferred.by}
+	case p.pendingStop != nil:
+		return &Terminating{Since: p.pendingStop.since, Reason: KillShutdown, By: p.pendingStop.by}
+	}
+	return nil
 }
 
 // phase summarises the group like a pod phase.

@@ -24,6 +24,7 @@ func (g *Group) stopBegin(p *proc, ev event) {
 	grace := SelectGrace(r.reason, g.grace, r.probeGrace, r.override)
 	st := &stopState{reason: r.reason, by: r.by, grace: grace, begun: g.now, restart: r.restart, shown: p.inst.phase == phaseRunning, ordered: r.ordered}
 	p.inst.stop = st
+	p.inst.decideStop(g.wallNow())
 	switch r.reason {
 	case KillLiveness, KillStartup:
 		st.preKill = p.last

@@ -13,6 +13,9 @@ import "time"
 type pendingStop struct {
 	grace *time.Duration
 	by    string
+	// since is when the shutdown decided the stop, on the wall clock: the
+	// process shows Terminating and not ready from then on (S6).
+	since time.Time
 }
 
 // shutdownProc is CmdShutdown for one process: at once, or, in an
@@ -29,7 +32,7 @@ func (g *Group) shutdownProc(p *proc, c CommandInput, first, inTurn bool) {
 	p.want = false
 	p.startNow, p.b8 = false, nil
 	p.nextStart = time.Time{}
-	p.pendingStop = &pendingStop{grace: c.Grace, by: c.By}
+	p.pendingStop = &pendingStop{grace: c.Grace, by: c.By, since: g.wallNow()}
 }
 
 // runPendingStops begins the pending stops whose dependents are gone.
@@ -50,6 +53,7 @@ func (g *Group) runPendingStops() {
 			continue
 		}
 		p.pendingStop = nil
+		p.inst.decideStop(ps.since)
 		g.beginStop(p, KillShutdown, ps.grace, nil, ps.by, false)
 	}
 }

@@ -81,3 +81,15 @@ func (g *Group) ProbeViewOf(process string) (v ProbeView, ok bool) {
 	}
 	return ProbeView{}, true
 }
+
+// EndReason is the termination reason recorded for the finished instance
+// id (Completed, Error, Stopped, ...); "" when no process's newest
+// finished instance is id.
+func (g *Group) EndReason(id string) string {
+	for p := range g.procs() {
+		if p.last != nil && p.last.InstanceID == id {
+			return p.last.Reason
+		}
+	}
+	return ""
+}
