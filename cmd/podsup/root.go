@@ -30,7 +30,12 @@ for plain Linux processes, in one static binary.
 
   podsup run -- CMD [ARGS...]     run one command as PID 1 (a tini/dumb-init drop-in)
   podsup up -f podsup.hcl         run the groups of a configuration file
-  podsup status | events | logs   look at a running podsup (over its control socket)`,
+  podsup status | events | logs   look at a running podsup (over its control socket)
+
+-o json is honoured by every command that has a JSON form and refused,
+with what to use instead, by the others. -v is --verbose wherever a
+command has one (podsup run, as tini -v); the version is podsup --version
+or podsup version.`,
 		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
