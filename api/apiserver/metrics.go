@@ -252,8 +252,8 @@ func (c collector) collectCgroup(ch chan<- prometheus.Metric, pid int, l []strin
 // podsupInfo is podsup's own figures: its build and its configuration's
 // last load.
 type podsupInfo struct {
-	version    string
-	lastReload func() (bool, time.Time)
+	version, revision string
+	lastReload        func() (bool, time.Time)
 }
 
 func (i podsupInfo) Describe(ch chan<- *prometheus.Desc) {
@@ -266,6 +266,9 @@ func (i podsupInfo) Describe(ch chan<- *prometheus.Desc) {
 
 func (i podsupInfo) Collect(ch chan<- prometheus.Metric) {
 	revision, goversion := buildRevision()
+	if i.revision != "" {
+		revision = i.revision
+	}
 	version := i.version
 	if version == "" {
 		version = "unknown"
@@ -338,7 +341,7 @@ func metricsHandler(ctx context.Context, b Backend) http.Handler {
 		Name: "podsup_events_total",
 		Help: "Events podsup published, by type (Normal, Warning) and reason, since it started.",
 	}, []string{"type", "reason"})}
-	reg.MustRegister(events.vec, podsupInfo{version: b.Version, lastReload: b.LastReload},
+	reg.MustRegister(events.vec, podsupInfo{version: b.Version, revision: b.Revision, lastReload: b.LastReload},
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector())
 	if sup != nil { // a server without a supervisor (tests of the HTTP layer) has only podsup's own figures

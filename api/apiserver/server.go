@@ -23,6 +23,9 @@ type Backend struct {
 	Supervisor *supervisor.Supervisor
 	History    *supervisor.History
 	Version    string
+	// Revision is the VCS revision podsup was built from, for
+	// podsup_build_info; empty takes the binary's own VCS stamp.
+	Revision string
 	// Reload re-reads and applies the configuration. On error the running
 	// configuration stays; the error text (with file:line:col) goes back to
 	// the caller.

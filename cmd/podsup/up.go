@@ -226,7 +226,7 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	defer history.Close()
 
 	srv := apiserver.New(apiserver.Backend{
-		Supervisor: sup, History: history, Version: version,
+		Supervisor: sup, History: history, Version: version, Revision: readBuildInfo().Revision,
 		Reload: d.reload, LastReload: d.lastReload,
 		Exec: d.exec,
 		Logs: hubLogs{st.Logs()},
