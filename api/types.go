@@ -97,6 +97,11 @@ type ProcessStatus struct {
 	// when asked for (GET /v1/status?usage=true, `podsup top`) and only for
 	// a process in a cgroup of its own.
 	Usage *Usage `json:"usage,omitempty"`
+	// Terminating is set while a stop of the instance is under way or
+	// decided (kubectl's Terminating; docs/semantics.md S6): state stays
+	// "running" (or "waiting" while its start is in flight) until the
+	// process is gone, and ready is false throughout.
+	Terminating *Terminating `json:"terminating,omitempty"`
 }
 
 // DescribeResponse is GET /v1/describe/{group}[/{process}]: one group as
@@ -231,6 +236,14 @@ type HookDescription struct {
 	Action string `json:"action"`
 	// Timeout is a Go duration; empty for the point's default.
 	Timeout string `json:"timeout,omitempty"`
+}
+
+// Terminating is a stop under way: since when, why (Stop, Restart,
+// Shutdown, Reload, Recreate, a probe, ...) and who asked.
+type Terminating struct {
+	Since       *time.Time `json:"since,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	RequestedBy string     `json:"requested_by,omitempty"`
 }
 
 // Termination is how an instance ended.

@@ -41,6 +41,9 @@ func toProcess(p supervisor.ProcessStatus) api.ProcessStatus {
 		NextStartAt: timep(p.NextStartAt), CreatedAt: timep(p.CreatedAt),
 	}
 	out.Backoff = backoffDelay(p)
+	if t := p.Terminating; t != nil {
+		out.Terminating = &api.Terminating{Since: timep(t.Since), Reason: string(t.Reason), RequestedBy: t.By}
+	}
 	return out
 }
 

@@ -124,6 +124,8 @@ func seriesNote(e api.Event) string {
 
 func newActionCmd(f *ctlFlags, action string) *cobra.Command {
 	var grace string
+	var wait bool                 // stop --wait
+	var waitTimeout time.Duration // stop --timeout
 	short := map[string]string{
 		"start":   "Start a stopped group or process",
 		"stop":    "Stop a group or process: stop signal, grace period, then SIGKILL of its tree",
@@ -136,7 +138,12 @@ Stopping a whole group stops its sidecars (inits with restart_policy
 "always") after its processes: each gets its stop signal once the
 processes and the later sidecars have exited, the wait taken from its grace
 period. A sidecar stopped on its own stops at once and stays stopped until
-started.`,
+started.
+
+While it stops, status shows the process "running: Terminating" and not
+ready; afterwards "terminated: Stopped", which is no failure
+(docs/semantics.md S6, X13). --wait returns once every process named is
+stopped (as podsup wait --for stopped), --timeout bounds that wait.`,
 	}[action]
 	// start has no grace period: it only says so in stop's and restart's.
 	use, example := action+" GROUP[/PROCESS]", "  podsup "+action+" web\n  podsup "+action+" web/api"
@@ -156,16 +163,34 @@ started.`,
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("timeout") && !wait {
+				return fmt.Errorf("--timeout applies to --wait: add --wait")
+			}
 			res, err := f.client().Action(cmd.Context(), action, group, process, grace)
 			if err != nil {
 				return err
 			}
+			done := cmd.OutOrStdout() // the line "GROUP/PROCESS stopped" after --wait
 			if asJSON, _ := f.json(); asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil || !wait {
+					return err
+				}
+				done = nil // the output stays one JSON object
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), termsafe.Quote(res.Message))
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), termsafe.Quote(res.Message))
-			return nil
+			if !wait {
+				return nil
+			}
+			if waitTimeout <= 0 {
+				waitTimeout = -1 // no limit: the stop itself ends in SIGKILL
+			}
+			return waitUntil(cmd, done, f.client(), group, process, args[0], "stopped", waitTimeout) // wait.go
 		},
+	}
+	if action == "stop" {
+		cmd.Flags().BoolVar(&wait, "wait", false, "return once the process(es) are stopped (pre_stop, grace and SIGKILL over), like podsup wait --for stopped")
+		cmd.Flags().DurationVar(&waitTimeout, "timeout", 0, "with --wait, exit 1 if not stopped within this long; 0 waits as long as the stop takes")
 	}
 	if action != "start" {
 		cmd.Flags().StringVar(&grace, "grace", "", "grace period instead of the configured one, e.g. 5s (at least minimum_grace)")

@@ -224,6 +224,9 @@ func (d *describer) state(level int, p api.ProcessStatus) {
 	case p.State == "running" && p.StartedAt != nil:
 		d.line(level+1, "Started", "%s (%s ago)", when(*p.StartedAt), humanAge(d.now.Sub(*p.StartedAt)))
 	}
+	if t := p.Terminating; t != nil {
+		d.terminating(level+1, *t)
+	}
 	if p.Reason != "" {
 		d.line(level+1, "Reason", "%s", p.Reason)
 	}
@@ -236,6 +239,23 @@ func (d *describer) state(level int, p api.ProcessStatus) {
 	if p.StatusText != "" {
 		d.line(level+1, "Status", "%s", p.StatusText)
 	}
+}
+
+// terminating is S6's stop under way, as kubectl describe says a pod is
+// "Terminating (lasts 8s)": since when, why and who asked.
+func (d *describer) terminating(level int, t api.Terminating) {
+	var parts []string
+	if t.Reason != "" {
+		why := t.Reason
+		if t.RequestedBy != "" {
+			why += " requested by " + t.RequestedBy
+		}
+		parts = append(parts, why)
+	}
+	if t.Since != nil {
+		parts = append(parts, fmt.Sprintf("since %s (%s ago)", when(*t.Since), humanAge(d.now.Sub(*t.Since))))
+	}
+	d.line(level, "Terminating", "%s", strings.Join(parts, ", "))
 }
 
 func (d *describer) termination(level int, t api.Termination) {

@@ -376,6 +376,14 @@ func lastExit(p api.ProcessStatus, now time.Time) string {
 // spelled out while a process waits in CrashLoopBackOff.
 func describeState(p api.ProcessStatus, now time.Time) string {
 	s := p.State
+	if t := p.Terminating; t != nil {
+		// S6: kubectl's Terminating, with how long the stop has been on.
+		s += ": Terminating"
+		if t.Since != nil {
+			s += " (" + humanAge(now.Sub(*t.Since)) + ")"
+		}
+		return s
+	}
 	if p.Reason != "" {
 		s += ": " + p.Reason
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -22,8 +23,8 @@ func newWaitCmd(f *ctlFlags) *cobra.Command {
 	var cond string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "wait [GROUP[/PROCESS]] [--for ready|started|completed] [--timeout D]",
-		Short: "Wait until every group (or the one named) is ready, started or completed, like kubectl wait",
+		Use:   "wait [GROUP[/PROCESS]] [--for ready|started|completed|stopped] [--timeout D]",
+		Short: "Wait until every group (or the one named) is ready, started, completed or stopped, like kubectl wait",
 		Long: `Wait until what is named meets the condition, then print it and exit 0;
 exit 1 when the timeout comes first (saying what is still missing) or
 podsup does not answer. Without an argument every group must meet it.
@@ -34,6 +35,10 @@ its readiness probe or protocol says so (without one, once started), and
 completed when it exited 0 and is not restarted; a process that completed
 counts as started and ready too. A group meets a condition when every one
 of its processes does (and, for started and ready, every sidecar).
+A process is stopped when none of its instances is alive or stopping and
+none will start on its own: after podsup stop, or once it ended for good
+(state terminated, or waiting with reason Stopped); a group is stopped
+when its processes and sidecars are (kubectl wait --for=delete).
 
 podsup pushes each status change down the socket and the command checks
 each one as it arrives: it answers within the instant of the change.
@@ -51,9 +56,9 @@ each one as it arrives: it answers within the instant of the change.
 				return err
 			}
 			switch cond {
-			case "ready", "started", "completed":
+			case "ready", "started", "completed", "stopped":
 			default:
-				return fmt.Errorf("--for %q is not one of ready, started, completed", cond)
+				return fmt.Errorf("--for %q is not one of ready, started, completed, stopped", cond)
 			}
 			if timeout < 0 {
 				return fmt.Errorf("--timeout must not be negative, got %s", timeout)
@@ -62,52 +67,70 @@ each one as it arrives: it answers within the instant of the change.
 			if len(args) == 1 {
 				what = args[0]
 			}
-			w := &waiter{cond: cond, process: process, groups: map[string]*api.GroupStatus{}}
 			if timeout == 0 {
-				st, err := f.client().Status(cmd.Context(), group, process)
-				if err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", termsafe.Quote(err.Error()))
-					return exitError{1}
-				}
-				w.merge(st)
-				if missing := w.missing(); len(missing) > 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s not %s: %s\n", termsafe.Quote(what), cond, termsafe.Quote(strings.Join(missing, "; ")))
-					return exitError{1}
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", termsafe.Quote(what), cond)
-				return nil
+				return checkOnce(cmd, f.client(), group, process, what, cond)
 			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
-			defer cancelTimeout()
-			err = f.client().WatchStatus(ctx, group, process, false, func(st api.StatusResponse) error {
-				w.merge(st)
-				if len(w.missing()) == 0 {
-					return errConditionMet
-				}
-				return nil
-			})
-			switch {
-			case errors.Is(err, errConditionMet):
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", termsafe.Quote(what), cond)
-				return nil
-			case errors.Is(ctx.Err(), context.DeadlineExceeded) && w.seen:
-				fmt.Fprintf(cmd.ErrOrStderr(), "timed out after %s waiting for %s %s: %s\n", timeout, termsafe.Quote(what), cond, termsafe.Quote(strings.Join(w.missing(), "; ")))
-				return exitError{1}
-			case ctx.Err() != nil:
-				return exitError{1} // interrupted (^C): no timeout to report
-			case err == nil:
-				err = errors.New("podsup ended the status stream")
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", termsafe.Quote(err.Error()))
-			return exitError{1}
+			return waitUntil(cmd, cmd.OutOrStdout(), f.client(), group, process, what, cond, timeout)
 		},
 	}
-	cmd.Flags().StringVar(&cond, "for", "ready", "the condition: ready, started or completed")
+	cmd.Flags().StringVar(&cond, "for", "ready", "the condition: ready, started, completed or stopped")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait before exiting 1; 0 checks once")
-	_ = cmd.RegisterFlagCompletionFunc("for", cobra.FixedCompletions([]string{"ready", "started", "completed"}, cobra.ShellCompDirectiveNoFileComp)) // only fails for an unknown flag
+	_ = cmd.RegisterFlagCompletionFunc("for", cobra.FixedCompletions([]string{"ready", "started", "completed", "stopped"}, cobra.ShellCompDirectiveNoFileComp)) // only fails for an unknown flag
 	return cmd
+}
+
+// checkOnce is --timeout 0: one look at the status.
+func checkOnce(cmd *cobra.Command, c *api.Client, group, process, what, cond string) error {
+	w := &waiter{cond: cond, process: process, groups: map[string]*api.GroupStatus{}}
+	st, err := c.Status(cmd.Context(), group, process)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", termsafe.Quote(err.Error()))
+		return exitError{1}
+	}
+	w.merge(st)
+	if missing := w.missing(); len(missing) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s not %s: %s\n", termsafe.Quote(what), cond, termsafe.Quote(strings.Join(missing, "; ")))
+		return exitError{1}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", termsafe.Quote(what), cond)
+	return nil
+}
+
+// waitUntil follows the status stream until what is named meets cond, for
+// at most timeout (no limit when it is negative), then says so on done
+// (nil: silently): `wait` and `stop --wait`.
+func waitUntil(cmd *cobra.Command, done io.Writer, c *api.Client, group, process, what, cond string, timeout time.Duration) error {
+	w := &waiter{cond: cond, process: process, groups: map[string]*api.GroupStatus{}}
+	ctx, cancel := signalContext()
+	defer cancel()
+	if timeout >= 0 {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
+		defer cancelTimeout()
+	}
+	err := c.WatchStatus(ctx, group, process, false, func(st api.StatusResponse) error {
+		w.merge(st)
+		if len(w.missing()) == 0 {
+			return errConditionMet
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errConditionMet):
+		if done != nil {
+			fmt.Fprintf(done, "%s %s\n", termsafe.Quote(what), cond)
+		}
+		return nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && w.seen:
+		fmt.Fprintf(cmd.ErrOrStderr(), "timed out after %s waiting for %s %s: %s\n", timeout, termsafe.Quote(what), cond, termsafe.Quote(strings.Join(w.missing(), "; ")))
+		return exitError{1}
+	case ctx.Err() != nil:
+		return exitError{1} // interrupted (^C): no timeout to report
+	case err == nil:
+		err = errors.New("podsup ended the status stream")
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", termsafe.Quote(err.Error()))
+	return exitError{1}
 }
 
 // waiter holds the status a watch has built so far and checks it.
@@ -161,7 +184,10 @@ func (w *waiter) missing() []string {
 		for _, p := range append(append([]api.ProcessStatus(nil), g.Init...), g.Processes...) {
 			// A group's condition is its main processes' and, for started
 			// and ready, its sidecars' (W1); inits have completed by then.
-			if w.process != "" && p.Name != w.process || w.process == "" && p.Init && (!p.Sidecar || w.cond == "completed") {
+			// For stopped, every process's, but a plain init counts only
+			// while it has an instance (one that never ran or ended waits
+			// for nothing).
+			if w.process != "" && p.Name != w.process || w.process == "" && p.Init && skipInit(p, w.cond) {
 				continue
 			}
 			if !meets(p, w.cond) {
@@ -172,10 +198,30 @@ func (w *waiter) missing() []string {
 	return out
 }
 
-// meets is depends_on's condition (W1) on a process's wire status.
+// skipInit reports an init that a group's condition passes over.
+func skipInit(p api.ProcessStatus, cond string) bool {
+	switch cond {
+	case "completed":
+		return true
+	case "stopped":
+		return !p.Sidecar && !hasInstance(p)
+	}
+	return !p.Sidecar
+}
+
+// hasInstance reports a process with an instance: running, stopping, or with
+// its start in flight.
+func hasInstance(p api.ProcessStatus) bool {
+	return p.State == "running" || p.Terminating != nil || p.State == "waiting" && p.Reason == "ContainerCreating" && p.InstanceID != ""
+}
+
+// meets is depends_on's condition (W1) on a process's wire status, or
+// stopped: nothing alive and nothing to start on its own (X13).
 func meets(p api.ProcessStatus, cond string) bool {
 	completed := p.State == "terminated" && p.Terminated != nil && p.Terminated.ExitCode == 0 && p.Reason == "Completed"
 	switch cond {
+	case "stopped":
+		return !hasInstance(p) && (p.State == "terminated" || p.State == "waiting" && p.Reason == "Stopped")
 	case "completed":
 		return completed
 	case "started":
