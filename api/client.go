@@ -101,9 +101,11 @@ func (c *Client) StatusUsage(ctx context.Context) (StatusResponse, error) {
 
 // WatchStatus calls fn with the status of every group (of one, or of one
 // process) and then, until ctx ends, with each group that appeared or
-// changed, whole. wide fills in cgroups as StatusWide does.
+// changed, whole. wide fills in cgroups as StatusWide does. A watch of one
+// group or process ends with an error when a reload removes it.
 //
-// Deprecated: WatchStatus cannot say that a group went away; use Watch.
+// Deprecated: WatchStatus cannot say that one of several groups went
+// away; use Watch.
 func (c *Client) WatchStatus(ctx context.Context, group, process string, wide bool, fn func(StatusResponse) error) error {
 	first := &StatusResponse{Groups: []GroupStatus{}}
 	return c.Watch(ctx, group, process, wide, func(e WatchEvent) error {
@@ -112,6 +114,12 @@ func (c *Client) WatchStatus(ctx context.Context, group, process string, wide bo
 			st := *first
 			first = nil
 			return fn(st)
+		case e.Type == WatchDeleted && group != "":
+			what := group
+			if process != "" {
+				what += "/" + process
+			}
+			return fmt.Errorf("%s left podsup's configuration (a reload removed it)", what)
 		case e.Group == nil || e.Type == WatchDeleted:
 			return nil
 		case first != nil:
