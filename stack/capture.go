@@ -10,6 +10,7 @@ import (
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/systemd"
 )
 
 // capturingRuntime gives every instance's stdout and stderr to the logs hub
@@ -128,13 +129,22 @@ var _ supervisor.Runtime = capturingRuntime{}
 // hook's (logs.Hub.AppendHook), with a last line saying so when more was
 // written than a hook keeps: an operator reads a post_start's echo in
 // `podsup logs` and podsup's output like the process's own lines (H2).
-func hookOutput(hub *logs.Hub) func(supervisor.HookRequest, []byte, bool) {
+// With a journal (send not nil), a process whose output goes to the
+// journal gets its hooks' there too, in stream (PODSUP_STREAM)
+// hook:post_start and so on.
+func hookOutput(hub *logs.Hub, send systemd.JournalSender) func(supervisor.HookRequest, []byte, bool) {
 	return func(req supervisor.HookRequest, out []byte, truncated bool) {
 		if truncated {
 			if len(out) > 0 && out[len(out)-1] != '\n' {
 				out = append(out[:len(out):len(out)], '\n')
 			}
 			out = append(out[:len(out):len(out)], fmt.Sprintf("podsup: the rest of this hook's output was not kept (the first %d bytes are)\n", hooks.MaxOutput)...)
+		}
+		if send != nil && req.Process.Log.Journal {
+			w := systemd.NewProcessWriter(send, req.Group, req.Process.Name, req.InstanceID, logs.HookStream(req.Point).String())
+			_, _ = w.Write(out) // as the process's own lines: a journal that refuses them loses them
+			_ = w.Close()
+			return
 		}
 		hub.AppendHook(req.Group, req.Process.Name, req.InstanceID, req.Process.Log, req.Point, out)
 	}

@@ -158,8 +158,12 @@ func assemble(cfg spec.Config, opts Options, rt *sandbox.LocalRuntime) (*Stack, 
 	// restart costs what a host spawn does (docs/benchmarks.md). Without
 	// cgroups NewRuntime said so once and process groups are used.
 	top := layers(NewLocalRuntime(rt, true), hub, opts.Journal, srv, opts.ActivationFiles)
+	var journal systemd.JournalSender // hooks' output goes where their process's does
+	if opts.Journal {
+		journal = systemd.JournalSend
+	}
 	sup, err := supervisor.New(cfg, supervisor.Options{Logger: opts.Logger, Runtime: top, Clock: opts.Clock,
-		Hooks: supervisor.DefaultHookRunner{Clock: opts.Clock, Output: hookOutput(hub)}})
+		Hooks: supervisor.DefaultHookRunner{Clock: opts.Clock, Output: hookOutput(hub, journal)}})
 	if err != nil {
 		stopNotify(srv)
 		_ = hub.Close()
