@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,7 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
 )
 
 // The test binary plays two parts besides running the tests:
@@ -29,6 +33,11 @@ import (
 const (
 	asPodsupEnv = "PODSUP_TEST_AS_PODSUP"
 	helperEnv   = "PODSUP_TEST_HELPER"
+	// instancesEnv names the file where each podsup up the tests start
+	// records its instance (recordInstance), so that the leak check
+	// counts only the tests' own cgroups, never those of another podsup
+	// on the host (another user's, another test run's).
+	instancesEnv = "PODSUP_TEST_INSTANCES"
 )
 
 var helpers = map[string]func(args []string) int{
@@ -102,6 +111,7 @@ func TestMain(m *testing.M) {
 		os.Exit(helpers[name](os.Args[1:]))
 	}
 	if os.Getenv(asPodsupEnv) != "" {
+		recordInstance(os.Args[1:])
 		main()
 		os.Exit(0)
 	}
@@ -110,12 +120,115 @@ func TestMain(m *testing.M) {
 	// one): checkNothingLeft and killOrphanOnFailure find what a test
 	// orphaned among this process's children.
 	proc.StartReaperAs(true)
-	cgBefore := podsupCgroups()
+	cleanup, err := makeInstancesFile()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: the record of the tests' podsup instances:", err)
+		os.Exit(1)
+	}
+	// Every podsup cgroup there is now, ours or not: one of ours that an
+	// earlier run left, or a host podsup's that a test happened to share
+	// a socket with, is not this run's leak.
+	cgBefore := allPodsupCgroups()
 	code := m.Run()
 	if code == 0 {
 		code = checkNothingLeft(cgBefore)
 	}
+	cleanup()
 	os.Exit(code)
+}
+
+// makeInstancesFile creates the file podsups started by the tests record
+// their instance in, and names it in instancesEnv for them. Writable by
+// all: a test may run podsup as another user. A name a stranger adds
+// makes the check count one more cgroup, never hides one of ours.
+func makeInstancesFile() (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "podsup-cmdtest-")
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "instances")
+	if err := os.WriteFile(file, nil, 0o666); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(os.Chmod(dir, 0o755), os.Chmod(file, 0o666)); err != nil {
+		return nil, err
+	}
+	os.Setenv(instancesEnv, file)
+	return func() { os.RemoveAll(dir) }, nil
+}
+
+// recordInstance, run by the test binary when it plays podsup, appends the
+// instance of a podsup up to the tests' record before podsup starts: the
+// instance names its cgroups (instanceName of its socket). The socket
+// is --socket, PODSUP_SOCKET or the configuration's supervisor.socket,
+// read here with a pattern rather than the loader (the fd and memory tests
+// measure podsup, not a second load); a configuration that computes its
+// socket would need the loader.
+func recordInstance(args []string) {
+	file := os.Getenv(instancesEnv)
+	if file == "" || !slices.Contains(args, "up") {
+		return
+	}
+	var sockets, files []string
+	if s := os.Getenv("PODSUP_SOCKET"); s != "" {
+		sockets = append(sockets, s)
+	}
+	for i := 0; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(args[i], "=")
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		switch name {
+		case "--socket":
+			sockets = append(sockets, value)
+		case "-f", "--file":
+			files = append(files, value)
+		}
+	}
+	if len(files) == 0 {
+		files = []string{"podsup.hcl", "/etc/podsup/podsup.hcl"}
+	}
+	for _, f := range files {
+		paths := []string{f}
+		if more, err := filepath.Glob(filepath.Join(f, "*.hcl")); err == nil && len(more) > 0 {
+			paths = more // a conf.d directory
+		}
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			for _, m := range socketSetting.FindAllSubmatch(b, -1) {
+				sockets = append(sockets, string(m[1]))
+			}
+		}
+	}
+	if len(sockets) == 0 {
+		sockets = append(sockets, spec.DefaultSocketPath())
+	}
+	var b strings.Builder
+	for _, s := range sockets {
+		b.WriteString(instanceName(s) + "\n")
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(b.String())
+	f.Close()
+}
+
+// socketSetting is supervisor.socket as the tests write it.
+var socketSetting = regexp.MustCompile(`(?m)^\s*socket\s*=\s*"([^"]+)"`)
+
+// recordedInstances are the instances the tests' podsups recorded.
+func recordedInstances() map[string]bool {
+	out := map[string]bool{}
+	b, _ := os.ReadFile(os.Getenv(instancesEnv))
+	for _, l := range strings.Fields(string(b)) {
+		out[l] = true
+	}
+	return out
 }
 
 // raiseParallel lets up to n of this package's parallel tests run at once
@@ -168,37 +281,33 @@ func checkNothingLeft(cgBefore map[string]bool) int {
 }
 
 // podsupCgroups lists the cgroup roots of the podsup instances this
-// package's tests create: `podsup up` names its instance after its socket
-// (eight hex digits, instanceName) and the holder tests use cmdtest-PID.
-// Other packages' tests run at the same time and create podsup-sbtest-*,
-// podsup-suptest-* and the like; those are theirs to check.
+// run's tests created: those of every podsup up they started (named after
+// its socket, instanceName, and recorded by recordInstance) and the
+// holder tests' cmdtest-PID. Another podsup on the host, another run of
+// these tests, and other packages' tests (podsup-sbtest-*,
+// podsup-suptest-*, ...) have cgroups of the same form; they are not
+// this run's to count.
 func podsupCgroups() map[string]bool {
 	out := map[string]bool{}
-	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/podsup-*")
-	more, _ := filepath.Glob("/sys/fs/cgroup/podsup-*")
-	for _, d := range append(dirs, more...) {
-		if ownInstance(strings.TrimPrefix(filepath.Base(d), "podsup-")) {
+	own := recordedInstances()
+	own[fmt.Sprintf("cmdtest-%d", os.Getpid())] = true
+	for d := range allPodsupCgroups() {
+		if own[strings.TrimPrefix(filepath.Base(d), "podsup-")] {
 			out[d] = true
 		}
 	}
 	return out
 }
 
-// ownInstance reports whether a podsup instance name is one this
-// package's tests create.
-func ownInstance(name string) bool {
-	if name == fmt.Sprintf("cmdtest-%d", os.Getpid()) {
-		return true
+// allPodsupCgroups is every podsup cgroup root on the host, whoever's.
+func allPodsupCgroups() map[string]bool {
+	out := map[string]bool{}
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/podsup-*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/podsup-*")
+	for _, d := range append(dirs, more...) {
+		out[d] = true
 	}
-	if len(name) != 8 {
-		return false
-	}
-	for _, c := range name {
-		if !strings.ContainsRune("0123456789abcdef", c) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
 func testExe(t testing.TB) string {
