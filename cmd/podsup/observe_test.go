@@ -114,7 +114,7 @@ group "svc" {
 	if !seen || !initialized {
 		t.Errorf("describe: Initialized %v (shown %v), want True once setup completed and the sidecar started: %+v", initialized, seen, d.Group.Conditions)
 	}
-	if code, out := f.ctl(t, "describe", "svc"); code != 0 || !strings.Contains(out, "Initialized") || strings.Contains(out, "Initialized   False") || strings.Contains(out, "Initialized: False") {
+	if code, out := f.ctl(t, "describe", "svc"); code != 0 || !regexp.MustCompile(`(?m)^\s*Initialized\s+True\s*$`).MatchString(out) {
 		t.Errorf("podsup describe svc (exit %d) does not show Initialized True:\n%s", code, out)
 	}
 }
