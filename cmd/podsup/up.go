@@ -307,7 +307,13 @@ const reloadEventMax = 2048
 // boundedEventText is s on one line (its problems joined by "; ") capped
 // at reloadEventMax bytes on a rune boundary.
 func boundedEventText(s string) string {
-	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	s = strings.Join(lines, "; ")
 	if len(s) <= reloadEventMax {
 		return s
 	}
