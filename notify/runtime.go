@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,7 +29,10 @@ type Runtime struct {
 	// a configuration with such processes (and a start of one fails).
 	Server *Server
 	// Sockets are the fds systemd passed to podsup, by name
-	// (systemd.ActivationFiles). They stay open for podsup's life.
+	// (systemd.ActivationFiles). They stay open for podsup's life. When
+	// not nil (empty: none passed), Capabilities lists them, and the
+	// supervisor refuses a configuration naming another; nil leaves that
+	// to each start.
 	Sockets map[string][]*os.File
 	// Self is the program that runs the __listenpid shim; "" means
 	// /proc/self/exe, resolved in the child, which is podsup.
@@ -135,6 +139,11 @@ func (r *Runtime) socketFiles(names []string) ([]*os.File, []string, error) {
 	return files, fdnames, nil
 }
 
+// socketNames are the names of Sockets, sorted, ":"-separated.
+func (r *Runtime) socketNames() string {
+	return strings.Join(slices.Sorted(maps.Keys(r.Sockets)), ":")
+}
+
 func (r *Runtime) passed() string {
 	if len(r.Sockets) == 0 {
 		return "none: podsup was not socket-activated"
@@ -171,6 +180,9 @@ func (r *Runtime) Capabilities() supervisor.Capabilities {
 	c := r.next().Capabilities()
 	c.SocketActivation = true
 	c.ReadinessProtocols = c.ReadinessProtocols || r.Server != nil
+	if r.Sockets != nil { // podsup's own: a configuration naming another is refused
+		c.ActivationChecked, c.ActivationSockets = true, r.socketNames()
+	}
 	return c
 }
 

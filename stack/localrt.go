@@ -218,9 +218,13 @@ func (g *startGate) settle(ok bool) {
 
 // Capabilities is Sandboxes alone: the output of a process goes where
 // StartRequest says (/dev/null by default), so capture, readiness
-// protocols and activation sockets are for the layers around it.
+// protocols and activation sockets are for the layers around it. It says
+// too what this podsup cannot do of a sandbox (NoNamespaces without
+// CAP_SYS_ADMIN, NoResourceLimits without a cgroup it may write;
+// hostcheck.go), so that such a configuration is refused with the fix
+// rather than failing at every start.
 func (l *LocalRuntime) Capabilities() supervisor.Capabilities {
-	return supervisor.Capabilities{Sandboxes: true}
+	return supervisor.Capabilities{Sandboxes: true, NoNamespaces: namespacesUnavailable(), NoResourceLimits: l.limitsUnavailable()}
 }
 
 // ReleaseProcess does nothing: package sandbox offers no way to delete one

@@ -189,6 +189,11 @@ func layers(local *LocalRuntime, hub *logs.Hub, journal bool, srv *notify.Server
 	if journal {
 		started = &systemd.JournalRuntime{Next: started, Send: systemd.JournalSend}
 	}
+	if sockets == nil {
+		// None passed: a process that names one is refused with the
+		// configuration (supervisor.Capabilities), not at every start.
+		sockets = map[string][]*os.File{}
+	}
 	return &notify.Runtime{Next: started, Server: srv, Sockets: sockets}
 }
 

@@ -57,7 +57,9 @@ func TestUpRuntimeStackHasEveryCapability(t *testing.T) {
 	underJournal := layers(local, hub, true, srv, nil).Capabilities()
 	v := reflect.ValueOf(underJournal)
 	for i := range v.NumField() {
-		if !v.Field(i).Bool() {
+		// The string fields say what the host keeps back (hostcheck.go):
+		// nothing, as root, in CI.
+		if f := v.Field(i); f.Kind() == reflect.Bool && !f.Bool() || f.Kind() == reflect.String && f.String() != "" && v.Type().Field(i).Name != "ActivationSockets" {
 			t.Errorf("the stack under journald lacks %s: %+v", v.Type().Field(i).Name, underJournal)
 		}
 	}

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/podsup/podsup/spec"
@@ -31,6 +32,27 @@ type Capabilities struct {
 	OutputCapture bool
 	// Journal: log { journal = true }. systemd.JournalRuntime.
 	Journal bool
+
+	// What the host keeps back. Unlike the capabilities above, these are
+	// faults of podsup's own process (its credentials, its cgroup, the
+	// fds it was started with) that no start or restart can get past:
+	// a configuration that needs them is refused, with the fix, instead
+	// of failing at every start in a back-off loop. The zero value keeps
+	// nothing back.
+
+	// NoNamespaces, when set, says why a sandbox's namespaces cannot be
+	// made (podsup lacks CAP_SYS_ADMIN) and what to do.
+	// stack.LocalRuntime.
+	NoNamespaces string
+	// NoResourceLimits, when set, says why a sandbox's resources cannot be
+	// enforced (no cgroup podsup may write) and what to do.
+	// stack.LocalRuntime.
+	NoResourceLimits string
+	// ActivationChecked says ActivationSockets is known: the names of the
+	// sockets podsup was passed (LISTEN_FDNAMES), ":"-separated, as
+	// LISTEN_FDNAMES spells them; "" for none. notify.Runtime.
+	ActivationChecked bool
+	ActivationSockets string
 }
 
 // ErrUnsupported is the class of a configuration its Runtime cannot
@@ -50,6 +72,14 @@ func (c Capabilities) Check(cfg *spec.Config) error {
 		gp := []string{"group", g.Name}
 		if g.Sandbox != nil && !c.Sandboxes {
 			add(fieldPath(gp, "sandbox"), "a sandbox block needs a runtime with sandboxes, and this one has none (stack.LocalRuntime makes them)")
+		}
+		if sb := g.Sandbox; sb != nil && c.Sandboxes {
+			if len(sb.Namespaces) > 0 && c.NoNamespaces != "" {
+				add(fieldPath(gp, "sandbox", "namespaces"), "namespaces = [%s] cannot be made: %s", quoteAll(sb.Namespaces), c.NoNamespaces)
+			}
+			if sb.Resources != (spec.Resources{}) && c.NoResourceLimits != "" {
+				add(fieldPath(gp, "sandbox", "resources"), "resource limits cannot be enforced: %s", c.NoResourceLimits)
+			}
 		}
 		for _, pr := range g.Init {
 			c.checkProcess(fieldPath(gp, "init", pr.Name), pr, add)
@@ -71,6 +101,11 @@ func (c Capabilities) checkProcess(p []string, pr spec.Process, add func([]strin
 	}
 	if len(pr.Sockets) > 0 && !c.SocketActivation {
 		add(fieldPath(p, "sockets"), "sockets = [%s] need a runtime that hands out activation sockets, and this one does not (notify.Runtime does)", quoteAll(pr.Sockets))
+	}
+	if len(pr.Sockets) > 0 && c.SocketActivation && c.ActivationChecked {
+		if missing := missingSockets(pr.Sockets, c.ActivationSockets); len(missing) > 0 {
+			add(fieldPath(p, "sockets"), "%s", SocketsMissing(missing, c.ActivationSockets))
+		}
 	}
 	if captured := capturedLogSettings(pr.Log); len(captured) > 0 && !c.OutputCapture {
 		add(fieldPath(p, "log"), "log settings (%s) need a runtime that captures output, and this one does not (podsup up's capture layer, package logs, does)", strings.Join(captured, ", "))
@@ -115,4 +150,27 @@ func quoteAll(names []string) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// missingSockets are the names of want that passed (":"-separated) lacks.
+func missingSockets(want []string, passed string) []string {
+	have := strings.Split(passed, ":")
+	var missing []string
+	for _, n := range want {
+		if passed == "" || !slices.Contains(have, n) {
+			missing = append(missing, n)
+		}
+	}
+	return missing
+}
+
+// SocketsMissing says that the sockets named missing were not passed to
+// podsup (passed: LISTEN_FDNAMES, ":"-separated) and how to pass them.
+func SocketsMissing(missing []string, passed string) string {
+	got := "none: podsup was not socket-activated"
+	if passed != "" {
+		got = quoteAll(strings.Split(passed, ":"))
+	}
+	return fmt.Sprintf("no socket named %s was passed to podsup (passed: %s): start podsup from a systemd .socket unit with FileDescriptorName=%s, which passes it in LISTEN_FDNAMES",
+		quoteAll(missing), got, missing[0])
 }

@@ -214,3 +214,9 @@ func modeOwner(st unix.Stat_t) string {
 	}
 	return fmt.Sprintf("mode %04o owner %s", st.Mode&0o7777, owner)
 }
+
+// CredentialOf is the credential a Cmd with this User and Group runs
+// with: nil for podsup's own, an error for an unknown user or group.
+func CredentialOf(userName, groupName string) (*syscall.Credential, error) {
+	return credential(userName, groupName)
+}
