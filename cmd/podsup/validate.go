@@ -41,7 +41,7 @@ will run on. --strict makes warnings errors. Exit codes: 0 valid (with
 warnings unless --strict), 1 invalid.`,
 		Example: `  podsup validate -f examples/web.hcl
   podsup validate -f examples/conf.d/ --var http_port=8081
-  sudo podsup validate --strict -f examples/edge.hcl`,
+  podsup validate --strict -f examples/edge.hcl   # as the user podsup runs as`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			source, err := cf.source()
