@@ -50,11 +50,15 @@ func (h *Hub) AppendHook(group, process, instanceID string, l spec.Log, point sp
 		return
 	}
 	passthrough := l.Mode == "passthrough"
-	var p *procLog
-	if passthrough {
-		p = &procLog{group: group, process: process, name: key} // nothing kept
-	} else {
-		p = h.capturedLocked(group, process)
+	p := h.procs[key]
+	switch {
+	case !passthrough && point == spec.PreStart:
+		p = h.capturedLocked(group, process) // its instance is about to be attached
+	case passthrough || p == nil || p.passthrough:
+		// Nothing kept: passthrough, or a process already forgotten
+		// (removed by a reload before its post_stop ended), which must
+		// not come back.
+		p = &procLog{group: group, process: process, name: key}
 	}
 	h.mu.Unlock()
 	h.widen(len(key))

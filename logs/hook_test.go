@@ -80,4 +80,11 @@ func TestAppendHookMarksTheLinesAsTheHooks(t *testing.T) {
 	if cur := texts(mustTail(t, h, "web", "api", 0, false)); !equalStrings(cur, []string{"retrying"}) {
 		t.Fatalf("current after a late post_stop: %q", cur)
 	}
+	// Nor does a forgotten process come back for its post_stop's lines.
+	h.Forget("web", "api")
+	h.AppendHook("web", "api", "3", spec.Log{}, spec.PostStop, []byte("gone\n"))
+	eventually(t, "the line of a forgotten process", func() bool { return strings.Contains(console.String(), "web/api | [hook:post_stop] gone\n") })
+	if _, err := h.Tail("web", "api", 0, false); err == nil {
+		t.Fatal("a post_stop's lines brought a forgotten process back")
+	}
 }
