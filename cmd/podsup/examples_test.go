@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,12 +10,15 @@ import (
 	"testing"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/testusers"
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // TestExamplesRun runs every examples/*.hcl briefly with podsup up: each
 // process must come up running (or, a one-shot, complete), then SIGTERM
 // must stop everything and podsup must exit 0 (X9).
 func TestExamplesRun(t *testing.T) {
+	testusers.RequireRoot(t) // edge.hcl's sandboxes, systemd.hcl's user nobody
 	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.hcl"))
 	if len(files) < 4 {
@@ -29,16 +33,15 @@ func TestExamplesRun(t *testing.T) {
 			args := []string{"up", "-f", file, "--socket", socket}
 			if filepath.Base(file) == "conf.d" {
 				args = append(args, "--var", "http_port=8091")
-			} else {
-				src, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if strings.Contains(string(src), "sandbox {") && os.Geteuid() != 0 {
-					t.Skip("needs root: the example has sandboxes (CI runs as root)")
-				}
 			}
-			up := start(t, podsupCmd(t, args...))
+			pc := podsupCmd(t, args...)
+			// Where an example writes (log_dir) and listens (metrics_listen)
+			// on a host, the test takes a place of its own.
+			pc.Env = append(pc.Env, "PODSUP_LOG_DIR="+filepath.Join(t.TempDir(), "log"), "PODSUP_METRICS_LISTEN=127.0.0.1:0")
+			if src, _ := os.ReadFile(file); strings.Contains(string(src), "sockets = [\"web\"]") {
+				socketActivated(t, pc)
+			}
+			up := start(t, pc)
 			c := api.NewClient(socket)
 			var last api.StatusResponse
 			if !eventually(func() bool {
@@ -64,4 +67,26 @@ func TestExamplesRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// socketActivated makes c a socket-activated podsup, as systemd (or
+// systemd-socket-activate -l 127.0.0.1:8095 --fdname=web) starts the
+// example: a listener on 127.0.0.1:8095, the port its probe and hook
+// name, handed over as fd 3 named "web", with LISTEN_PID set to the pid
+// podsup runs as (the __listenpid shim).
+func socketActivated(t *testing.T, c *proc.Cmd) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:8095")
+	if err != nil {
+		t.Fatalf("systemd.hcl's socket 127.0.0.1:8095: %v (is another program on the port?)", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	lf, err := l.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lf.Close() })
+	c.Args = append([]string{c.Args[0], "__listenpid", testExe(t)}, c.Args[1:]...)
+	c.Env = append(c.Env, "LISTEN_FDS=1", "LISTEN_FDNAMES=web")
+	c.ExtraFiles = []*os.File{lf}
 }
