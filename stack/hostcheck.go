@@ -145,6 +145,7 @@ func CheckHost(cfg *spec.Config, env []string) spec.Errors {
 			errs = append(errs, es...)
 		}
 	}
+	errs = append(errs, journalHostWarnings(cfg)...) // journalcheck.go
 	for _, g := range cfg.Groups {
 		for i := range g.Init {
 			checkCommand(&g, "init", &g.Init[i], add)

@@ -173,6 +173,9 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	if fdWarning != "" {
 		log.Warn().Msg(fdWarning)
 	}
+	if w := stack.JournalWarning(cfg, journalOn); w != "" {
+		log.Warn().Msg(w)
+	}
 
 	// Catch before anything starts, so no signal is lost.
 	// They stay caught until podsup exits (handleUpSignals).
