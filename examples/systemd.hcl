@@ -28,9 +28,9 @@ supervisor {
   socket_group       = "adm"
   socket_group_roles = ["read", "operate"]
   notify_ready       = "started"
-  # Every process's lines also go to /var/log/podsup/GROUP/PROCESS.log
-  # (one line per write, as the process wrote it), rotated by each
-  # process's log block.
+  # Every process's lines also go to /var/log/podsup/GROUP/PROCESS.log,
+  # in kubelet's CRI log format ("2026-11-25T04:10:41.203117Z stdout F
+  # TEXT"), rotated by each process's log block.
   log_dir              = env("PODSUP_LOG_DIR", "/var/log/podsup")
   metrics_listen       = env("PODSUP_METRICS_LISTEN", "127.0.0.1:9310")
   metrics_allow_remote = false

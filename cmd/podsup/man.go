@@ -174,8 +174,19 @@ func configPage(md string) (string, error) {
 			para = nil
 		}
 	}
+	code := false // inside a ``` block: kept line by line, as written
 	for _, line := range strings.Split(md, "\n") {
 		switch {
+		case strings.HasPrefix(line, "```"):
+			flush()
+			if code {
+				b.WriteString(".fi\n.RE\n")
+			} else {
+				b.WriteString(".PP\n.RS 4\n.nf\n")
+			}
+			code = !code
+		case code:
+			b.WriteString(roff(line) + "\n")
 		case strings.HasPrefix(line, "<!--"):
 		case mdHeading.MatchString(line):
 			flush()
