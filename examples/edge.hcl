@@ -7,11 +7,6 @@
 # Group "uplink" shares the host network (it forwards readings) but still
 # gets its own PID and mount namespaces and limits.
 #
-# Group "display" runs in a root filesystem of its own (rootfs): the
-# one-shot group "rootfs" assembles it under /tmp first (a real device
-# would ship an image), and the host's /usr is bind-mounted into it
-# read-only.
-#
 # Sandboxes need root (namespaces and cgroups):
 #   sudo podsup up -f examples/edge.hcl
 #   sudo podsup status
@@ -96,41 +91,5 @@ group "uplink" {
       max_size  = "1MiB"
       max_files = 3
     }
-  }
-}
-
-group "rootfs" {
-  # One step, done once: the directory "display" pivots into.
-  restart_policy = "on-failure"
-
-  process "assemble" {
-    command = ["sh", "-c", "r=/tmp/podsup-edge-rootfs; mkdir -p $r/usr $r/proc $r/tmp && for d in bin sbin lib lib64; do ln -sfn usr/$d $r/$d; done"]
-  }
-}
-
-group "display" {
-  depends_on "rootfs" {
-    condition = "completed"
-  }
-
-  sandbox {
-    namespaces = ["pid", "mount"]
-    rootfs     = "/tmp/podsup-edge-rootfs"
-
-    mount {
-      type     = "bind"
-      source   = "/usr"
-      target   = "/usr"
-      readonly = true
-    }
-    mount {
-      type   = "proc"
-      target = "/proc"
-    }
-  }
-
-  process "panel" {
-    # Paths inside the root filesystem: /bin is its usr/bin.
-    command = ["/bin/sh", "-c", "trap 'exit 0' TERM; echo panel: root is $(ls / | tr '\\n' ' '); while :; do sleep 1; done"]
   }
 }
