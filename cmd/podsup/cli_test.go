@@ -8,8 +8,8 @@ import (
 )
 
 // TestStatusWatchEndsCleanlyAtShutdown: a podsup that shuts down ends
-// `status -w` normally, as the API server closing a watch ends kubectl
-// get -w: exit 0 and a line that says so, not "unexpected EOF", exit 2.
+// `status -w` normally: exit 0 and a line that says so, not
+// "unexpected EOF", exit 2.
 func TestStatusWatchEndsCleanlyAtShutdown(t *testing.T) {
 	t.Parallel()
 	f := startUp(t, examplesConfig)

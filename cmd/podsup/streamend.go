@@ -14,9 +14,9 @@ import (
 const goneWithin = 10 * time.Second
 
 // streamEnded reads the end of a stream (status -w) that no ^C ended. When
-// podsup shut down, the end is normal: it says so on w and returns nil,
-// as kubectl get -w ends when the API server closes the watch. Otherwise
-// (podsup crashed or the connection broke) err stands.
+// podsup shut down, the end is normal: it says so on w and returns nil
+// (exit 0), as a script that watches until podsup goes away expects.
+// Otherwise (podsup crashed or the connection broke) err stands.
 func streamEnded(w io.Writer, socket string, err error) error {
 	if podsupGone(socket, goneWithin) {
 		fmt.Fprintln(w, "podsup shut down")
