@@ -113,7 +113,7 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 		t.Errorf("python got no SIGINT, the manifest's stopSignal:\n%s", out)
 	}
 	for _, p := range []string{"app", "heartbeat"} { // an exit is logged (E2)
-		if l := logLine(t, out, "process exited group=web process="+p+" "); !strings.HasSuffix(l, " exit_code=0") {
+		if l := logLine(t, out, "process exited group=web process="+p+" "); !strings.Contains(l, " exit_code=0 ") && !strings.HasSuffix(l, " exit_code=0") {
 			t.Errorf("%s did not exit 0: %s", p, l)
 		}
 	}

@@ -113,7 +113,7 @@ func TestUpStopsOnSIGTERMAfterSIGHUPWithAFIFOInConfD(t *testing.T) {
 		t.Errorf("podsup up exited %d after SIGTERM", code)
 	}
 	out := f.up.rest(t)
-	if !strings.Contains(out, "reload failed, the running configuration stays") || !strings.Contains(out, fifo) || !strings.Contains(out, "named pipe (FIFO)") {
+	if !strings.Contains(out, "reload refused, the running configuration stays") || !strings.Contains(out, fifo) || !strings.Contains(out, "named pipe (FIFO)") {
 		t.Errorf("podsup's log does not say the SIGHUP's reload was refused for the FIFO:\n%s", out)
 	}
 }
