@@ -103,7 +103,7 @@ func New(b Backend, pol Policy, log zerolog.Logger) *Server {
 			}
 			return context.WithValue(ctx, peerKey{}, p)
 		},
-		ErrorLog: nil,
+		ErrorLog: newHTTPErrorLog(log),
 	}
 	return s
 }
