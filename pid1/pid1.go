@@ -58,6 +58,13 @@
 //     embeds Run cannot profile its own CPU (runtime/pprof) once Run has
 //     started: its profiler's SIGPROFs would be the child's.
 //
+// The assembly (that handler, and the forward made inside the wait,
+// sigwait_amd64.s and sigwait_arm64.s) reaches into the Go runtime
+// (entersyscall and exitsyscall through linkname). A program that must
+// not depend on that, or that a Go release breaks, builds with
+// -tags podsup_portable: the path of every other architecture, in Go
+// alone, at the cost of SIGPROF and 34 landing on a busy thread, as above.
+//
 // # Contract on return
 //
 // Run leaves the forwarded signals caught (and, but for goUnblocked,

@@ -1,3 +1,5 @@
+//go:build !podsup_portable
+
 #include "textflag.h"
 
 // func redirectHandler()

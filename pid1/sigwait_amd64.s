@@ -1,3 +1,5 @@
+//go:build !podsup_portable
+
 #include "textflag.h"
 
 // func sigwaitForwardRaw(set *sigset, info *siginfo, fast sigset, pidfd int) (sig, errno uintptr, forwarded bool)

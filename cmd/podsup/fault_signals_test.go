@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -194,7 +193,7 @@ func TestRunForwardsSIGURGOnAnyThread(t *testing.T) {
 	bash := needBash(t)
 	sigs := []syscall.Signal{syscall.SIGURG, syscall.SIGUSR1}
 	names := []string{"URG", "USR1"}
-	if runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" {
+	if signalAssembly { // else they are forwarded only from the signal thread
 		sigs = append(sigs, syscall.SIGPROF, 34)
 		names = append(names, "PROF", "34")
 	}
