@@ -21,6 +21,7 @@
 package termsafe
 
 import (
+	"bytes"
 	"io"
 	"unicode/utf8"
 )
@@ -166,10 +167,10 @@ func decodeRune[S ~string | ~[]byte](s S, i int) (rune, int) {
 // process's output shown on a terminal. A character split between two
 // writes is quoted whole; Flush writes an incomplete one left at the end.
 type Writer struct {
-	w       io.Writer
-	f       Flags
-	pending []byte // the start of a UTF-8 sequence the last write ended in
-	buf     []byte
+	w   io.Writer
+	f   Flags
+	t   tail
+	buf []byte
 }
 
 // NewWriter returns a Writer that writes to w.
@@ -178,35 +179,15 @@ func NewWriter(w io.Writer, f Flags) *Writer { return &Writer{w: w, f: f} }
 // Write quotes p and writes it; it reports len(p) when the quoted bytes
 // were written.
 func (w *Writer) Write(p []byte) (int, error) {
-	in := p
-	if len(w.pending) > 0 {
-		in = append(w.pending, p...)
-		w.pending = nil
-	}
-	// Hold back an incomplete UTF-8 sequence at the end: its next bytes
-	// come with the next write.
-	if k := incompleteTail(in); k > 0 {
-		w.pending = append([]byte(nil), in[len(in)-k:]...)
-		in = in[:len(in)-k]
-	}
+	in := w.t.join(p)
 	b := w.buf[:0]
-	for len(in) > 0 {
-		line := in
-		nl := -1
-		for j, c := range in {
-			if c == '\n' {
-				nl = j
-				break
-			}
-		}
-		if nl >= 0 {
-			line = in[:nl]
-		}
-		b = Append(b, line, w.f)
+	for {
+		nl := bytes.IndexByte(in, '\n')
 		if nl < 0 {
+			b = Append(b, in, w.f)
 			break
 		}
-		b = append(b, '\n')
+		b = append(Append(b, in[:nl], w.f), '\n')
 		in = in[nl+1:]
 	}
 	w.buf = b
@@ -218,13 +199,33 @@ func (w *Writer) Write(p []byte) (int, error) {
 
 // Flush writes, quoted, an incomplete character the last write ended in.
 func (w *Writer) Flush() error {
-	if len(w.pending) == 0 {
+	if len(w.t.pending) == 0 {
 		return nil
 	}
-	b := Append(nil, w.pending, w.f)
-	w.pending = nil
+	b := Append(nil, w.t.pending, w.f)
+	w.t.pending = nil
 	_, err := w.w.Write(b)
 	return err
+}
+
+// tail carries an incomplete UTF-8 sequence from the end of one write to
+// the start of the next, so that a character split between writes is
+// seen whole.
+type tail struct{ pending []byte }
+
+// join returns p after what the last write held back, less an incomplete
+// sequence at its end, which it holds back in turn.
+func (t *tail) join(p []byte) []byte {
+	in := p
+	if len(t.pending) > 0 {
+		in = append(t.pending, p...)
+		t.pending = nil
+	}
+	if k := incompleteTail(in); k > 0 {
+		t.pending = append([]byte(nil), in[len(in)-k:]...)
+		in = in[:len(in)-k]
+	}
+	return in
 }
 
 // incompleteTail is how many bytes at the end of p begin a UTF-8 sequence
@@ -280,9 +281,9 @@ func AppendJSON(dst, js []byte) []byte {
 // JSONWriter applies AppendJSON to what is written through it: the JSON
 // of -o json, written by an encoding/json Encoder or in whole lines.
 type JSONWriter struct {
-	w       io.Writer
-	pending []byte
-	buf     []byte
+	w   io.Writer
+	t   tail
+	buf []byte
 }
 
 // NewJSONWriter returns a JSONWriter that writes to w.
@@ -291,16 +292,7 @@ func NewJSONWriter(w io.Writer) *JSONWriter { return &JSONWriter{w: w} }
 // Write escapes p and writes it; a character split between two writes
 // is escaped whole.
 func (w *JSONWriter) Write(p []byte) (int, error) {
-	in := p
-	if len(w.pending) > 0 {
-		in = append(w.pending, p...)
-		w.pending = nil
-	}
-	if k := incompleteTail(in); k > 0 {
-		w.pending = append([]byte(nil), in[len(in)-k:]...)
-		in = in[:len(in)-k]
-	}
-	w.buf = AppendJSON(w.buf[:0], in)
+	w.buf = AppendJSON(w.buf[:0], w.t.join(p))
 	if _, err := w.w.Write(w.buf); err != nil {
 		return 0, err
 	}
