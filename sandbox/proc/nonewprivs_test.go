@@ -93,3 +93,12 @@ func TestNotRootRefusesRoot(t *testing.T) {
 		t.Errorf("a non-root user: %d %s", code, out)
 	}
 }
+
+// A missing working directory is not reported as a missing /proc: both
+// fail the fork with ENOENT, and only the first is the command's.
+func TestNoNewPrivsMissingWorkingDir(t *testing.T) {
+	_, err := Start(&Cmd{Path: "/bin/true", Dir: "/nonexistent-podsup-wd", NoNewPrivs: true})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent-podsup-wd") {
+		t.Errorf("a missing working directory: %v, want it named", err)
+	}
+}

@@ -224,8 +224,13 @@ func Start(c *Cmd) (*Process, error) {
 	}
 	if err != nil {
 		if c.NoNewPrivs && (err == syscall.ENOENT || err == syscall.ENOTDIR) {
-			// The command itself was not looked at: /proc/self/exe was.
-			return nil, &StartError{Path: c.Path, Err: fmt.Errorf("%w: without privileges, a command starts through %s, and there is no /proc here: mount one in the sandbox (mount \"proc\" \"/proc\" {})", ErrNotExecutable, selfExe)}
+			// The command itself was not looked at: the working
+			// directory and /proc/self/exe were.
+			why := fmt.Sprintf("without privileges, a command starts through %s, and there is no /proc here: mount one in the sandbox (mount \"proc\" \"/proc\" {})", selfExe)
+			if c.Dir != "" {
+				why = fmt.Sprintf("its working directory %s does not exist, or %s", c.Dir, why)
+			}
+			return nil, &StartError{Path: c.Path, Err: fmt.Errorf("%w: %s", ErrNotExecutable, why)}
 		}
 		return nil, &StartError{Path: c.Path, Err: classifyExecError(forkFDError(err, files))}
 	}
