@@ -84,20 +84,22 @@ func (r *rotatingFile) open() error {
 		return err
 	}
 	defer unix.Close(gd) // the file's fd is all that is kept
+	return r.openIn(gd)
+}
+
+// openIn opens the live file in the group directory gd, a regular file
+// of podsup's or none (created), and takes its size.
+func (r *rotatingFile) openIn(gd int) error {
 	// O_NONBLOCK: a FIFO where the file goes fails (ENXIO) instead of
 	// stalling the capture loop; cleared once it is known to be a file.
 	fd, err := openBeneath(gd, r.name, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NONBLOCK, 0o640)
 	if err != nil {
 		return explain(err, gd, r.name, r.path, "opening log file")
 	}
-	if err := regularFile(fd, r.path); err != nil {
+	st, err := regularFile(fd, r.path)
+	if err != nil {
 		_ = unix.Close(fd) // refused before any write
 		return err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		_ = unix.Close(fd) // unusable anyway; the Fstat error is the one to report
-		return fmt.Errorf("reading log file size: %w", err)
 	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		_ = unix.Close(fd) // unusable anyway
@@ -107,36 +109,28 @@ func (r *rotatingFile) open() error {
 	return nil
 }
 
-// rotate closes the live file and shifts path.i to path.(i+1), dropping the
-// oldest, so the next write starts a new file. Names are renamed and
-// removed as they are, links included: a link is moved or removed, never
-// what it points to.
+// rotate closes the live file, shifts path.i to path.(i+1), dropping the
+// oldest, and opens a new live file in the same group directory fd (one
+// lookup of log_dir per rotation). With one file, the live one is
+// truncated instead. Names are renamed and removed as they are, links
+// included: a link is moved or removed, never what it points to.
 func (r *rotatingFile) rotate(l fileLimits) error {
-	if r.f != nil {
-		_ = r.f.Close() // everything was written with write(2); nothing to flush
-		r.f = nil
-	}
+	r.close()
 	r.size = 0
-	gd, err := openGroupDir(r.dir, r.group, false)
+	gd, err := openGroupDir(r.dir, r.group, true)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(gd) // used for this rotation only
+	defer unix.Close(gd) // the new file's fd is all that is kept
 	if l.maxFiles <= 1 {
-		fd, err := openBeneath(gd, r.name, unix.O_WRONLY|unix.O_NONBLOCK, 0)
-		if err == unix.ENOENT {
-			return nil
-		}
-		if err != nil {
-			return explain(err, gd, r.name, r.path, "truncating log file")
-		}
-		defer unix.Close(fd) // truncated through it; nothing written
-		if err := regularFile(fd, r.path); err != nil {
+		if err := r.openIn(gd); err != nil {
 			return err
 		}
-		if err := unix.Ftruncate(fd, 0); err != nil {
+		if err := r.f.Truncate(0); err != nil {
+			r.close()
 			return fmt.Errorf("truncating log file %s: %w", r.path, err)
 		}
+		r.size = 0
 		return nil
 	}
 	if err := unix.Unlinkat(gd, r.nth(l.maxFiles-1), 0); err != nil && err != unix.ENOENT {
@@ -147,7 +141,7 @@ func (r *rotatingFile) rotate(l fileLimits) error {
 			return fmt.Errorf("rotating log file %s: %w", filepath.Join(r.dir, r.group, r.nth(i)), err)
 		}
 	}
-	return nil
+	return r.openIn(gd)
 }
 
 // nth is the name in the group directory of the i-th file.

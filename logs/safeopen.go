@@ -204,17 +204,18 @@ func checkLogDir(dir string) (warn, err error) {
 // regularFile refuses an fd that is not a regular file of one name (a
 // FIFO or device where a log file goes, or a hard link to another file:
 // one planted while the directory was still writable by others outlives
-// a chmod of the directory).
-func regularFile(fd int, path string) error {
+// a chmod of the directory), and returns its stat (the size is the
+// caller's).
+func regularFile(fd int, path string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("checking log file %s: %w", path, err)
+		return st, fmt.Errorf("checking log file %s: %w", path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("%w: %s is not a regular file; remove it", ErrInsecureLogDir, path)
+		return st, fmt.Errorf("%w: %s is not a regular file; remove it", ErrInsecureLogDir, path)
 	}
 	if st.Nlink > 1 {
-		return fmt.Errorf("%w: %s has %d hard links, so it may be another file too; podsup writes only a file of its own: remove it", ErrInsecureLogDir, path, st.Nlink)
+		return st, fmt.Errorf("%w: %s has %d hard links, so it may be another file too; podsup writes only a file of its own: remove it", ErrInsecureLogDir, path, st.Nlink)
 	}
-	return nil
+	return st, nil
 }
