@@ -12,10 +12,7 @@ import "time"
 // pre_start and post_stop, which Kubernetes does not have, are bounded by
 // their timeouts instead (X5).
 func (ch *checker) sleepHooks(g *Group) {
-	grace := DefaultTerminationGracePeriod
-	if g.TerminationGracePeriod != nil {
-		grace = *g.TerminationGracePeriod
-	}
+	grace := g.Grace()
 	if grace < 0 {
 		return // refused already; one error is enough
 	}
