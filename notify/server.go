@@ -64,21 +64,33 @@ func NewServer(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("unable to create the runtime directory: %w", err)
 	}
 	removeStale(opts.Dir, opts.Logger)
-	dir, err := os.MkdirTemp(opts.Dir, dirPrefix)
-	if err != nil {
-		return nil, fmt.Errorf("unable to create the notify socket directory: %w", err)
-	}
-	// Held, flocked, until the Server stops or podsup dies: a later podsup
-	// tells a live directory from a dead one's by this lock.
-	lockfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err == nil {
-		if err = unix.Flock(lockfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			_ = unix.Close(lockfd)
+	var (
+		dir    string
+		lockfd int
+		err    error
+	)
+	// Until it is flocked, a new directory looks like a dead podsup's to
+	// another podsup's removeStale, which may lock or remove it first
+	// (EWOULDBLOCK, ENOENT): then make another.
+	for try := 0; ; try++ {
+		if dir, err = os.MkdirTemp(opts.Dir, dirPrefix); err != nil {
+			return nil, fmt.Errorf("unable to create the notify socket directory: %w", err)
 		}
-	}
-	if err != nil {
+		// Held, flocked, until the Server stops or podsup dies: a later
+		// podsup tells a live directory from a dead one's by this lock.
+		lockfd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			if err = unix.Flock(lockfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+				_ = unix.Close(lockfd)
+			}
+		}
+		if err == nil {
+			break
+		}
 		_ = os.Remove(dir)
-		return nil, fmt.Errorf("unable to lock the notify socket directory: %w", err)
+		if (err != unix.EWOULDBLOCK && err != unix.ENOENT) || try == 4 {
+			return nil, fmt.Errorf("unable to lock the notify socket directory: %w", err)
+		}
 	}
 	fail := func(err error) (*Server, error) {
 		_ = unix.Close(lockfd)
