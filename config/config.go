@@ -218,7 +218,7 @@ func (o Options) parse(srcs []source) (*spec.Config, error) {
 	var diags hcl.Diagnostics
 	tokens, left := 0, int64(MaxConfigSize)
 	for _, s := range srcs {
-		ld, n := checkLimits(s.src, s.name, tokens)
+		ld, n, splits := checkLimits(s.src, s.name, tokens, chunkSize)
 		if ld.HasErrors() {
 			return nil, limitsError(ld, s.src)
 		}
@@ -226,7 +226,7 @@ func (o Options) parse(srcs []source) (*spec.Config, error) {
 		if left -= int64(len(s.src)); left < 0 {
 			return nil, limitsError(hcl.Diagnostics{configTooLarge(s.name, len(srcs), "more than "+byteCount(MaxConfigSize))}, nil)
 		}
-		file, fd := parseFile(s.src, s.name)
+		file, fd := parseFile(s.src, s.name, splits)
 		files[s.name] = file
 		diags = append(diags, fd...)
 		bodies = append(bodies, file.Body)

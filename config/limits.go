@@ -52,12 +52,14 @@ const (
 // deeper than the limits above, with a diagnostic at the place (or for the
 // size, the file) that crosses the limit. tokensBefore is the tokens of
 // the configuration's files before this one: MaxTokens bounds them all.
-// It returns the file's tokens.
-func checkLimits(src []byte, filename string, tokensBefore int) (hcl.Diagnostics, int) {
+// It returns the file's tokens and, with chunk > 0, the offsets about
+// chunk bytes apart where a top-level item has ended (nestingScanner's
+// splits), for parseFile: the same scan finds both.
+func checkLimits(src []byte, filename string, tokensBefore, chunk int) (hcl.Diagnostics, int, []int) {
 	if len(src) > MaxFileSize {
-		return hcl.Diagnostics{tooLarge(filename, byteCount(int64(len(src))))}, 0
+		return hcl.Diagnostics{tooLarge(filename, byteCount(int64(len(src))))}, 0, nil
 	}
-	s := nestingScanner{src: src, tokensBefore: tokensBefore}
+	s := nestingScanner{src: src, tokensBefore: tokensBefore, chunk: chunk}
 	err := s.utf8()
 	if err == nil {
 		err = s.scan()
@@ -69,9 +71,9 @@ func checkLimits(src []byte, filename string, tokensBefore int) (hcl.Diagnostics
 			Summary:  err.summary,
 			Detail:   err.detail,
 			Subject:  &r,
-		}}, s.tokens
+		}}, s.tokens, nil
 	}
-	return nil, s.tokens
+	return nil, s.tokens, s.splits
 }
 
 // tooLarge is the diagnostic for a file over MaxFileSize; size says how
@@ -178,7 +180,7 @@ type nestingScanner struct {
 	// before this one.
 	tokensBefore int
 	// With chunk set, splits collects the offsets, chunk bytes or more
-	// apart, where a top-level item has ended (topLevelSplits).
+	// apart, where a top-level item has ended (parseFile's chunks).
 	chunk  int
 	splits []int
 	// braces and retBraces are HCL's: a } at the brace count a template

@@ -302,7 +302,7 @@ func FuzzLoad(f *testing.F) {
 		f.Add([]byte(src))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		s := nestingScanner{src: src}
+		s := nestingScanner{src: src, chunk: 1}
 		scanErr := s.utf8()
 		if scanErr == nil {
 			scanErr = s.scan()
@@ -315,7 +315,7 @@ func FuzzLoad(f *testing.F) {
 		// blocks.
 		if scanErr == nil {
 			whole, wd := hclsyntax.ParseConfig(src, "fuzz.hcl", hcl.InitialPos)
-			chunked, cd := parseChunks(src, "fuzz.hcl", 1)
+			chunked, cd := parseFile(src, "fuzz.hcl", s.splits)
 			if wd.HasErrors() != cd.HasErrors() {
 				t.Fatalf("parsed whole: %v; in chunks: %v: %q", wd, cd, src)
 			}

@@ -18,16 +18,11 @@ import (
 const chunkSize = 64 << 10
 
 // parseFile parses one configuration file, as hclsyntax.ParseConfig would,
-// a chunk of whole top-level items at a time (see chunkSize), and joins
-// the chunks' bodies into the file's body. Positions are the file's: each
-// chunk is parsed from where it starts.
-func parseFile(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
-	return parseChunks(src, filename, chunkSize)
-}
-
-// parseChunks is parseFile with chunks of about size bytes.
-func parseChunks(src []byte, filename string, size int) (*hcl.File, hcl.Diagnostics) {
-	splits := topLevelSplits(src, size)
+// a chunk of whole top-level items at a time, cut at splits (checkLimits
+// finds them, about chunkSize bytes apart), and joins the chunks' bodies
+// into the file's body. Positions are the file's: each chunk is parsed
+// from where it starts.
+func parseFile(src []byte, filename string, splits []int) (*hcl.File, hcl.Diagnostics) {
 	if len(splits) == 0 {
 		return hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	}
@@ -80,22 +75,4 @@ func sortedSyntaxAttributes(attrs hclsyntax.Attributes) []*hclsyntax.Attribute {
 		}
 	}
 	return out
-}
-
-// topLevelSplits are offsets of src, about every size bytes, where a
-// top-level item has ended: just after a line end in code with nothing
-// open (no bracket, brace, string, heredoc or template). The scanner is
-// checkLimits', and FuzzLoad checks that a file parsed in chunks is valid
-// exactly when it is valid parsed whole. None is returned for a file the
-// scanner refuses (checkLimits refused it first) or before a UTF-8 byte
-// order mark, which HCL strips only at the start of what it is given.
-func topLevelSplits(src []byte, size int) []int {
-	if len(src) <= size {
-		return nil
-	}
-	s := nestingScanner{src: src, chunk: size}
-	if s.utf8() != nil || s.scan() != nil {
-		return nil
-	}
-	return s.splits
 }

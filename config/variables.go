@@ -105,7 +105,7 @@ func (d *decoder) varFile(path string, vars map[string]*variable) {
 			Detail: fmt.Sprintf("--var-file %s: %s.", path, err)})
 		return
 	}
-	ld, n := checkLimits(src, path, d.tokens)
+	ld, n, _ := checkLimits(src, path, d.tokens, 0)
 	if ld.HasErrors() {
 		d.diags = append(d.diags, ld...)
 		return
