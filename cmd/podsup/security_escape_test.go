@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,65 +41,20 @@ const hostileQuoted = `probe\x1b]0;pwned\a\x1b[2J\rX`
 // termCapture is a pseudo-terminal whose output side does no processing
 // (no \n to \r\n), so that every byte read from it is one the program
 // under test wrote.
-type termCapture struct {
-	master, term *os.File
-	done         chan struct{}
-
-	mu  sync.Mutex
-	out bytes.Buffer
-}
+type termCapture struct{ *pty }
 
 func newTermCapture(t *testing.T) *termCapture {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("no pseudo-terminal: %v", err)
-	}
-	fd := int(m.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tio, err := unix.IoctlGetTermios(int(term.Fd()), unix.TCGETS)
+	p := newPty(t, 200, 50, t.Fatalf)
+	tio, err := unix.IoctlGetTermios(int(p.term.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tio.Oflag &^= unix.OPOST
-	if err := unix.IoctlSetTermios(int(term.Fd()), unix.TCSETS, tio); err != nil {
+	if err := unix.IoctlSetTermios(int(p.term.Fd()), unix.TCSETS, tio); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.IoctlSetWinsize(int(term.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: 200, Row: 50}); err != nil {
-		t.Fatal(err)
-	}
-	c := &termCapture{master: m, term: term, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := m.Read(buf)
-			c.mu.Lock()
-			c.out.Write(buf[:n])
-			c.mu.Unlock()
-			if err != nil {
-				return // EIO once no one holds the terminal
-			}
-		}
-	}()
-	t.Cleanup(func() { term.Close(); m.Close() })
-	return c
-}
-
-func (c *termCapture) sofar() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.String()
+	return &termCapture{p}
 }
 
 // run runs podsup with args, its stdout and stderr on the terminal, and
@@ -128,7 +80,7 @@ func (c *termCapture) run(t *testing.T, args ...string) string {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the terminal of podsup %s never closed", strings.Join(args, " "))
 	}
-	return c.sofar()
+	return c.output()
 }
 
 // startUpOnTerminal is startUp with podsup up's stdout and stderr (its own
@@ -163,7 +115,7 @@ func startUpOnTerminal(t *testing.T, config string) (*upFixture, *termCapture) {
 	})
 	f.c = api.NewClient(f.socket)
 	if !eventually(func() bool { _, err := f.c.Version(context.Background()); return err == nil }) {
-		t.Fatalf("podsup up never answered on %s: %q", f.socket, term.sofar())
+		t.Fatalf("podsup up never answered on %s: %q", f.socket, term.output())
 	}
 	return f, term
 }
@@ -242,7 +194,7 @@ func TestEscapesAreQuotedOnATerminal(t *testing.T) {
 	if !eventually(func() bool {
 		logLines = logLines[:0]
 		found, output := false, false
-		for _, l := range strings.Split(upTerm.sofar(), "\n") {
+		for _, l := range strings.Split(upTerm.output(), "\n") {
 			logLines = append(logLines, l)
 			found = found || strings.Contains(l, "Readiness probe failed: command exited with code 1: "+hostileQuoted)
 			output = output || strings.HasPrefix(l, "g/p") && strings.HasSuffix(l, `| out\x1b]0;pwned\a\x1b[2J\rX`)

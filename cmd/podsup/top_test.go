@@ -21,6 +21,7 @@ import (
 // master, the program under test gets the terminal.
 type pty struct {
 	master, term *os.File
+	done         chan struct{} // closed once the master reads EIO: no one holds the terminal
 
 	mu  sync.Mutex
 	out bytes.Buffer // everything the program wrote, escapes and all
@@ -28,9 +29,16 @@ type pty struct {
 
 func openPty(t *testing.T, cols, rows int) *pty {
 	t.Helper()
+	return newPty(t, cols, rows, t.Skipf)
+}
+
+// newPty is openPty calling noPty (t.Skipf, t.Fatalf) when there is no
+// /dev/ptmx.
+func newPty(t *testing.T, cols, rows int, noPty func(format string, args ...any)) *pty {
+	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
+		noPty("no pseudo-terminals here: %v", err)
 	}
 	fd := int(m.Fd())
 	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
@@ -47,8 +55,9 @@ func openPty(t *testing.T, cols, rows int) *pty {
 	if err := unix.IoctlSetWinsize(int(term.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)}); err != nil {
 		t.Fatal(err)
 	}
-	p := &pty{master: m, term: term}
+	p := &pty{master: m, term: term, done: make(chan struct{})}
 	go func() {
+		defer close(p.done)
 		buf := make([]byte, 4096)
 		for {
 			n, err := m.Read(buf)
