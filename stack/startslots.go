@@ -3,7 +3,6 @@ package stack
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,11 +15,11 @@ import (
 // the retry of a start that ran out of fds (capturingRuntime.Start).
 type startSlots struct {
 	slots chan struct{} // one per start under way
-	alone sync.Mutex    // held by the start that takes every slot
+	alone chan struct{} // full while a start takes every slot
 }
 
 func newStartSlots(n int) *startSlots {
-	return &startSlots{slots: make(chan struct{}, n)}
+	return &startSlots{slots: make(chan struct{}, n), alone: make(chan struct{}, 1)}
 }
 
 // aloneWait bounds how long a start waits to run alone: a start stuck
@@ -42,15 +41,23 @@ func (g *startSlots) enter(ctx context.Context, alone bool) (leave func(), err e
 			return nil, ctx.Err()
 		}
 	}
-	g.alone.Lock()
 	timer := time.NewTimer(aloneWait)
 	defer timer.Stop()
+	// Waited for like the slots: a start retried behind another (both
+	// out of fds) still hears its cancellation and aloneWait.
+	select {
+	case g.alone <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return nil, fmt.Errorf("another start ran alone for longer than %s", aloneWait)
+	}
 	taken := 0
 	leave = func() {
 		for range taken {
 			<-g.slots
 		}
-		g.alone.Unlock()
+		<-g.alone
 	}
 	for taken < cap(g.slots) {
 		select {
