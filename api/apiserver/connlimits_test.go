@@ -75,6 +75,23 @@ func TestFullConnectionsAndFollowersAreAnsweredNotQueued(t *testing.T) {
 		t.Fatalf("a follower over the limit: %d %s", resp.StatusCode, b)
 	}
 	c.Close()
+	// counted waits until the server counts n connections: the refused
+	// follower's let go, the idle ones below accepted.
+	counted := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			s.limits.mu.Lock()
+			got := s.limits.conns
+			s.limits.mu.Unlock()
+			if got == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server counts %d connections, want %d", got, n)
+			}
+		}
+	}
+	counted(3)
 	start := time.Now()
 	if _, resp := rawGet(t, path, "/v1/version"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a short request beside the followers: %d", resp.StatusCode)
@@ -88,7 +105,7 @@ func TestFullConnectionsAndFollowersAreAnsweredNotQueued(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	time.Sleep(100 * time.Millisecond) // let the server count them
+	counted(6)
 	_, resp = rawGet(t, path, "/v1/version")
 	b, _ = io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "its limit") {
