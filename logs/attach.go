@@ -31,9 +31,12 @@ type Attachment struct {
 	done  chan struct{}
 	ended bool
 
-	// prevBefore is the previous instance before Attach made this one
-	// current: what Withdraw puts back.
-	prevBefore *instance
+	// curBefore and prevBefore are the current and previous instances
+	// before Attach made this one current: what Withdraw puts back.
+	// early says curBefore held only a pre_start's lines, which the next
+	// Attach takes over again.
+	curBefore, prevBefore *instance
+	early                 bool
 }
 
 // capture is the pipe (or, with separate streams, the two pipes) one
@@ -95,11 +98,11 @@ func (h *Hub) Attach(group, process, instanceID string, l spec.Log) (*Attachment
 	a.stdout, a.stderr = c.w[0], c.w[c.n-1]
 
 	p.mu.Lock()
+	a.curBefore, a.prevBefore = p.cur, p.prev
 	if e := p.early; e != nil && e == p.cur && e.instance == instanceID {
-		a.inst.tail, p.cur = e.tail, p.prev // its pre_start's lines (AppendHook)
+		a.inst.tail, p.cur, a.early = e.tail, p.prev, true // its pre_start's lines (AppendHook)
 	}
 	p.early = nil
-	a.prevBefore = p.prev
 	if p.cur != nil {
 		p.prev = p.cur
 	}
@@ -120,7 +123,10 @@ func (a *Attachment) Withdraw() {
 	p := a.proc
 	p.mu.Lock()
 	if p.cur == &a.inst {
-		p.cur, p.prev = p.prev, a.prevBefore
+		p.cur, p.prev = a.curBefore, a.prevBefore
+		if a.early {
+			p.early = a.curBefore // the retry's Attach takes the pre_start's lines again
+		}
 	}
 	p.mu.Unlock()
 	_ = a.CloseWriters() // write ends podsup made; nothing to flush
@@ -227,7 +233,7 @@ func (a *Attachment) CloseWriters() error {
 	// crash loop to the one two before it, so that none was ever freed
 	// (the soak check's RSS doubled in a minute).
 	a.proc.mu.Lock()
-	a.prevBefore = nil
+	a.curBefore, a.prevBefore = nil, nil
 	a.proc.mu.Unlock()
 	return nil
 }

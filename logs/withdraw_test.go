@@ -68,3 +68,28 @@ func TestOldInstancesAreFreed(t *testing.T) {
 		}
 	}
 }
+
+// A withdrawn attachment gives back the lines of its pre_start: the
+// retried Attach of the same instance shows them, and --previous is still
+// the instance before.
+func TestWithdrawKeepsThePreStartLines(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t, HubOptions{TailLines: 10})
+	_, a := startSh(t, h, "web", "api", "1", spec.Log{}, `echo one`)
+	waitDone(t, a)
+	h.AppendHook("web", "api", "2", spec.Log{}, spec.PreStart, []byte("preparing\n"))
+	b, err := h.Attach("web", "api", "2", spec.Log{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Withdraw()
+	waitEnded(t, b)
+	_, c := startSh(t, h, "web", "api", "2", spec.Log{}, `echo two`)
+	waitDone(t, c)
+	if got := texts(mustTail(t, h, "web", "api", 0, false)); !equalStrings(got, []string{"preparing", "two"}) {
+		t.Fatalf("retried instance: %q, want [preparing two]", got)
+	}
+	if got := texts(mustTail(t, h, "web", "api", 0, true)); !equalStrings(got, []string{"one"}) {
+		t.Fatalf("--previous after a withdrawn attachment: %q, want [one]", got)
+	}
+}
