@@ -31,7 +31,7 @@ func (f *ctlFlags) register(cmd *cobra.Command) {
 		def = spec.DefaultSocketPath()
 	}
 	cmd.PersistentFlags().StringVar(&f.socket, "socket", def, "podsup's control socket (env PODSUP_SOCKET; for up, overrides the file's supervisor.socket)")
-	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json (the API's objects) or, for status, wide (more columns); a command with no JSON form refuses json")
+	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json (the API's objects) or, for status and events, wide (more columns, dated times); a command with no JSON form refuses json")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "request-timeout", 30*time.Second, "how long a request waits for podsup's answer before it fails, saying so (0: no limit); a stream (-f, -w, exec, wait) waits this long for its start only and then runs as long as it lasts")
 }
 
@@ -50,7 +50,7 @@ func (f *ctlFlags) json() (bool, error) {
 	case "json":
 		return true, nil
 	}
-	return false, fmt.Errorf("unknown output format %q: use table, json or (for status) wide", f.output)
+	return false, fmt.Errorf("unknown output format %q: use table, json or (for status and events) wide", f.output)
 }
 
 // signalContext ends when the user presses ^C.

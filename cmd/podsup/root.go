@@ -79,8 +79,12 @@ var noJSONWhy = map[string]string{
 	"podsup exec":     "the command's output is its own",
 }
 
+// wideOutput are the commands with an -o wide form: status's extra
+// columns, events' dated TIME.
+var wideOutput = map[string]bool{"podsup status": true, "podsup events": true}
+
 // checkOutputFlag refuses an -o the command does not honour: json outside
-// jsonOutput, wide outside status, and any unknown format, with the fix.
+// jsonOutput, wide outside wideOutput, and any unknown format, with the fix.
 func checkOutputFlag(cmd *cobra.Command, f *ctlFlags) error {
 	fl := cmd.Flags().Lookup("output")
 	if fl == nil || !fl.Changed {
@@ -91,10 +95,10 @@ func checkOutputFlag(cmd *cobra.Command, f *ctlFlags) error {
 	case "table":
 		return nil
 	case "wide":
-		if path == "podsup status" {
+		if wideOutput[path] {
 			return nil
 		}
-		return fmt.Errorf("-o wide is only for podsup status: %s has no wide form", path)
+		return fmt.Errorf("-o wide is only for podsup status and podsup events: %s has no wide form", path)
 	case "json":
 		if jsonOutput[path] {
 			return nil
@@ -105,7 +109,7 @@ func checkOutputFlag(cmd *cobra.Command, f *ctlFlags) error {
 		}
 		return fmt.Errorf("%s does not take -o json: %s", path, why)
 	}
-	return fmt.Errorf("unknown output format %q: use table, json or (for status) wide", f.output)
+	return fmt.Errorf("unknown output format %q: use table, json or (for status and events) wide", f.output)
 }
 
 // flagErrorHint adds the fix to a flag error a user is likely to meet.
