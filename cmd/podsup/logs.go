@@ -53,7 +53,7 @@ podsup keeps the last 1000 lines (256 KiB) of each instance in memory and
 the current and previous instance of each process; log_dir keeps more on
 disk.`,
 		Example: `  podsup logs                         # every process of every group, prefixed
-  podsup logs web                     # every process of group web, prefixed
+  podsup logs web                     # every process of group web (prefixed if several)
   podsup logs -f web db/postgres      # follow a group and a process
   podsup logs web/api --tail 20 --timestamps
   podsup logs web --since 10m         # lines captured in the last ten minutes
