@@ -156,7 +156,10 @@ func TestUpStopShowsTerminatingThenStopped(t *testing.T) {
 	if !strings.Contains(out, want) || strings.Contains(out, `process="drain",reason="Error"`) {
 		t.Errorf("X13: metrics lack %s or say Error:\n%s", want, grepLines(out, "last_terminated_reason"))
 	}
-	_, out = f.ctl(t, "events")
+	code, out = f.ctl(t, "events")
+	if code != 0 || !strings.Contains(out, "drain") {
+		t.Errorf("X13: events: exit %d, no line of drain:\n%s", code, out)
+	}
 	for _, l := range strings.Split(out, "\n") {
 		if strings.Contains(l, "drain") && strings.Contains(l, "Warning") {
 			t.Errorf("X13: a requested stop made a warning: %s", l)
