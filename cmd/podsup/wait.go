@@ -87,7 +87,9 @@ func checkOnce(cmd *cobra.Command, c *api.Client, group, process, what, cond str
 		fmt.Fprintln(cmd.ErrOrStderr(), "podsup:", termsafe.Quote(err.Error()))
 		return exitError{1}
 	}
-	w.merge(st)
+	for _, g := range st.Groups {
+		w.set(g)
+	}
 	if missing := w.missing(); len(missing) > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s not %s: %s\n", termsafe.Quote(what), cond, termsafe.Quote(strings.Join(missing, "; ")))
 		return exitError{1}
@@ -108,9 +110,17 @@ func waitUntil(cmd *cobra.Command, done io.Writer, c *api.Client, group, process
 		ctx, cancelTimeout = context.WithTimeout(ctx, timeout)
 		defer cancelTimeout()
 	}
-	err := c.WatchStatus(ctx, group, process, false, func(st api.StatusResponse) error {
-		w.merge(st)
-		if len(w.missing()) == 0 {
+	err := c.Watch(ctx, group, process, false, func(ev api.WatchEvent) error {
+		w.seen = true
+		switch ev.Type {
+		case api.WatchBookmark: // the whole state is in
+			w.synced = true
+		case api.WatchAdded, api.WatchModified:
+			w.set(*ev.Group)
+		default:
+			return nil // a group that went away is kept as it was last seen
+		}
+		if w.synced && len(w.missing()) == 0 {
 			return errConditionMet
 		}
 		return nil
@@ -138,42 +148,17 @@ type waiter struct {
 	cond    string
 	process string
 	seen    bool
+	synced  bool // the watch's BOOKMARK came: every group is in
 	order   []string
 	groups  map[string]*api.GroupStatus
 }
 
-// merge applies one answer of the status stream: the whole status first,
-// then the groups that changed with only their changed processes.
-func (w *waiter) merge(st api.StatusResponse) {
-	w.seen = true
-	for _, g := range st.Groups {
-		cur := w.groups[g.Name]
-		if cur == nil {
-			c := g
-			w.groups[g.Name] = &c
-			w.order = append(w.order, g.Name)
-			continue
-		}
-		cur.Phase, cur.Ready, cur.ReadinessHeldBy = g.Phase, g.Ready, g.ReadinessHeldBy
-		cur.Init = mergeProcesses(cur.Init, g.Init)
-		cur.Processes = mergeProcesses(cur.Processes, g.Processes)
+// set takes a group's whole status from the watch.
+func (w *waiter) set(g api.GroupStatus) {
+	if w.groups[g.Name] == nil {
+		w.order = append(w.order, g.Name)
 	}
-}
-
-func mergeProcesses(cur, changed []api.ProcessStatus) []api.ProcessStatus {
-	for _, p := range changed {
-		found := false
-		for i := range cur {
-			if cur[i].Name == p.Name {
-				cur[i], found = p, true
-				break
-			}
-		}
-		if !found {
-			cur = append(cur, p)
-		}
-	}
-	return cur
+	w.groups[g.Name] = &g
 }
 
 // missing names what does not meet the condition yet, with its state.
