@@ -116,7 +116,9 @@ type (
 		err error
 	}
 	topNoteMsg string
-	topTextMsg struct {
+	// topGroupGoneMsg names a group a reload removed.
+	topGroupGoneMsg string
+	topTextMsg      struct {
 		title string
 		lines []string
 		end   bool
@@ -239,6 +241,8 @@ func (v *topView) handle(m any) {
 		} else {
 			v.setUsage(m.st, m.at)
 		}
+	case topGroupGoneMsg:
+		v.removeGroup(string(m))
 	case topNoteMsg:
 		v.msg = string(m)
 	case topTextMsg:
@@ -274,10 +278,22 @@ func (s *textSlot) stop() {
 // back).
 func topWatch(ctx context.Context, c *api.Client, send func(any)) {
 	for {
-		first := true
-		err := c.WatchStatus(ctx, "", "", false, func(st api.StatusResponse) error {
-			send(topStatusMsg{st: st, full: first})
-			first = false
+		// Until the BOOKMARK the watch sends the whole state, one group at
+		// a time; the view takes it at once, as one full status.
+		first := &api.StatusResponse{}
+		err := c.Watch(ctx, "", "", false, func(e api.WatchEvent) error {
+			switch {
+			case e.Type == api.WatchBookmark && first != nil:
+				send(topStatusMsg{st: *first, full: true})
+				first = nil
+			case e.Group == nil:
+			case e.Type == api.WatchDeleted:
+				send(topGroupGoneMsg(e.Group.Name))
+			case first != nil:
+				first.Groups = append(first.Groups, *e.Group)
+			default:
+				send(topStatusMsg{st: api.StatusResponse{Groups: []api.GroupStatus{*e.Group}}})
+			}
 			return nil
 		})
 		if ctx.Err() != nil {

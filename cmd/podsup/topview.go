@@ -126,10 +126,22 @@ func (v *topView) setStatus(st api.StatusResponse, full bool) {
 	v.clampCursor()
 }
 
+// removeGroup drops the rows of a group the watch said was removed.
+func (v *topView) removeGroup(name string) {
+	v.order = slices.DeleteFunc(v.order, func(k topKey) bool { return k.group == name })
+	for k := range v.rows {
+		if k.group == name {
+			delete(v.rows, k)
+			delete(v.lastCPU, k)
+		}
+	}
+	v.clampCursor()
+}
+
 // setUsage takes a reading of every process's cgroup (GET
 // /v1/status?usage=true) at now: memory as read, CPU as the share of one
 // CPU used since the last reading. Processes it no longer lists are gone
-// (a reload removed them; a watch does not send removals).
+// (a reload removed them from a group the watch still has).
 func (v *topView) setUsage(st api.StatusResponse, now time.Time) {
 	present := map[topKey]bool{}
 	for _, g := range st.Groups {
@@ -532,8 +544,7 @@ func decodeKeys(b []byte) []string {
 			if end == len(b) {
 				return keys // cut off: drop it
 			}
-			seq := string(b[2 : end+1])
-			if name, ok := escapeKeys[seq]; ok {
+			if name, ok := escapeKeys[string(b[2:end+1])]; ok {
 				keys = append(keys, name)
 			}
 			b = b[end+1:]

@@ -128,6 +128,22 @@ func TestTopViewMergesWatchAndUsage(t *testing.T) {
 	}
 }
 
+// A group the watch says was removed leaves the screen at once, without
+// waiting for the next usage reading.
+func TestTopViewDropsARemovedGroup(t *testing.T) {
+	v := newTopView(120, 10)
+	v.handle(topStatusMsg{st: topSample(), full: true})
+	v.handle(topGroupGoneMsg("db"))
+	for _, k := range v.order {
+		if k.group == "db" {
+			t.Fatalf("db's rows are still shown after DELETED: %v", v.order)
+		}
+	}
+	if _, ok := v.rows[topKey{"db", "postgres"}]; ok || len(v.order) != 2 {
+		t.Fatalf("after db was removed: %v", v.order)
+	}
+}
+
 // podsup top is a client like any other: its files import the public API
 // client and the terminal helpers (tty, termsafe), nothing of the runtime.
 func TestTopUsesOnlyThePublicAPI(t *testing.T) {
