@@ -312,12 +312,6 @@ func (d *decoder) integerInt(attrs hcl.Attributes, path []string, name string, d
 	*dst = int(i)
 }
 
-func (d *decoder) integer64(attrs hcl.Attributes, path []string, name string, dst *int64) {
-	if i, ok := d.integer(attrs, path, name); ok {
-		*dst = i
-	}
-}
-
 // maxPids is the largest pids.max the kernel takes: PID_MAX_LIMIT on a
 // 64-bit system (a larger one is EINVAL at every start).
 const maxPids = 4 << 20

@@ -391,14 +391,17 @@ func (s *Server) previousInstance(group, process string, q *LogQuery) error {
 	if err != nil {
 		return err
 	}
+	// filterStatus left the one process asked for.
 	for _, g := range st.Groups {
-		for _, p := range append(append([]api.ProcessStatus{}, g.Init...), g.Processes...) {
-			if lt := p.LastTermination; lt != nil && lt.InstanceID != "" {
-				q.Instance = lt.InstanceID
-				return nil
-			}
-			return notFound("%s/%s has no previous terminated instance", group, process)
+		ps := append(append([]api.ProcessStatus{}, g.Init...), g.Processes...)
+		if len(ps) == 0 {
+			continue
 		}
+		if lt := ps[0].LastTermination; lt != nil && lt.InstanceID != "" {
+			q.Instance = lt.InstanceID
+			return nil
+		}
+		return notFound("%s/%s has no previous terminated instance", group, process)
 	}
 	return nil
 }

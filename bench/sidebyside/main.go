@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -98,7 +99,10 @@ func main() {
 // buildPodsup builds the release way: static, stripped.
 func buildPodsup(dir string) (string, error) {
 	out := filepath.Join(dir, "podsup")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("building podsup needs the go command on PATH: %w", err)
+	}
 	env := append(os.Environ(), "CGO_ENABLED=0")
 	p, err := proc.Start(&proc.Cmd{Path: goTool, Args: []string{"go", "build", "-ldflags", "-s -w", "-o", out, "./cmd/podsup"}, Env: env, Stdout: os.Stderr, Stderr: os.Stderr})
 	if err != nil {

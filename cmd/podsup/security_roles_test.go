@@ -35,6 +35,9 @@ func init() {
 		}
 		fmt.Println("holding")
 		time.Sleep(time.Minute)
+		for _, c := range conns { // held open until here, on purpose
+			c.Close()
+		}
 		return 0
 	}
 }
