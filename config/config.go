@@ -23,7 +23,7 @@
 // a list, relative to the directory of the file that names it; a path
 // starting with "-" is optional (a missing file is skipped, as systemd's
 // EnvironmentFile=-). The format is docker compose's and systemd's
-// (docs/configuration.md has the details): KEY=VALUE lines, # comments,
+// (docs/config.md, "Environment files", has the details): KEY=VALUE lines, # comments,
 // quotes, "export ", no $ expansion. The files are read when the
 // configuration is loaded, into spec.Process.Env: a reload reads them
 // again, and spec.Diff restarts exactly the processes whose environment

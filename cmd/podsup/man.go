@@ -151,12 +151,15 @@ var (
 	mdHeading = regexp.MustCompile(`^(#+) (.*)$`)
 	mdCode    = regexp.MustCompile("`([^`]*)`")
 	mdLink    = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	mdBold    = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+	mdItem    = regexp.MustCompile(`^(-|[0-9]+\.) (.*)$`)
 )
 
 // inline turns markdown's code spans and links into roff.
 func inline(s string) string {
 	s = mdLink.ReplaceAllString(s, "$1")
 	s = roff(s)
+	s = mdBold.ReplaceAllString(s, `\fB$1\fR`)
 	return mdCode.ReplaceAllString(s, `\fB$1\fR`)
 }
 
@@ -170,7 +173,10 @@ func configPage(md string) (string, error) {
 	var para []string
 	flush := func() {
 		if len(para) > 0 {
-			b.WriteString(".PP\n" + inline(strings.Join(para, " ")) + "\n")
+			if !strings.HasSuffix(b.String(), " 4\n") {
+				b.WriteString(".PP\n")
+			}
+			b.WriteString(inline(strings.Join(para, " ")) + "\n")
 			para = nil
 		}
 	}
@@ -195,7 +201,12 @@ func configPage(md string) (string, error) {
 				b.WriteString(".SH DESCRIPTION\n")
 				continue
 			}
-			b.WriteString(".SH " + strings.ToUpper(strings.ReplaceAll(m[2], "`", "")) + "\n")
+			title := strings.ReplaceAll(m[2], "`", "")
+			if len(m[1]) > 2 {
+				b.WriteString(".SS " + title + "\n")
+				continue
+			}
+			b.WriteString(".SH " + strings.ToUpper(title) + "\n")
 		case strings.HasPrefix(line, "|"):
 			flush()
 			cells := strings.Split(strings.Trim(line, "|"), "|")
@@ -217,6 +228,17 @@ func configPage(md string) (string, error) {
 			b.WriteString(".\n")
 		case strings.TrimSpace(line) == "":
 			flush()
+		case mdItem.MatchString(line):
+			// A list item starts a paragraph of its own, tagged with its
+			// bullet or number; its continuation lines join it.
+			flush()
+			m := mdItem.FindStringSubmatch(line)
+			tag := m[1]
+			if tag == "-" {
+				tag = `\(bu`
+			}
+			b.WriteString(".IP " + tag + " 4\n")
+			para = append(para, m[2])
 		default:
 			para = append(para, strings.TrimSpace(line))
 		}
