@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -152,10 +153,22 @@ func (c *Console) format(dst, line []byte) ([]byte, bool) {
 		dst = append(dst, name...)
 		dst = append(dst, ' ')
 	}
+	var more []byte // a message's lines after its first
 	if msg != nil {
 		// A message keeps its tabs, as it always has: they move the
-		// cursor nowhere harmful.
-		dst = appendUnquoted(dst, msg, termsafe.KeepTab)
+		// cursor nowhere harmful. One of several lines (a refused
+		// reload's problems) has its first line here, before the
+		// fields, and the others indented below, each quoted on its
+		// own: a newline is the one control character shown as itself.
+		text, err := strconv.Unquote(string(msg))
+		if first, rest, multi := strings.Cut(text, "\n"); err == nil && multi && utf8.ValidString(text) {
+			dst = termsafe.Append(dst, first, termsafe.KeepTab)
+			for _, l := range strings.Split(rest, "\n") {
+				more = termsafe.Append(append(more, "\n    "...), l, termsafe.KeepTab)
+			}
+		} else {
+			dst = appendUnquoted(dst, msg, termsafe.KeepTab)
+		}
 	}
 	for _, f := range fs {
 		switch string(f.Key) {
@@ -173,7 +186,7 @@ func (c *Console) format(dst, line []byte) ([]byte, bool) {
 			dst = appendUnquoted(dst, f.Value, 0)
 		}
 	}
-	return append(dst, '\n'), true
+	return append(append(dst, more...), '\n'), true
 }
 
 // scanString reads a JSON string at the start of s.
