@@ -125,37 +125,30 @@ func (d Dir) PidsLimit() (uint64, bool) { return d.limit("pids.max", "pids.max")
 // cpu.max ("QUOTA PERIOD", "max" for none), v1 cpu.cfs_quota_us (-1 for
 // none) over cpu.cfs_period_us; false for none.
 func (d Dir) CPUQuota() (float64, bool) {
-	var quota, period string
-	if d.Version == 2 {
-		b, err := readFile(filepath.Join(d.Path, "cpu.max"))
-		if err != nil {
-			return 0, false
-		}
-		f := strings.Fields(string(b))
-		if len(f) != 2 {
-			return 0, false
-		}
-		quota, period = f[0], f[1]
-	} else {
-		q, err := readFile(filepath.Join(d.Path, "cpu.cfs_quota_us"))
-		if err != nil {
-			return 0, false
-		}
+	b, err := readFile(d.file("cpu.max", "cpu.cfs_quota_us"))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if d.Version == 1 {
 		p, err := readFile(filepath.Join(d.Path, "cpu.cfs_period_us"))
 		if err != nil {
 			return 0, false
 		}
-		quota, period = strings.TrimSpace(string(q)), strings.TrimSpace(string(p))
+		f = append(f, strings.Fields(string(p))...)
 	}
-	qv, err := strconv.ParseFloat(quota, 64)
-	if err != nil || qv <= 0 { // "max", -1
+	if len(f) != 2 {
 		return 0, false
 	}
-	pv, err := strconv.ParseFloat(period, 64)
-	if err != nil || pv <= 0 {
+	quota, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || quota <= 0 { // "max", -1
 		return 0, false
 	}
-	return qv / pv, true
+	period, err := strconv.ParseFloat(f[1], 64)
+	if err != nil || period <= 0 {
+		return 0, false
+	}
+	return quota / period, true
 }
 
 // Throttling is the CFS bandwidth figures of a cgroup with a quota.
@@ -192,25 +185,24 @@ func (d Dir) Throttling() (Throttling, error) {
 	return t, nil
 }
 
-// number reads this version's file (v2's name or v1's) holding one number.
+// number reads this version's file (v2's name or v1's) of one number.
 func (d Dir) number(v2, v1 string) (uint64, error) {
-	file := v1
-	if d.Version == 2 {
-		file = v2
-	}
-	n, _, err := readUint(filepath.Join(d.Path, file))
+	n, _, err := readUint(d.file(v2, v1))
 	return n, err
 }
 
 // limit reads this version's limit file; "max", v1's "unlimited" (a huge
 // number) and an unreadable file are none.
 func (d Dir) limit(v2, v1 string) (uint64, bool) {
-	file := v1
-	if d.Version == 2 {
-		file = v2
-	}
-	n, ok, err := readUint(filepath.Join(d.Path, file))
+	n, ok, err := readUint(d.file(v2, v1))
 	return n, ok && err == nil && n < math.MaxInt64/2
+}
+
+func (d Dir) file(v2, v1 string) string {
+	if d.Version == 2 {
+		return filepath.Join(d.Path, v2)
+	}
+	return filepath.Join(d.Path, v1)
 }
 
 // OOMKills counts the processes in the tree that the OOM killer killed
