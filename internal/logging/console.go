@@ -160,8 +160,11 @@ func (c *Console) format(dst, line []byte) ([]byte, bool) {
 		// reload's problems) has its first line here, before the
 		// fields, and the others indented below, each quoted on its
 		// own: a newline is the one control character shown as itself.
-		text, err := strconv.Unquote(string(msg))
-		if first, rest, multi := strings.Cut(text, "\n"); err == nil && multi && utf8.ValidString(text) {
+		text := ""
+		if bytes.Contains(msg, []byte(`\n`)) { // one line costs no decode
+			text = Text(msg)
+		}
+		if first, rest, multi := strings.Cut(text, "\n"); multi && utf8.ValidString(text) {
 			dst = termsafe.Append(dst, first, termsafe.KeepTab)
 			for _, l := range strings.Split(rest, "\n") {
 				more = termsafe.Append(append(more, "\n    "...), l, termsafe.KeepTab)
