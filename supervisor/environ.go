@@ -3,6 +3,7 @@ package supervisor
 import (
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
@@ -30,13 +31,7 @@ func Environ(extra map[string]string) []string {
 	sort.Strings(keys)
 	out := make([]string, 0, len(env)+len(keys))
 	for _, kv := range env {
-		name := kv
-		for i := range kv {
-			if kv[i] == '=' {
-				name = kv[:i]
-				break
-			}
-		}
+		name, _, _ := strings.Cut(kv, "=")
 		if _, override := extra[name]; !override {
 			out = append(out, kv)
 		}
