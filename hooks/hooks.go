@@ -23,6 +23,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -119,10 +120,8 @@ func (e *StatusError) Error() string { return fmt.Sprintf("hook HTTP GET answere
 // package proc, on the real clock.
 type Runner struct {
 	// Exec runs exec hooks; nil means execrun.SandboxRunner{}.
-	Exec        execrun.Runner
-	Env         []string
-	Dir         string
-	User, Group string
+	Exec execrun.Runner
+	proc.RunAs
 	// Clock times hooks and runs sleep hooks; nil means the real clock.
 	Clock clock.Clock
 }
@@ -183,7 +182,7 @@ func (r Runner) runExec(ctx context.Context, a *spec.ExecAction, timeout time.Du
 		ex = execrun.SandboxRunner{}
 	}
 	res, err := ex.Run(ctx, execrun.Request{
-		Argv: a.Command, Env: r.Env, Dir: r.Dir, User: r.User, Group: r.Group, Timeout: timeout,
+		Argv: a.Command, RunAs: r.RunAs, Timeout: timeout,
 	})
 	out := Outcome{Output: res.Output, Truncated: res.Truncated}
 	switch {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 func execHook(argv ...string) spec.Hook {
@@ -69,7 +71,7 @@ func TestExecHookSuccessAndFailure(t *testing.T) {
 }
 
 func TestExecHookEnvFromRunner(t *testing.T) {
-	r := Runner{Env: []string{"PATH=/usr/bin:/bin", "PROC=api"}, Dir: t.TempDir()}
+	r := Runner{RunAs: proc.RunAs{Env: []string{"PATH=/usr/bin:/bin", "PROC=api"}, Dir: t.TempDir()}}
 	out := r.Run(context.Background(), execHook("sh", "-c", `printf "%s %s" "$PROC" "$PWD"`), spec.PreStop, 5*time.Second)
 	if out.Err != nil || string(out.Output) != "api "+r.Dir {
 		t.Fatalf("%+v %q", out, out.Output)

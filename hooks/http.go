@@ -2,44 +2,22 @@ package hooks
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"time"
 
+	"github.com/podsup/podsup/internal/httpget"
 	"github.com/podsup/podsup/spec"
 )
 
 // UserAgent is sent by http_get hooks unless the hook sets its own.
 const UserAgent = "podsup-hook/1"
 
-// hookTransport: a fresh connection per hook, no proxies from the
+// hookClient: a fresh connection per hook, no proxies from the
 // environment, certificates not verified (kubelet's lifecycle handler does
-// the same).
-var hookTransport = &http.Transport{
-	DisableKeepAlives:  true,
-	DisableCompression: true,
-	TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // lifecycle hooks, as kubelet
-	DialContext:        (&net.Dialer{}).DialContext,
-}
-
-// hookClient follows same-host redirects up to 10; a redirect to another
+// the same); same-host redirects are followed, and a redirect to another
 // host ends with the 3xx, which counts as success (as for probes).
-var hookClient = &http.Client{
-	Transport: hookTransport,
-	CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if req.URL.Hostname() != via[0].URL.Hostname() {
-			return http.ErrUseLastResponse
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	},
-}
+var hookClient = httpget.Client(0)
 
 // runHTTPGet sends the GET. A status in 200–399 is success, anything else a
 // *StatusError. (kubelet's HTTP lifecycle handler fails only on transport
@@ -49,27 +27,16 @@ var hookClient = &http.Client{
 // the kubelet's did ("Http lifecycle hook ... failed - error: %v,
 // message: %q" with the body; today's handlers.go reads and discards it).
 func runHTTPGet(ctx context.Context, a *spec.HTTPGetAction, timeout time.Duration) Outcome {
-	url := a.URL()
-
+	get := httpget.New(*a, UserAgent, "")
 	reqCtx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		reqCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, url, nil)
+	req, err := get.WithContext(reqCtx)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("unable to build hook request: %w", err)}
-	}
-	for k, v := range a.Headers {
-		if http.CanonicalHeaderKey(k) == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", UserAgent)
 	}
 	resp, err := hookClient.Do(req)
 	var body []byte
@@ -87,7 +54,7 @@ func runHTTPGet(ctx context.Context, a *spec.HTTPGetAction, timeout time.Duratio
 	case err != nil && ctx.Err() == nil && reqCtx.Err() != nil:
 		out.TimedOut, out.Err = true, fmt.Errorf("%w after %s: %v", ErrTimeout, timeout, err)
 	case err != nil:
-		out.Err = fmt.Errorf("hook HTTP GET %s: %w", url, err)
+		out.Err = fmt.Errorf("hook HTTP GET %s: %w", get.URL, err)
 	case resp.StatusCode < 200 || resp.StatusCode >= 400:
 		out.Err = &StatusError{Code: resp.StatusCode}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -17,10 +18,8 @@ const MaxOutput = execrun.MaxOutput
 // directory and user, and the Runner that spawns into its sandbox (X6). A nil
 // Runner is execrun.SandboxRunner{}: podsup's own namespaces.
 type ExecContext struct {
-	Runner      execrun.Runner
-	Env         []string
-	Dir         string
-	User, Group string
+	Runner execrun.Runner
+	proc.RunAs
 }
 
 // ErrNoAction is returned for a spec.Handler without a probe action.
@@ -39,8 +38,7 @@ func NewHandler(p spec.Probe, ec ExecContext) (Handler, error) {
 		return &ExecHandler{
 			Runner: runner,
 			Request: execrun.Request{
-				Argv: p.Exec.Command, Env: ec.Env, Dir: ec.Dir,
-				User: ec.User, Group: ec.Group, Timeout: timeout,
+				Argv: p.Exec.Command, RunAs: ec.RunAs, Timeout: timeout,
 			},
 		}, nil
 	case p.HTTPGet != nil:

@@ -2,38 +2,20 @@ package probes
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/podsup/podsup/internal/httpget"
 	"github.com/podsup/podsup/spec"
 )
 
 // UserAgent is sent by http_get probes unless the probe sets its own.
 const UserAgent = "podsup-probe/1"
-
-// maxRedirects is how many same-host redirects a probe follows (kubelet's
-// pkg/probe/http redirect checker, like net/http's default).
-const maxRedirects = 10
-
-// probeTransport is shared by every http_get probe. Keep-alives are off, as in
-// kubelet: each probe opens a fresh connection, so a probe measures whether a
-// new client can connect, and no idle connections pile up between periods.
-// Certificates are not verified (kubelet does the same for probes); proxies
-// from the environment are ignored.
-var probeTransport = &http.Transport{
-	Proxy:              nil,
-	DisableKeepAlives:  true,
-	DisableCompression: true,
-	TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // health probes, as kubelet
-	DialContext:        (&net.Dialer{}).DialContext,
-}
 
 // HTTPGetHandler sends one GET. A status in 200–399 is Success; anything
 // else, or a request that fails or exceeds its timeout, is Failure with the
@@ -43,9 +25,7 @@ var probeTransport = &http.Transport{
 // followed up to 10; a redirect to another host is not followed and the 3xx
 // itself counts as Success, with a message saying so (kubelet's "Warning").
 type HTTPGetHandler struct {
-	url    string
-	header http.Header
-	host   string // Host header override, from the probe's headers
+	req    httpget.Request
 	client *http.Client
 }
 
@@ -61,45 +41,15 @@ func NewHTTPGetHandler(a spec.HTTPGetAction, timeout time.Duration) (*HTTPGetHan
 	if scheme != "http" && scheme != "https" {
 		return nil, fmt.Errorf("unable to build http_get probe: scheme %q is not http or https", a.Scheme)
 	}
-	u := a.URL()
-	if _, err := url.Parse(u); err != nil {
+	h := &HTTPGetHandler{req: httpget.New(a, UserAgent, "*/*"), client: httpget.Client(timeout)}
+	if _, err := url.Parse(h.req.URL); err != nil {
 		return nil, fmt.Errorf("unable to build http_get probe: %w", err)
-	}
-	h := &HTTPGetHandler{
-		url:    u,
-		header: make(http.Header, len(a.Headers)+2),
-		client: &http.Client{Transport: probeTransport, Timeout: timeout, CheckRedirect: sameHostRedirects},
-	}
-	for k, v := range a.Headers {
-		if http.CanonicalHeaderKey(k) == "Host" {
-			h.host = v
-			continue
-		}
-		h.header.Set(k, v)
-	}
-	if h.header.Get("User-Agent") == "" {
-		h.header.Set("User-Agent", UserAgent)
-	}
-	if h.header.Get("Accept") == "" {
-		h.header.Set("Accept", "*/*")
 	}
 	return h, nil
 }
 
 // URL is the address the handler probes.
-func (h *HTTPGetHandler) URL() string { return h.url }
-
-// sameHostRedirects follows a redirect only to the original host, at most
-// maxRedirects times; another host ends the chain with the 3xx response.
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
-	if req.URL.Hostname() != via[0].URL.Hostname() {
-		return http.ErrUseLastResponse
-	}
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
-	}
-	return nil
-}
+func (h *HTTPGetHandler) URL() string { return h.req.URL }
 
 func (h *HTTPGetHandler) Probe(ctx context.Context) (Result, string, error) {
 	d, err := h.ProbeDetail(ctx)
@@ -108,13 +58,9 @@ func (h *HTTPGetHandler) Probe(ctx context.Context) (Result, string, error) {
 
 // ProbeDetail also returns the response body, capped at MaxOutput.
 func (h *HTTPGetHandler) ProbeDetail(ctx context.Context) (Detail, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
+	req, err := h.req.WithContext(ctx)
 	if err != nil {
 		return Detail{Result: Unknown}, fmt.Errorf("unable to build probe request: %w", err)
-	}
-	req.Header = h.header.Clone()
-	if h.host != "" {
-		req.Host = h.host
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/spec"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // script is a fake handler returning queued outcomes in order; it fails the
@@ -329,7 +331,7 @@ func TestExecTimeoutCountsAsFailure(t *testing.T) {
 	// Failure, not a discarded error.
 	fr := &fakeRunner{res: execrun.Result{TimedOut: true, ExitCode: 137, Output: []byte("partial")}}
 	p := spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"check"}}}, FailureThreshold: 1, Timeout: 2 * time.Second}
-	h, err := NewHandler(p, ExecContext{Runner: fr, Env: []string{"A=1"}})
+	h, err := NewHandler(p, ExecContext{Runner: fr, RunAs: proc.RunAs{Env: []string{"A=1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ var _ = registerHelper("crashy-podsup", func(args []string) int {
 	}
 	var rep crashReport
 	for _, p := range []struct{ sb, id, helper string }{{"ns", "a", "sleep"}, {"host", "b", "sleep"}, {"host", "c", "daemon-and-wait"}} {
-		cfg := ProcessConfig{Sandbox: p.sb, Command: helperArgv(), Env: helperEnv(p.helper)}
+		cfg := ProcessConfig{Sandbox: p.sb, Command: helperArgv(), RunAs: proc.RunAs{Env: helperEnv(p.helper)}}
 		if err := rt.CreateProcess(ctx, p.id, cfg); err != nil {
 			return fail(err)
 		}

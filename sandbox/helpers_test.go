@@ -48,9 +48,9 @@ func helperCmd(t testing.TB, name string, args ...string) *proc.Cmd {
 		t.Fatal(err)
 	}
 	return &proc.Cmd{
-		Path: exe,
-		Args: append([]string{exe}, args...),
-		Env:  helperEnv(name),
+		Path:  exe,
+		Args:  append([]string{exe}, args...),
+		RunAs: proc.RunAs{Env: helperEnv(name)},
 	}
 }
 

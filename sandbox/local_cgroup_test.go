@@ -14,6 +14,8 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // cgroupIn is pid's cgroup in the hierarchy whose /proc/PID/cgroup line
@@ -67,7 +69,7 @@ func testKeptCgroup(t *testing.T, co *cgroups.Options, ctl string) {
 		t.Skip("cgroups unavailable here: nothing is kept")
 	}
 	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
-	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), Env: helperEnv("daemon-and-wait"), Cgroup: "p"}
+	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: helperEnv("daemon-and-wait")}, Cgroup: "p"}
 	ctx := testCtx(t)
 	if err := rt.CreateProcess(ctx, "p-1", cfg); err != nil {
 		t.Fatal(err)
@@ -160,7 +162,7 @@ func TestNoCgroupsOneLineAndProcessGroups(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
-	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), Env: helperEnv("sleep"), Cgroup: "p"}
+	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: helperEnv("sleep")}, Cgroup: "p"}
 	if err := rt.CreateProcess(ctx, "p-1", cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -195,8 +195,8 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	}
 	c := pr.cfg
 	cmd := &proc.Cmd{
-		Path: c.Command[0], Args: c.Command, Env: c.Env, Dir: c.Dir,
-		User: c.User, Group: c.Group,
+		Path: c.Command[0], Args: c.Command, RunAs: c.RunAs,
+
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
 		Forker: forker, UseCgroupFD: fd >= 0, CgroupFD: fd,
 		OnExit: func(e proc.Exit) { rt.exitReaped(pr, e) },

@@ -116,12 +116,9 @@ type ProcessConfig struct {
 	// Command is argv; Command[0] without a slash is looked up in the PATH
 	// of Env, inside the sandbox.
 	Command []string
-	// Env is the environment; nil means podsup's own.
-	Env []string
-	// Dir is the working directory inside the sandbox; "" is podsup's own
-	// (the sandbox's root with a rootfs).
-	Dir         string
-	User, Group string
+	// RunAs's Dir is inside the sandbox; "" is podsup's own (the
+	// sandbox's root with a rootfs).
+	proc.RunAs
 	// Stdin, Stdout, Stderr become fds 0–2 (nil: /dev/null); ExtraFiles
 	// fds 3, 4, ….
 	Stdin, Stdout, Stderr *os.File

@@ -231,7 +231,7 @@ func helperArgv(args ...string) []string {
 // runHelper creates and starts process id running helper name.
 func runHelper(t testing.TB, rt *LocalRuntime, sb, id, name string, args ...string) ProcessStatus {
 	t.Helper()
-	cfg := ProcessConfig{Sandbox: sb, Command: helperArgv(args...), Env: helperEnv(name), Stderr: os.Stderr}
+	cfg := ProcessConfig{Sandbox: sb, Command: helperArgv(args...), RunAs: proc.RunAs{Env: helperEnv(name)}, Stderr: os.Stderr}
 	if err := rt.CreateProcess(testCtx(t), id, cfg); err != nil {
 		t.Fatalf("CreateProcess(%s): %v", id, err)
 	}
@@ -256,7 +256,7 @@ func runIn(ctx context.Context, rt *LocalRuntime, sb string, req execrun.Request
 // failing the test unless it exits 0.
 func execHelper(t testing.TB, rt *LocalRuntime, sb, name string, args ...string) string {
 	t.Helper()
-	res, err := runIn(testCtx(t), rt, sb, execrun.Request{Argv: helperArgv(args...), Env: helperEnv(name), Timeout: 20 * time.Second, OutputLimit: 64 << 10})
+	res, err := runIn(testCtx(t), rt, sb, execrun.Request{Argv: helperArgv(args...), RunAs: proc.RunAs{Env: helperEnv(name)}, Timeout: 20 * time.Second, OutputLimit: 64 << 10})
 	if err != nil {
 		t.Fatalf("Exec %s in %s: %v", name, sb, err)
 	}

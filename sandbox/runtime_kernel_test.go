@@ -176,7 +176,7 @@ func TestStopKillsSetsidDaemon(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			cfg := ProcessConfig{Sandbox: id, Command: helperArgv(), Env: helperEnv("daemon-and-wait"), Stdout: w}
+			cfg := ProcessConfig{Sandbox: id, Command: helperArgv(), RunAs: proc.RunAs{Env: helperEnv("daemon-and-wait")}, Stdout: w}
 			if err := rt.CreateProcess(testCtx(t), id, cfg); err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +287,7 @@ func TestPidsLimitStopsForkBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cfg := ProcessConfig{Sandbox: "f", Command: helperArgv("3000"), Env: helperEnv("forkbomb"), Stdout: w}
+	cfg := ProcessConfig{Sandbox: "f", Command: helperArgv("3000"), RunAs: proc.RunAs{Env: helperEnv("forkbomb")}, Stdout: w}
 	if err := rt.CreateProcess(testCtx(t), "bomb", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -382,8 +382,8 @@ func TestRootfsPivotRootAndReadOnlyBind(t *testing.T) {
 			{Type: "tmpfs", Target: "/tmp"},
 		}})
 	res, err := runIn(testCtx(t), rt, "r", execrun.Request{
-		Argv: []string{"sh", "-c", "ls /; touch /usr/podsup-test 2>/dev/null && echo WROTE; echo x > /tmp/x && cat /tmp/x"},
-		Env:  []string{"PATH=/usr/bin:/bin"},
+		Argv:  []string{"sh", "-c", "ls /; touch /usr/podsup-test 2>/dev/null && echo WROTE; echo x > /tmp/x && cat /tmp/x"},
+		RunAs: proc.RunAs{Env: []string{"PATH=/usr/bin:/bin"}},
 	})
 	if err != nil {
 		t.Fatal(err)

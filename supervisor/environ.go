@@ -3,7 +3,18 @@ package supervisor
 import (
 	"os"
 	"sort"
+	"strings"
+
+	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
 )
+
+// RunAs is the context pr's command runs in, and so do its exec probes
+// and hooks and a podsup exec as pr: its environment (Environ of its
+// Env), working directory, user and group.
+func RunAs(pr spec.Process) proc.RunAs {
+	return proc.RunAs{Env: Environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group}
+}
 
 // Environ is podsup's environment with extra on top, in a stable order:
 // what a process, exec probe or hook of a spec.Process with Env extra gets.
@@ -20,13 +31,7 @@ func Environ(extra map[string]string) []string {
 	sort.Strings(keys)
 	out := make([]string, 0, len(env)+len(keys))
 	for _, kv := range env {
-		name := kv
-		for i := range kv {
-			if kv[i] == '=' {
-				name = kv[:i]
-				break
-			}
-		}
+		name, _, _ := strings.Cut(kv, "=")
 		if _, override := extra[name]; !override {
 			out = append(out, kv)
 		}

@@ -63,8 +63,8 @@ func (e *HookError) Unwrap() error { return e.Err }
 func (r DefaultHookRunner) Run(ctx context.Context, req HookRequest) error {
 	pr := req.Process
 	runner := hooks.Runner{
-		Exec: execrun.SandboxRunner{Spawn: req.Spawn},
-		Env:  Environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+		Exec:  execrun.SandboxRunner{Spawn: req.Spawn},
+		RunAs: RunAs(pr),
 		Clock: r.Clock,
 	}
 	out := runner.Run(ctx, req.Hook, req.Point, 0) // K9: Budget is not the hook's bound

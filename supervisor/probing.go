@@ -112,7 +112,7 @@ func (w *worker) reconcileProbes() {
 func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*proc.Cmd) (*proc.Process, error), clk clock.Clock) (*probeWorker, error) {
 	h, err := probes.NewHandler(probe, probes.ExecContext{
 		Runner: execrun.SandboxRunner{Spawn: spawn},
-		Env:    Environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+		RunAs:  RunAs(pr),
 	})
 	if err != nil {
 		return nil, err

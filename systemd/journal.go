@@ -2,16 +2,17 @@ package systemd
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/coreos/go-systemd/v22/journal"
 	"github.com/rs/zerolog"
+
+	"github.com/podsup/podsup/internal/logging"
 )
 
 // JournalSender sends one journal entry. JournalSend (go-systemd's
@@ -69,49 +70,43 @@ func (w LogWriter) WriteLevel(level zerolog.Level, p []byte) (int, error) {
 }
 
 // logEntry turns one JSON log line into MESSAGE and fields. A line that
-// is not JSON is sent as it is.
+// is not JSON is sent as it is. The line is scanned, not decoded into a
+// map (internal/logging's scanner, as for the console format): a restart
+// logs a few lines, and decoding was most of what each cost here.
 func logEntry(p []byte) (msg string, fields map[string]string, level string) {
-	fields = map[string]string{"SYSLOG_IDENTIFIER": Identifier}
-	var obj map[string]any
-	dec := json.NewDecoder(bytes.NewReader(p))
-	dec.UseNumber()
-	if err := dec.Decode(&obj); err != nil {
-		return strings.TrimRight(string(p), "\n"), fields, ""
+	var buf [24]logging.Field
+	fs, ok := logging.ScanLine(buf[:0], p)
+	if !ok {
+		return strings.TrimRight(string(p), "\n"), map[string]string{"SYSLOG_IDENTIFIER": Identifier}, ""
 	}
-	msg, _ = obj[zerolog.MessageFieldName].(string)
-	level, _ = obj[zerolog.LevelFieldName].(string)
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		switch k {
-		case zerolog.MessageFieldName, zerolog.LevelFieldName, zerolog.TimestampFieldName:
-			continue // MESSAGE, PRIORITY, and journald's own timestamp
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	fields = make(map[string]string, len(fs)+1)
+	fields["SYSLOG_IDENTIFIER"] = Identifier
+	// Sorted by key, and of a key given twice the last, as a decode
+	// into a map would keep it.
+	slices.SortStableFunc(fs, func(a, b logging.Field) int { return bytes.Compare(a.Key, b.Key) })
 	var b strings.Builder
-	b.WriteString(msg)
-	for _, k := range keys {
-		v := fieldValue(obj[k])
+	for i, f := range fs {
+		switch string(f.Key) {
+		case zerolog.MessageFieldName:
+			msg = logging.Text(f.Value)
+			continue
+		case zerolog.LevelFieldName:
+			level = logging.Text(f.Value)
+			continue
+		case zerolog.TimestampFieldName:
+			continue // journald's own timestamp
+		}
+		if i+1 < len(fs) && bytes.Equal(fs[i+1].Key, f.Key) {
+			continue
+		}
+		k, v := string(f.Key), logging.Text(f.Value)
 		fields["PODSUP_"+fieldName(k)] = v
 		if strings.ContainsAny(v, " \n\"") {
 			v = strconv.Quote(v)
 		}
-		fmt.Fprintf(&b, " %s=%s", k, v)
+		b.WriteString(" " + k + "=" + v)
 	}
-	return b.String(), fields, level
-}
-
-func fieldValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case json.Number:
-		return v.String()
-	default:
-		b, _ := json.Marshal(v)
-		return string(b)
-	}
+	return msg + b.String(), fields, level
 }
 
 // fieldName makes a journal field name of a log key: upper case letters,

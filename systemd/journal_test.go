@@ -109,7 +109,7 @@ func TestJournalDatagramThroughGoSystemd(t *testing.T) {
 		t.Skip("needs root: mounts a tmpfs on /run in a private mount namespace")
 	}
 	proc.StartReaper()
-	out, _ := selftest.Exec(t, proc.Cmd{Env: append(os.Environ(), helperEnv+"=journald"), Cloneflags: syscall.CLONE_NEWNS})
+	out, _ := selftest.Exec(t, proc.Cmd{RunAs: proc.RunAs{Env: append(os.Environ(), helperEnv+"=journald")}, Cloneflags: syscall.CLONE_NEWNS})
 	got := out
 	for _, want := range []string{"PRIORITY=4\n", "MESSAGE=process exited group=web\n", "SYSLOG_IDENTIFIER=podsup\n", "PODSUP_GROUP=web\n",
 		"MESSAGE=two\nlines\n"} {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/internal/termsafe"
 	"github.com/podsup/podsup/supervisor"
 )
 
@@ -179,15 +180,11 @@ func (s *Service) Reload(apply func() error) error {
 const statusErrorMax = 200
 
 // ReloadRefusedStatus is the STATUS= line of a refused reload: its error's
-// first line, printable characters only, capped.
+// first line, quoted as a terminal needs it (systemctl status shows it),
+// capped.
 func ReloadRefusedStatus(err error) string {
 	first, _, _ := strings.Cut(err.Error(), "\n")
-	clean := strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '?'
-		}
-		return r
-	}, first)
+	clean := termsafe.Quote(first)
 	if len(clean) > statusErrorMax {
 		cut := statusErrorMax
 		for cut > 0 && !utf8.RuneStart(clean[cut]) {

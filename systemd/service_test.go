@@ -174,7 +174,7 @@ func TestServiceSequence(t *testing.T) {
 	if got := m.next(t); got != "READY=1\nSTATUS=2/2 groups ready, 0 in back-off" {
 		t.Fatalf("reload ended with %q, want READY=1", got)
 	}
-	if got := ReloadRefusedStatus(errors.New("a\x1b[31mb\nsecond line")); got != "reload refused, the running configuration stays: a?[31mb" {
+	if got := ReloadRefusedStatus(errors.New("a\x1b[31mb\nsecond line")); got != `reload refused, the running configuration stays: a\x1b[31mb` {
 		t.Fatalf("status of a refused reload %q, want its first line without control characters", got)
 	}
 	sup.stop()

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/podsup/podsup/sandbox/cgroups"
 )
 
 // CPU throttling and resident memory of a process's cgroup, for the
@@ -16,10 +18,8 @@ import (
 // throttling is the CFS bandwidth figures of the cgroup whose quota
 // applies to a process.
 type throttling struct {
-	limitCores       float64 // 0: no quota up to podsup's root
-	periods          uint64
-	throttled        uint64
-	throttledSeconds float64
+	limitCores float64 // 0: no quota up to podsup's root
+	cgroups.Throttling
 }
 
 // cpuThrottling reads the quota in force on the process's cgroup and the
@@ -32,79 +32,25 @@ type throttling struct {
 // own cgroup's (all zero) and limit 0. False when the process has no CPU
 // cgroup of podsup's.
 func (d cgroupDirs) cpuThrottling() (throttling, bool) {
-	dir, v2 := d.dirFor("cpu", "cpu.max")
-	if dir == "" {
+	dir := d.dirFor("cpu", "cpu.max")
+	if dir.Path == "" {
 		return throttling{}, false
 	}
-	statDir := dir
+	stat := dir
 	var t throttling
-	for c := dir; strings.Contains(c+"/", "/podsup-"); c = filepath.Dir(c) {
-		if cores, ok := cpuQuota(c, v2); ok && (t.limitCores == 0 || cores < t.limitCores) {
-			t.limitCores, statDir = cores, c
+	for c := dir; strings.Contains(c.Path+"/", "/podsup-"); c.Path = filepath.Dir(c.Path) {
+		if cores, ok := c.CPUQuota(); ok && (t.limitCores == 0 || cores < t.limitCores) {
+			t.limitCores, stat = cores, c
 		}
-		if strings.HasPrefix(filepath.Base(c), "podsup-") {
+		if strings.HasPrefix(filepath.Base(c.Path), "podsup-") {
 			break
 		}
 	}
-	stat, err := os.ReadFile(filepath.Join(statDir, "cpu.stat"))
-	if err != nil {
+	var err error
+	if t.Throttling, err = stat.Throttling(); err != nil {
 		return throttling{}, false
 	}
-	for _, line := range strings.Split(string(stat), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "nr_periods":
-			t.periods = n
-		case "nr_throttled":
-			t.throttled = n
-		case "throttled_usec": // v2
-			t.throttledSeconds = float64(n) / 1e6
-		case "throttled_time": // v1, nanoseconds
-			t.throttledSeconds = float64(n) / 1e9
-		}
-	}
 	return t, true
-}
-
-// cpuQuota is the CFS quota set on cgroup dir, in cores: v2 cpu.max
-// ("QUOTA PERIOD", "max" for none), v1 cpu.cfs_quota_us (-1 for none) over
-// cpu.cfs_period_us.
-func cpuQuota(dir string, v2 bool) (float64, bool) {
-	var quota, period string
-	if v2 {
-		b, err := os.ReadFile(filepath.Join(dir, "cpu.max"))
-		if err != nil {
-			return 0, false
-		}
-		f := strings.Fields(string(b))
-		if len(f) != 2 {
-			return 0, false
-		}
-		quota, period = f[0], f[1]
-	} else {
-		q, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us"))
-		if err != nil {
-			return 0, false
-		}
-		p, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_period_us"))
-		if err != nil {
-			return 0, false
-		}
-		quota, period = strings.TrimSpace(string(q)), strings.TrimSpace(string(p))
-	}
-	qv, err := strconv.ParseFloat(quota, 64)
-	if err != nil || qv <= 0 { // "max", -1
-		return 0, false
-	}
-	pv, err := strconv.ParseFloat(period, 64)
-	if err != nil || pv <= 0 {
-		return 0, false
-	}
-	return qv / pv, true
 }
 
 // maxTreePids bounds the processes treeRSS reads: a fork bomb in a

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
 )
@@ -101,11 +102,11 @@ func TestLimitUpwardsFindsTheGroupsLimit(t *testing.T) {
 	write(filepath.Dir(proc), "memory.max", "67108864")
 	write(root, "memory.max", "max")
 	write(filepath.Dir(root), "memory.max", "1024") // above podsup's root: not podsup's
-	if got := limitUpwards(proc, "memory.max"); got != 64<<20 {
+	if got := limitUpwards(cgroups.Dir{Path: proc, Version: 2}, cgroups.Dir.MemoryLimit); got != 64<<20 {
 		t.Errorf("limit = %d, want the group's 64MiB", got)
 	}
 	write(filepath.Dir(proc), "memory.limit_in_bytes", "9223372036854771712")
-	if got := limitUpwards(proc, "memory.limit_in_bytes"); got != 0 {
+	if got := limitUpwards(cgroups.Dir{Path: proc, Version: 1}, cgroups.Dir.MemoryLimit); got != 0 {
 		t.Errorf("v1 unlimited read as %d, want none", got)
 	}
 }

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -218,11 +217,11 @@ func (c collector) collectCgroup(ch chan<- prometheus.Metric, pid int, l []strin
 	ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, u.CPUSeconds, l...)
 	if t, ok := d.cpuThrottling(); ok {
 		ch <- prometheus.MustNewConstMetric(descCPULimit, prometheus.GaugeValue, t.limitCores, l...)
-		ch <- prometheus.MustNewConstMetric(descCPUPeriods, prometheus.CounterValue, float64(t.periods), l...)
-		ch <- prometheus.MustNewConstMetric(descCPUThrottledPeriods, prometheus.CounterValue, float64(t.throttled), l...)
-		ch <- prometheus.MustNewConstMetric(descCPUThrottledSeconds, prometheus.CounterValue, t.throttledSeconds, l...)
+		ch <- prometheus.MustNewConstMetric(descCPUPeriods, prometheus.CounterValue, float64(t.Periods), l...)
+		ch <- prometheus.MustNewConstMetric(descCPUThrottledPeriods, prometheus.CounterValue, float64(t.Throttled), l...)
+		ch <- prometheus.MustNewConstMetric(descCPUThrottledSeconds, prometheus.CounterValue, t.ThrottledTime.Seconds(), l...)
 	}
-	if dir, v2 := d.dirFor("memory", "memory.current"); dir == "" {
+	if dir := d.dirFor("memory", "memory.current"); dir.Path == "" {
 		// No memory cgroup of podsup's (a group without a memory limit
 		// on a cgroup v1 or hybrid host): the tree's resident memory,
 		// summed over the processes of its cgroup, stands in for the
@@ -232,12 +231,8 @@ func (c collector) collectCgroup(ch chan<- prometheus.Metric, pid int, l []strin
 			ch <- prometheus.MustNewConstMetric(descMemLimit, prometheus.GaugeValue, 0, l...)
 		}
 	} else {
-		inactive := "total_inactive_file"
-		if v2 {
-			inactive = "inactive_file"
-		}
 		ws := u.MemoryBytes
-		if in, ok := readKeyed(filepath.Join(dir, "memory.stat"), inactive); ok && in < ws {
+		if in, err := dir.InactiveFile(); err == nil && in < ws {
 			ws -= in
 		}
 		ch <- prometheus.MustNewConstMetric(descWorkingSet, prometheus.GaugeValue, float64(ws), l...)

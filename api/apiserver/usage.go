@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bufio"
 	"bytes"
-	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -107,19 +106,20 @@ func (d cgroupDirs) parent() cgroupDirs {
 }
 
 // dirFor is the directory holding controller c's files: the v2 cgroup when
-// it has file, else the v1 one of c, when podsup made it.
-func (d cgroupDirs) dirFor(c, v2file string) (dir string, v2 bool) {
+// it has v2file, else the v1 one of c, when podsup made it; Path "" for
+// none.
+func (d cgroupDirs) dirFor(c, v2file string) cgroups.Dir {
 	l := layout()
 	if l.V2 != nil && d.v2 != "" {
 		dir := mountPath(l.V2, d.v2)
 		if _, err := os.Stat(filepath.Join(dir, v2file)); err == nil {
-			return dir, true
+			return cgroups.Dir{Path: dir, Version: 2}
 		}
 	}
 	if h, p := l.V1For(c), d.v1[c]; h != nil && strings.Contains(p+"/", "/podsup-") {
-		return mountPath(h, p), false
+		return cgroups.Dir{Path: mountPath(h, p), Version: 1}
 	}
-	return "", false
+	return cgroups.Dir{}
 }
 
 // mountPath is where cgroup p of hierarchy h is in the file system.
@@ -138,39 +138,24 @@ func mountPath(h *cgroups.Hierarchy, p string) string {
 func (d cgroupDirs) usage() *api.Usage {
 	u := &api.Usage{}
 	found := false
-	if dir, v2 := d.dirFor("cpuacct", "cpu.stat"); dir != "" {
-		var ok bool
-		var cpu time.Duration
-		if v2 {
-			var usec uint64
-			usec, ok = readKeyed(filepath.Join(dir, "cpu.stat"), "usage_usec")
-			cpu = time.Duration(usec) * time.Microsecond
-		} else {
-			var ns uint64
-			ns, ok = readNumber(filepath.Join(dir, "cpuacct.usage"))
-			cpu = time.Duration(ns)
-		}
-		if ok {
+	if dir := d.dirFor("cpuacct", "cpu.stat"); dir.Path != "" {
+		if cpu, err := dir.CPU(); err == nil {
 			found = true
 			u.CPU, u.CPUSeconds = cpu.Round(time.Millisecond).String(), cpu.Seconds()
 		}
 	}
-	if dir, v2 := d.dirFor("memory", "memory.current"); dir != "" {
-		cur, limit := "memory.usage_in_bytes", "memory.limit_in_bytes"
-		if v2 {
-			cur, limit = "memory.current", "memory.max"
-		}
-		if v, ok := readNumber(filepath.Join(dir, cur)); ok {
+	if dir := d.dirFor("memory", "memory.current"); dir.Path != "" {
+		if v, err := dir.Memory(); err == nil {
 			found = true
 			u.MemoryBytes = v
-			u.MemoryLimitBytes = limitUpwards(dir, limit)
+			u.MemoryLimitBytes = limitUpwards(dir, cgroups.Dir.MemoryLimit)
 		}
 	}
-	if dir, _ := d.dirFor("pids", "pids.current"); dir != "" {
-		if v, ok := readNumber(filepath.Join(dir, "pids.current")); ok {
+	if dir := d.dirFor("pids", "pids.current"); dir.Path != "" {
+		if v, err := dir.Pids(); err == nil {
 			found = true
 			u.Pids = v
-			u.PidsLimit = limitUpwards(dir, "pids.max")
+			u.PidsLimit = limitUpwards(dir, cgroups.Dir.PidsLimit)
 		}
 	}
 	if !found {
@@ -179,44 +164,17 @@ func (d cgroupDirs) usage() *api.Usage {
 	return u
 }
 
-// limitUpwards is the lowest limit in file of dir and its ancestors up to
-// and including podsup's root ("podsup-<instance>"); 0 for none. v1's
-// "unlimited" is a huge number, read as none.
-func limitUpwards(dir, file string) uint64 {
+// limitUpwards is the lowest limit of dir and its ancestors up to and
+// including podsup's root ("podsup-<instance>"); 0 for none.
+func limitUpwards(dir cgroups.Dir, limit func(cgroups.Dir) (uint64, bool)) uint64 {
 	var lowest uint64
-	for d := dir; strings.Contains(d+"/", "/podsup-"); d = filepath.Dir(d) {
-		if v, ok := readNumber(filepath.Join(d, file)); ok && v < math.MaxInt64/2 && (lowest == 0 || v < lowest) {
+	for d := dir; strings.Contains(d.Path+"/", "/podsup-"); d.Path = filepath.Dir(d.Path) {
+		if v, ok := limit(d); ok && (lowest == 0 || v < lowest) {
 			lowest = v
 		}
-		if strings.HasPrefix(filepath.Base(d), "podsup-") {
+		if strings.HasPrefix(filepath.Base(d.Path), "podsup-") {
 			break
 		}
 	}
 	return lowest
-}
-
-// readNumber reads a file holding one number; "max" and unreadable files
-// are false.
-func readNumber(file string) (uint64, bool) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	return v, err == nil
-}
-
-// readKeyed reads "key value" lines (cpu.stat, memory.events) for key.
-func readKeyed(file, key string) (uint64, bool) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }

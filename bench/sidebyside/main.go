@@ -104,7 +104,7 @@ func buildPodsup(dir string) (string, error) {
 		return "", fmt.Errorf("building podsup needs the go command on PATH: %w", err)
 	}
 	env := append(os.Environ(), "CGO_ENABLED=0")
-	p, err := proc.Start(&proc.Cmd{Path: goTool, Args: []string{"go", "build", "-ldflags", "-s -w", "-o", out, "./cmd/podsup"}, Env: env, Stdout: os.Stderr, Stderr: os.Stderr})
+	p, err := proc.Start(&proc.Cmd{Path: goTool, Args: []string{"go", "build", "-ldflags", "-s -w", "-o", out, "./cmd/podsup"}, RunAs: proc.RunAs{Env: env}, Stdout: os.Stderr, Stderr: os.Stderr})
 	if err != nil {
 		return "", err
 	}

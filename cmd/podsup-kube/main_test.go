@@ -128,8 +128,8 @@ func TestPlayExecsPodsupUpOnTheConvertedHCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, pid := selftest.Exec(t, proc.Cmd{
-		Args: []string{"podsup-kube", "play", "--socket", filepath.Join(dir, "s.sock"), "../../examples/kube/web.yaml"},
-		Env:  append(os.Environ(), asMainEnv+"=1", "PODSUP_BIN="+fake),
+		Args:  []string{"podsup-kube", "play", "--socket", filepath.Join(dir, "s.sock"), "../../examples/kube/web.yaml"},
+		RunAs: proc.RunAs{Env: append(os.Environ(), asMainEnv+"=1", "PODSUP_BIN="+fake)},
 	})
 	if !strings.Contains(text, "argv: --socket "+filepath.Join(dir, "s.sock")+" up -f /proc/self/fd/") {
 		t.Errorf("podsup was not run as podsup up -f FILE:\n%s", text)

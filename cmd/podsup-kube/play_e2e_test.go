@@ -42,7 +42,7 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 	defer logFile.Close()
 	play, err := proc.Start(&proc.Cmd{
 		Path: kubeBin, Args: []string{"podsup-kube", "play", "--socket", socket, "../../examples/kube/web.yaml"},
-		Env:    append(os.Environ(), "PODSUP_BIN="+podsup),
+		RunAs:  proc.RunAs{Env: append(os.Environ(), "PODSUP_BIN="+podsup)},
 		Stdout: logFile, Stderr: logFile,
 	})
 	if err != nil {

@@ -28,8 +28,7 @@ func execCmd(g *spec.Group, process string, argv []string) (*proc.Cmd, error) {
 	if pr == nil {
 		return nil, fmt.Errorf("group %q has no process %q", g.Name, process)
 	}
-	c.Env = supervisor.Environ(pr.Env) // what the process itself gets
-	c.Dir, c.User, c.Group = pr.WorkingDir, pr.User, pr.Group
+	c.RunAs = supervisor.RunAs(*pr) // what the process itself gets
 	return c, nil
 }
 
@@ -76,7 +75,7 @@ func execPath() string {
 	if p := os.Getenv("PATH"); p != "" {
 		return p
 	}
-	return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	return proc.DefaultPath
 }
 
 // execStartError explains a refusal of execCmdFor's NotRoot.

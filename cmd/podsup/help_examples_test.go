@@ -176,7 +176,7 @@ func runExampleLine(t *testing.T, repo string, env []string, socket, line, upSoc
 		// exec: SIGTERM reaches podsup, not a shell that would orphan it.
 		script = "exec " + stripComment(line)
 	}
-	c := &proc.Cmd{Path: "/bin/bash", Args: []string{"bash", "-o", "pipefail", "-c", script}, Env: env, Dir: repo}
+	c := &proc.Cmd{Path: "/bin/bash", Args: []string{"bash", "-o", "pipefail", "-c", script}, RunAs: proc.RunAs{Env: env, Dir: repo}}
 	s := start(t, c)
 	if !long {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

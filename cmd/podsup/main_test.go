@@ -321,7 +321,7 @@ func testExe(t testing.TB) string {
 // podsupCmd is a proc.Cmd running `podsup ARGS...`.
 func podsupCmd(t testing.TB, args ...string) *proc.Cmd {
 	exe := testExe(t)
-	return &proc.Cmd{Path: exe, Args: append([]string{"podsup"}, args...), Env: append(cleanEnv(), asPodsupEnv+"=1")}
+	return &proc.Cmd{Path: exe, Args: append([]string{"podsup"}, args...), RunAs: proc.RunAs{Env: append(cleanEnv(), asPodsupEnv+"=1")}}
 }
 
 // helperArgv is the argv that makes the test binary run helper name;

@@ -129,7 +129,7 @@ const podsupLimited = "podsup-without-cap-sys-resource"
 func nofileCmd(t testing.TB, soft, hard uint64, next string, args ...string) *proc.Cmd {
 	exe := testExe(t)
 	return &proc.Cmd{Path: exe, Args: append([]string{exe, fmt.Sprint(soft), fmt.Sprint(hard), next}, args...),
-		Env: append(cleanEnv(), helperEnv+"=nofile-exec")}
+		RunAs: proc.RunAs{Env: append(cleanEnv(), helperEnv+"=nofile-exec")}}
 }
 
 func TestStartingSoftLimitIsTheOnePodsupWasStartedWith(t *testing.T) {

@@ -213,7 +213,7 @@ scrape_configs:
 	}
 	p := start(t, &proc.Cmd{Path: server, Args: []string{"prometheus",
 		"--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=" + web, "--log.level=warn"}, Dir: dir})
+		"--web.listen-address=" + web, "--log.level=warn"}, RunAs: proc.RunAs{Dir: dir}})
 	go func() { _, _ = io.Copy(io.Discard, p.out) }() // its log must not fill the pipe
 	base := "http://" + web
 

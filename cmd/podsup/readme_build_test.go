@@ -63,7 +63,7 @@ func TestREADMEBuildCommandGivesAStaticBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	p, err := proc.Start(&proc.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", line}, Env: env, Dir: repo, Stdout: logf, Stderr: logf})
+	p, err := proc.Start(&proc.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", line}, RunAs: proc.RunAs{Env: env, Dir: repo}, Stdout: logf, Stderr: logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,15 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/internal/memtrim"
-	"github.com/podsup/podsup/internal/termsafe"
 
 	"github.com/podsup/podsup/pid1"
 )
@@ -71,9 +70,7 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			o.Logger = stderrLogger(verbose)
-			// "podsup: CMD: command not found" echoes CMD: quoted, as
-			// every message podsup prints (internal/termsafe).
-			o.Errors = termsafe.NewWriter(os.Stderr, termsafe.KeepTab)
+			o.Errors = errorLog{&o.Logger}
 			if prepErr != nil {
 				o.Logger.Warn().Err(prepErr).Msg("a SIGURG that arrives while another signal is forwarded may be lost")
 			}
@@ -106,6 +103,18 @@ func newRunCmd() *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// errorLog writes pid1's messages ("podsup: CMD: command not found") as
+// error lines of podsup's own console log, the format of podsup up's,
+// which quotes what a terminal would act on (CMD is echoed).
+type errorLog struct{ log *zerolog.Logger }
+
+func (e errorLog) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		e.log.Error().Msg(l)
+	}
+	return len(p), nil
 }
 
 // parseRemapExit reads the -e/--remap-exit values.

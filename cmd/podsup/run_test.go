@@ -143,7 +143,7 @@ func TestRunChildHasOnlyFds012AndAnEmptySignalMask(t *testing.T) {
 	// the mask on to the child.
 	exe := testExe(t)
 	bc := &proc.Cmd{Path: exe, Args: []string{exe, "run", "--", "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"},
-		Env: append(cleanEnv(), helperEnv+"=blocked-exec")}
+		RunAs: proc.RunAs{Env: append(cleanEnv(), helperEnv+"=blocked-exec")}}
 	s = start(t, bc)
 	out := s.rest(t)
 	if e := s.wait(t); e.Code() != 0 {
@@ -299,7 +299,7 @@ func TestRunInATerminal(t *testing.T) {
 
 func runScript(t *testing.T, stdin *os.File, command string) (int, string) {
 	t.Helper()
-	c := &proc.Cmd{Path: "/usr/bin/script", Args: []string{"script", "-qec", command, "/dev/null"}, Env: cleanEnv(), Stdin: stdin}
+	c := &proc.Cmd{Path: "/usr/bin/script", Args: []string{"script", "-qec", command, "/dev/null"}, RunAs: proc.RunAs{Env: cleanEnv()}, Stdin: stdin}
 	s := start(t, c)
 	if stdin != nil {
 		stdin.Close()

@@ -292,7 +292,7 @@ func TestHealthAnswersBesideManyFollowers(t *testing.T) {
 
 	// A member's 100 streams: its share, then 429s that say why.
 	h := start(t, &proc.Cmd{Path: exe, Args: []string{"podsup-followers", f.socket, "100"},
-		Env: []string{helperEnv + "=followers"}, User: member.Name})
+		RunAs: proc.RunAs{Env: []string{helperEnv + "=followers"}, User: member.Name}})
 	defer func() {
 		_ = h.p.Signal(syscall.SIGKILL)
 		h.wait(t)

@@ -104,7 +104,7 @@ func TestClientRefusesAServerOfAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "podsup.sock")
-	srv := start(t, &proc.Cmd{Path: exe, Args: []string{"fakeserver", path}, Env: []string{helperEnv + "=fakeserver"}, User: attacker.Name})
+	srv := start(t, &proc.Cmd{Path: exe, Args: []string{"fakeserver", path}, RunAs: proc.RunAs{Env: []string{helperEnv + "=fakeserver"}, User: attacker.Name}})
 	if l := srv.line(t); !strings.Contains(l, "listening") {
 		t.Fatalf("the other user's server: %q", l)
 	}
@@ -204,7 +204,7 @@ func TestUpRefusesAHostileSocketDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := start(t, &proc.Cmd{Path: exe, Args: []string{"podsup", "up", "-f", cfg},
-		Env: []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin", "TMPDIR=" + tmp}, User: user.Name})
+		RunAs: proc.RunAs{Env: []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin", "TMPDIR=" + tmp}, User: user.Name}})
 	if !endsWithin(up, 30*time.Second) {
 		t.Fatalf("podsup up runs with its socket in %s, a directory another user made 0777:\n%s", hostile, up.sofar(t))
 	}
@@ -233,7 +233,7 @@ func TestUpMakesAPrivateSocketDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin", "TMPDIR=" + tmp}
-	up := start(t, &proc.Cmd{Path: exe, Args: []string{"podsup", "up", "-f", cfg}, Env: env, User: user.Name})
+	up := start(t, &proc.Cmd{Path: exe, Args: []string{"podsup", "up", "-f", cfg}, RunAs: proc.RunAs{Env: env, User: user.Name}})
 	if !eventually(func() bool { _, err := os.Lstat(filepath.Join(dir, "podsup.sock")); return err == nil }) {
 		t.Fatalf("podsup up as a user never made its socket in %s:\n%s", dir, up.sofar(t))
 	}

@@ -19,6 +19,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // MaxOutput is how much combined stdout+stderr a run keeps (P10: 10 KiB).
@@ -29,12 +31,7 @@ const MaxOutput = 10 << 10
 type Request struct {
 	// Argv is the command; Argv[0] is looked up in PATH when it has no slash.
 	Argv []string
-	// Env nil means podsup's own environment.
-	Env []string
-	// Dir "" means podsup's own working directory.
-	Dir string
-	// User and Group are names or numeric ids; "" means podsup's own.
-	User, Group string
+	proc.RunAs
 	// Timeout bounds the run; 0 means no bound but the context's.
 	Timeout time.Duration
 	// OutputLimit caps the kept output; 0 means MaxOutput.

@@ -77,8 +77,8 @@ func (r SandboxRunner) Run(ctx context.Context, req Request) (Result, error) {
 	defer stopWatching()
 
 	p, err := spawn(&proc.Cmd{
-		Path: req.Argv[0], Args: req.Argv, Env: req.Env, Dir: req.Dir,
-		User: req.User, Group: req.Group,
+		Path: req.Argv[0], Args: req.Argv, RunAs: req.RunAs,
+
 		Stdout: pw, Stderr: pw,
 		OnExit: func(proc.Exit) { wake() }, // runs on the reaper: must not block
 	})

@@ -41,7 +41,7 @@ func TestRunExitCodeAndCombinedOutput(t *testing.T) {
 
 func TestRunEnvAndDir(t *testing.T) {
 	dir := t.TempDir()
-	res := run(t, Request{Argv: []string{"sh", "-c", `printf "%s %s" "$GREETING" "$PWD"`}, Env: []string{"PATH=/usr/bin:/bin", "GREETING=hi"}, Dir: dir})
+	res := run(t, Request{Argv: []string{"sh", "-c", `printf "%s %s" "$GREETING" "$PWD"`}, RunAs: proc.RunAs{Env: []string{"PATH=/usr/bin:/bin", "GREETING=hi"}, Dir: dir}})
 	if string(res.Output) != "hi "+dir {
 		t.Fatalf("output %q", res.Output)
 	}
@@ -181,7 +181,7 @@ func TestRunUsesSpawnSeam(t *testing.T) {
 		seen = c
 		return proc.Start(c)
 	}}
-	res, err := r.Run(context.Background(), Request{Argv: []string{"echo", "via seam"}, User: "", Dir: "/"})
+	res, err := r.Run(context.Background(), Request{Argv: []string{"echo", "via seam"}, RunAs: proc.RunAs{User: "", Dir: "/"}})
 	if err != nil || string(res.Output) != "via seam\n" || seen == nil || seen.Dir != "/" {
 		t.Fatalf("got %+v %v, seam saw %+v", res, err, seen)
 	}

@@ -16,8 +16,10 @@ package logging
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -61,46 +63,74 @@ func (c *Console) Write(p []byte) (int, error) {
 	return len(p), err
 }
 
-type field struct {
-	key   []byte
-	value []byte // raw JSON value
+// Field is one key and its raw JSON value in a zerolog line.
+type Field struct {
+	Key   []byte // unquoted, escapes kept
+	Value []byte // raw JSON value
 }
 
-func (c *Console) format(dst, line []byte) ([]byte, bool) {
-	var fields [24]field
-	fs := fields[:0]
+// ScanLine appends the fields of one zerolog JSON line (a flat object) to
+// fs, without decoding the line into a map: false when it is no JSON
+// object this scanner reads.
+func ScanLine(fs []Field, line []byte) ([]Field, bool) {
 	s := bytes.TrimSpace(line)
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
-		return nil, false
+		return fs, false
 	}
 	s = s[1 : len(s)-1]
 	for len(bytes.TrimSpace(s)) > 0 {
 		s = bytes.TrimLeft(s, " ,")
 		k, rest, ok := scanString(s)
 		if !ok {
-			return nil, false
+			return fs, false
 		}
 		rest = bytes.TrimLeft(rest, " ")
 		if len(rest) == 0 || rest[0] != ':' {
-			return nil, false
+			return fs, false
 		}
 		rest = bytes.TrimLeft(rest[1:], " ")
 		v, rest2, ok := scanValue(rest)
 		if !ok {
-			return nil, false
+			return fs, false
 		}
-		fs = append(fs, field{unquote(k), v})
+		fs = append(fs, Field{unquote(k), v})
 		s = rest2
+	}
+	return fs, true
+}
+
+// Text is a JSON value's text: a string's, escapes decoded; any other
+// value as it is written.
+func Text(v []byte) string {
+	if len(v) == 0 || v[0] != '"' {
+		return string(v)
+	}
+	body := v[1 : len(v)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body)
+	}
+	var str string
+	if err := json.Unmarshal(v, &str); err != nil {
+		return string(body)
+	}
+	return str
+}
+
+func (c *Console) format(dst, line []byte) ([]byte, bool) {
+	var fields [24]Field
+	fs, ok := ScanLine(fields[:0], line)
+	if !ok {
+		return nil, false
 	}
 	var ts, level, msg []byte
 	for _, f := range fs {
-		switch string(f.key) {
+		switch string(f.Key) {
 		case "time":
-			ts = f.value
+			ts = f.Value
 		case "level":
-			level = f.value
+			level = f.Value
 		case "message":
-			msg = f.value
+			msg = f.Value
 		}
 	}
 	tf := c.TimeFormat
@@ -123,28 +153,43 @@ func (c *Console) format(dst, line []byte) ([]byte, bool) {
 		dst = append(dst, name...)
 		dst = append(dst, ' ')
 	}
+	var more []byte // a message's lines after its first
 	if msg != nil {
 		// A message keeps its tabs, as it always has: they move the
-		// cursor nowhere harmful.
-		dst = appendUnquoted(dst, msg, termsafe.KeepTab)
+		// cursor nowhere harmful. One of several lines (a refused
+		// reload's problems) has its first line here, before the
+		// fields, and the others indented below, each quoted on its
+		// own: a newline is the one control character shown as itself.
+		text := ""
+		if bytes.Contains(msg, []byte(`\n`)) { // one line costs no decode
+			text = Text(msg)
+		}
+		if first, rest, multi := strings.Cut(text, "\n"); multi && utf8.ValidString(text) {
+			dst = termsafe.Append(dst, first, termsafe.KeepTab)
+			for _, l := range strings.Split(rest, "\n") {
+				more = termsafe.Append(append(more, "\n    "...), l, termsafe.KeepTab)
+			}
+		} else {
+			dst = appendUnquoted(dst, msg, termsafe.KeepTab)
+		}
 	}
 	for _, f := range fs {
-		switch string(f.key) {
+		switch string(f.Key) {
 		case "time", "level", "message":
 			continue
 		}
 		dst = append(dst, ' ')
-		dst = termsafe.Append(dst, f.key, termsafe.Escaped)
+		dst = termsafe.Append(dst, f.Key, termsafe.Escaped)
 		dst = append(dst, '=')
-		v := unquote(f.value)
-		if f.value[0] == '"' && (len(v) == 0 || bytes.ContainsAny(v, " \t\"=")) {
+		v := unquote(f.Value)
+		if f.Value[0] == '"' && (len(v) == 0 || bytes.ContainsAny(v, " \t\"=")) {
 			// Kept as a JSON literal, whose own escapes stay.
-			dst = termsafe.Append(dst, f.value, termsafe.Escaped)
+			dst = termsafe.Append(dst, f.Value, termsafe.Escaped)
 		} else {
-			dst = appendUnquoted(dst, f.value, 0)
+			dst = appendUnquoted(dst, f.Value, 0)
 		}
 	}
-	return append(dst, '\n'), true
+	return append(append(dst, more...), '\n'), true
 }
 
 // scanString reads a JSON string at the start of s.

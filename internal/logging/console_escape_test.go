@@ -43,3 +43,19 @@ func TestConsoleQuotesWhatATerminalWouldActOn(t *testing.T) {
 		}
 	}
 }
+
+// A message of several lines (a refused reload's problems) shows as
+// lines: the first with the fields, the others indented below it, each
+// still quoted.
+func TestConsoleShowsAMessagesLines(t *testing.T) {
+	var out bytes.Buffer
+	log := zerolog.New(&Console{Out: &out})
+	log.Error().Str("config", "/etc/podsup.hcl").
+		Msg("reload refused, the running configuration stays:\nweb: bad\x1b[2J\napi: worse")
+	want := "ERR reload refused, the running configuration stays: config=/etc/podsup.hcl\n" +
+		"    web: bad\\x1b[2J\n" +
+		"    api: worse\n"
+	if got := out.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -22,7 +22,7 @@ import (
 // fails the test when the child exits non-zero or runs for over a minute.
 func Run(t *testing.T, env string) string {
 	t.Helper()
-	out, _ := Exec(t, proc.Cmd{Env: append(os.Environ(), env), Stderr: os.Stderr})
+	out, _ := Exec(t, proc.Cmd{RunAs: proc.RunAs{Env: append(os.Environ(), env)}, Stderr: os.Stderr})
 	return strings.TrimSpace(out)
 }
 

@@ -123,7 +123,7 @@ func shadowTool(t testing.TB, tool string, args ...string) {
 // after a minute.
 func Run(t testing.TB, u User, env []string, argv ...string) (string, int) {
 	t.Helper()
-	c := proc.Cmd{Path: argv[0], Args: argv, Env: env}
+	c := proc.Cmd{Path: argv[0], Args: argv, RunAs: proc.RunAs{Env: env}}
 	if u.Name != "" {
 		c.User = u.Name
 	}

@@ -163,7 +163,7 @@ func startIn(t *testing.T, p *Process, helper string, argv ...string) *child {
 	err := p.Place(func(fd int) error {
 		var serr error
 		pp, serr = proc.Start(&proc.Cmd{
-			Path: path, Args: args, Env: env, Stdout: os.Stderr, Stderr: os.Stderr,
+			Path: path, Args: args, RunAs: proc.RunAs{Env: env}, Stdout: os.Stderr, Stderr: os.Stderr,
 			UseCgroupFD: fd >= 0, CgroupFD: fd,
 		})
 		return serr

@@ -46,9 +46,9 @@ func helperCmd(t testing.TB, name string, args ...string) *Cmd {
 		t.Fatal(err)
 	}
 	return &Cmd{
-		Path: exe,
-		Args: append([]string{exe}, args...),
-		Env:  helperEnv(name),
+		Path:  exe,
+		Args:  append([]string{exe}, args...),
+		RunAs: RunAs{Env: helperEnv(name)},
 	}
 }
 

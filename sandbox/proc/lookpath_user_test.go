@@ -82,7 +82,7 @@ func runAs(u testusers.User, path string, env ...string) (string, error) {
 		return "", err
 	}
 	defer r.Close()
-	p, err := proc.Start(&proc.Cmd{Path: path, Args: []string{path}, Env: env, User: u.Name, Stdout: w, Stderr: w})
+	p, err := proc.Start(&proc.Cmd{Path: path, Args: []string{path}, RunAs: proc.RunAs{Env: env, User: u.Name}, Stdout: w, Stderr: w})
 	w.Close()
 	if err != nil {
 		return "", err

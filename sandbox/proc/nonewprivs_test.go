@@ -50,7 +50,7 @@ func TestNoNewPrivsCommandsCannotGainPrivileges(t *testing.T) {
 		t.Skip("needs root to start a command as another uid")
 	}
 	out, code := runOut(t, &Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", `echo "argv0=$0 x=$X"; cat /proc/self/status`},
-		Env: []string{"X=1", "PATH=/usr/bin:/bin"}, NoNewPrivs: true,
+		RunAs: RunAs{Env: []string{"X=1", "PATH=/usr/bin:/bin"}}, NoNewPrivs: true,
 		Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
@@ -81,15 +81,15 @@ func TestNotRootRefusesRoot(t *testing.T) {
 	}
 	for _, c := range []*Cmd{
 		{Path: "/bin/true", NotRoot: true},
-		{Path: "/bin/true", NotRoot: true, User: "0"},
-		{Path: "/bin/true", NotRoot: true, User: "root"},
-		{Path: "/bin/true", NotRoot: true, Group: "65534"},
+		{Path: "/bin/true", NotRoot: true, RunAs: RunAs{User: "0"}},
+		{Path: "/bin/true", NotRoot: true, RunAs: RunAs{User: "root"}},
+		{Path: "/bin/true", NotRoot: true, RunAs: RunAs{Group: "65534"}},
 	} {
 		if _, err := Start(c); !errors.Is(err, ErrWouldRunAsRoot) {
 			t.Errorf("user %q group %q: %v, want ErrWouldRunAsRoot", c.User, c.Group, err)
 		}
 	}
-	if out, code := runOut(t, &Cmd{Path: "/bin/true", NotRoot: true, User: "65534"}); code != 0 {
+	if out, code := runOut(t, &Cmd{Path: "/bin/true", NotRoot: true, RunAs: RunAs{User: "65534"}}); code != 0 {
 		t.Errorf("a non-root user: %d %s", code, out)
 	}
 }
@@ -97,7 +97,7 @@ func TestNotRootRefusesRoot(t *testing.T) {
 // A missing working directory is not reported as a missing /proc: both
 // fail the fork with ENOENT, and only the first is the command's.
 func TestNoNewPrivsMissingWorkingDir(t *testing.T) {
-	_, err := Start(&Cmd{Path: "/bin/true", Dir: "/nonexistent-podsup-wd", NoNewPrivs: true})
+	_, err := Start(&Cmd{Path: "/bin/true", RunAs: RunAs{Dir: "/nonexistent-podsup-wd"}, NoNewPrivs: true})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent-podsup-wd") {
 		t.Errorf("a missing working directory: %v, want it named", err)
 	}

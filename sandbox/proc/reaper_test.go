@@ -128,7 +128,7 @@ var _ = registerHelper("pid1-reaper", func(args []string) int {
 		return 1
 	}
 	exe, _ := os.Executable()
-	oc := &Cmd{Path: exe, Args: []string{exe, "1000"}, Env: helperEnv("orphans"), Stderr: os.Stdout}
+	oc := &Cmd{Path: exe, Args: []string{exe, "1000"}, RunAs: RunAs{Env: helperEnv("orphans")}, Stderr: os.Stdout}
 	if msg := exerciseReaper(100, 1000, oc); msg != "" {
 		fmt.Println("FAIL", msg)
 		return 1

@@ -20,13 +20,7 @@ type Cmd struct {
 	Path string
 	// Args is argv, including argv[0]; empty means [Path].
 	Args []string
-	// Env is the environment; nil means podsup's own.
-	Env []string
-	// Dir is the working directory; empty means podsup's own.
-	Dir string
-	// User and Group are names or numeric ids; empty means podsup's own.
-	// A user brings its primary group and supplementary groups.
-	User, Group string
+	RunAs
 	// Credential, when not nil, is the uid, gid and supplementary groups
 	// to run as, used as they are (no lookup); User and Group are then
 	// ignored.

@@ -122,7 +122,7 @@ func TestChildGetsCleanSignalStateAndOwnProcessGroup(t *testing.T) {
 func TestArgsEnvDirAndFilesPassVerbatim(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"sh", "-c", `printf '%s|' "$@"; printf 'env=%s|' "$PODSUP_X"; pwd`, "sh", "a b", "", `"q"`, "$HOME"}
-	e, out := run(t, &Cmd{Path: "/bin/sh", Args: args, Env: []string{"PODSUP_X=v 1", "PATH=/usr/bin:/bin"}, Dir: dir})
+	e, out := run(t, &Cmd{Path: "/bin/sh", Args: args, RunAs: RunAs{Env: []string{"PODSUP_X=v 1", "PATH=/usr/bin:/bin"}, Dir: dir}})
 	want := `a b||"q"|$HOME|env=v 1|` + dir + "\n"
 	if e.Code() != 0 || out != want {
 		t.Fatalf("got %q (%s), want %q", out, e, want)
@@ -131,15 +131,15 @@ func TestArgsEnvDirAndFilesPassVerbatim(t *testing.T) {
 
 func TestUserAndGroup(t *testing.T) {
 	needRoot(t)
-	e, out := run(t, &Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "id -u; id -g"}, User: "nobody"})
+	e, out := run(t, &Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "id -u; id -g"}, RunAs: RunAs{User: "nobody"}})
 	if e.Code() != 0 || strings.Fields(out)[0] != "65534" {
 		t.Fatalf("as nobody: %q (%s)", out, e)
 	}
-	e, out = run(t, &Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "id -u; id -g"}, User: "1234", Group: "4321"})
+	e, out = run(t, &Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "id -u; id -g"}, RunAs: RunAs{User: "1234", Group: "4321"}})
 	if f := strings.Fields(out); e.Code() != 0 || len(f) != 2 || f[0] != "1234" || f[1] != "4321" {
 		t.Fatalf("as 1234:4321: %q (%s)", out, e)
 	}
-	if _, err := Start(&Cmd{Path: "/bin/true", User: "no-such-user-podsup"}); err == nil || !strings.Contains(err.Error(), "no-such-user-podsup") {
+	if _, err := Start(&Cmd{Path: "/bin/true", RunAs: RunAs{User: "no-such-user-podsup"}}); err == nil || !strings.Contains(err.Error(), "no-such-user-podsup") {
 		t.Fatalf("unknown user: %v", err)
 	}
 }

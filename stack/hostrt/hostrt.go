@@ -67,8 +67,7 @@ func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor
 	}
 	onExit := req.OnExit
 	cmd := &proc.Cmd{
-		Path: pr.Command[0], Args: pr.Command, Env: supervisor.Environ(pr.Env),
-		Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+		Path: pr.Command[0], Args: pr.Command, RunAs: supervisor.RunAs(pr),
 		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
 		OnExit: func(e proc.Exit) {
 			onExit(supervisor.ExitStatus{Code: e.Code(), Signal: e.Signal()})
