@@ -33,11 +33,8 @@ type procRec struct {
 	// Remove), which block unlocked for forks and waits.
 	op sync.Mutex
 
-	// started is closed when StartProcess settled (running or failed), so
-	// an exit reaped before that waits for it; exited when the state
-	// became exited.
-	started chan struct{}
-	exited  chan struct{}
+	// exited is closed when the state became exited.
+	exited chan struct{}
 
 	state    State         // guarded by rt.mu
 	proc     *proc.Process // guarded by rt.mu; set when running
@@ -91,7 +88,7 @@ func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessC
 		return fmt.Errorf("creating process %q: %w: empty command", id, ErrInvalidArgument)
 	}
 	pr := &procRec{id: id, cfg: cfg, state: StateCreated, created: time.Now(),
-		started: make(chan struct{}), exited: make(chan struct{})}
+		exited: make(chan struct{})}
 	rt.mu.Lock()
 	sb, err := rt.getSandbox(cfg.Sandbox)
 	switch {
@@ -199,7 +196,10 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 		User: c.User, Group: c.Group,
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
 		Forker: forker, UseCgroupFD: fd >= 0, CgroupFD: fd,
-		OnExit: func(e proc.Exit) { rt.exitReaped(pr, e) },
+		// On the reaper's goroutine: the cgroup reads are a few
+		// microseconds each, and a goroutine hand-off per exit cost a
+		// restart more than that (docs/benchmarks.md, S1).
+		OnExit: func(e proc.Exit) { rt.processExited(pr, e) },
 	}
 	switch {
 	case pr.kept != nil:
@@ -207,50 +207,33 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	case pr.cg != nil:
 		cmd.Tree = pr.cg
 	}
-	startAt := time.Now() // before the fork: an exit may be reaped before Start returns
-	p, err := proc.Start(cmd)
-	release()
-	now := time.Now()
+	// The record is running before the fork: the exit may be reaped, and
+	// processExited run, before proc.Start returned. Until pr.proc is set
+	// a signal finds nothing to signal (runningProc).
 	rt.mu.Lock()
-	if err != nil {
-		pr.state, _ = transition(id, pr.state, EventStartFailed)
-		pr.finishAt = now
-		pr.code = StartErrorExitCode // E3
-		pr.reason = ReasonStartError
-		pr.message = err.Error()
-		st := rt.statusLocked(pr)
-		rt.mu.Unlock()
-		close(pr.started)
-		close(pr.exited)
-		if pr.cfg.OnExit != nil {
-			pr.cfg.OnExit(st)
-		}
-		return fmt.Errorf("starting process %q: %w", id, err)
-	}
 	pr.state, _ = transition(id, pr.state, EventStart)
-	pr.proc = p
-	pr.startAt = startAt
+	pr.startAt = time.Now()
 	if pr.kept != nil {
 		pr.base = pr.kept.last
 	}
 	rt.mu.Unlock()
-	close(pr.started)
+	p, err := proc.Start(cmd)
+	release()
+	rt.mu.Lock()
+	if err != nil {
+		pr.state, _ = transition(id, pr.state, EventStartFailed)
+		pr.finishAt = time.Now()
+		pr.code = StartErrorExitCode // E3
+		pr.reason = ReasonStartError
+		pr.message = err.Error()
+		rt.mu.Unlock()
+		close(pr.exited) // no OnExit: the error is the caller's news
+		return fmt.Errorf("starting process %q: %w", id, err)
+	}
+	pr.proc = p
+	rt.mu.Unlock()
 	rt.log.Debug().Str("process", id).Str("sandbox", pr.sb.id).Int("pid", p.Pid()).Msg("started")
 	return nil
-}
-
-// exitReaped is the reaper's news of pr's exit. The reaper must never wait
-// on us: an exit reaped before StartProcess settled (it waits for the
-// fork's outcome under pr.op) is taken up by a goroutine of its own. The
-// usual one is handled right here, on the reaper's goroutine: its cgroup
-// reads are a few microseconds each, and a goroutine hand-off per exit
-// cost a restart more than that (docs/benchmarks.md, S1).
-func (rt *LocalRuntime) exitReaped(pr *procRec, e proc.Exit) {
-	if isClosed(pr.started) {
-		rt.processExited(pr, e)
-		return
-	}
-	go rt.processExited(pr, e)
 }
 
 // processExited turns a reaped exit into the exited state, with the OOM
@@ -258,7 +241,6 @@ func (rt *LocalRuntime) exitReaped(pr *procRec, e proc.Exit) {
 // cgroup's final usage figures (exitFigures says why after) and closes
 // pr.exited.
 func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
-	<-pr.started
 	var (
 		oomKills uint64
 		oomKnown bool
@@ -371,7 +353,6 @@ func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout tim
 		pr.finishAt = time.Now()
 		pr.reason = ReasonStopped
 		rt.mu.Unlock()
-		close(pr.started)
 		close(pr.exited)
 		return nil
 	case StateExited:
@@ -646,7 +627,7 @@ func (rt *LocalRuntime) runningProc(id string) (*proc.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pr.state != StateRunning {
+	if pr.state != StateRunning || pr.proc == nil {
 		return nil, fmt.Errorf("process %q is %s: %w", id, pr.state, ErrFailedPrecondition)
 	}
 	return pr.proc, nil

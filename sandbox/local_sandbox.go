@@ -139,7 +139,7 @@ func (rt *LocalRuntime) holderExited(sb *sandboxRec, e proc.Exit) {
 	sb.message = "sandbox holder ended: " + e.String()
 	var running []*procRec
 	for _, pr := range sb.procs {
-		if pr.state == StateRunning {
+		if pr.state == StateRunning && pr.proc != nil { // not one mid-fork (StartProcess)
 			running = append(running, pr)
 		}
 	}

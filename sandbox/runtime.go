@@ -148,8 +148,9 @@ type ProcessConfig struct {
 	NoFinalUsage bool
 	// StopSignal is what StopProcess sends first; 0 means SIGTERM.
 	StopSignal syscall.Signal
-	// OnExit, when set, is called once the process is exited, with its
-	// status: exit code, signal, reason and OOMKilled are final. Its Usage
+	// OnExit, when set, is called once a started process is exited (not
+	// after a failed StartProcess, whose error says it), at any time after
+	// the fork, also before StartProcess returned, with its status: exit code, signal, reason and OOMKilled are final. Its Usage
 	// is the kernel's account of the process and the children it waited
 	// for (rusage); the cgroup's figures, which count its whole tree,
 	// replace it in ProcessStatus once WaitProcess returns (they are read

@@ -134,7 +134,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 	}
 	pr := req.Process
 	id := req.InstanceID
-	gate := &startGate{onExit: req.OnExit}
+	onExit := req.OnExit
 	err := l.rt.CreateProcess(ctx, id, sandbox.ProcessConfig{
 		Sandbox: req.Group, Command: pr.Command, Env: supervisor.Environ(pr.Env), Dir: pr.WorkingDir,
 		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
@@ -143,13 +143,14 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 		// Usage is read from the cgroups by the API server (cumulative
 		// per process); the exit need not read it.
 		NoFinalUsage: true,
-		OnExit:       gate.exited,
+		OnExit: func(st sandbox.ProcessStatus) {
+			onExit(supervisor.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled})
+		},
 	})
 	if err != nil {
 		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}
 	pid, err := l.startProcess(ctx, id)
-	gate.settle(err == nil)
 	if err != nil {
 		// Ours to clean up: the supervisor never sees this instance.
 		if rerr := l.rt.RemoveProcess(context.Background(), id); rerr != nil && !sandbox.IsNotFound(rerr) {
@@ -173,47 +174,6 @@ func (l *LocalRuntime) startProcess(ctx context.Context, id string) (int, error)
 		return 0, fmt.Errorf("reading the started process: %w", err)
 	}
 	return pid, nil
-}
-
-// startGate passes an instance's exit on only once its start succeeded:
-// package sandbox reports a failed start through OnExit too (the
-// supervisor hears of it through Start's error), and a real exit may be
-// reaped before StartProcess returned. No lock is held across a call into
-// the runtime, so a failure path that calls OnExit synchronously cannot
-// deadlock on it.
-type startGate struct {
-	onExit func(supervisor.ExitStatus)
-
-	mu      sync.Mutex
-	settled bool // StartProcess returned
-	ok      bool // ... and succeeded
-	pending *supervisor.ExitStatus
-}
-
-func (g *startGate) exited(st sandbox.ProcessStatus) {
-	es := supervisor.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled}
-	g.mu.Lock()
-	if !g.settled {
-		g.pending = &es
-		g.mu.Unlock()
-		return
-	}
-	ok := g.ok
-	g.mu.Unlock()
-	if ok {
-		g.onExit(es)
-	}
-}
-
-func (g *startGate) settle(ok bool) {
-	g.mu.Lock()
-	g.settled, g.ok = true, ok
-	pending := g.pending
-	g.pending = nil
-	g.mu.Unlock()
-	if ok && pending != nil {
-		g.onExit(*pending)
-	}
 }
 
 // Capabilities is Sandboxes alone: the output of a process goes where

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -353,18 +352,33 @@ func (w *worker) exec(a core.Action) core.Input {
 
 // startInstance starts an instance in a goroutine of its own: a start may
 // create the group's sandbox, which takes a holder's handshake. Its
-// outcome comes back as startDoneInput, and an exit is held back until
-// then (exitGate), so the core hears "started" before "exited".
+// outcome comes back as startDoneInput, and the instance's exit goes into
+// the mailbox only after it (posted), so the core hears "started" before
+// "exited" whenever the runtime reports the exit (Runtime: also before
+// Start returned). This is the one place that order is kept: only the
+// worker can order the exit after what it does once Start returned.
 func (w *worker) startInstance(a core.StartAction) {
 	id := a.Instance
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.starting[id] = cancel
 	w.effects++
-	gate := &exitGate{}
+	posted := make(chan struct{}) // closed once the start's outcome is in the mailbox
 	req := StartRequest{
 		Group: w.name, InstanceID: id, Process: a.Spec, Sandbox: w.core.Spec().Sandbox,
 		OnExit: func(st ExitStatus) {
-			gate.exited(w.mb, core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()})
+			in := core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()}
+			select {
+			case <-posted:
+				w.mb.put(in)
+			default:
+				// Reaped before Start returned (a program that exits at
+				// once). OnExit must not block, so the exit waits for the
+				// start's outcome on a goroutine of its own.
+				go func() {
+					<-posted
+					w.mb.put(in)
+				}()
+			}
 		},
 		Report: func(e RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
@@ -379,7 +393,8 @@ func (w *worker) startInstance(a core.StartAction) {
 			<-cleaned // ... killed by a goroutine of an earlier step
 		}
 		inst, err := w.rt.Start(ctx, req)
-		gate.started(w.mb, startDoneInput{instance: id, inst: inst, err: err})
+		w.mb.put(startDoneInput{instance: id, inst: inst, err: err})
+		close(posted)
 	}()
 	if restart {
 		// The restart path: let the new goroutine have this thread now,
@@ -397,37 +412,6 @@ type startDoneInput struct {
 	instance string
 	inst     Instance
 	err      error
-}
-
-// exitGate orders an instance's exit after its start's result in the
-// mailbox: a runtime may report the exit before Start returned.
-type exitGate struct {
-	mu      sync.Mutex
-	posted  bool // the start's result is in the mailbox
-	failed  bool // ... and it was an error: no exit is delivered
-	pending *core.ExitedInput
-}
-
-func (g *exitGate) exited(mb *mailbox, in core.ExitedInput) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case !g.posted:
-		g.pending = &in
-	case !g.failed:
-		mb.put(in)
-	}
-}
-
-func (g *exitGate) started(mb *mailbox, done startDoneInput) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	mb.put(done)
-	g.posted, g.failed = true, done.err != nil
-	if g.pending != nil && !g.failed {
-		mb.put(*g.pending)
-	}
-	g.pending = nil
 }
 
 // killTree SIGKILLs an instance's tree in a goroutine of its own (a cgroup
