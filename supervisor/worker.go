@@ -209,15 +209,11 @@ func (w *worker) handle(in any) {
 	w.publish()
 }
 
-// step steps the core with in, executes the plan, feeds the executor's
-// results (started, start failed) back in and re-arms the timer.
+// step steps the core with item, executes the plan and re-arms the timer.
 func (w *worker) step(item any) {
 	w.noteInput(item)
-	queue := []core.Input{w.effectDone(item)}
-	var wake time.Time
-	for len(queue) > 0 {
-		in := queue[0]
-		queue = queue[1:]
+	in := w.effectDone(item)
+	for {
 		now := w.clock.Now()
 		ex, exited := in.(core.ExitedInput)
 		var exitedProcess string // the exit's process, while the core still knows its instance
@@ -228,9 +224,7 @@ func (w *worker) step(item any) {
 		}
 		p := w.core.Step(now, in)
 		for _, a := range p.Actions {
-			if fb := w.exec(a); fb != nil {
-				queue = append(queue, fb)
-			}
+			w.exec(a)
 		}
 		w.beginCleanups()
 		if exited {
@@ -240,14 +234,14 @@ func (w *worker) step(item any) {
 				w.logExit(exitedProcess, ex, w.core.EndReason(ex.Instance))
 			}
 		}
-		wake = p.Wake
 		// The core never asks for a wake-up in the past, but if it did,
 		// step again now rather than lose it.
-		if len(queue) == 0 && !wake.IsZero() && !wake.After(w.clock.Now()) {
-			queue = append(queue, core.TimerInput{})
+		if p.Wake.IsZero() || p.Wake.After(w.clock.Now()) {
+			w.arm(p.Wake)
+			return
 		}
+		in = core.TimerInput{}
 	}
-	w.arm(wake)
 }
 
 // publish brings the probes and hooks in line with the core, then publishes
@@ -315,9 +309,9 @@ func (w *worker) logExit(process string, ex core.ExitedInput, reason string) {
 	ev.Msg("process exited")
 }
 
-// exec carries out one action; it returns the input that reports its
-// outcome when the core must hear of it at once.
-func (w *worker) exec(a core.Action) core.Input {
+// exec carries out one action. Its outcome, when the core must hear of
+// it, comes back through the mailbox.
+func (w *worker) exec(a core.Action) {
 	switch a := a.(type) {
 	case core.StartAction:
 		w.startInstance(a)
@@ -347,7 +341,6 @@ func (w *worker) exec(a core.Action) core.Input {
 	case core.RecreateReplyAction, core.RecreateDoneAction, core.RecreateGoneAction:
 		w.execRecreate(a)
 	}
-	return nil
 }
 
 // startInstance starts an instance in a goroutine of its own: a start may
