@@ -63,8 +63,6 @@ type LocalRuntime struct {
 	closed    bool
 }
 
-var _ Runtime = (*LocalRuntime)(nil)
-
 // NewRuntime sets up the cgroup root of opts.Instance and sweeps away what
 // an earlier run of the same instance left (processes, cgroups). Where
 // cgroups are unavailable it says so once in the log and uses process
@@ -222,18 +220,6 @@ func (rt *LocalRuntime) readySandbox(id string) (*sandboxRec, error) {
 		return nil, fmt.Errorf("sandbox %q is %s: %w", id, sb.state, ErrFailedPrecondition)
 	}
 	return sb, nil
-}
-
-// ListSandboxes returns every sandbox's status, sorted by id.
-func (rt *LocalRuntime) ListSandboxes() []SandboxStatus {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	out := make([]SandboxStatus, 0, len(rt.sandboxes))
-	for _, sb := range rt.sandboxes {
-		out = append(out, rt.sandboxStatusLocked(sb))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 // SandboxStatus returns one sandbox's status.

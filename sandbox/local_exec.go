@@ -13,7 +13,9 @@ import (
 // under the sandbox's ("exec+N": '+' cannot occur in a process id), so its
 // tree can be killed whole and the sandbox's limits apply. When the
 // command's exit is known, whatever its tree left is killed and the cgroup
-// removed. See Runtime.
+// removed. c's Forker, CgroupFD and Tree are replaced; its OnExit is
+// kept. To run a command to completion in a sandbox (output, timeout, tree
+// kill), give Spawn to internal/execrun: podsup has one such path.
 func (rt *LocalRuntime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
 	sb, err := rt.readySandbox(sandboxID)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -79,7 +78,8 @@ func (rt *LocalRuntime) lookupProc(id string) (*procRec, error) {
 	return rt.getProc(id)
 }
 
-// CreateProcess records the process and creates its cgroup. See Runtime.
+// CreateProcess records a process (state created) and creates its
+// cgroup; nothing runs yet.
 func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessConfig) error {
 	if err := validID("process", id); err != nil {
 		return err
@@ -169,7 +169,9 @@ func (rt *LocalRuntime) processForker(pr *procRec) (proc.Forker, int, func(), er
 	return rt.forker(pr.sb, pr.kept.cg)
 }
 
-// StartProcess runs a created process. See Runtime.
+// StartProcess runs a created process (created → running). A program
+// that cannot be run leaves it exited with reason StartError and returns
+// the *proc.StartError.
 func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	pr, err := rt.lookupProc(id)
 	if err != nil {
@@ -333,19 +335,10 @@ func rusageCPU(ru unix.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// StopProcess stops a process gracefully, then by force. See Runtime.
-func (rt *LocalRuntime) StopProcess(ctx context.Context, id string, timeout time.Duration) error {
-	pr, err := rt.lookupProc(id)
-	if err != nil {
-		return err
-	}
-	pr.op.Lock()
-	defer pr.op.Unlock()
-	return rt.stopLocked(ctx, pr, timeout)
-}
-
-// stopLocked is StopProcess with pr.op held.
-func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout time.Duration) error {
+// killLocked is DeleteSandbox's end of a process, with pr.op held: one
+// never started is exited without running; a running one has its tree
+// SIGKILLed and its exit awaited; then what its tree left is killed.
+func (rt *LocalRuntime) killLocked(pr *procRec) error {
 	rt.mu.Lock()
 	switch pr.state {
 	case StateCreated:
@@ -362,34 +355,15 @@ func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout tim
 	}
 	p := pr.proc
 	rt.mu.Unlock()
-
-	if timeout > 0 {
-		sig := pr.cfg.StopSignal
-		if sig == 0 {
-			sig = unix.SIGTERM
-		}
-		if err := p.Signal(sig); err != nil && !errors.Is(err, proc.ErrProcessDone) {
-			return fmt.Errorf("stopping process %q: %w", pr.id, err)
-		}
-		t := time.NewTimer(timeout)
-		select {
-		case <-pr.exited:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
+	if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, proc.ErrProcessDone) {
+		return fmt.Errorf("killing process %q: %w", pr.id, err)
 	}
-	if !isClosed(pr.exited) {
-		if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, proc.ErrProcessDone) {
-			return fmt.Errorf("killing process %q: %w", pr.id, err)
-		}
-		t := time.NewTimer(rt.opts.KillTimeout)
-		defer t.Stop()
-		select {
-		case <-pr.exited:
-		case <-t.C:
-			return fmt.Errorf("stopping process %q: pid %d not reaped %s after SIGKILL: %w", pr.id, p.Pid(), rt.opts.KillTimeout, ErrUnavailable)
-		}
+	t := time.NewTimer(rt.opts.KillTimeout)
+	defer t.Stop()
+	select {
+	case <-pr.exited:
+	case <-t.C:
+		return fmt.Errorf("stopping process %q: pid %d not reaped %s after SIGKILL: %w", pr.id, p.Pid(), rt.opts.KillTimeout, ErrUnavailable)
 	}
 	return rt.killLeftovers(pr, p)
 }
@@ -406,7 +380,9 @@ func (rt *LocalRuntime) killLeftovers(pr *procRec, p *proc.Process) error {
 	return nil
 }
 
-// RemoveProcess forgets an exited or never started process. See Runtime.
+// RemoveProcess forgets an exited (or never started) process and removes
+// its cgroup, killing leftovers of its tree first. A kept cgroup
+// (ProcessConfig.Cgroup) stays for the next process naming it.
 func (rt *LocalRuntime) RemoveProcess(_ context.Context, id string) error {
 	pr, err := rt.lookupProc(id)
 	if err != nil {
@@ -456,7 +432,7 @@ func (rt *LocalRuntime) removeLocked(pr *procRec) error {
 	return nil
 }
 
-// forceRemove is DeleteSandbox's way with a process in any state: stop it
+// forceRemove is DeleteSandbox's way with a process in any state: kill it
 // at once (tree SIGKILL) and remove it.
 func (rt *LocalRuntime) forceRemove(pr *procRec) error {
 	pr.op.Lock()
@@ -467,7 +443,7 @@ func (rt *LocalRuntime) forceRemove(pr *procRec) error {
 	if gone {
 		return nil // removed meanwhile
 	}
-	if err := rt.stopLocked(context.Background(), pr, 0); err != nil {
+	if err := rt.killLocked(pr); err != nil {
 		return err
 	}
 	return rt.removeLocked(pr)
@@ -535,41 +511,6 @@ func (rt *LocalRuntime) statusLocked(pr *procRec) ProcessStatus {
 		st.Usage = pr.usage
 	}
 	return st
-}
-
-// ListProcesses returns the matching processes' statuses, sorted by id.
-func (rt *LocalRuntime) ListProcesses(filter ProcessFilter) []ProcessStatus {
-	rt.mu.Lock()
-	var out []ProcessStatus
-	var recs []*procRec
-	for _, pr := range rt.procs {
-		if (filter.Sandbox == "" || filter.Sandbox == pr.sb.id) && (filter.State == "" || filter.State == pr.state) {
-			out = append(out, rt.statusLocked(pr))
-			recs = append(recs, pr)
-		}
-	}
-	rt.mu.Unlock()
-	for i := range out {
-		rt.liveUsage(recs[i], &out[i])
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
-// WaitProcess blocks until the process is exited or ctx ends.
-func (rt *LocalRuntime) WaitProcess(ctx context.Context, id string) (ProcessStatus, error) {
-	pr, err := rt.lookupProc(id)
-	if err != nil {
-		return ProcessStatus{}, err
-	}
-	select {
-	case <-pr.exited:
-	case <-ctx.Done():
-		return ProcessStatus{}, fmt.Errorf("waiting for process %q: %w", id, ctx.Err())
-	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.statusLocked(pr), nil
 }
 
 // SignalProcess sends sig to the main process. Not running:

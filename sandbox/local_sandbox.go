@@ -49,8 +49,9 @@ func checkSandbox(cfg spec.Sandbox) error {
 	return nil
 }
 
-// CreateSandbox sets up the sandbox and returns once it is ready. See
-// Runtime.
+// CreateSandbox creates the sandbox's namespaces (none listed: the
+// host's), mounts, hostname, loopback and its cgroup with cfg.Resources,
+// and returns once it is ready.
 func (rt *LocalRuntime) CreateSandbox(ctx context.Context, id string, cfg spec.Sandbox) (err error) {
 	if err := validID("sandbox", id); err != nil {
 		return err
@@ -151,7 +152,8 @@ func (rt *LocalRuntime) holderExited(sb *sandboxRec, e proc.Exit) {
 }
 
 // DeleteSandbox kills and removes every process of the sandbox, ends its
-// namespaces and removes its cgroup. See Runtime.
+// namespaces and removes its cgroup. Deleting an id being deleted waits
+// for that deletion; an unknown id is ErrNotFound.
 func (rt *LocalRuntime) DeleteSandbox(ctx context.Context, id string) error {
 	rt.mu.Lock()
 	sb, err := rt.getSandbox(id)

@@ -138,8 +138,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 	err := l.rt.CreateProcess(ctx, id, sandbox.ProcessConfig{
 		Sandbox: req.Group, Command: pr.Command, Env: supervisor.Environ(pr.Env), Dir: pr.WorkingDir,
 		User: pr.User, Group: pr.Group, Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
-		StopSignal: pr.EffectiveStopSignal(),
-		Cgroup:     pr.Name, // one cgroup per process, whichever instance
+		Cgroup: pr.Name, // one cgroup per process, whichever instance
 		// Usage is read from the cgroups by the API server (cumulative
 		// per process); the exit need not read it.
 		NoFinalUsage: true,
