@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Error classes of LocalRuntime. Each says what the caller should do next
+// Error classes of Runtime. Each says what the caller should do next
 // (the containerd errdefs idea); errors are returned wrapped, test them with
 // errors.Is (or IsNotFound).
 var (

@@ -131,7 +131,7 @@ type ProcessFilter struct {
 }
 
 // listProcesses returns the matching processes' statuses, sorted by id.
-func (rt *LocalRuntime) listProcesses(filter ProcessFilter) []ProcessStatus {
+func (rt *Runtime) listProcesses(filter ProcessFilter) []ProcessStatus {
 	rt.mu.Lock()
 	var out []ProcessStatus
 	var recs []*procRec
@@ -150,7 +150,7 @@ func (rt *LocalRuntime) listProcesses(filter ProcessFilter) []ProcessStatus {
 }
 
 // listSandboxes returns every sandbox's status, sorted by id.
-func (rt *LocalRuntime) listSandboxes() []SandboxStatus {
+func (rt *Runtime) listSandboxes() []SandboxStatus {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	out := make([]SandboxStatus, 0, len(rt.sandboxes))
@@ -163,7 +163,7 @@ func (rt *LocalRuntime) listSandboxes() []SandboxStatus {
 
 // waitProcess blocks until the process is exited, with its final usage
 // read, or ctx ends.
-func (rt *LocalRuntime) waitProcess(ctx context.Context, id string) (ProcessStatus, error) {
+func (rt *Runtime) waitProcess(ctx context.Context, id string) (ProcessStatus, error) {
 	pr, err := rt.lookupProc(id)
 	if err != nil {
 		return ProcessStatus{}, err
@@ -182,7 +182,7 @@ func (rt *LocalRuntime) waitProcess(ctx context.Context, id string) (ProcessStat
 // to the main process and up to timeout for its exit (none with timeout
 // 0), then what DeleteSandbox does to a process (killLocked): SIGKILL to
 // its tree, a wait for the exit, and a kill of what the tree left.
-func (rt *LocalRuntime) stopProcess(ctx context.Context, id string, timeout time.Duration) error {
+func (rt *Runtime) stopProcess(ctx context.Context, id string, timeout time.Duration) error {
 	pr, err := rt.lookupProc(id)
 	if err != nil {
 		return err

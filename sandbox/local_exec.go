@@ -16,7 +16,7 @@ import (
 // removed. c's Forker, CgroupFD and Tree are replaced; its OnExit is
 // kept. To run a command to completion in a sandbox (output, timeout, tree
 // kill), give Spawn to internal/execrun: podsup has one such path.
-func (rt *LocalRuntime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
+func (rt *Runtime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
 	sb, err := rt.readySandbox(sandboxID)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func (rt *LocalRuntime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, err
 }
 
 // dropExecCgroup kills what is left in an exec's cgroup and removes it.
-func (rt *LocalRuntime) dropExecCgroup(sb *sandboxRec, cg *cgroups.Process) {
+func (rt *Runtime) dropExecCgroup(sb *sandboxRec, cg *cgroups.Process) {
 	if cg == nil {
 		return
 	}

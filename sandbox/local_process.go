@@ -64,7 +64,7 @@ func isClosed(c <-chan struct{}) bool {
 }
 
 // getProc finds a process; the caller holds rt.mu.
-func (rt *LocalRuntime) getProc(id string) (*procRec, error) {
+func (rt *Runtime) getProc(id string) (*procRec, error) {
 	pr := rt.procs[id]
 	if pr == nil {
 		return nil, fmt.Errorf("process %q: %w", id, ErrNotFound)
@@ -72,7 +72,7 @@ func (rt *LocalRuntime) getProc(id string) (*procRec, error) {
 	return pr, nil
 }
 
-func (rt *LocalRuntime) lookupProc(id string) (*procRec, error) {
+func (rt *Runtime) lookupProc(id string) (*procRec, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return rt.getProc(id)
@@ -80,7 +80,7 @@ func (rt *LocalRuntime) lookupProc(id string) (*procRec, error) {
 
 // CreateProcess records a process (state created) and creates its
 // cgroup; nothing runs yet.
-func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessConfig) error {
+func (rt *Runtime) CreateProcess(_ context.Context, id string, cfg ProcessConfig) error {
 	if err := validID("process", id); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessC
 // cgroup fd (-1: none) and a release to call after Start. The placement is
 // opened here, in podsup's own mount namespace, before the work goes to
 // the namespace thread (package cgroups: Placement).
-func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker, int, func(), error) {
+func (rt *Runtime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker, int, func(), error) {
 	f := sandboxForker{}
 	if sb.holder != nil {
 		f.ns = sb.holder.ns
@@ -162,7 +162,7 @@ func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker
 
 // processForker is forker for pr: through a placement in its cgroup (its
 // kept one, or its own) opened for this start.
-func (rt *LocalRuntime) processForker(pr *procRec) (proc.Forker, int, func(), error) {
+func (rt *Runtime) processForker(pr *procRec) (proc.Forker, int, func(), error) {
 	if pr.kept == nil {
 		return rt.forker(pr.sb, pr.cg)
 	}
@@ -172,7 +172,7 @@ func (rt *LocalRuntime) processForker(pr *procRec) (proc.Forker, int, func(), er
 // StartProcess runs a created process (created → running). A program
 // that cannot be run leaves it exited with reason StartError and returns
 // the *proc.StartError.
-func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
+func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 	pr, err := rt.lookupProc(id)
 	if err != nil {
 		return err
@@ -242,7 +242,7 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 // verdict read from the cgroup, and reports it (OnExit); then it reads the
 // cgroup's final usage figures (exitFigures says why after) and closes
 // pr.exited.
-func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
+func (rt *Runtime) processExited(pr *procRec, e proc.Exit) {
 	var (
 		oomKills uint64
 		oomKnown bool
@@ -309,7 +309,7 @@ func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
 // readFinalUsage replaces an exited record's usage with its cgroup's
 // figures and, for a kept cgroup, sets figures, where the next instance's
 // CPU time begins.
-func (rt *LocalRuntime) readFinalUsage(pr *procRec, figures *exitFigures) {
+func (rt *Runtime) readFinalUsage(pr *procRec, figures *exitFigures) {
 	if pr.cg == nil || pr.cfg.NoFinalUsage {
 		return
 	}
@@ -338,7 +338,7 @@ func rusageCPU(ru unix.Rusage) time.Duration {
 // killLocked is DeleteSandbox's end of a process, with pr.op held: one
 // never started is exited without running; a running one has its tree
 // SIGKILLed and its exit awaited; then what its tree left is killed.
-func (rt *LocalRuntime) killLocked(pr *procRec) error {
+func (rt *Runtime) killLocked(pr *procRec) error {
 	rt.mu.Lock()
 	switch pr.state {
 	case StateCreated:
@@ -370,7 +370,7 @@ func (rt *LocalRuntime) killLocked(pr *procRec) error {
 
 // killLeftovers kills what the tree of an exited process left behind (a
 // double-forked daemon, say): X10, kill means the tree.
-func (rt *LocalRuntime) killLeftovers(pr *procRec, p *proc.Process) error {
+func (rt *Runtime) killLeftovers(pr *procRec, p *proc.Process) error {
 	if p == nil {
 		return nil // never ran
 	}
@@ -383,7 +383,7 @@ func (rt *LocalRuntime) killLeftovers(pr *procRec, p *proc.Process) error {
 // RemoveProcess forgets an exited (or never started) process and removes
 // its cgroup, killing leftovers of its tree first. A kept cgroup
 // (ProcessConfig.Cgroup) stays for the next process naming it.
-func (rt *LocalRuntime) RemoveProcess(_ context.Context, id string) error {
+func (rt *Runtime) RemoveProcess(_ context.Context, id string) error {
 	pr, err := rt.lookupProc(id)
 	if err != nil {
 		return err
@@ -394,7 +394,7 @@ func (rt *LocalRuntime) RemoveProcess(_ context.Context, id string) error {
 }
 
 // removeLocked is RemoveProcess with pr.op held.
-func (rt *LocalRuntime) removeLocked(pr *procRec) error {
+func (rt *Runtime) removeLocked(pr *procRec) error {
 	rt.mu.Lock()
 	if rt.procs[pr.id] != pr {
 		rt.mu.Unlock()
@@ -434,7 +434,7 @@ func (rt *LocalRuntime) removeLocked(pr *procRec) error {
 
 // forceRemove is DeleteSandbox's way with a process in any state: kill it
 // at once (tree SIGKILL) and remove it.
-func (rt *LocalRuntime) forceRemove(pr *procRec) error {
+func (rt *Runtime) forceRemove(pr *procRec) error {
 	pr.op.Lock()
 	defer pr.op.Unlock()
 	rt.mu.Lock()
@@ -450,7 +450,7 @@ func (rt *LocalRuntime) forceRemove(pr *procRec) error {
 }
 
 // ProcessStatus returns a process's status, with live usage while running.
-func (rt *LocalRuntime) ProcessStatus(id string) (ProcessStatus, error) {
+func (rt *Runtime) ProcessStatus(id string) (ProcessStatus, error) {
 	rt.mu.Lock()
 	pr, err := rt.getProc(id)
 	if err != nil {
@@ -466,7 +466,7 @@ func (rt *LocalRuntime) ProcessStatus(id string) (ProcessStatus, error) {
 // ProcessPid is the process's pid (0 before it started): ProcessStatus
 // without reading the cgroup's usage, for a caller that needs only that
 // right after StartProcess.
-func (rt *LocalRuntime) ProcessPid(id string) (int, error) {
+func (rt *Runtime) ProcessPid(id string) (int, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	pr, err := rt.getProc(id)
@@ -478,7 +478,7 @@ func (rt *LocalRuntime) ProcessPid(id string) (int, error) {
 
 // liveUsage fills in the cgroup's figures of a running process; read
 // outside rt.mu (file reads).
-func (rt *LocalRuntime) liveUsage(pr *procRec, st *ProcessStatus) {
+func (rt *Runtime) liveUsage(pr *procRec, st *ProcessStatus) {
 	if st.State != StateRunning || pr.cg == nil {
 		return
 	}
@@ -497,7 +497,7 @@ func (rt *LocalRuntime) liveUsage(pr *procRec, st *ProcessStatus) {
 	}
 }
 
-func (rt *LocalRuntime) statusLocked(pr *procRec) ProcessStatus {
+func (rt *Runtime) statusLocked(pr *procRec) ProcessStatus {
 	st := ProcessStatus{
 		ID: pr.id, Sandbox: pr.sb.id, State: pr.state,
 		CreatedAt: pr.created, StartedAt: pr.startAt, FinishedAt: pr.finishAt,
@@ -515,7 +515,7 @@ func (rt *LocalRuntime) statusLocked(pr *procRec) ProcessStatus {
 
 // SignalProcess sends sig to the main process. Not running:
 // ErrFailedPrecondition.
-func (rt *LocalRuntime) SignalProcess(id string, sig syscall.Signal) error {
+func (rt *Runtime) SignalProcess(id string, sig syscall.Signal) error {
 	p, err := rt.runningProc(id)
 	if err != nil {
 		return err
@@ -528,7 +528,7 @@ func (rt *LocalRuntime) SignalProcess(id string, sig syscall.Signal) error {
 
 // KillProcessTree sends sig to every process of the tree. It works after
 // the main process exited too (to reach leftovers).
-func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
+func (rt *Runtime) KillProcessTree(id string, sig syscall.Signal) error {
 	rt.mu.Lock()
 	pr, err := rt.getProc(id)
 	var (
@@ -561,7 +561,7 @@ func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
 	return nil
 }
 
-func (rt *LocalRuntime) runningProc(id string) (*proc.Process, error) {
+func (rt *Runtime) runningProc(id string) (*proc.Process, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	pr, err := rt.getProc(id)

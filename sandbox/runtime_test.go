@@ -48,7 +48,7 @@ func TestTransitionTablePairByPair(t *testing.T) {
 
 // newHostRuntime is a runtime without cgroups: host sandboxes (no
 // namespaces) need no privileges, so the lifecycle runs anywhere.
-func newHostRuntime(t *testing.T) *LocalRuntime {
+func newHostRuntime(t *testing.T) *Runtime {
 	t.Helper()
 	rt, err := NewRuntime(Options{Instance: "unused", DisableCgroups: true})
 	if err != nil {

@@ -21,21 +21,21 @@ import (
 	"github.com/podsup/podsup/supervisor"
 )
 
-// Faults of the real runtime (LocalRuntime over package sandbox): real
+// Faults of the real runtime (SandboxRuntime over package sandbox): real
 // processes, cgroups and namespaces. Root only.
 
 var localSeq atomic.Int64
 
-// localRun is a supervisor over a LocalRuntime of its own instance.
+// localRun is a supervisor over a SandboxRuntime of its own instance.
 //
-// These tests do not run in parallel: a LocalRuntime's cgroup manager may
+// These tests do not run in parallel: a SandboxRuntime's cgroup manager may
 // move this whole process into a leaf of its own cgroup (cgroups'
 // _supervisor leaf, when its cgroup holds other processes) and back on
 // Close, which is process-wide; a second manager made meanwhile would nest
 // under the first's leaf.
 type localRun struct {
 	*realRun
-	rt       *sandbox.LocalRuntime
+	rt       *sandbox.Runtime
 	instance string
 }
 
@@ -49,7 +49,7 @@ func startLocal(t *testing.T, cfg spec.Config, opts supervisor.Options, cg *cgro
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Runtime = stack.NewLocalRuntime(rt, false)
+	opts.Runtime = stack.NewSandboxRuntime(rt, false)
 	sup, err := supervisor.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
 }
 
 // sandboxProcesses lists the ids of the process records in sandbox id.
-func sandboxProcesses(rt *sandbox.LocalRuntime, id string) []string {
+func sandboxProcesses(rt *sandbox.Runtime, id string) []string {
 	st, _ := rt.SandboxStatus(id)
 	return st.Processes
 }

@@ -13,7 +13,7 @@ import (
 // Runtime is the imperative half of the CRI split (docs/architecture.md): it starts
 // processes and signals them, and knows nothing of policies. The supervisor
 // reaches the kernel only through it. The real ones live above the
-// supervisor: hostrt.Runtime (host processes) and stack.LocalRuntime
+// supervisor: hostrt.Runtime (host processes) and stack.SandboxRuntime
 // (groups in sandboxes), which package stack wraps in its layers; tests use
 // fakes.
 //
@@ -95,7 +95,7 @@ type StartRequest struct {
 	Sandbox *spec.Sandbox
 	// Stdout and Stderr receive the process's output; package stack's capture
 	// wrapper sets them. nil means podsup's own with hostrt.Runtime and
-	// /dev/null in a stack.LocalRuntime sandbox.
+	// /dev/null in a stack.SandboxRuntime sandbox.
 	Stdout, Stderr *os.File
 	// ExtraFiles become the process's fds 3, 4, ... (a nil entry leaves
 	// that fd closed): socket-activation fds, a readiness pipe. The
