@@ -42,7 +42,6 @@ type procRec struct {
 	finishAt time.Time     // guarded by rt.mu
 	code     int           // guarded by rt.mu
 	signal   syscall.Signal
-	reason   string
 	oom      bool
 	message  string
 	usage    Usage // guarded by rt.mu; final once exited
@@ -170,7 +169,7 @@ func (rt *Runtime) processForker(pr *procRec) (proc.Forker, int, func(), error) 
 }
 
 // StartProcess runs a created process (created → running). A program
-// that cannot be run leaves it exited with reason StartError and returns
+// that cannot be run leaves it exited with StartErrorExitCode and returns
 // the *proc.StartError.
 func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 	pr, err := rt.lookupProc(id)
@@ -226,7 +225,6 @@ func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 		pr.state, _ = transition(id, pr.state, EventStartFailed)
 		pr.finishAt = time.Now()
 		pr.code = StartErrorExitCode // E3
-		pr.reason = ReasonStartError
 		pr.message = err.Error()
 		rt.mu.Unlock()
 		close(pr.exited) // no OnExit: the error is the caller's news
@@ -277,14 +275,6 @@ func (rt *Runtime) processExited(pr *procRec, e proc.Exit) {
 	pr.code = e.Code()
 	pr.signal = e.Signal()
 	pr.oom = oom
-	switch {
-	case oom:
-		pr.reason = ReasonOOMKilled
-	case pr.code == 0:
-		pr.reason = ReasonCompleted
-	default:
-		pr.reason = ReasonError
-	}
 	if pr.sb.state == SandboxFailed && pr.message == "" {
 		pr.message = pr.sb.message
 	}
@@ -344,7 +334,6 @@ func (rt *Runtime) killLocked(pr *procRec) error {
 	case StateCreated:
 		pr.state, _ = transition(pr.id, pr.state, EventStopCreated)
 		pr.finishAt = time.Now()
-		pr.reason = ReasonStopped
 		rt.mu.Unlock()
 		close(pr.exited)
 		return nil
@@ -507,7 +496,7 @@ func (rt *Runtime) statusLocked(pr *procRec) ProcessStatus {
 		st.Pid = pr.proc.Pid()
 	}
 	if pr.state == StateExited || pr.state == StateRemoved {
-		st.ExitCode, st.Signal, st.Reason, st.OOMKilled = pr.code, pr.signal, pr.reason, pr.oom
+		st.ExitCode, st.Signal, st.OOMKilled = pr.code, pr.signal, pr.oom
 		st.Usage = pr.usage
 	}
 	return st

@@ -81,23 +81,14 @@ type ProcessConfig struct {
 	NoFinalUsage bool
 	// OnExit, when set, is called once a started process is exited (not
 	// after a failed StartProcess, whose error says it), at any time after
-	// the fork, also before StartProcess returned, with its status: exit code, signal, reason and OOMKilled are final. Its Usage
-	// is the kernel's account of the process and the children it waited
+	// the fork, also before StartProcess returned, with its status: exit
+	// code, signal and OOMKilled are final. Its Usage is the kernel's account of the process and the children it waited
 	// for (rusage); the cgroup's figures, which count its whole tree,
 	// replace it in ProcessStatus soon after (they are read after OnExit,
 	// so that a restart need not wait for them). It runs on a goroutine of
 	// the runtime and must not block for long or wait for the process.
 	OnExit func(ProcessStatus)
 }
-
-// Reasons a process ended, in kubelet's words.
-const (
-	ReasonCompleted  = "Completed"  // exit code 0
-	ReasonError      = "Error"      // any other exit
-	ReasonOOMKilled  = "OOMKilled"  // the OOM killer ended it (or something of its tree)
-	ReasonStartError = "StartError" // the program could not be run
-	ReasonStopped    = "Stopped"    // stopped before it was started
-)
 
 // StartErrorExitCode is the exit code of a process that could not be
 // started, whatever the cause (not found, not executable, ...): containerd's
@@ -120,8 +111,9 @@ type ProcessStatus struct {
 	// StartErrorExitCode when the program could not be started (E3).
 	ExitCode int
 	Signal   syscall.Signal
-	// Reason is one of the Reason… constants once exited.
-	Reason    string
+	// OOMKilled says the OOM killer ended it (or something of its tree).
+	// Why a process ended, in kubelet's words, is the supervisor's to say
+	// (its core's reasons), not this runtime's.
 	OOMKilled bool
 	Message   string
 	// Usage is read live while running; once exited it is the final figure.

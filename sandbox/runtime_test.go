@@ -94,7 +94,7 @@ func TestProcessLifecycleAndErrorClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := rt.waitProcess(ctx, "p")
-	if err != nil || st.State != StateExited || st.ExitCode != 3 || st.Reason != ReasonError || st.Pid <= 0 || st.FinishedAt.Before(st.StartedAt) {
+	if err != nil || st.State != StateExited || st.ExitCode != 3 || st.OOMKilled || st.Pid <= 0 || st.FinishedAt.Before(st.StartedAt) {
 		t.Errorf("after exit: %+v %v", st, err)
 	}
 	check("start twice", rt.StartProcess(ctx, "p"), ErrFailedPrecondition)
@@ -131,7 +131,7 @@ func TestProcessLifecycleAndErrorClasses(t *testing.T) {
 	if err := rt.stopProcess(ctx, "c", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := rt.ProcessStatus("c"); st.State != StateExited || st.Reason != ReasonStopped {
+	if st, _ := rt.ProcessStatus("c"); st.State != StateExited || st.Pid != 0 || !st.StartedAt.IsZero() {
 		t.Errorf("stopped before start: %+v", st)
 	}
 	check("start a stopped process", rt.StartProcess(ctx, "c"), ErrFailedPrecondition)
@@ -147,8 +147,8 @@ func TestProcessLifecycleAndErrorClasses(t *testing.T) {
 	check("process of a deleted sandbox", err, ErrNotFound)
 }
 
-// A program that cannot run leaves the process exited with the shell's
-// code and reason StartError; StartProcess's error is the news of it, not
+// A program that cannot run leaves the process exited with code 128 (E3)
+// and the cause in its message; StartProcess's error is the news of it, not
 // OnExit, which is for a process that ran.
 func TestStartErrorLeavesProcessExited(t *testing.T) {
 	rt := newHostRuntime(t)
@@ -164,7 +164,7 @@ func TestStartErrorLeavesProcessExited(t *testing.T) {
 		t.Errorf("start: %v; want ErrCommandNotFound", err)
 	}
 	st, _ := rt.ProcessStatus("p")
-	if st.State != StateExited || st.ExitCode != 128 || st.Reason != ReasonStartError {
+	if st.State != StateExited || st.ExitCode != 128 || st.Message == "" {
 		t.Errorf("status: %+v", st)
 	}
 	select {
