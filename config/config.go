@@ -6,7 +6,7 @@
 //
 // # Files
 //
-// Load reads one file; LoadFiles and Options.Load read several files and
+// Load reads one file; Options.Load reads several files and
 // directories as one configuration, a directory standing for its *.hcl
 // files in lexical order (a conf.d). Their top-level blocks are taken in
 // order as if they were one file: a group defined twice is an error
@@ -101,16 +101,10 @@ func Find(explicit string) (string, error) {
 	return "", fmt.Errorf("%w (looked at %s): name one with -f FILE", ErrNotFound, strings.Join(DefaultPaths, ", "))
 }
 
-// Load reads and parses the file at path; see Parse. It is LoadFiles
-// with one path.
+// Load reads and parses the file at path; see Parse. It is Options.Load
+// of one path, with variables from their defaults and PODSUP_VAR_*.
 func Load(path string) (*spec.Config, error) {
-	return LoadFiles(path)
-}
-
-// LoadFiles loads several files and directories as one configuration;
-// see Options.Load. Variables come from their defaults and PODSUP_VAR_*.
-func LoadFiles(paths ...string) (*spec.Config, error) {
-	return Options{}.Load(paths...)
+	return Options{}.Load(path)
 }
 
 // readConfigFile reads a configuration file of at most MaxFileSize bytes

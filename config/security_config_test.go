@@ -57,7 +57,7 @@ func TestLoadRefusesAnOversizedConfigurationFast(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	_, err := LoadFiles(big, confd)
+	_, err := Options{}.Load(big, confd)
 	took := time.Since(start)
 	runtime.ReadMemStats(&after)
 	if err == nil {
@@ -103,7 +103,7 @@ func TestLoadRefusesTooManyFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := LoadFiles(dir)
+	_, err := Options{}.Load(dir)
 	if err == nil || !strings.Contains(err.Error(), "Too many configuration files: The configuration has 1501 files") || !strings.Contains(err.Error(), "at most 1000") {
 		t.Fatalf("1501 files: %v", err)
 	}
@@ -158,7 +158,7 @@ func TestTheTokenLimitHoldsOverAllFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := LoadFiles(dir)
+	_, err := Options{}.Load(dir)
 	if err == nil || !strings.Contains(err.Error(), "b.hcl:500002:1: Configuration too long: The configuration's files have more than 2000000 tokens") || !strings.Contains(err.Error(), "1500000 of them in the files before this one") {
 		t.Fatalf("3 million tokens in two files: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestLoadRefusesAFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := LoadFiles(dir); done <- err }()
+	go func() { _, err := Options{}.Load(dir); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), fifo+":1:1: Configuration file is not a regular file: This is a named pipe (FIFO)") {
@@ -203,7 +203,7 @@ func TestLoadRefusesAFIFO(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, "c.hcl")); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err := LoadFiles(dir); err != nil || len(cfg.Groups) != 2 {
+	if cfg, err := (Options{}).Load(dir); err != nil || len(cfg.Groups) != 2 {
 		t.Fatalf("a conf.d with a symlink: %v", err)
 	}
 }

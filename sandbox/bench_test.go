@@ -25,7 +25,7 @@ func BenchmarkSpawnHost(b *testing.B) {
 	}
 }
 
-func benchSandbox(b *testing.B) (*LocalRuntime, *sandboxRec) {
+func benchSandbox(b *testing.B) (*Runtime, *sandboxRec) {
 	needRoot(b)
 	rt := newTestRuntime(b)
 	mustCreateSandbox(b, rt, "bench", spec.Sandbox{Namespaces: []string{"pid", "mount", "uts", "ipc", "net"}})

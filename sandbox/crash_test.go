@@ -51,7 +51,7 @@ var _ = registerHelper("crashy-podsup", func(args []string) int {
 	}
 	st, _ := rt.SandboxStatus("ns")
 	rep.Holder = st.HolderPid
-	for _, ps := range rt.ListProcesses(ProcessFilter{}) {
+	for _, ps := range rt.listProcesses(ProcessFilter{}) {
 		if ps.Sandbox == "ns" {
 			rep.InNS = append(rep.InNS, ps.Pid)
 		} else {

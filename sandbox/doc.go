@@ -1,11 +1,19 @@
-// Package sandbox is podsup's imperative runtime, the CRI-like layer: it
-// creates sandboxes (namespaces + a cgroup) and runs processes in them, with
-// the state machine created → running → exited → removed (state.go), exec
-// of commands inside a sandbox (Spawn; internal/execrun runs one to
-// completion over it), cgroup trees and error classes (errors.go). It
-// knows nothing of restart policies, probes or configuration files. A
-// binary using it must dispatch HolderArg at the top of main (see
-// HolderMain).
+// Package sandbox is podsup's imperative runtime: it creates sandboxes
+// (namespaces + a cgroup) and runs processes in them (Runtime: Create,
+// Start, Signal, KillTree, Remove of a process; processes go created →
+// running → exited → removed, state.go), execs commands inside a sandbox
+// (Spawn; internal/execrun runs one to completion over it), and owns
+// cgroup trees and its error classes (errors.go). It knows nothing of
+// restart policies, probes or configuration files, and decides nothing:
+// it does what it is told and reports exits.
+//
+// Its one caller in podsup is stack.SandboxRuntime, the supervisor's
+// Runtime for groups in sandboxes, which calls it on the orders of the
+// supervisor's workers; that is what the API is shaped for. A program
+// embedding podsup uses package stack (or package supervisor with a
+// Runtime) rather than this one; a program that wants sandboxes without a
+// supervisor may use it directly. A binary using it must dispatch
+// HolderArg at the top of main (see HolderMain).
 //
 // It stands on package proc, which owns starting, reaping and signalling a
 // process (one process, on the host or through a Forker: proc.Start,

@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// Error classes of the Runtime. Each says what the caller should do next
+// Error classes of Runtime. Each says what the caller should do next
 // (the containerd errdefs idea); errors are returned wrapped, test them with
-// errors.Is or the Is… helpers.
+// errors.Is (or IsNotFound).
 var (
 	// ErrNotFound: no sandbox or process has that id (never created, or
 	// removed). Do not retry; create it first.
@@ -29,18 +29,6 @@ var (
 
 // IsNotFound reports whether err is of class ErrNotFound.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
-
-// IsAlreadyExists reports whether err is of class ErrAlreadyExists.
-func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
-
-// IsFailedPrecondition reports whether err is of class ErrFailedPrecondition.
-func IsFailedPrecondition(err error) bool { return errors.Is(err, ErrFailedPrecondition) }
-
-// IsInvalidArgument reports whether err is of class ErrInvalidArgument.
-func IsInvalidArgument(err error) bool { return errors.Is(err, ErrInvalidArgument) }
-
-// IsUnavailable reports whether err is of class ErrUnavailable.
-func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
 // TransitionError is an illegal move of a process's state machine: Event
 // in state From. It is of class ErrFailedPrecondition.

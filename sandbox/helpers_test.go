@@ -1,12 +1,16 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/podsup/podsup/sandbox/proc"
 )
@@ -115,3 +119,90 @@ func needRoot(t testing.TB) {
 }
 
 var _ = syscall.SIGKILL
+
+// What the tests need of a process's lifecycle beyond what podsup uses
+// (package stack signals and kills through SignalProcess and
+// KillProcessTree, and hears of exits through ProcessConfig.OnExit).
+
+// ProcessFilter narrows listProcesses; zero fields match everything.
+type ProcessFilter struct {
+	Sandbox string
+	State   State
+}
+
+// listProcesses returns the matching processes' statuses, sorted by id.
+func (rt *Runtime) listProcesses(filter ProcessFilter) []ProcessStatus {
+	rt.mu.Lock()
+	var out []ProcessStatus
+	var recs []*procRec
+	for _, pr := range rt.procs {
+		if (filter.Sandbox == "" || filter.Sandbox == pr.sb.id) && (filter.State == "" || filter.State == pr.state) {
+			out = append(out, rt.statusLocked(pr))
+			recs = append(recs, pr)
+		}
+	}
+	rt.mu.Unlock()
+	for i := range out {
+		rt.liveUsage(recs[i], &out[i])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// listSandboxes returns every sandbox's status, sorted by id.
+func (rt *Runtime) listSandboxes() []SandboxStatus {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	out := make([]SandboxStatus, 0, len(rt.sandboxes))
+	for _, sb := range rt.sandboxes {
+		out = append(out, rt.sandboxStatusLocked(sb))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// waitProcess blocks until the process is exited, with its final usage
+// read, or ctx ends.
+func (rt *Runtime) waitProcess(ctx context.Context, id string) (ProcessStatus, error) {
+	pr, err := rt.lookupProc(id)
+	if err != nil {
+		return ProcessStatus{}, err
+	}
+	select {
+	case <-pr.exited:
+	case <-ctx.Done():
+		return ProcessStatus{}, fmt.Errorf("waiting for process %q: %w", id, ctx.Err())
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.statusLocked(pr), nil
+}
+
+// stopProcess stops a process as the supervisor's worker does: SIGTERM
+// to the main process and up to timeout for its exit (none with timeout
+// 0), then what DeleteSandbox does to a process (killLocked): SIGKILL to
+// its tree, a wait for the exit, and a kill of what the tree left.
+func (rt *Runtime) stopProcess(ctx context.Context, id string, timeout time.Duration) error {
+	pr, err := rt.lookupProc(id)
+	if err != nil {
+		return err
+	}
+	pr.op.Lock()
+	defer pr.op.Unlock()
+	rt.mu.Lock()
+	p, running := pr.proc, pr.state == StateRunning
+	rt.mu.Unlock()
+	if timeout > 0 && running {
+		if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, proc.ErrProcessDone) {
+			return fmt.Errorf("stopping process %q: %w", id, err)
+		}
+		t := time.NewTimer(timeout)
+		select {
+		case <-pr.exited:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	return rt.killLocked(pr)
+}

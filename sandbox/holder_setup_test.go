@@ -15,7 +15,7 @@ import (
 // holderRoot is the sandbox's root as the host sees it: /proc/HOLDER/root.
 // Paths under it must not cross a symlink of the rootfs (an absolute one
 // would be resolved against the host's root, not the sandbox's).
-func holderRoot(t *testing.T, rt *LocalRuntime, id string) string {
+func holderRoot(t *testing.T, rt *Runtime, id string) string {
 	t.Helper()
 	st, err := rt.SandboxStatus(id)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Options configure a LocalRuntime.
+// Options configure a Runtime.
 type Options struct {
 	// Instance names this podsup. Its cgroups live under
 	// "podsup-<Instance>"; a new runtime of the same instance kills and
@@ -43,9 +43,9 @@ type Options struct {
 	Cgroups *cgroups.Options
 }
 
-// LocalRuntime is the Runtime for this machine: namespaces held by holder
+// Runtime runs sandboxes on this machine: namespaces held by holder
 // processes, cgroups from package cgroups, processes started with Start.
-type LocalRuntime struct {
+type Runtime struct {
 	opts Options
 	log  zerolog.Logger
 	cg   *cgroups.Manager // nil: no cgroups, process groups only
@@ -63,14 +63,12 @@ type LocalRuntime struct {
 	closed    bool
 }
 
-var _ Runtime = (*LocalRuntime)(nil)
-
 // NewRuntime sets up the cgroup root of opts.Instance and sweeps away what
 // an earlier run of the same instance left (processes, cgroups). Where
 // cgroups are unavailable it says so once in the log and uses process
 // groups; sandboxes asking for resource limits then fail with
 // ErrUnavailable.
-func NewRuntime(opts Options) (*LocalRuntime, error) {
+func NewRuntime(opts Options) (*Runtime, error) {
 	if opts.Instance == "" {
 		return nil, fmt.Errorf("creating runtime: %w: Options.Instance is required", ErrInvalidArgument)
 	}
@@ -83,7 +81,7 @@ func NewRuntime(opts Options) (*LocalRuntime, error) {
 	if opts.KillTimeout <= 0 {
 		opts.KillTimeout = 10 * time.Second
 	}
-	rt := &LocalRuntime{
+	rt := &Runtime{
 		opts:      opts,
 		log:       opts.Logger,
 		sandboxes: map[string]*sandboxRec{},
@@ -144,14 +142,14 @@ func recoveredFrom(found []cgroups.Leftover) []Recovered {
 // Recovered lists what NewRuntime killed and removed of an earlier run of
 // this instance, sorted by sandbox (nothing without cgroups: then
 // processes an earlier run left cannot be found).
-func (rt *LocalRuntime) Recovered() []Recovered { return slices.Clone(rt.recovered) }
+func (rt *Runtime) Recovered() []Recovered { return slices.Clone(rt.recovered) }
 
 // CgroupsEnabled reports whether processes are in cgroups (else process
 // groups).
-func (rt *LocalRuntime) CgroupsEnabled() bool { return rt.cg != nil }
+func (rt *Runtime) CgroupsEnabled() bool { return rt.cg != nil }
 
 // Close deletes every sandbox and removes the runtime's cgroup root.
-func (rt *LocalRuntime) Close() error {
+func (rt *Runtime) Close() error {
 	rt.mu.Lock()
 	rt.closed = true
 	ids := make([]string, 0, len(rt.sandboxes))
@@ -202,7 +200,7 @@ func validID(kind, id string) error {
 }
 
 // getSandbox finds a sandbox; the caller holds rt.mu.
-func (rt *LocalRuntime) getSandbox(id string) (*sandboxRec, error) {
+func (rt *Runtime) getSandbox(id string) (*sandboxRec, error) {
 	sb := rt.sandboxes[id]
 	if sb == nil {
 		return nil, fmt.Errorf("sandbox %q: %w", id, ErrNotFound)
@@ -211,7 +209,7 @@ func (rt *LocalRuntime) getSandbox(id string) (*sandboxRec, error) {
 }
 
 // readySandbox finds a sandbox that can take new processes.
-func (rt *LocalRuntime) readySandbox(id string) (*sandboxRec, error) {
+func (rt *Runtime) readySandbox(id string) (*sandboxRec, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	sb, err := rt.getSandbox(id)
@@ -224,20 +222,8 @@ func (rt *LocalRuntime) readySandbox(id string) (*sandboxRec, error) {
 	return sb, nil
 }
 
-// ListSandboxes returns every sandbox's status, sorted by id.
-func (rt *LocalRuntime) ListSandboxes() []SandboxStatus {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	out := make([]SandboxStatus, 0, len(rt.sandboxes))
-	for _, sb := range rt.sandboxes {
-		out = append(out, rt.sandboxStatusLocked(sb))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
 // SandboxStatus returns one sandbox's status.
-func (rt *LocalRuntime) SandboxStatus(id string) (SandboxStatus, error) {
+func (rt *Runtime) SandboxStatus(id string) (SandboxStatus, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	sb, err := rt.getSandbox(id)
@@ -247,7 +233,7 @@ func (rt *LocalRuntime) SandboxStatus(id string) (SandboxStatus, error) {
 	return rt.sandboxStatusLocked(sb), nil
 }
 
-func (rt *LocalRuntime) sandboxStatusLocked(sb *sandboxRec) SandboxStatus {
+func (rt *Runtime) sandboxStatusLocked(sb *sandboxRec) SandboxStatus {
 	st := SandboxStatus{
 		ID: sb.id, State: sb.state, Message: sb.message,
 		Namespaces: slices.Clone(sb.cfg.Namespaces), Hostname: sb.cfg.Hostname,

@@ -59,7 +59,7 @@ type exitFigures struct {
 // holder. A cgroup whose holder has not exited yet is refused: two live
 // records in one cgroup could not tell their trees, OOM kills or usage
 // apart.
-func (rt *LocalRuntime) keepCgroup(sb *sandboxRec, name string, pr *procRec) (*keptCgroup, error) {
+func (rt *Runtime) keepCgroup(sb *sandboxRec, name string, pr *procRec) (*keptCgroup, error) {
 	if err := validID("cgroup", name); err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (rt *LocalRuntime) keepCgroup(sb *sandboxRec, name string, pr *procRec) (*k
 }
 
 // takeOver makes pr the holder of k once the previous holder has exited.
-func (rt *LocalRuntime) takeOver(k *keptCgroup, pr *procRec) error {
+func (rt *Runtime) takeOver(k *keptCgroup, pr *procRec) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if h := k.holder; h != nil {
@@ -102,7 +102,7 @@ func (rt *LocalRuntime) takeOver(k *keptCgroup, pr *procRec) error {
 }
 
 // releaseKept lets go of pr's hold on its kept cgroup (the cgroup stays).
-func (rt *LocalRuntime) releaseKept(pr *procRec) {
+func (rt *Runtime) releaseKept(pr *procRec) {
 	if pr.kept == nil {
 		return
 	}
@@ -115,7 +115,7 @@ func (rt *LocalRuntime) releaseKept(pr *procRec) {
 
 // closeKept forgets sb's kept cgroups; DeleteSandbox removes the
 // directories with the group's.
-func (rt *LocalRuntime) closeKept(sb *sandboxRec) {
+func (rt *Runtime) closeKept(sb *sandboxRec) {
 	sb.keptMu.Lock()
 	defer sb.keptMu.Unlock()
 	clear(sb.kept)
@@ -127,7 +127,7 @@ func (rt *LocalRuntime) closeKept(sb *sandboxRec) {
 // to the newer one's tree now), so signalling it reaches nothing rather
 // than the newer instance.
 type keptTree struct {
-	rt *LocalRuntime
+	rt *Runtime
 	pr *procRec
 }
 

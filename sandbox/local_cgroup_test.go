@@ -85,7 +85,7 @@ func testKeptCgroup(t *testing.T, co *cgroups.Options, ctl string) {
 	if err := rt.CreateProcess(ctx, "p-2", cfg); !errors.Is(err, ErrFailedPrecondition) {
 		t.Fatalf("a second process in the cgroup of a running one: %v, want ErrFailedPrecondition", err)
 	}
-	if err := rt.StopProcess(ctx, "p-1", 0); err != nil {
+	if err := rt.stopProcess(ctx, "p-1", 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.CreateProcess(ctx, "p-2", cfg); err != nil {
@@ -105,7 +105,7 @@ func testKeptCgroup(t *testing.T, co *cgroups.Options, ctl string) {
 	defer unix.Close(fd)
 	time.Sleep(100 * time.Millisecond)
 	if !pidfdAlive(fd) {
-		st, _ := rt.WaitProcess(ctx, "p-2")
+		st, _ := rt.waitProcess(ctx, "p-2")
 		t.Fatalf("p-2 died at once: %+v", st)
 	}
 	// The old record's tree is the new one's now: neither killing it nor
@@ -118,10 +118,10 @@ func testKeptCgroup(t *testing.T, co *cgroups.Options, ctl string) {
 	}
 	time.Sleep(100 * time.Millisecond) // a stray kill would have landed by now
 	if !pidfdAlive(fd) {
-		st, _ := rt.WaitProcess(ctx, "p-2")
+		st, _ := rt.waitProcess(ctx, "p-2")
 		t.Fatalf("p-2 was killed on behalf of p-1: %+v", st)
 	}
-	if err := rt.StopProcess(ctx, "p-2", 0); err != nil {
+	if err := rt.stopProcess(ctx, "p-2", 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.RemoveProcess(ctx, "p-2"); err != nil {
@@ -169,7 +169,7 @@ func TestNoCgroupsOneLineAndProcessGroups(t *testing.T) {
 	if err := rt.StartProcess(ctx, "p-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.StopProcess(ctx, "p-1", 0); err != nil {
+	if err := rt.stopProcess(ctx, "p-1", 0); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := rt.ProcessStatus("p-1"); st.State != StateExited || st.Signal != unix.SIGKILL {
@@ -206,7 +206,7 @@ func testKeptCgroupCPU(t *testing.T, noFinalUsage bool) {
 	if err := rt.StartProcess(testCtx(t), "burn"); err != nil {
 		t.Fatal(err)
 	}
-	first, err := rt.WaitProcess(testCtx(t), "burn")
+	first, err := rt.waitProcess(testCtx(t), "burn")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func testKeptCgroupCPU(t *testing.T, noFinalUsage bool) {
 	case noFinalUsage && st.Usage.CPU < first.Usage.CPU/2:
 		t.Errorf("without final figures the idle instance's CPU counts from the cgroup's start: %v, want about its predecessor's %v", st.Usage.CPU, first.Usage.CPU)
 	}
-	if err := rt.StopProcess(testCtx(t), "idle", 0); err != nil {
+	if err := rt.stopProcess(testCtx(t), "idle", 0); err != nil {
 		t.Fatal(err)
 	}
 }

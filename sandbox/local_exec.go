@@ -13,8 +13,10 @@ import (
 // under the sandbox's ("exec+N": '+' cannot occur in a process id), so its
 // tree can be killed whole and the sandbox's limits apply. When the
 // command's exit is known, whatever its tree left is killed and the cgroup
-// removed. See Runtime.
-func (rt *LocalRuntime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
+// removed. c's Forker, CgroupFD and Tree are replaced; its OnExit is
+// kept. To run a command to completion in a sandbox (output, timeout, tree
+// kill), give Spawn to internal/execrun: podsup has one such path.
+func (rt *Runtime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
 	sb, err := rt.readySandbox(sandboxID)
 	if err != nil {
 		return nil, err
@@ -55,7 +57,7 @@ func (rt *LocalRuntime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, err
 }
 
 // dropExecCgroup kills what is left in an exec's cgroup and removes it.
-func (rt *LocalRuntime) dropExecCgroup(sb *sandboxRec, cg *cgroups.Process) {
+func (rt *Runtime) dropExecCgroup(sb *sandboxRec, cg *cgroups.Process) {
 	if cg == nil {
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -33,11 +32,8 @@ type procRec struct {
 	// Remove), which block unlocked for forks and waits.
 	op sync.Mutex
 
-	// started is closed when StartProcess settled (running or failed), so
-	// an exit reaped before that waits for it; exited when the state
-	// became exited.
-	started chan struct{}
-	exited  chan struct{}
+	// exited is closed when the state became exited.
+	exited chan struct{}
 
 	state    State         // guarded by rt.mu
 	proc     *proc.Process // guarded by rt.mu; set when running
@@ -46,7 +42,6 @@ type procRec struct {
 	finishAt time.Time     // guarded by rt.mu
 	code     int           // guarded by rt.mu
 	signal   syscall.Signal
-	reason   string
 	oom      bool
 	message  string
 	usage    Usage // guarded by rt.mu; final once exited
@@ -68,7 +63,7 @@ func isClosed(c <-chan struct{}) bool {
 }
 
 // getProc finds a process; the caller holds rt.mu.
-func (rt *LocalRuntime) getProc(id string) (*procRec, error) {
+func (rt *Runtime) getProc(id string) (*procRec, error) {
 	pr := rt.procs[id]
 	if pr == nil {
 		return nil, fmt.Errorf("process %q: %w", id, ErrNotFound)
@@ -76,14 +71,15 @@ func (rt *LocalRuntime) getProc(id string) (*procRec, error) {
 	return pr, nil
 }
 
-func (rt *LocalRuntime) lookupProc(id string) (*procRec, error) {
+func (rt *Runtime) lookupProc(id string) (*procRec, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return rt.getProc(id)
 }
 
-// CreateProcess records the process and creates its cgroup. See Runtime.
-func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessConfig) error {
+// CreateProcess records a process (state created) and creates its
+// cgroup; nothing runs yet.
+func (rt *Runtime) CreateProcess(_ context.Context, id string, cfg ProcessConfig) error {
 	if err := validID("process", id); err != nil {
 		return err
 	}
@@ -91,7 +87,7 @@ func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessC
 		return fmt.Errorf("creating process %q: %w: empty command", id, ErrInvalidArgument)
 	}
 	pr := &procRec{id: id, cfg: cfg, state: StateCreated, created: time.Now(),
-		started: make(chan struct{}), exited: make(chan struct{})}
+		exited: make(chan struct{})}
 	rt.mu.Lock()
 	sb, err := rt.getSandbox(cfg.Sandbox)
 	switch {
@@ -144,7 +140,7 @@ func (rt *LocalRuntime) CreateProcess(_ context.Context, id string, cfg ProcessC
 // cgroup fd (-1: none) and a release to call after Start. The placement is
 // opened here, in podsup's own mount namespace, before the work goes to
 // the namespace thread (package cgroups: Placement).
-func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker, int, func(), error) {
+func (rt *Runtime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker, int, func(), error) {
 	f := sandboxForker{}
 	if sb.holder != nil {
 		f.ns = sb.holder.ns
@@ -165,15 +161,17 @@ func (rt *LocalRuntime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker
 
 // processForker is forker for pr: through a placement in its cgroup (its
 // kept one, or its own) opened for this start.
-func (rt *LocalRuntime) processForker(pr *procRec) (proc.Forker, int, func(), error) {
+func (rt *Runtime) processForker(pr *procRec) (proc.Forker, int, func(), error) {
 	if pr.kept == nil {
 		return rt.forker(pr.sb, pr.cg)
 	}
 	return rt.forker(pr.sb, pr.kept.cg)
 }
 
-// StartProcess runs a created process. See Runtime.
-func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
+// StartProcess runs a created process (created → running). A program
+// that cannot be run leaves it exited with StartErrorExitCode and returns
+// the *proc.StartError.
+func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 	pr, err := rt.lookupProc(id)
 	if err != nil {
 		return err
@@ -199,7 +197,10 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
 		Forker: forker, UseCgroupFD: fd >= 0, CgroupFD: fd,
-		OnExit: func(e proc.Exit) { rt.exitReaped(pr, e) },
+		// On the reaper's goroutine: the cgroup reads are a few
+		// microseconds each, and a goroutine hand-off per exit cost a
+		// restart more than that (docs/benchmarks.md, S1).
+		OnExit: func(e proc.Exit) { rt.processExited(pr, e) },
 	}
 	switch {
 	case pr.kept != nil:
@@ -207,58 +208,39 @@ func (rt *LocalRuntime) StartProcess(_ context.Context, id string) error {
 	case pr.cg != nil:
 		cmd.Tree = pr.cg
 	}
-	startAt := time.Now() // before the fork: an exit may be reaped before Start returns
-	p, err := proc.Start(cmd)
-	release()
-	now := time.Now()
+	// The record is running before the fork: the exit may be reaped, and
+	// processExited run, before proc.Start returned. Until pr.proc is set
+	// a signal finds nothing to signal (runningProc).
 	rt.mu.Lock()
-	if err != nil {
-		pr.state, _ = transition(id, pr.state, EventStartFailed)
-		pr.finishAt = now
-		pr.code = StartErrorExitCode // E3
-		pr.reason = ReasonStartError
-		pr.message = err.Error()
-		st := rt.statusLocked(pr)
-		rt.mu.Unlock()
-		close(pr.started)
-		close(pr.exited)
-		if pr.cfg.OnExit != nil {
-			pr.cfg.OnExit(st)
-		}
-		return fmt.Errorf("starting process %q: %w", id, err)
-	}
 	pr.state, _ = transition(id, pr.state, EventStart)
-	pr.proc = p
-	pr.startAt = startAt
+	pr.startAt = time.Now()
 	if pr.kept != nil {
 		pr.base = pr.kept.last
 	}
 	rt.mu.Unlock()
-	close(pr.started)
+	p, err := proc.Start(cmd)
+	release()
+	rt.mu.Lock()
+	if err != nil {
+		pr.state, _ = transition(id, pr.state, EventStartFailed)
+		pr.finishAt = time.Now()
+		pr.code = StartErrorExitCode // E3
+		pr.message = err.Error()
+		rt.mu.Unlock()
+		close(pr.exited) // no OnExit: the error is the caller's news
+		return fmt.Errorf("starting process %q: %w", id, err)
+	}
+	pr.proc = p
+	rt.mu.Unlock()
 	rt.log.Debug().Str("process", id).Str("sandbox", pr.sb.id).Int("pid", p.Pid()).Msg("started")
 	return nil
-}
-
-// exitReaped is the reaper's news of pr's exit. The reaper must never wait
-// on us: an exit reaped before StartProcess settled (it waits for the
-// fork's outcome under pr.op) is taken up by a goroutine of its own. The
-// usual one is handled right here, on the reaper's goroutine: its cgroup
-// reads are a few microseconds each, and a goroutine hand-off per exit
-// cost a restart more than that (docs/benchmarks.md, S1).
-func (rt *LocalRuntime) exitReaped(pr *procRec, e proc.Exit) {
-	if isClosed(pr.started) {
-		rt.processExited(pr, e)
-		return
-	}
-	go rt.processExited(pr, e)
 }
 
 // processExited turns a reaped exit into the exited state, with the OOM
 // verdict read from the cgroup, and reports it (OnExit); then it reads the
 // cgroup's final usage figures (exitFigures says why after) and closes
 // pr.exited.
-func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
-	<-pr.started
+func (rt *Runtime) processExited(pr *procRec, e proc.Exit) {
 	var (
 		oomKills uint64
 		oomKnown bool
@@ -293,14 +275,6 @@ func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
 	pr.code = e.Code()
 	pr.signal = e.Signal()
 	pr.oom = oom
-	switch {
-	case oom:
-		pr.reason = ReasonOOMKilled
-	case pr.code == 0:
-		pr.reason = ReasonCompleted
-	default:
-		pr.reason = ReasonError
-	}
 	if pr.sb.state == SandboxFailed && pr.message == "" {
 		pr.message = pr.sb.message
 	}
@@ -325,7 +299,7 @@ func (rt *LocalRuntime) processExited(pr *procRec, e proc.Exit) {
 // readFinalUsage replaces an exited record's usage with its cgroup's
 // figures and, for a kept cgroup, sets figures, where the next instance's
 // CPU time begins.
-func (rt *LocalRuntime) readFinalUsage(pr *procRec, figures *exitFigures) {
+func (rt *Runtime) readFinalUsage(pr *procRec, figures *exitFigures) {
 	if pr.cg == nil || pr.cfg.NoFinalUsage {
 		return
 	}
@@ -351,27 +325,16 @@ func rusageCPU(ru unix.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// StopProcess stops a process gracefully, then by force. See Runtime.
-func (rt *LocalRuntime) StopProcess(ctx context.Context, id string, timeout time.Duration) error {
-	pr, err := rt.lookupProc(id)
-	if err != nil {
-		return err
-	}
-	pr.op.Lock()
-	defer pr.op.Unlock()
-	return rt.stopLocked(ctx, pr, timeout)
-}
-
-// stopLocked is StopProcess with pr.op held.
-func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout time.Duration) error {
+// killLocked is DeleteSandbox's end of a process, with pr.op held: one
+// never started is exited without running; a running one has its tree
+// SIGKILLed and its exit awaited; then what its tree left is killed.
+func (rt *Runtime) killLocked(pr *procRec) error {
 	rt.mu.Lock()
 	switch pr.state {
 	case StateCreated:
 		pr.state, _ = transition(pr.id, pr.state, EventStopCreated)
 		pr.finishAt = time.Now()
-		pr.reason = ReasonStopped
 		rt.mu.Unlock()
-		close(pr.started)
 		close(pr.exited)
 		return nil
 	case StateExited:
@@ -381,41 +344,22 @@ func (rt *LocalRuntime) stopLocked(ctx context.Context, pr *procRec, timeout tim
 	}
 	p := pr.proc
 	rt.mu.Unlock()
-
-	if timeout > 0 {
-		sig := pr.cfg.StopSignal
-		if sig == 0 {
-			sig = unix.SIGTERM
-		}
-		if err := p.Signal(sig); err != nil && !errors.Is(err, proc.ErrProcessDone) {
-			return fmt.Errorf("stopping process %q: %w", pr.id, err)
-		}
-		t := time.NewTimer(timeout)
-		select {
-		case <-pr.exited:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
+	if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, proc.ErrProcessDone) {
+		return fmt.Errorf("killing process %q: %w", pr.id, err)
 	}
-	if !isClosed(pr.exited) {
-		if err := p.KillTree(unix.SIGKILL); err != nil && !errors.Is(err, proc.ErrProcessDone) {
-			return fmt.Errorf("killing process %q: %w", pr.id, err)
-		}
-		t := time.NewTimer(rt.opts.KillTimeout)
-		defer t.Stop()
-		select {
-		case <-pr.exited:
-		case <-t.C:
-			return fmt.Errorf("stopping process %q: pid %d not reaped %s after SIGKILL: %w", pr.id, p.Pid(), rt.opts.KillTimeout, ErrUnavailable)
-		}
+	t := time.NewTimer(rt.opts.KillTimeout)
+	defer t.Stop()
+	select {
+	case <-pr.exited:
+	case <-t.C:
+		return fmt.Errorf("stopping process %q: pid %d not reaped %s after SIGKILL: %w", pr.id, p.Pid(), rt.opts.KillTimeout, ErrUnavailable)
 	}
 	return rt.killLeftovers(pr, p)
 }
 
 // killLeftovers kills what the tree of an exited process left behind (a
 // double-forked daemon, say): X10, kill means the tree.
-func (rt *LocalRuntime) killLeftovers(pr *procRec, p *proc.Process) error {
+func (rt *Runtime) killLeftovers(pr *procRec, p *proc.Process) error {
 	if p == nil {
 		return nil // never ran
 	}
@@ -425,8 +369,10 @@ func (rt *LocalRuntime) killLeftovers(pr *procRec, p *proc.Process) error {
 	return nil
 }
 
-// RemoveProcess forgets an exited or never started process. See Runtime.
-func (rt *LocalRuntime) RemoveProcess(_ context.Context, id string) error {
+// RemoveProcess forgets an exited (or never started) process and removes
+// its cgroup, killing leftovers of its tree first. A kept cgroup
+// (ProcessConfig.Cgroup) stays for the next process naming it.
+func (rt *Runtime) RemoveProcess(_ context.Context, id string) error {
 	pr, err := rt.lookupProc(id)
 	if err != nil {
 		return err
@@ -437,7 +383,7 @@ func (rt *LocalRuntime) RemoveProcess(_ context.Context, id string) error {
 }
 
 // removeLocked is RemoveProcess with pr.op held.
-func (rt *LocalRuntime) removeLocked(pr *procRec) error {
+func (rt *Runtime) removeLocked(pr *procRec) error {
 	rt.mu.Lock()
 	if rt.procs[pr.id] != pr {
 		rt.mu.Unlock()
@@ -475,9 +421,9 @@ func (rt *LocalRuntime) removeLocked(pr *procRec) error {
 	return nil
 }
 
-// forceRemove is DeleteSandbox's way with a process in any state: stop it
+// forceRemove is DeleteSandbox's way with a process in any state: kill it
 // at once (tree SIGKILL) and remove it.
-func (rt *LocalRuntime) forceRemove(pr *procRec) error {
+func (rt *Runtime) forceRemove(pr *procRec) error {
 	pr.op.Lock()
 	defer pr.op.Unlock()
 	rt.mu.Lock()
@@ -486,14 +432,14 @@ func (rt *LocalRuntime) forceRemove(pr *procRec) error {
 	if gone {
 		return nil // removed meanwhile
 	}
-	if err := rt.stopLocked(context.Background(), pr, 0); err != nil {
+	if err := rt.killLocked(pr); err != nil {
 		return err
 	}
 	return rt.removeLocked(pr)
 }
 
 // ProcessStatus returns a process's status, with live usage while running.
-func (rt *LocalRuntime) ProcessStatus(id string) (ProcessStatus, error) {
+func (rt *Runtime) ProcessStatus(id string) (ProcessStatus, error) {
 	rt.mu.Lock()
 	pr, err := rt.getProc(id)
 	if err != nil {
@@ -509,7 +455,7 @@ func (rt *LocalRuntime) ProcessStatus(id string) (ProcessStatus, error) {
 // ProcessPid is the process's pid (0 before it started): ProcessStatus
 // without reading the cgroup's usage, for a caller that needs only that
 // right after StartProcess.
-func (rt *LocalRuntime) ProcessPid(id string) (int, error) {
+func (rt *Runtime) ProcessPid(id string) (int, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	pr, err := rt.getProc(id)
@@ -521,7 +467,7 @@ func (rt *LocalRuntime) ProcessPid(id string) (int, error) {
 
 // liveUsage fills in the cgroup's figures of a running process; read
 // outside rt.mu (file reads).
-func (rt *LocalRuntime) liveUsage(pr *procRec, st *ProcessStatus) {
+func (rt *Runtime) liveUsage(pr *procRec, st *ProcessStatus) {
 	if st.State != StateRunning || pr.cg == nil {
 		return
 	}
@@ -540,7 +486,7 @@ func (rt *LocalRuntime) liveUsage(pr *procRec, st *ProcessStatus) {
 	}
 }
 
-func (rt *LocalRuntime) statusLocked(pr *procRec) ProcessStatus {
+func (rt *Runtime) statusLocked(pr *procRec) ProcessStatus {
 	st := ProcessStatus{
 		ID: pr.id, Sandbox: pr.sb.id, State: pr.state,
 		CreatedAt: pr.created, StartedAt: pr.startAt, FinishedAt: pr.finishAt,
@@ -550,50 +496,15 @@ func (rt *LocalRuntime) statusLocked(pr *procRec) ProcessStatus {
 		st.Pid = pr.proc.Pid()
 	}
 	if pr.state == StateExited || pr.state == StateRemoved {
-		st.ExitCode, st.Signal, st.Reason, st.OOMKilled = pr.code, pr.signal, pr.reason, pr.oom
+		st.ExitCode, st.Signal, st.OOMKilled = pr.code, pr.signal, pr.oom
 		st.Usage = pr.usage
 	}
 	return st
 }
 
-// ListProcesses returns the matching processes' statuses, sorted by id.
-func (rt *LocalRuntime) ListProcesses(filter ProcessFilter) []ProcessStatus {
-	rt.mu.Lock()
-	var out []ProcessStatus
-	var recs []*procRec
-	for _, pr := range rt.procs {
-		if (filter.Sandbox == "" || filter.Sandbox == pr.sb.id) && (filter.State == "" || filter.State == pr.state) {
-			out = append(out, rt.statusLocked(pr))
-			recs = append(recs, pr)
-		}
-	}
-	rt.mu.Unlock()
-	for i := range out {
-		rt.liveUsage(recs[i], &out[i])
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
-// WaitProcess blocks until the process is exited or ctx ends.
-func (rt *LocalRuntime) WaitProcess(ctx context.Context, id string) (ProcessStatus, error) {
-	pr, err := rt.lookupProc(id)
-	if err != nil {
-		return ProcessStatus{}, err
-	}
-	select {
-	case <-pr.exited:
-	case <-ctx.Done():
-		return ProcessStatus{}, fmt.Errorf("waiting for process %q: %w", id, ctx.Err())
-	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.statusLocked(pr), nil
-}
-
 // SignalProcess sends sig to the main process. Not running:
 // ErrFailedPrecondition.
-func (rt *LocalRuntime) SignalProcess(id string, sig syscall.Signal) error {
+func (rt *Runtime) SignalProcess(id string, sig syscall.Signal) error {
 	p, err := rt.runningProc(id)
 	if err != nil {
 		return err
@@ -606,7 +517,7 @@ func (rt *LocalRuntime) SignalProcess(id string, sig syscall.Signal) error {
 
 // KillProcessTree sends sig to every process of the tree. It works after
 // the main process exited too (to reach leftovers).
-func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
+func (rt *Runtime) KillProcessTree(id string, sig syscall.Signal) error {
 	rt.mu.Lock()
 	pr, err := rt.getProc(id)
 	var (
@@ -639,14 +550,14 @@ func (rt *LocalRuntime) KillProcessTree(id string, sig syscall.Signal) error {
 	return nil
 }
 
-func (rt *LocalRuntime) runningProc(id string) (*proc.Process, error) {
+func (rt *Runtime) runningProc(id string) (*proc.Process, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	pr, err := rt.getProc(id)
 	if err != nil {
 		return nil, err
 	}
-	if pr.state != StateRunning {
+	if pr.state != StateRunning || pr.proc == nil {
 		return nil, fmt.Errorf("process %q is %s: %w", id, pr.state, ErrFailedPrecondition)
 	}
 	return pr.proc, nil

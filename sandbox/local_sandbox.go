@@ -49,9 +49,10 @@ func checkSandbox(cfg spec.Sandbox) error {
 	return nil
 }
 
-// CreateSandbox sets up the sandbox and returns once it is ready. See
-// Runtime.
-func (rt *LocalRuntime) CreateSandbox(ctx context.Context, id string, cfg spec.Sandbox) (err error) {
+// CreateSandbox creates the sandbox's namespaces (none listed: the
+// host's), mounts, hostname, loopback and its cgroup with cfg.Resources,
+// and returns once it is ready.
+func (rt *Runtime) CreateSandbox(ctx context.Context, id string, cfg spec.Sandbox) (err error) {
 	if err := validID("sandbox", id); err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func (rt *LocalRuntime) CreateSandbox(ctx context.Context, id string, cfg spec.S
 // that is expected; otherwise the sandbox has failed: with a PID namespace
 // the kernel already killed everything in it, without one podsup kills
 // the processes' trees so none outlives its sandbox.
-func (rt *LocalRuntime) holderExited(sb *sandboxRec, e proc.Exit) {
+func (rt *Runtime) holderExited(sb *sandboxRec, e proc.Exit) {
 	rt.mu.Lock()
 	if sb.state == SandboxDeleting || sb.state == SandboxCreating {
 		rt.mu.Unlock()
@@ -139,7 +140,7 @@ func (rt *LocalRuntime) holderExited(sb *sandboxRec, e proc.Exit) {
 	sb.message = "sandbox holder ended: " + e.String()
 	var running []*procRec
 	for _, pr := range sb.procs {
-		if pr.state == StateRunning {
+		if pr.state == StateRunning && pr.proc != nil { // not one mid-fork (StartProcess)
 			running = append(running, pr)
 		}
 	}
@@ -151,8 +152,9 @@ func (rt *LocalRuntime) holderExited(sb *sandboxRec, e proc.Exit) {
 }
 
 // DeleteSandbox kills and removes every process of the sandbox, ends its
-// namespaces and removes its cgroup. See Runtime.
-func (rt *LocalRuntime) DeleteSandbox(ctx context.Context, id string) error {
+// namespaces and removes its cgroup. Deleting an id being deleted waits
+// for that deletion; an unknown id is ErrNotFound.
+func (rt *Runtime) DeleteSandbox(ctx context.Context, id string) error {
 	rt.mu.Lock()
 	sb, err := rt.getSandbox(id)
 	if err != nil {

@@ -192,7 +192,7 @@ func testInstancePrefix() string {
 // that cgroup holds other processes) and back on Close, which is
 // process-wide; a second manager made meanwhile would nest under the
 // first's leaf.
-func newTestRuntime(t testing.TB) *LocalRuntime {
+func newTestRuntime(t testing.TB) *Runtime {
 	t.Helper()
 	rt, err := NewRuntime(Options{
 		Instance:     testInstancePrefix() + strconv.FormatInt(instanceSeq.Add(1), 10),
@@ -215,7 +215,7 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-func mustCreateSandbox(t testing.TB, rt *LocalRuntime, id string, cfg spec.Sandbox) {
+func mustCreateSandbox(t testing.TB, rt *Runtime, id string, cfg spec.Sandbox) {
 	t.Helper()
 	if err := rt.CreateSandbox(testCtx(t), id, cfg); err != nil {
 		t.Fatalf("CreateSandbox(%s): %v", id, err)
@@ -229,7 +229,7 @@ func helperArgv(args ...string) []string {
 }
 
 // runHelper creates and starts process id running helper name.
-func runHelper(t testing.TB, rt *LocalRuntime, sb, id, name string, args ...string) ProcessStatus {
+func runHelper(t testing.TB, rt *Runtime, sb, id, name string, args ...string) ProcessStatus {
 	t.Helper()
 	cfg := ProcessConfig{Sandbox: sb, Command: helperArgv(args...), RunAs: proc.RunAs{Env: helperEnv(name)}, Stderr: os.Stderr}
 	if err := rt.CreateProcess(testCtx(t), id, cfg); err != nil {
@@ -247,14 +247,14 @@ func runHelper(t testing.TB, rt *LocalRuntime, sb, id, name string, args ...stri
 
 // runIn runs req to completion inside sandbox sb the way podsup runs exec
 // probes, hooks and podsup exec there: execrun over Spawn.
-func runIn(ctx context.Context, rt *LocalRuntime, sb string, req execrun.Request) (execrun.Result, error) {
+func runIn(ctx context.Context, rt *Runtime, sb string, req execrun.Request) (execrun.Result, error) {
 	spawn := func(c *proc.Cmd) (*proc.Process, error) { return rt.Spawn(sb, c) }
 	return execrun.SandboxRunner{Spawn: spawn}.Run(ctx, req)
 }
 
 // execHelper runs helper name inside sandbox sb and returns its output,
 // failing the test unless it exits 0.
-func execHelper(t testing.TB, rt *LocalRuntime, sb, name string, args ...string) string {
+func execHelper(t testing.TB, rt *Runtime, sb, name string, args ...string) string {
 	t.Helper()
 	res, err := runIn(testCtx(t), rt, sb, execrun.Request{Argv: helperArgv(args...), RunAs: proc.RunAs{Env: helperEnv(name)}, Timeout: 20 * time.Second, OutputLimit: 64 << 10})
 	if err != nil {
@@ -266,7 +266,7 @@ func execHelper(t testing.TB, rt *LocalRuntime, sb, name string, args ...string)
 	return string(res.Output)
 }
 
-func reportIn(t testing.TB, rt *LocalRuntime, sb string, file ...string) nsReport {
+func reportIn(t testing.TB, rt *Runtime, sb string, file ...string) nsReport {
 	t.Helper()
 	out := execHelper(t, rt, sb, "nsreport", file...)
 	var r nsReport

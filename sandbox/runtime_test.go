@@ -25,8 +25,8 @@ func TestTransitionTablePairByPair(t *testing.T) {
 	states := []State{StateCreated, StateRunning, StateExited, StateRemoved}
 	events := []Event{EventStart, EventStartFailed, EventExit, EventStopCreated, EventRemove}
 	legal := map[State]map[Event]State{
-		StateCreated: {EventStart: StateRunning, EventStartFailed: StateExited, EventStopCreated: StateExited, EventRemove: StateRemoved},
-		StateRunning: {EventExit: StateExited},
+		StateCreated: {EventStart: StateRunning, EventStopCreated: StateExited, EventRemove: StateRemoved},
+		StateRunning: {EventStartFailed: StateExited, EventExit: StateExited},
 		StateExited:  {EventRemove: StateRemoved},
 	}
 	for _, from := range states {
@@ -48,7 +48,7 @@ func TestTransitionTablePairByPair(t *testing.T) {
 
 // newHostRuntime is a runtime without cgroups: host sandboxes (no
 // namespaces) need no privileges, so the lifecycle runs anywhere.
-func newHostRuntime(t *testing.T) *LocalRuntime {
+func newHostRuntime(t *testing.T) *Runtime {
 	t.Helper()
 	rt, err := NewRuntime(Options{Instance: "unused", DisableCgroups: true})
 	if err != nil {
@@ -93,15 +93,15 @@ func TestProcessLifecycleAndErrorClasses(t *testing.T) {
 	if err := rt.StartProcess(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := rt.WaitProcess(ctx, "p")
-	if err != nil || st.State != StateExited || st.ExitCode != 3 || st.Reason != ReasonError || st.Pid <= 0 || st.FinishedAt.Before(st.StartedAt) {
+	st, err := rt.waitProcess(ctx, "p")
+	if err != nil || st.State != StateExited || st.ExitCode != 3 || st.OOMKilled || st.Pid <= 0 || st.FinishedAt.Before(st.StartedAt) {
 		t.Errorf("after exit: %+v %v", st, err)
 	}
 	check("start twice", rt.StartProcess(ctx, "p"), ErrFailedPrecondition)
-	if err := rt.StopProcess(ctx, "p", time.Second); err != nil {
+	if err := rt.stopProcess(ctx, "p", time.Second); err != nil {
 		t.Errorf("stopping an exited process: %v", err)
 	}
-	if got := rt.ListProcesses(ProcessFilter{Sandbox: "g", State: StateExited}); len(got) != 1 || got[0].ID != "p" {
+	if got := rt.listProcesses(ProcessFilter{Sandbox: "g", State: StateExited}); len(got) != 1 || got[0].ID != "p" {
 		t.Errorf("list exited in g: %+v", got)
 	}
 	if err := rt.RemoveProcess(ctx, "p"); err != nil {
@@ -117,7 +117,7 @@ func TestProcessLifecycleAndErrorClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("remove running", rt.RemoveProcess(ctx, "s"), ErrFailedPrecondition)
-	if err := rt.StopProcess(ctx, "s", 5*time.Second); err != nil {
+	if err := rt.stopProcess(ctx, "s", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := rt.ProcessStatus("s"); st.State != StateExited || st.Signal != syscall.SIGTERM || st.ExitCode != 143 {
@@ -128,15 +128,15 @@ func TestProcessLifecycleAndErrorClasses(t *testing.T) {
 	if err := rt.CreateProcess(ctx, "c", ProcessConfig{Sandbox: "g", Command: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.StopProcess(ctx, "c", time.Second); err != nil {
+	if err := rt.stopProcess(ctx, "c", time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := rt.ProcessStatus("c"); st.State != StateExited || st.Reason != ReasonStopped {
+	if st, _ := rt.ProcessStatus("c"); st.State != StateExited || st.Pid != 0 || !st.StartedAt.IsZero() {
 		t.Errorf("stopped before start: %+v", st)
 	}
 	check("start a stopped process", rt.StartProcess(ctx, "c"), ErrFailedPrecondition)
 
-	if sbs := rt.ListSandboxes(); len(sbs) != 1 || sbs[0].State != SandboxReady || len(sbs[0].Processes) != 2 {
+	if sbs := rt.listSandboxes(); len(sbs) != 1 || sbs[0].State != SandboxReady || len(sbs[0].Processes) != 2 {
 		t.Errorf("sandboxes: %+v", sbs)
 	}
 	if err := rt.DeleteSandbox(ctx, "g"); err != nil {
@@ -147,8 +147,9 @@ func TestProcessLifecycleAndErrorClasses(t *testing.T) {
 	check("process of a deleted sandbox", err, ErrNotFound)
 }
 
-// A program that cannot run leaves the process exited with the shell's
-// code and reason StartError; OnExit reports it too.
+// A program that cannot run leaves the process exited with code 128 (E3)
+// and the cause in its message; StartProcess's error is the news of it, not
+// OnExit, which is for a process that ran.
 func TestStartErrorLeavesProcessExited(t *testing.T) {
 	rt := newHostRuntime(t)
 	ctx := testCtx(t)
@@ -163,11 +164,13 @@ func TestStartErrorLeavesProcessExited(t *testing.T) {
 		t.Errorf("start: %v; want ErrCommandNotFound", err)
 	}
 	st, _ := rt.ProcessStatus("p")
-	if st.State != StateExited || st.ExitCode != 128 || st.Reason != ReasonStartError {
+	if st.State != StateExited || st.ExitCode != 128 || st.Message == "" {
 		t.Errorf("status: %+v", st)
 	}
-	if s := <-reported; s.Reason != ReasonStartError {
-		t.Errorf("OnExit got %+v", s)
+	select {
+	case s := <-reported:
+		t.Errorf("OnExit got %+v after a failed start", s)
+	default:
 	}
 }
 
@@ -196,7 +199,7 @@ func TestDeleteSandboxKillsRunningProcesses(t *testing.T) {
 				t.Errorf("%s: cgroup %s still there", id, st.Cgroup)
 			}
 		}
-		if len(rt.ListProcesses(ProcessFilter{Sandbox: id})) != 0 {
+		if len(rt.listProcesses(ProcessFilter{Sandbox: id})) != 0 {
 			t.Errorf("%s: processes still listed", id)
 		}
 	}
@@ -217,7 +220,7 @@ func TestHolderDeathFailsSandbox(t *testing.T) {
 		if err := holder.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		st, err := rt.WaitProcess(testCtx(t), id+"-p")
+		st, err := rt.waitProcess(testCtx(t), id+"-p")
 		if err != nil || st.Signal != syscall.SIGKILL {
 			t.Errorf("%s: process after holder death: %+v %v", id, st, err)
 		}
@@ -260,7 +263,7 @@ func TestConcurrentUse(t *testing.T) {
 				errs <- err
 				return
 			}
-			go func() { _, _ = rt.ProcessStatus(id); _ = rt.ListProcesses(ProcessFilter{}) }()
+			go func() { _, _ = rt.ProcessStatus(id); _ = rt.listProcesses(ProcessFilter{}) }()
 			if err := rt.StartProcess(ctx, id); err != nil {
 				errs <- err
 				return
@@ -269,11 +272,11 @@ func TestConcurrentUse(t *testing.T) {
 				var inner sync.WaitGroup
 				for j := 0; j < 3; j++ { // concurrent stops of one process
 					inner.Add(1)
-					go func() { defer inner.Done(); _ = rt.StopProcess(ctx, id, time.Second) }()
+					go func() { defer inner.Done(); _ = rt.stopProcess(ctx, id, time.Second) }()
 				}
 				inner.Wait()
 			}
-			st, err := rt.WaitProcess(ctx, id)
+			st, err := rt.waitProcess(ctx, id)
 			want := i
 			if i%2 == 1 {
 				want = 143
@@ -354,7 +357,7 @@ func TestStatusReportsUsage(t *testing.T) {
 	if !eventually(10*time.Second, func() bool { st, _ = rt.ProcessStatus("spin"); return st.Usage.CPU >= 50*time.Millisecond }) {
 		t.Errorf("usage of a busy loop: %+v", st.Usage)
 	}
-	if err := rt.StopProcess(testCtx(t), "spin", 0); err != nil {
+	if err := rt.stopProcess(testCtx(t), "spin", 0); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ = rt.ProcessStatus("spin"); st.Usage.CPU < 50*time.Millisecond {

@@ -4,10 +4,12 @@ package sandbox
 //
 //	      Create          Start             exit / Stop            Remove
 //	() ──────────► created ─────► running ─────────────► exited ─────────► removed
-//	                  │  │                                  ▲
-//	                  │  └──── start failed, Stop ──────────┘
+//	                  │  │            └─── start failed ───────┘▲
+//	                  │  └──── Stop ─────────────────────────────┘
 //	                  └──────────────────────── Remove ──────────────────► removed
 //
+// A process is running from just before its fork, so that an exit reaped
+// before the fork's outcome is known finds it running.
 // The runtime applies a transition only when told to (Create, Start, Stop,
 // Remove) or when the kernel reports an exit; it never restarts anything.
 type State string
@@ -45,12 +47,12 @@ const (
 var transitions = map[State]map[Event]State{
 	StateCreated: {
 		EventStart:       StateRunning,
-		EventStartFailed: StateExited,
 		EventStopCreated: StateExited,
 		EventRemove:      StateRemoved,
 	},
 	StateRunning: {
-		EventExit: StateExited,
+		EventStartFailed: StateExited,
+		EventExit:        StateExited,
 	},
 	StateExited: {
 		EventRemove: StateRemoved,

@@ -3,11 +3,11 @@
 // the whole runtime stack, exactly as podsup up has it. From the kernel
 // up:
 //
-//   - LocalRuntime, the supervisor's adapter to package sandbox: one
+//   - SandboxRuntime, the supervisor's adapter to package sandbox: one
 //     sandbox per group (its namespaces and cgroup; a cgroup-only one for
 //     a group without a sandbox block), one cgroup per process;
 //     hostrt.Runtime, the adapter for plain host processes, is what
-//     LocalRuntime falls back to without cgroups;
+//     SandboxRuntime falls back to without cgroups;
 //   - output capture (package logs): every process's stdout and stderr,
 //     to Options.Output, the tails and followers (Stack.Logs) and log_dir;
 //   - journal output for log { journal = true } when Options.Journal says

@@ -19,7 +19,7 @@ import (
 // activation sockets that podsup's own process cannot have would fail at
 // every start, in a back-off loop that never ends (StartError 128, and
 // messages such as "/proc/self/exe: permission denied" that name no
-// fix). LocalRuntime reports the first two as supervisor.Capabilities, so
+// fix). SandboxRuntime reports the first two as supervisor.Capabilities, so
 // that podsup up and every reload refuse such a configuration in one line
 // per fault naming the fix; CheckHost is the same verdict for podsup
 // validate, which runs no runtime, plus the commands no start could find.
@@ -58,9 +58,9 @@ func hasCapability(c int) bool {
 // noCgroupsFix is the fix when podsup may not make cgroups.
 const noCgroupsFix = "run podsup as root, or as a systemd service with Delegate=yes (a cgroup of its own it may write)"
 
-// limitsUnavailable is LocalRuntime's verdict on resource limits: the
+// limitsUnavailable is SandboxRuntime's verdict on resource limits: the
 // runtime made no cgroup root (NewRuntime said why in the log).
-func (l *LocalRuntime) limitsUnavailable() string {
+func (l *SandboxRuntime) limitsUnavailable() string {
 	if l.rt == nil || l.rt.CgroupsEnabled() { // nil: a test's, with no sandbox runtime to ask
 		return ""
 	}

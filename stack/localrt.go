@@ -13,7 +13,7 @@ import (
 	"github.com/podsup/podsup/supervisor"
 )
 
-// LocalRuntime runs groups in sandboxes of package sandbox's LocalRuntime:
+// SandboxRuntime is the supervisor.Runtime over package sandbox's Runtime:
 // one sandbox per group (its namespaces and cgroup), one process record
 // per instance, and one cgroup per process, named after it and kept
 // across its instances (sandbox.ProcessConfig.Cgroup), so that a restart
@@ -36,13 +36,13 @@ import (
 // The exit status delivered is always the kernel's.
 //
 // Groups without a Sandbox run on the host path of hostrt.Runtime (process
-// group kill) unless NewLocalRuntime's allGroups is set, which gives every
+// group kill) unless NewSandboxRuntime's allGroups is set, which gives every
 // group a cgroup-only sandbox: whole-tree kill that also catches a double-forked
 // setsid daemon, a tree a later podsup of the same instance finds and
 // kills after a crash, usage figures and OOMKilled. Without cgroups
 // allGroups changes nothing.
-type LocalRuntime struct {
-	rt *sandbox.LocalRuntime
+type SandboxRuntime struct {
+	rt *sandbox.Runtime
 	// allGroups puts groups without a Sandbox in a cgroup-only sandbox too.
 	allGroups bool
 
@@ -58,18 +58,18 @@ type localGroup struct {
 	created bool // guarded by mu
 }
 
-var _ supervisor.Runtime = (*LocalRuntime)(nil)
+var _ supervisor.Runtime = (*SandboxRuntime)(nil)
 
-// NewLocalRuntime adapts rt.
-func NewLocalRuntime(rt *sandbox.LocalRuntime, allGroups bool) *LocalRuntime {
-	return &LocalRuntime{rt: rt, allGroups: allGroups, groups: map[string]*localGroup{}}
+// NewSandboxRuntime adapts rt.
+func NewSandboxRuntime(rt *sandbox.Runtime, allGroups bool) *SandboxRuntime {
+	return &SandboxRuntime{rt: rt, allGroups: allGroups, groups: map[string]*localGroup{}}
 }
 
-func (l *LocalRuntime) sandboxed(req supervisor.StartRequest) bool {
+func (l *SandboxRuntime) sandboxed(req supervisor.StartRequest) bool {
 	return req.Sandbox != nil || (l.allGroups && l.rt.CgroupsEnabled())
 }
 
-func (l *LocalRuntime) group(name string) *localGroup {
+func (l *SandboxRuntime) group(name string) *localGroup {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g := l.groups[name]
@@ -82,7 +82,7 @@ func (l *LocalRuntime) group(name string) *localGroup {
 
 // ensure makes the group's sandbox ready: created on first use, rebuilt
 // when it died. The caller holds g.mu.
-func (l *LocalRuntime) ensure(ctx context.Context, g *localGroup, req supervisor.StartRequest) error {
+func (l *SandboxRuntime) ensure(ctx context.Context, g *localGroup, req supervisor.StartRequest) error {
 	var cfg spec.Sandbox
 	if req.Sandbox != nil {
 		cfg = *req.Sandbox
@@ -122,7 +122,7 @@ func report(req supervisor.StartRequest, e supervisor.RuntimeEvent) {
 
 // Start starts one instance in its group's sandbox, creating or rebuilding
 // the sandbox first when needed (slow: a holder's handshake).
-func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
+func (l *SandboxRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
 	if !l.sandboxed(req) {
 		return hostrt.Runtime{}.Start(ctx, req)
 	}
@@ -134,22 +134,22 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 	}
 	pr := req.Process
 	id := req.InstanceID
-	gate := &startGate{onExit: req.OnExit}
+	onExit := req.OnExit
 	err := l.rt.CreateProcess(ctx, id, sandbox.ProcessConfig{
 		Sandbox: req.Group, Command: pr.Command, RunAs: supervisor.RunAs(pr),
 		Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
-		StopSignal: pr.EffectiveStopSignal(),
-		Cgroup:     pr.Name, // one cgroup per process, whichever instance
+		Cgroup: pr.Name, // one cgroup per process, whichever instance
 		// Usage is read from the cgroups by the API server (cumulative
 		// per process); the exit need not read it.
 		NoFinalUsage: true,
-		OnExit:       gate.exited,
+		OnExit: func(st sandbox.ProcessStatus) {
+			onExit(supervisor.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled})
+		},
 	})
 	if err != nil {
 		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}
 	pid, err := l.startProcess(ctx, id)
-	gate.settle(err == nil)
 	if err != nil {
 		// Ours to clean up: the supervisor never sees this instance.
 		if rerr := l.rt.RemoveProcess(context.Background(), id); rerr != nil && !sandbox.IsNotFound(rerr) {
@@ -164,7 +164,7 @@ func (l *LocalRuntime) Start(ctx context.Context, req supervisor.StartRequest) (
 // cannot go away meanwhile: only its worker removes it, after this
 // returned, and only a start of the same group (which waits for g.mu)
 // could rebuild the sandbox.
-func (l *LocalRuntime) startProcess(ctx context.Context, id string) (int, error) {
+func (l *SandboxRuntime) startProcess(ctx context.Context, id string) (int, error) {
 	if err := l.rt.StartProcess(ctx, id); err != nil {
 		return 0, err
 	}
@@ -175,47 +175,6 @@ func (l *LocalRuntime) startProcess(ctx context.Context, id string) (int, error)
 	return pid, nil
 }
 
-// startGate passes an instance's exit on only once its start succeeded:
-// package sandbox reports a failed start through OnExit too (the
-// supervisor hears of it through Start's error), and a real exit may be
-// reaped before StartProcess returned. No lock is held across a call into
-// the runtime, so a failure path that calls OnExit synchronously cannot
-// deadlock on it.
-type startGate struct {
-	onExit func(supervisor.ExitStatus)
-
-	mu      sync.Mutex
-	settled bool // StartProcess returned
-	ok      bool // ... and succeeded
-	pending *supervisor.ExitStatus
-}
-
-func (g *startGate) exited(st sandbox.ProcessStatus) {
-	es := supervisor.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled}
-	g.mu.Lock()
-	if !g.settled {
-		g.pending = &es
-		g.mu.Unlock()
-		return
-	}
-	ok := g.ok
-	g.mu.Unlock()
-	if ok {
-		g.onExit(es)
-	}
-}
-
-func (g *startGate) settle(ok bool) {
-	g.mu.Lock()
-	g.settled, g.ok = true, ok
-	pending := g.pending
-	g.pending = nil
-	g.mu.Unlock()
-	if ok && pending != nil {
-		g.onExit(*pending)
-	}
-}
-
 // Capabilities is Sandboxes alone: the output of a process goes where
 // StartRequest says (/dev/null by default), so capture, readiness
 // protocols and activation sockets are for the layers around it. It says
@@ -223,17 +182,17 @@ func (g *startGate) settle(ok bool) {
 // CAP_SYS_ADMIN, NoResourceLimits without a cgroup it may write;
 // hostcheck.go), so that such a configuration is refused with the fix
 // rather than failing at every start.
-func (l *LocalRuntime) Capabilities() supervisor.Capabilities {
+func (l *SandboxRuntime) Capabilities() supervisor.Capabilities {
 	return supervisor.Capabilities{Sandboxes: true, NoNamespaces: namespacesUnavailable(), NoResourceLimits: l.limitsUnavailable()}
 }
 
 // ReleaseProcess does nothing: package sandbox offers no way to delete one
 // process's kept cgroup, so a removed process's (empty) cgroup stays until
 // the group's sandbox is deleted (ReleaseGroup).
-func (l *LocalRuntime) ReleaseProcess(group, process string) {}
+func (l *SandboxRuntime) ReleaseProcess(group, process string) {}
 
 // ReleaseGroup deletes the group's sandbox once its worker has ended.
-func (l *LocalRuntime) ReleaseGroup(group string) {
+func (l *SandboxRuntime) ReleaseGroup(group string) {
 	l.mu.Lock()
 	g := l.groups[group]
 	delete(l.groups, group)
@@ -250,7 +209,7 @@ func (l *LocalRuntime) ReleaseGroup(group string) {
 
 // Spawner returns how exec probes and hooks of group start their commands:
 // inside the group's sandbox when it has one, on the host otherwise.
-func (l *LocalRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
+func (l *SandboxRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, error) {
 	if _, err := l.rt.SandboxStatus(group); err != nil {
 		return proc.Start
 	}
@@ -258,7 +217,7 @@ func (l *LocalRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, err
 }
 
 type localInstance struct {
-	rt  *sandbox.LocalRuntime
+	rt  *sandbox.Runtime
 	id  string
 	pid int
 }

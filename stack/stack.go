@@ -77,7 +77,7 @@ type Options struct {
 type Stack struct {
 	sup    *supervisor.Supervisor
 	top    supervisor.Runtime
-	rt     *sandbox.LocalRuntime
+	rt     *sandbox.Runtime
 	hub    *logs.Hub
 	notify *notify.Server // nil when it could not be made
 	log    zerolog.Logger
@@ -136,7 +136,7 @@ func New(cfg spec.Config, opts Options) (*Stack, error) {
 }
 
 // assemble builds the layers over rt and the supervisor on them.
-func assemble(cfg spec.Config, opts Options, rt *sandbox.LocalRuntime) (*Stack, error) {
+func assemble(cfg spec.Config, opts Options, rt *sandbox.Runtime) (*Stack, error) {
 	hub, err := logs.NewHub(logs.HubOptions{Format: cfg.Supervisor.LogFormat, Out: opts.Output, NoPrefix: opts.NoLogPrefix, Quote: opts.QuoteOutput, PrefixColor: opts.LogColor,
 		Dir: cfg.Supervisor.LogDir, Clock: opts.Clock, Logger: opts.Logger})
 	if err != nil {
@@ -157,7 +157,7 @@ func assemble(cfg spec.Config, opts Options, rt *sandbox.LocalRuntime) (*Stack, 
 	// finds them. Each process keeps its cgroup across restarts, so a
 	// restart costs what a host spawn does (docs/benchmarks.md). Without
 	// cgroups NewRuntime said so once and process groups are used.
-	top := layers(NewLocalRuntime(rt, true), hub, opts.Journal, srv, opts.ActivationFiles)
+	top := layers(NewSandboxRuntime(rt, true), hub, opts.Journal, srv, opts.ActivationFiles)
 	var journal systemd.JournalSender // hooks' output goes where their process's does
 	if opts.Journal {
 		journal = systemd.JournalSend
@@ -184,7 +184,7 @@ func assemble(cfg spec.Config, opts Options, rt *sandbox.LocalRuntime) (*Stack, 
 // falls back to capture) and ReadinessProtocols only with a srv, so the
 // supervisor refuses nothing of a valid configuration while the notify
 // server runs.
-func layers(local *LocalRuntime, hub *logs.Hub, journal bool, srv *notify.Server, sockets map[string][]*os.File) supervisor.Runtime {
+func layers(local *SandboxRuntime, hub *logs.Hub, journal bool, srv *notify.Server, sockets map[string][]*os.File) supervisor.Runtime {
 	var started supervisor.Runtime = newCapturingRuntime(local, hub)
 	if journal {
 		started = &systemd.JournalRuntime{Next: started, Send: systemd.JournalSend}

@@ -50,9 +50,9 @@ func testNotifyServer(t *testing.T) *notify.Server {
 // example, whether or not under journald.
 func TestUpRuntimeStackHasEveryCapability(t *testing.T) {
 	hub, srv := testHub(t), testNotifyServer(t)
-	// Only Capabilities is called: no sandbox is made, so the LocalRuntime
+	// Only Capabilities is called: no sandbox is made, so the SandboxRuntime
 	// needs no package sandbox runtime under it.
-	local := NewLocalRuntime(nil, true)
+	local := NewSandboxRuntime(nil, true)
 
 	underJournal := layers(local, hub, true, srv, nil).Capabilities()
 	v := reflect.ValueOf(underJournal)

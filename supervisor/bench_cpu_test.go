@@ -20,7 +20,7 @@ import (
 // RUSAGE_SELF: every thread of this process, not the children) per restart
 // of a host process (no sandbox block) that exits at once, at back-off
 // initial = 0, through hostrt.Runtime (process group, no cgroup: the
-// host-spawn floor) and through LocalRuntime with every group in a cgroup.
+// host-spawn floor) and through SandboxRuntime with every group in a cgroup.
 // Wall time on the shared machines swings more than the effect; CPU time
 // per restart does not, so that is the figure (docs/benchmarks.md):
 //
@@ -42,12 +42,12 @@ func BenchmarkRestartCPU(b *testing.B) {
 		if !rt.CgroupsEnabled() {
 			b.Skip("cgroups are unavailable here: nothing to compare")
 		}
-		restartCPU(b, stack.NewLocalRuntime(rt, true), cmd)
+		restartCPU(b, stack.NewSandboxRuntime(rt, true), cmd)
 	})
 }
 
 // countingRuntime closes done once the limit-th Start has returned; the
-// rest of Runtime is the wrapped one's (LocalRuntime's sandboxes are
+// rest of Runtime is the wrapped one's (SandboxRuntime's sandboxes are
 // released).
 type countingRuntime struct {
 	supervisor.Runtime

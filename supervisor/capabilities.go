@@ -18,7 +18,7 @@ import (
 // readiness protocol nobody serves, log rotation that never happens.
 type Capabilities struct {
 	// Sandboxes: a group's sandbox block (its namespaces, cgroup and
-	// resources). stack.LocalRuntime.
+	// resources). stack.SandboxRuntime.
 	Sandboxes bool
 	// ReadinessProtocols: readiness = "notify" (with its watchdog) and
 	// "fd:N". notify.Runtime with a Server.
@@ -42,11 +42,11 @@ type Capabilities struct {
 
 	// NoNamespaces, when set, says why a sandbox's namespaces cannot be
 	// made (podsup lacks CAP_SYS_ADMIN) and what to do.
-	// stack.LocalRuntime.
+	// stack.SandboxRuntime.
 	NoNamespaces string
 	// NoResourceLimits, when set, says why a sandbox's resources cannot be
 	// enforced (no cgroup podsup may write) and what to do.
-	// stack.LocalRuntime.
+	// stack.SandboxRuntime.
 	NoResourceLimits string
 	// ActivationChecked says ActivationSockets is known: the names of the
 	// sockets podsup was passed (LISTEN_FDNAMES), ":"-separated, as
@@ -71,7 +71,7 @@ func (c Capabilities) Check(cfg *spec.Config) error {
 	for _, g := range cfg.Groups {
 		gp := []string{"group", g.Name}
 		if g.Sandbox != nil && !c.Sandboxes {
-			add(fieldPath(gp, "sandbox"), "a sandbox block needs a runtime with sandboxes, and this one has none (stack.LocalRuntime makes them)")
+			add(fieldPath(gp, "sandbox"), "a sandbox block needs a runtime with sandboxes, and this one has none (stack.SandboxRuntime makes them)")
 		}
 		if sb := g.Sandbox; sb != nil && c.Sandboxes {
 			if len(sb.Namespaces) > 0 && c.NoNamespaces != "" {
@@ -118,7 +118,7 @@ func (c Capabilities) checkProcess(p []string, pr spec.Process, add func([]strin
 // capturedLogSettings names the settings of l that only output capture
 // honours: everything in the block but journal. Even mode = "passthrough"
 // needs the capture layer, which is what hands the process podsup's own
-// stdout; stack.LocalRuntime alone gives it /dev/null.
+// stdout; stack.SandboxRuntime alone gives it /dev/null.
 func capturedLogSettings(l spec.Log) []string {
 	var set []string
 	if l.Mode != "" {

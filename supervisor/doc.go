@@ -42,7 +42,7 @@
 // table of the core; a change the table does not allow (a bug) is an
 // InternalError Warning event, and the group goes on. A runtime reports
 // what it did on its own account through StartRequest.Report
-// (stack.LocalRuntime's SandboxChanged when it rebuilds a dead sandbox).
+// (stack.SandboxRuntime's SandboxChanged when it rebuilds a dead sandbox).
 //
 // # Runtime
 //

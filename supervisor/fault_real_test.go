@@ -21,21 +21,21 @@ import (
 	"github.com/podsup/podsup/supervisor"
 )
 
-// Faults of the real runtime (LocalRuntime over package sandbox): real
+// Faults of the real runtime (SandboxRuntime over package sandbox): real
 // processes, cgroups and namespaces. Root only.
 
 var localSeq atomic.Int64
 
-// localRun is a supervisor over a LocalRuntime of its own instance.
+// localRun is a supervisor over a SandboxRuntime of its own instance.
 //
-// These tests do not run in parallel: a LocalRuntime's cgroup manager may
+// These tests do not run in parallel: a SandboxRuntime's cgroup manager may
 // move this whole process into a leaf of its own cgroup (cgroups'
 // _supervisor leaf, when its cgroup holds other processes) and back on
 // Close, which is process-wide; a second manager made meanwhile would nest
 // under the first's leaf.
 type localRun struct {
 	*realRun
-	rt       *sandbox.LocalRuntime
+	rt       *sandbox.Runtime
 	instance string
 }
 
@@ -49,7 +49,7 @@ func startLocal(t *testing.T, cfg spec.Config, opts supervisor.Options, cg *cgro
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Runtime = stack.NewLocalRuntime(rt, false)
+	opts.Runtime = stack.NewSandboxRuntime(rt, false)
 	sup, err := supervisor.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +111,8 @@ func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
 	if !r.ended(15 * time.Second) {
 		t.Fatal("a sandboxed group whose start failed does not stop on shutdown")
 	}
-	if l := r.rt.ListSandboxes(); len(l) != 0 {
-		t.Errorf("sandboxes left after the group ended: %+v", l)
+	if st, err := r.rt.SandboxStatus("sb"); !sandbox.IsNotFound(err) {
+		t.Errorf("sandbox left after the group ended: %+v", st)
 	}
 }
 
@@ -146,8 +146,8 @@ func TestLocalDeadSandboxIsRebuilt(t *testing.T) {
 	}
 	// One record per live instance: the dead ones went with the old
 	// sandbox or were removed by the worker.
-	if !eventuallyTrue(func() bool { return len(r.rt.ListProcesses(sandbox.ProcessFilter{Sandbox: "sb"})) == 1 }) {
-		t.Errorf("process records after the rebuild: %+v", r.rt.ListProcesses(sandbox.ProcessFilter{Sandbox: "sb"}))
+	if !eventuallyTrue(func() bool { return len(sandboxProcesses(r.rt, "sb")) == 1 }) {
+		t.Errorf("process records after the rebuild: %+v", sandboxProcesses(r.rt, "sb"))
 	}
 }
 
@@ -179,8 +179,8 @@ func TestLocalExitCodeKeptAndInstanceRemovedByItsWorker(t *testing.T) {
 			t.Errorf("%s ended %+v, want exit code 7 (Error)", p.Name, lt)
 		}
 	}
-	if !eventuallyTrue(func() bool { return len(r.rt.ListProcesses(sandbox.ProcessFilter{Sandbox: "sb"})) == 0 }) {
-		t.Errorf("records of exited instances left: %+v", r.rt.ListProcesses(sandbox.ProcessFilter{Sandbox: "sb"}))
+	if !eventuallyTrue(func() bool { return len(sandboxProcesses(r.rt, "sb")) == 0 }) {
+		t.Errorf("records of exited instances left: %+v", sandboxProcesses(r.rt, "sb"))
 	}
 }
 
@@ -286,4 +286,10 @@ func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
 	if !eventuallyTrue(func() bool { return processGone(pid) }) {
 		t.Errorf("the left-behind child %d survived its thaw", pid)
 	}
+}
+
+// sandboxProcesses lists the ids of the process records in sandbox id.
+func sandboxProcesses(rt *sandbox.Runtime, id string) []string {
+	st, _ := rt.SandboxStatus(id)
+	return st.Processes
 }

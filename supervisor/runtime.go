@@ -13,7 +13,7 @@ import (
 // Runtime is the imperative half of the CRI split (docs/architecture.md): it starts
 // processes and signals them, and knows nothing of policies. The supervisor
 // reaches the kernel only through it. The real ones live above the
-// supervisor: hostrt.Runtime (host processes) and stack.LocalRuntime
+// supervisor: hostrt.Runtime (host processes) and stack.SandboxRuntime
 // (groups in sandboxes), which package stack wraps in its layers; tests use
 // fakes.
 //
@@ -35,10 +35,16 @@ import (
 // its own too (a cgroup kill polls until the tree is empty); only
 // Instance.Signal is called on the worker and must be quick.
 //
-// OnExit is called exactly once per successfully started instance, from any
-// goroutine (also before Start returned), and must not block (the
-// supervisor's side only appends to a mailbox). A failed Start leaves
-// nothing behind: the runtime frees what it made for the instance.
+// OnExit is called exactly once per successfully started instance, never
+// for a failed Start, from any goroutine, and must not block (the
+// supervisor's side only appends to a mailbox). It may come as soon as the
+// process exists, also before Start returned (a program that exits at
+// once): a runtime passes it on as it comes and holds nothing back. The
+// supervisor guarantees that the group hears of an instance's exit only
+// after its start: its worker puts the exit behind Start's outcome, the
+// one place that order can be kept, since only the caller of Start knows
+// when it has taken Start's result in. A failed Start leaves nothing
+// behind: the runtime frees what it made for the instance.
 //
 // Who cleans up an instance: the group's worker, alone. After an instance
 // exited, the worker SIGKILLs its tree (X10) and then calls its Remove;
@@ -89,7 +95,7 @@ type StartRequest struct {
 	Sandbox *spec.Sandbox
 	// Stdout and Stderr receive the process's output; package stack's capture
 	// wrapper sets them. nil means podsup's own with hostrt.Runtime and
-	// /dev/null in a stack.LocalRuntime sandbox.
+	// /dev/null in a stack.SandboxRuntime sandbox.
 	Stdout, Stderr *os.File
 	// ExtraFiles become the process's fds 3, 4, ... (a nil entry leaves
 	// that fd closed): socket-activation fds, a readiness pipe. The

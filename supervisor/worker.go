@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -210,15 +209,11 @@ func (w *worker) handle(in any) {
 	w.publish()
 }
 
-// step steps the core with in, executes the plan, feeds the executor's
-// results (started, start failed) back in and re-arms the timer.
+// step steps the core with item, executes the plan and re-arms the timer.
 func (w *worker) step(item any) {
 	w.noteInput(item)
-	queue := []core.Input{w.effectDone(item)}
-	var wake time.Time
-	for len(queue) > 0 {
-		in := queue[0]
-		queue = queue[1:]
+	in := w.effectDone(item)
+	for {
 		now := w.clock.Now()
 		ex, exited := in.(core.ExitedInput)
 		var exitedProcess string // the exit's process, while the core still knows its instance
@@ -229,9 +224,7 @@ func (w *worker) step(item any) {
 		}
 		p := w.core.Step(now, in)
 		for _, a := range p.Actions {
-			if fb := w.exec(a); fb != nil {
-				queue = append(queue, fb)
-			}
+			w.exec(a)
 		}
 		w.beginCleanups()
 		if exited {
@@ -241,14 +234,14 @@ func (w *worker) step(item any) {
 				w.logExit(exitedProcess, ex, w.core.EndReason(ex.Instance))
 			}
 		}
-		wake = p.Wake
 		// The core never asks for a wake-up in the past, but if it did,
 		// step again now rather than lose it.
-		if len(queue) == 0 && !wake.IsZero() && !wake.After(w.clock.Now()) {
-			queue = append(queue, core.TimerInput{})
+		if p.Wake.IsZero() || p.Wake.After(w.clock.Now()) {
+			w.arm(p.Wake)
+			return
 		}
+		in = core.TimerInput{}
 	}
-	w.arm(wake)
 }
 
 // publish brings the probes and hooks in line with the core, then publishes
@@ -316,9 +309,9 @@ func (w *worker) logExit(process string, ex core.ExitedInput, reason string) {
 	ev.Msg("process exited")
 }
 
-// exec carries out one action; it returns the input that reports its
-// outcome when the core must hear of it at once.
-func (w *worker) exec(a core.Action) core.Input {
+// exec carries out one action. Its outcome, when the core must hear of
+// it, comes back through the mailbox.
+func (w *worker) exec(a core.Action) {
 	switch a := a.(type) {
 	case core.StartAction:
 		w.startInstance(a)
@@ -348,23 +341,37 @@ func (w *worker) exec(a core.Action) core.Input {
 	case core.RecreateReplyAction, core.RecreateDoneAction, core.RecreateGoneAction:
 		w.execRecreate(a)
 	}
-	return nil
 }
 
 // startInstance starts an instance in a goroutine of its own: a start may
 // create the group's sandbox, which takes a holder's handshake. Its
-// outcome comes back as startDoneInput, and an exit is held back until
-// then (exitGate), so the core hears "started" before "exited".
+// outcome comes back as startDoneInput, and the instance's exit goes into
+// the mailbox only after it (posted), so the core hears "started" before
+// "exited" whenever the runtime reports the exit (Runtime: also before
+// Start returned). This is the one place that order is kept: only the
+// worker can order the exit after what it does once Start returned.
 func (w *worker) startInstance(a core.StartAction) {
 	id := a.Instance
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.starting[id] = cancel
 	w.effects++
-	gate := &exitGate{}
+	posted := make(chan struct{}) // closed once the start's outcome is in the mailbox
 	req := StartRequest{
 		Group: w.name, InstanceID: id, Process: a.Spec, Sandbox: w.core.Spec().Sandbox,
 		OnExit: func(st ExitStatus) {
-			gate.exited(w.mb, core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()})
+			in := core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()}
+			select {
+			case <-posted:
+				w.mb.put(in)
+			default:
+				// Reaped before Start returned (a program that exits at
+				// once). OnExit must not block, so the exit waits for the
+				// start's outcome on a goroutine of its own.
+				go func() {
+					<-posted
+					w.mb.put(in)
+				}()
+			}
 		},
 		Report: func(e RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
@@ -379,7 +386,8 @@ func (w *worker) startInstance(a core.StartAction) {
 			<-cleaned // ... killed by a goroutine of an earlier step
 		}
 		inst, err := w.rt.Start(ctx, req)
-		gate.started(w.mb, startDoneInput{instance: id, inst: inst, err: err})
+		w.mb.put(startDoneInput{instance: id, inst: inst, err: err})
+		close(posted)
 	}()
 	if restart {
 		// The restart path: let the new goroutine have this thread now,
@@ -397,37 +405,6 @@ type startDoneInput struct {
 	instance string
 	inst     Instance
 	err      error
-}
-
-// exitGate orders an instance's exit after its start's result in the
-// mailbox: a runtime may report the exit before Start returned.
-type exitGate struct {
-	mu      sync.Mutex
-	posted  bool // the start's result is in the mailbox
-	failed  bool // ... and it was an error: no exit is delivered
-	pending *core.ExitedInput
-}
-
-func (g *exitGate) exited(mb *mailbox, in core.ExitedInput) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case !g.posted:
-		g.pending = &in
-	case !g.failed:
-		mb.put(in)
-	}
-}
-
-func (g *exitGate) started(mb *mailbox, done startDoneInput) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	mb.put(done)
-	g.posted, g.failed = true, done.err != nil
-	if g.pending != nil && !g.failed {
-		mb.put(*g.pending)
-	}
-	g.pending = nil
 }
 
 // killTree SIGKILLs an instance's tree in a goroutine of its own (a cgroup

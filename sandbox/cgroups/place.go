@@ -161,20 +161,6 @@ func (p *Process) Place(fork func(cgroupFD int) error) error {
 	return errors.Join(ferr, pl.Close())
 }
 
-// AddProc moves an already running process (all its threads) into p in
-// every hierarchy; for adopting, not for starting (that is Placement).
-func (p *Process) AddProc(pid int) error {
-	if pid <= 0 {
-		return fmt.Errorf("adding pid %d to %s: not a process", pid, p.Path())
-	}
-	for _, h := range p.hiers() {
-		if err := p.m.fs.write(filepath.Join(p.dir(h), "cgroup.procs"), strconv.Itoa(pid)); err != nil {
-			return fmt.Errorf("adding pid %d to %s: %w", pid, p.dir(h), err)
-		}
-	}
-	return nil
-}
-
 // groupLock is the placement lock of the group that cgroup rel belongs to
 // (its first path element).
 func (m *Manager) groupLock(rel string) *sync.RWMutex {

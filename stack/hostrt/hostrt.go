@@ -1,5 +1,5 @@
 // Package hostrt is the supervisor.Runtime for plain processes on the
-// host, without sandboxes or cgroups: package stack's LocalRuntime falls
+// host, without sandboxes or cgroups: package stack's SandboxRuntime falls
 // back to it without cgroups, and a runtime layer (notify.Runtime) runs on
 // it when it is given nothing to wrap. It lives apart from package stack,
 // which imports those layers, so that they and their tests can use it.
@@ -18,13 +18,13 @@ import (
 // host with package sandbox's process primitives: each instance in a
 // process group of its own, signalled through its pidfd, its exit
 // delivered by the one reaper. It is the runtime of a Go program that
-// wants plain processes and no cgroups; LocalRuntime falls back to it for
+// wants plain processes and no cgroups; SandboxRuntime falls back to it for
 // a group without a sandbox when cgroups are off.
 //
-// It has no sandboxes: a group with a Sandbox needs stack.LocalRuntime, and
+// It has no sandboxes: a group with a Sandbox needs stack.SandboxRuntime, and
 // it refuses to start one rather than run it unisolated. Its
 // tree kill is the process group's, which a double-forked setsid daemon
-// escapes; podsup up uses LocalRuntime, which puts every process in a
+// escapes; podsup up uses SandboxRuntime, which puts every process in a
 // cgroup.
 //
 // # Process-wide effects
@@ -49,7 +49,7 @@ type Runtime struct{}
 var _ supervisor.Runtime = Runtime{}
 
 // errSandboxUnsupported is the start error of a group with a Sandbox.
-var errSandboxUnsupported = errors.New("a group with a sandbox block needs a runtime with sandboxes (stack.LocalRuntime), not hostrt.Runtime")
+var errSandboxUnsupported = errors.New("a group with a sandbox block needs a runtime with sandboxes (stack.SandboxRuntime), not hostrt.Runtime")
 
 // Start starts req.Process. Its environment is podsup's own with the
 // process's Env on top; Stdout and Stderr default to podsup's own.
