@@ -38,27 +38,26 @@ func (g *Group) recordStart(p *proc, pid int) {
 
 // startedRunning: the process runs; post_start holds it back from
 // running when there is one (H1).
-func (g *Group) startedRunning(p *proc, ev event) {
+func (g *Group) startedRunning(p *proc, ev event) (phase, []event) {
 	g.recordStart(p, ev.pid)
 	if p.spec.PostStart != nil {
-		g.beginPostStart(p)
-		return
+		return g.beginPostStart(p), nil
 	}
-	p.inst.phase = phaseRunning
+	return phaseRunning, nil
 }
 
 // startedStopping: the process runs, but a stop came while its start was
 // in flight. The stop runs now, without post_start; a second stop request
 // meanwhile makes it SIGKILL at once (X9).
-func (g *Group) startedStopping(p *proc, ev event) {
+func (g *Group) startedStopping(p *proc, ev event) (phase, []event) {
 	g.recordStart(p, ev.pid)
 	d := p.inst.deferred
 	p.inst.deferred = nil
-	p.inst.phase = phaseRunning
-	g.fire(p, event{on: onStop, stop: d.stopRequest})
+	then := []event{{on: onStop, stop: d.stopRequest}}
 	if d.escalate {
-		g.fire(p, event{on: onEscalate, by: d.by})
+		then = append(then, event{on: onEscalate, by: d.by})
 	}
+	return phaseRunning, then
 }
 
 // startFailed hears that the runtime could not start an instance.
@@ -71,7 +70,7 @@ func (g *Group) startFailed(in StartFailedInput) {
 // startFailedEnd records a failed start as a finished instance: restart
 // policy and back-off apply as for a crash; a stop requested meanwhile
 // is what ended it.
-func (g *Group) startFailedEnd(p *proc, ev event) {
+func (g *Group) startFailedEnd(p *proc, ev event) (phase, []event) {
 	g.emit(p, EventWarning, EventFailed, "Error: %v", ev.err)
 	g.deferredAsStop(p)
 	term := &Termination{
@@ -79,6 +78,7 @@ func (g *Group) startFailedEnd(p *proc, ev event) {
 		Message: ev.err.Error(), FinishedAt: g.now,
 	}
 	g.finish(p, term)
+	return phaseGone, nil
 }
 
 // exited hears that an instance's process exited.
@@ -90,7 +90,7 @@ func (g *Group) exited(in ExitedInput) {
 
 // exitedEnd records the exit, has what the instance left behind killed
 // (X10) and post_stop run (X5), and decides what follows.
-func (g *Group) exitedEnd(p *proc, ev event) {
+func (g *Group) exitedEnd(p *proc, ev event) (phase, []event) {
 	in := ExitedInput{Status: ev.exit, At: ev.at}
 	term := &Termination{
 		InstanceID: p.inst.id, ExitCode: in.Status.Code, Signal: in.Status.Signal,
@@ -109,6 +109,7 @@ func (g *Group) exitedEnd(p *proc, ev event) {
 		term.Message = fmt.Sprintf("killed by %s", spec.SignalName(term.Signal))
 	}
 	g.finish(p, term)
+	return phaseGone, nil
 }
 
 func exitReason(s ExitStatus) string {

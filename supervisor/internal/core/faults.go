@@ -78,19 +78,19 @@ func isStopRequest(r KillReason) bool { return r == KillStop || r == KillShutdow
 
 // startInstance asks the worker to start p's instance; it is starting
 // until the start's outcome comes back.
-func (g *Group) startInstance(p *proc) {
-	p.inst.phase = phaseStarting
+func (g *Group) startInstance(p *proc) phase {
 	// E1: kubelet's Created comes after the container was created and its
 	// internal pre-start step ran, before the start (Started or Failed).
 	g.emit(p, EventNormal, EventCreated, "Created process %s", p.spec.Name)
 	g.do(StartAction{Process: p.spec.Name, Instance: p.inst.id, Spec: p.spec})
+	return phaseStarting
 }
 
 // deferStop records a stop for an instance whose start is in flight and
 // cancels that start (a sandbox being created need not finish). A stop
 // that comes while one is deferred replaces it, keeping grace overrides
 // it does not give.
-func (g *Group) deferStop(p *proc, ev event) {
+func (g *Group) deferStop(p *proc, ev event) (phase, []event) {
 	r := ev.stop
 	if d := p.inst.deferred; d != nil {
 		d.escalate = d.escalate || (isStopRequest(d.reason) && isStopRequest(r.reason))
@@ -101,13 +101,13 @@ func (g *Group) deferStop(p *proc, ev event) {
 		if r.probeGrace != nil {
 			d.probeGrace = r.probeGrace
 		}
-		return
+		return phaseStartCancelled, nil
 	}
-	p.inst.phase = phaseStartCancelled
 	p.inst.deferred = &deferredStop{stopRequest: r}
 	p.inst.decideStop(g.wallNow())
 	g.emit(p, EventNormal, EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	g.do(CancelStartAction{Instance: p.inst.id})
+	return phaseStartCancelled, nil
 }
 
 // deferredAsStop turns a deferred stop of a start that failed into the
@@ -119,17 +119,17 @@ func (g *Group) deferredAsStop(p *proc) {
 	}
 }
 
-// killTree sends SIGKILL to the instance's tree and enters the killing
-// phase, with a deadline to look again.
-func (g *Group) killTree(p *proc) {
+// killTree sends SIGKILL to the instance's tree, with a deadline to look
+// again; the instance is then in the killing phase.
+func (g *Group) killTree(p *proc) phase {
 	st := p.inst.stop
 	if ph := p.inst.phase; ph != phaseKilling && ph != phaseKilled {
 		st.killedAt = g.now
 	}
 	st.deadline = g.now.Add(g.killRetryAfter(st.kills))
-	p.inst.phase = phaseKilling
 	st.kills++
 	g.do(KillTreeAction{Process: p.spec.Name, Instance: p.inst.id})
+	return phaseKilling
 }
 
 func (g *Group) killRetryAfter(kills int) time.Duration {
@@ -142,22 +142,23 @@ func (g *Group) killRetryAfter(kills int) time.Duration {
 
 // killStillInFlight is the killing phase's deadline: the SIGKILL has not
 // returned yet; look again later.
-func (g *Group) killStillInFlight(p *proc, _ event) {
+func (g *Group) killStillInFlight(p *proc, _ event) (phase, []event) {
 	st := p.inst.stop
 	st.deadline = g.now.Add(g.killRetryAfter(st.kills))
+	return phaseKilling, nil
 }
 
 // killedDeadline is the killed phase's deadline: the instance outlived its
 // SIGKILL. Retry, or under shutdown after killAttempts give up on it, so
 // that podsup's shutdown ends.
-func (g *Group) killedDeadline(p *proc, _ event) {
+func (g *Group) killedDeadline(p *proc, _ event) (phase, []event) {
 	st := p.inst.stop
 	if g.shutdown && st.kills >= g.killAttempts {
 		g.abandon(p)
-		return
+		return phaseGone, nil
 	}
 	g.emit(p, EventWarning, EventFailedKill, "Process %s is still alive %s after SIGKILL of its tree; killing it again", p.spec.Name, g.now.Sub(st.killedAt).Round(time.Millisecond))
-	g.killTree(p)
+	return g.killTree(p), nil
 }
 
 // abandon gives up on an instance whose tree survives SIGKILL (a task
@@ -193,10 +194,9 @@ func (g *Group) killDone(in KillDoneInput) {
 // killDoneAlive: the SIGKILL of a live instance's tree returned. A
 // failure is a Warning naming what survives; the next look waits for the
 // deadline.
-func (g *Group) killDoneAlive(p *proc, ev event) {
-	p.inst.phase = phaseKilled
+func (g *Group) killDoneAlive(p *proc, ev event) (phase, []event) {
 	if ev.err == nil {
-		return
+		return phaseKilled, nil
 	}
 	st := p.inst.stop
 	retry := g.killRetryAfter(st.kills)
@@ -205,6 +205,7 @@ func (g *Group) killDoneAlive(p *proc, ev event) {
 	}
 	st.deadline = g.now.Add(retry)
 	g.emit(p, EventWarning, EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, ev.err)
+	return phaseKilled, nil
 }
 
 // procNamed finds a process by name, among those a reload removed too.

@@ -88,15 +88,14 @@ type HookAction struct {
 
 func (HookAction) isAction() {}
 
-// launch is the last step of start: pre_start first when there is one,
-// else the process itself.
-func (g *Group) launch(p *proc) {
+// launch is a new instance's first transition: pre_start first when
+// there is one, else the process itself.
+func (g *Group) launch(p *proc, _ event) (phase, []event) {
 	if p.spec.PreStart != nil {
-		p.inst.phase = phasePreStart
 		g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PreStart, Spec: p.spec})
-		return
+		return phasePreStart, nil
 	}
-	g.startInstance(p)
+	return g.startInstance(p), nil
 }
 
 // preStartDone hears pre_start's end: the process starts, or the start
@@ -113,38 +112,42 @@ func (g *Group) preStartDone(in PreStartDoneInput) {
 }
 
 // preStartSucceeded starts the process itself.
-func (g *Group) preStartSucceeded(p *proc, _ event) { g.startInstance(p) }
+func (g *Group) preStartSucceeded(p *proc, _ event) (phase, []event) {
+	return g.startInstance(p), nil
+}
 
 // preStartFailed fails the start (X5): the failed start is a finished
 // instance, so restart policy and back-off apply to the next one as for a
 // crash.
-func (g *Group) preStartFailed(p *proc, ev event) {
+func (g *Group) preStartFailed(p *proc, ev event) (phase, []event) {
 	g.emit(p, EventWarning, EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, ev.err)
 	g.finish(p, &Termination{
 		InstanceID: p.inst.id, ExitCode: preStartFailureCode, Reason: ReasonPreStartHookError,
 		Message: ev.err.Error(), FinishedAt: g.now,
 	})
+	return phaseGone, nil
 }
 
 // abortPreStart is a stop, restart or shutdown that finds the instance
 // still in its pre_start hook: there is no process to stop, so the start
 // is dropped (the worker cancels the hook once the instance is gone). No
 // termination is recorded; the instance id stays used.
-func (g *Group) abortPreStart(p *proc, ev event) {
+func (g *Group) abortPreStart(p *proc, ev event) (phase, []event) {
 	r := ev.stop
 	g.emit(p, EventNormal, EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	p.inst = nil
 	if r.restart {
 		p.startNow, p.startBy = true, r.by
 	}
+	return phaseGone, nil
 }
 
 // beginPostStart holds a just-started instance out of running/started
 // until its post_start returns (H1). The Started event has been emitted:
 // the process does run.
-func (g *Group) beginPostStart(p *proc) {
-	p.inst.phase = phasePostStart
+func (g *Group) beginPostStart(p *proc) phase {
 	g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PostStart, Spec: p.spec})
+	return phasePostStart
 }
 
 // postStartDone hears post_start's end. A result for an instance already
@@ -161,13 +164,13 @@ func (g *Group) postStartDone(in PostStartDoneInput) {
 }
 
 // postStartSucceeded releases the instance into running (H1).
-func (g *Group) postStartSucceeded(p *proc, _ event) { p.inst.phase = phaseRunning }
+func (g *Group) postStartSucceeded(*proc, event) (phase, []event) { return phaseRunning, nil }
 
 // postStartFailed kills the instance through the normal stop path with
 // the group's grace (H2).
-func (g *Group) postStartFailed(p *proc, ev event) {
+func (g *Group) postStartFailed(p *proc, ev event) (phase, []event) {
 	g.emit(p, EventWarning, EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, ev.err)
-	g.beginStop(p, KillPostStartHook, nil, nil, "", false)
+	return phasePostStart, []event{{on: onStop, stop: stopRequest{reason: KillPostStartHook}}}
 }
 
 // requestPostStop asks for post_start's counterpart once per exited
@@ -212,8 +215,9 @@ func (g *Group) probeReport(in ProbeReportInput) {
 	}
 }
 
-func (g *Group) probeUnhealthy(p *proc, ev event) {
+func (g *Group) probeUnhealthy(p *proc, ev event) (phase, []event) {
 	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(ev.probe.Probe), ev.probe.Message)
+	return phaseRunning, nil
 }
 
 // probeTitle is the probe kind as kubelet's events spell it ("Liveness").

@@ -31,13 +31,25 @@ import (
 // A sidecar stopped with its group (O6) waits between PreStop (or the
 // stop's beginning, without pre_stop) and Signalled in AwaitTurn: its
 // turn ──► Signalled, a second stop ──► Killing, exited ──► (gone).
+//
+// An instance is born in New and launched at once through the table:
+// New ── launch ──► PreStart (with a pre_start hook) or Starting.
+//
+// A handler does not write the phase: it returns the phase it leaves
+// the instance in, and fire, the one writer of a phase, sets it; a
+// handler whose work goes on in another cell (a stop deferred during the
+// start, a stop a failed post_start or a probe decides) returns the
+// triggers that follow, which fire runs through the table in turn.
 
 // phase is where an instance stands in its life.
 type phase uint8
 
 const (
+	// phaseNew: the core has just made the instance; its launch
+	// transition follows in the same step.
+	phaseNew phase = iota
 	// phasePreStart: the pre_start hook runs; no process exists yet (X5).
-	phasePreStart phase = iota
+	phasePreStart
 	// phaseStarting: the runtime's start is in flight (the worker runs it
 	// in a goroutine of its own).
 	phaseStarting
@@ -71,7 +83,7 @@ const (
 )
 
 var phaseNames = [...]string{
-	phasePreStart: "PreStart", phaseStarting: "Starting", phaseStartCancelled: "StartCancelled",
+	phaseNew: "New", phasePreStart: "PreStart", phaseStarting: "Starting", phaseStartCancelled: "StartCancelled",
 	phasePostStart: "PostStart", phaseRunning: "Running", phasePreStop: "PreStop", phaseAwaitTurn: "AwaitTurn",
 	phaseSignalled: "Signalled", phaseKilling: "Killing", phaseKilled: "Killed", phaseGone: "gone",
 }
@@ -91,7 +103,8 @@ func (p phase) stopping() bool { return p >= phasePreStop && p <= phaseKilled }
 type trigger uint8
 
 const (
-	onPreStartDone    trigger = iota // pre_start returned 0
+	onLaunch          trigger = iota // the core made the instance: its pre_start, or its start
+	onPreStartDone                   // pre_start returned 0
 	onPreStartFailed                 // pre_start failed or timed out
 	onStarted                        // the runtime started the process
 	onStartFailed                    // the runtime could not start it
@@ -112,7 +125,7 @@ const (
 )
 
 var triggerNames = [...]string{
-	onPreStartDone: "pre_start done", onPreStartFailed: "pre_start failed", onStarted: "started",
+	onLaunch: "launch", onPreStartDone: "pre_start done", onPreStartFailed: "pre_start failed", onStarted: "started",
 	onStartFailed: "start failed", onPostStartDone: "post_start done", onPostStartFailed: "post_start failed",
 	onStop: "stop", onEscalate: "escalate", onPreStopDone: "pre_stop done", onGraceExpired: "grace expired",
 	onKillDone: "kill done", onKillDeadline: "kill deadline", onExited: "exited",
@@ -151,9 +164,14 @@ type event struct {
 // forgot: fire reports it, and TestTransitionTableIsComplete fails.
 type transition struct {
 	to      []phase
-	do      func(g *Group, p *proc, ev event)
+	do      handler
 	ignored bool
 }
+
+// handler carries out one transition: its actions, and the phase it
+// leaves the instance in (phaseGone when the instance ended), with the
+// triggers that follow at once (nil for most).
+type handler func(g *Group, p *proc, ev event) (phase, []event)
 
 // ignore is the cell of a trigger that means nothing in a phase: a late
 // hook result, a probe result for an instance that is not running, a
@@ -171,7 +189,17 @@ var transitions [numPhases][numTriggers]transition
 // which a package-level initializer may not refer back to.
 func init() {
 	transitions = [numPhases][numTriggers]transition{
+		phaseNew: {
+			onLaunch:       {to: to(phasePreStart, phaseStarting), do: (*Group).launch},
+			onPreStartDone: ignore, onPreStartFailed: ignore,
+			onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore,
+			onStop: ignore, onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
+			onKillDone: ignore, onKillDeadline: ignore, onExited: ignore,
+			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
+		},
 		phasePreStart: {
+			onLaunch:         ignore,
 			onPreStartDone:   {to: to(phaseStarting), do: (*Group).preStartSucceeded},
 			onPreStartFailed: {to: to(phaseGone), do: (*Group).preStartFailed},
 			onStarted:        ignore, onStartFailed: ignore,
@@ -182,6 +210,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseStarting: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore,
 			onStarted:       {to: to(phasePostStart, phaseRunning), do: (*Group).startedRunning},
 			onStartFailed:   {to: to(phaseGone), do: (*Group).startFailedEnd},
@@ -192,6 +221,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseStartCancelled: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore,
 			onStarted:       {to: to(phasePreStop, phaseAwaitTurn, phaseSignalled, phaseKilling), do: (*Group).startedStopping},
 			onStartFailed:   {to: to(phaseGone), do: (*Group).startFailedEnd},
@@ -202,6 +232,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phasePostStart: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone:   {to: to(phaseRunning), do: (*Group).postStartSucceeded},
 			onPostStartFailed: {to: to(phasePreStop, phaseSignalled), do: (*Group).postStartFailed},
@@ -212,6 +243,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseRunning: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore,
 			onStop:     {to: to(phasePreStop, phaseAwaitTurn, phaseSignalled), do: (*Group).stopBegin},
@@ -223,6 +255,7 @@ func init() {
 			onTurn:        ignore,
 		},
 		phasePreStop: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate:     {to: to(phaseKilling), do: (*Group).escalate},
@@ -232,6 +265,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseSignalled: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate:     {to: to(phaseKilling), do: (*Group).escalate},
@@ -242,6 +276,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseKilling: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
@@ -251,6 +286,7 @@ func init() {
 			onProbeResult:  ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseKilled: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore, onKillDone: ignore,
@@ -259,6 +295,7 @@ func init() {
 			onProbeResult:  ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseAwaitTurn: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate:    {to: to(phaseKilling), do: (*Group).escalate},
@@ -274,9 +311,10 @@ func init() {
 // the core, reported rather than crashing podsup.
 const EventInternalError = "InternalError"
 
-// fire is the one way an instance's phase changes: the table's handler
-// for (phase, trigger) runs, and the phase it leaves must be one the
-// table lists.
+// fire is the one way an instance's phase changes, and the one writer of
+// it: the table's handler for (phase, trigger) runs, the phase it returns
+// must be one the table lists, and the triggers it hands on are fired in
+// turn (the outcome checked against this cell is where they leave it).
 func (g *Group) fire(p *proc, ev event) {
 	inst := p.inst
 	if inst == nil {
@@ -291,12 +329,21 @@ func (g *Group) fire(p *proc, ev event) {
 		g.emit(p, EventWarning, EventInternalError, "Instance %s of process %s is %s and its transition table has no cell for %s", inst.id, p.spec.Name, from, ev.on)
 		return
 	}
-	t.do(g, p, ev)
+	next, then := t.do(g, p, ev)
+	if p.inst == inst && next != phaseGone {
+		inst.phase = next
+	}
+	for _, e := range then {
+		if p.inst != inst {
+			break
+		}
+		g.fire(p, e)
+	}
 	got := phaseGone
 	if p.inst == inst {
 		got = inst.phase
 	}
-	if !slices.Contains(t.to, got) {
+	if !slices.Contains(t.to, got) || (len(then) == 0 && got != next) {
 		g.emit(p, EventWarning, EventInternalError, "Instance %s of process %s went from %s to %s on %s, which its transition table does not allow", inst.id, p.spec.Name, from, got, ev.on)
 	}
 }

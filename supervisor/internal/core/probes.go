@@ -19,7 +19,7 @@ func (g *Group) probeResult(in ProbeInput) {
 // probeReact is a running instance's reaction to a probe result: ready
 // and started follow readiness and startup; a liveness or startup
 // failure kills it with the probe's grace (K1.2).
-func (g *Group) probeReact(p *proc, ev event) {
+func (g *Group) probeReact(p *proc, ev event) (phase, []event) {
 	in := ev.probe
 	var probe *spec.Probe
 	reason := KillLiveness
@@ -27,17 +27,17 @@ func (g *Group) probeReact(p *proc, ev event) {
 	case spec.Readiness:
 		p.inst.readyVerdict = in.Success
 		g.updateReady(p)
-		return
+		return phaseRunning, nil
 	case spec.Startup:
 		if in.Success {
 			p.inst.started = true
 			g.updateReady(p)
-			return
+			return phaseRunning, nil
 		}
 		probe, reason = p.spec.StartupProbe, KillStartup
 	case spec.Liveness:
 		if in.Success {
-			return
+			return phaseRunning, nil
 		}
 		probe = p.spec.LivenessProbe
 	}
@@ -49,7 +49,8 @@ func (g *Group) probeReact(p *proc, ev event) {
 		probeGrace = probe.TerminationGracePeriod
 	}
 	// R4: the restart is decided before the kill, by policy != never.
-	g.beginStop(p, reason, nil, probeGrace, "", p.policy != spec.RestartNever)
+	stop := stopRequest{reason: reason, probeGrace: probeGrace, restart: p.policy != spec.RestartNever}
+	return phaseRunning, []event{{on: onStop, stop: stop}}
 }
 
 // updateReady sets ready from readiness's verdict, held back until the

@@ -113,15 +113,14 @@ func (g *Group) beginStopInTurn(p *proc, reason KillReason, override *time.Durat
 // for a sidecar stopped with its group whose turn has not come, waits for
 // it in AwaitTurn at most that long. As kubelet's killContainer does: the
 // wait comes after pre_stop and only when grace is left (O6, K4).
-func (g *Group) signalInTurn(p *proc, grace time.Duration) {
+func (g *Group) signalInTurn(p *proc, grace time.Duration) phase {
 	st := p.inst.stop
 	if !st.ordered || grace <= 0 || g.turnCame(p) {
-		g.sendStopSignal(p, grace)
-		return
+		return g.sendStopSignal(p, grace)
 	}
-	p.inst.phase = phaseAwaitTurn
 	st.turnFrom, st.turnGrace = g.now, grace
 	st.deadline = g.now.Add(grace)
+	return phaseAwaitTurn
 }
 
 // turnCame reports that a sidecar may get its stop signal: no main
@@ -154,9 +153,9 @@ func (g *Group) turnCame(p *proc) bool {
 
 // takeTurn ends a sidecar's wait: the stop signal, with the time waited
 // charged to the grace (K4) and the minimum still applying (K5).
-func (g *Group) takeTurn(p *proc, _ event) {
+func (g *Group) takeTurn(p *proc, _ event) (phase, []event) {
 	st := p.inst.stop
-	g.sendStopSignal(p, ChargeTurnWait(st.turnGrace, g.now.Sub(st.turnFrom)))
+	return g.sendStopSignal(p, ChargeTurnWait(st.turnGrace, g.now.Sub(st.turnFrom))), nil
 }
 
 // ChargeTurnWait is K4: the time a sidecar waited for its turn, truncated

@@ -102,7 +102,7 @@ func (g *Group) start(p *proc) {
 	if !p.init {
 		g.mainsRan = true // I3
 	}
-	g.launch(p) // pre_start, then the start (X5)
+	g.fire(p, event{on: onLaunch}) // pre_start, then the start (X5)
 }
 
 func (g *Group) nextWake() time.Time {

@@ -19,7 +19,7 @@ func (g *Group) beginStop(p *proc, reason KillReason, override, probeGrace *time
 // stopBegin is a stop of a process that runs: K1/K2's grace, the Killing
 // event, then pre_stop when there is grace to spend (K3), else the stop
 // signal.
-func (g *Group) stopBegin(p *proc, ev event) {
+func (g *Group) stopBegin(p *proc, ev event) (phase, []event) {
 	r := ev.stop
 	grace := SelectGrace(r.reason, g.grace, r.probeGrace, r.override)
 	st := &stopState{reason: r.reason, by: r.by, grace: grace, begun: g.now, restart: r.restart, shown: p.inst.phase == phaseRunning, ordered: r.ordered}
@@ -46,46 +46,45 @@ func (g *Group) stopBegin(p *proc, ev event) {
 	}
 	// K3: a pre_stop hook runs first when there is grace to spend.
 	if p.spec.PreStop != nil && grace > 0 {
-		p.inst.phase = phasePreStop
 		st.deadline = g.now.Add(grace)
 		g.do(PreStopAction{Process: p.spec.Name, Instance: p.inst.id, Budget: grace})
-		return
+		return phasePreStop, nil
 	}
-	g.signalInTurn(p, grace)
+	return g.signalInTurn(p, grace), nil
 }
 
 // sendStopSignal is K5 then K6: the stop signal now, SIGKILL after grace
 // lifted to the minimum.
-func (g *Group) sendStopSignal(p *proc, grace time.Duration) {
+func (g *Group) sendStopSignal(p *proc, grace time.Duration) phase {
 	st := p.inst.stop
 	grace = MinimumGrace(grace, g.minGrace)
-	p.inst.phase = phaseSignalled
 	st.deadline = g.now.Add(grace)
 	g.do(SignalAction{Process: p.spec.Name, Instance: p.inst.id, Sig: p.spec.EffectiveStopSignal()})
+	return phaseSignalled
 }
 
 // endPreStop is pre_stop's end, or its budget's: the stop signal, with
 // the time the hook took charged to the grace (K3). A failed hook is a
 // warning; the termination goes on (H4).
-func (g *Group) endPreStop(p *proc, ev event) {
+func (g *Group) endPreStop(p *proc, ev event) (phase, []event) {
 	if ev.err != nil {
 		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, ev.err)
 	}
 	st := p.inst.stop
-	g.signalInTurn(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
+	return g.signalInTurn(p, ChargePreStop(st.grace, g.now.Sub(st.begun))), nil
 }
 
 // escalate is a second stop request (X9): SIGKILL of the tree now.
-func (g *Group) escalate(p *proc, ev event) {
+func (g *Group) escalate(p *proc, ev event) (phase, []event) {
 	g.emit(p, EventNormal, EventKilling, "Killing process %s now: second stop request by %s", p.spec.Name, who(ev.by))
-	g.killTree(p)
+	return g.killTree(p), nil
 }
 
 // graceExpired is K6's end: the grace is over, SIGKILL the tree. No
 // second Killing event: kubelet's one Killing covers the whole stop, the
 // runtime's SIGKILL included (E1).
-func (g *Group) graceExpired(p *proc, _ event) {
-	g.killTree(p)
+func (g *Group) graceExpired(p *proc, _ event) (phase, []event) {
+	return g.killTree(p), nil
 }
 
 // runStopDeadlines fires the deadlines of the stops under way: pre_stop's
