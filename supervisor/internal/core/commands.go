@@ -52,7 +52,7 @@ func (g *Group) command(c CommandInput) {
 
 func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by string, inTurn bool) {
 	p.want = false
-	p.startNow, p.b8 = false, nil
+	g.fireRest(p, restOnCancel)
 	p.nextStart = time.Time{}
 	p.wait = nil
 	if p.inst == nil {
@@ -84,7 +84,7 @@ func (g *Group) startProc(p *proc, by string) {
 		g.initFailed = false
 	}
 	if p.inst == nil {
-		p.startNow, p.startBy, p.b8 = true, by, nil
+		g.requestStart(p, by)
 		return
 	}
 	if d := p.inst.deferred; d != nil && !d.restart {
@@ -105,7 +105,7 @@ func (g *Group) restartProc(p *proc, grace *time.Duration, by string) {
 		if p.init && !p.sidecar && g.initNext != g.indexOfInit(p) {
 			return // not its turn yet (I1)
 		}
-		p.startNow, p.startBy, p.b8 = true, by, nil
+		g.requestStart(p, by)
 		return
 	}
 	if st := p.inst.stop; st != nil {

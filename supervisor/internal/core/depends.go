@@ -215,7 +215,7 @@ func (g *Group) gateOpen(p *proc) bool {
 	// W5: after a timed-out wait, the back-off delays the next one, as it
 	// delays a restart after a crash; an explicit start does not wait
 	// for it (X7).
-	if t := p.last; p.wait == nil && t != nil && t.Reason == ReasonDependencyTimeout && !p.depRetry && !p.startNow {
+	if t := p.last; p.wait == nil && t != nil && t.Reason == ReasonDependencyTimeout && !p.depRetrying() && !p.startRequested() {
 		key := p.spec.Name
 		if g.backoff.IsInBackOffSince(key, t.FinishedAt, g.now) {
 			d := g.backoff.Get(key)
@@ -227,7 +227,7 @@ func (g *Group) gateOpen(p *proc) bool {
 		}
 		g.backoff.Next(key, t.FinishedAt, g.now)
 		p.nextStart = time.Time{}
-		p.depRetry = true
+		g.fireRest(p, restOnBackOffOver)
 	}
 	unmet := g.unmetDeps(p)
 	if len(unmet) == 0 {
@@ -278,7 +278,8 @@ func (g *Group) dependencyTimeout(p *proc, u unmetDep) {
 	if p.last != nil {
 		term.InstanceID = p.last.InstanceID
 	}
-	p.wait, p.depRetry = nil, false
+	p.wait = nil
+	g.fireRest(p, restOnDepTimeout)
 	p.prev, p.last = p.last, term
 	g.naturalEnd(p, term)
 	if !p.done && !g.initFailed && !g.shutdown && (p.init || p.want) {

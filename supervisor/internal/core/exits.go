@@ -152,9 +152,9 @@ func (g *Group) finish(p *proc, term *Termination) {
 	case p.init && !p.sidecar && term.ExitCode == 0:
 		g.initSucceeded(p) // a sidecar never completes: O3
 	case st != nil && st.restart && st.reason.probeKill():
-		p.b8 = &b8Check{ref: st.preKill} // R4: decided before the kill
+		g.probeKilled(p, st.preKill) // R4: decided before the kill
 	case st != nil && st.restart:
-		p.startNow, p.startBy = true, st.by // X7: not a crash
+		g.requestStart(p, st.by) // X7: not a crash
 	case st != nil && st.reason.probeKill():
 		g.endForGood(p, term) // R4 under Never
 	case st != nil && st.reason == KillPostStartHook:

@@ -104,13 +104,12 @@ type proc struct {
 	starts int
 	// nextStart is set while waiting in CrashLoopBackOff (X3).
 	nextStart time.Time
-	// startNow makes the next start skip the back-off check and Next:
-	// an explicit start or restart (X7).
-	startNow bool
-	startBy  string
-	// b8 is set after a probe kill that restarts: the start's back-off
-	// check uses the status from before the kill (B8).
-	b8 *b8Check
+	// rest is how the next instance starts (rest.go); startBy who asked
+	// for it, and b8, in restProbeKilled, the status from before the
+	// kill the start's back-off check uses (B8).
+	rest    rest
+	startBy string
+	b8      *b8Check
 	// recreateReq is the recreate request replacing this process, whose
 	// id tags its events meanwhile.
 	recreateReq string
@@ -120,13 +119,11 @@ type proc struct {
 	nextSpec *spec.Process
 	idPrefix string
 
-	// wait is the wait for dependencies in progress (W3); depRetry says
-	// a wait after a timed-out one passed its back-off (W5); depStarts
+	// wait is the wait for dependencies in progress (W3); depStarts
 	// the instance counts of the restart = true dependencies at its start
 	// (W7); pendingStop an ordered shutdown's stop waiting for its
 	// dependents (W8).
 	wait        *depWait
-	depRetry    bool
 	depStarts   map[string]int
 	pendingStop *pendingStop
 }

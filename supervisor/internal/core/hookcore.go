@@ -137,7 +137,7 @@ func (g *Group) abortPreStart(p *proc, ev event) (phase, []event) {
 	g.emit(p, EventNormal, EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	p.inst = nil
 	if r.restart {
-		p.startNow, p.startBy = true, r.by
+		g.requestStart(p, r.by)
 	}
 	return phaseGone, nil
 }

@@ -12,11 +12,12 @@ import (
 	"testing"
 )
 
-// TestPhaseIsWrittenOnlyByFire holds the table's promise: an instance's
-// phase changes only in fire, which checks every change against the
-// table. It type-checks the package's own (non-test) files and fails on
-// any other assignment to a value of type phase held in a field (a
-// handler returns the phase it leaves the instance in; fire writes it).
+// TestPhaseIsWrittenOnlyByFire holds the tables' promise: an instance's
+// phase changes only in fire, and a process's rest only in fireRest,
+// which check every change against their table. It type-checks the
+// package's own (non-test) files and fails on any other assignment to a
+// field of type phase or rest (a handler returns the phase it leaves the
+// instance in; fire writes it).
 func TestPhaseIsWrittenOnlyByFire(t *testing.T) {
 	fset := token.NewFileSet()
 	names, err := filepath.Glob("*.go")
@@ -44,8 +45,11 @@ func TestPhaseIsWrittenOnlyByFire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	phaseType := pkg.Scope().Lookup("phase").Type()
-	writes := 0
+	writers := map[types.Type]string{
+		pkg.Scope().Lookup("phase").Type(): "fire",
+		pkg.Scope().Lookup("rest").Type():  "fireRest",
+	}
+	writes := map[string]int{}
 	for _, f := range files {
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
@@ -62,20 +66,26 @@ func TestPhaseIsWrittenOnlyByFire(t *testing.T) {
 				}
 				for _, e := range lhs {
 					sel, ok := e.(*ast.SelectorExpr)
-					if !ok || !types.Identical(info.TypeOf(sel), phaseType) {
+					if !ok {
 						continue
 					}
-					if fn.Name.Name == "fire" {
-						writes++
+					writer, ok := writers[info.TypeOf(sel)]
+					if !ok {
 						continue
 					}
-					t.Errorf("%s: %s sets an instance's phase outside fire: return the phase from the transition's handler instead", fset.Position(sel.Pos()), fn.Name.Name)
+					if fn.Name.Name == writer {
+						writes[writer]++
+						continue
+					}
+					t.Errorf("%s: %s sets a %s outside %s: go through the table (a handler returns the phase it leaves the instance in)", fset.Position(sel.Pos()), fn.Name.Name, info.TypeOf(sel), writer)
 				}
 				return true
 			})
 		}
 	}
-	if writes != 1 {
-		t.Errorf("fire writes the phase in %d places, want 1", writes)
+	for _, writer := range writers {
+		if writes[writer] != 1 {
+			t.Errorf("%s writes its state in %d places, want 1", writer, writes[writer])
+		}
 	}
 }

@@ -234,9 +234,8 @@ func (g *Group) recreateProc(p *proc, r *recreateState) {
 	by := who(r.spec.Requester)
 	p.want, p.done = true, false
 	p.recreateReq = r.id
-	p.b8 = nil
 	if p.inst == nil { // between instances, e.g. waiting in CrashLoopBackOff
-		p.startNow, p.startBy = true, by
+		g.requestStart(p, by)
 		p.nextStart = time.Time{}
 		return
 	}

@@ -97,7 +97,8 @@ func (g *Group) changeProc(p *proc, s spec.Process) {
 // g.leaving (so exits and deadlines still reach it) until it is gone.
 func (g *Group) removeProc(p *proc) {
 	delete(g.byName, p.spec.Name)
-	p.want, p.startNow, p.b8, p.nextSpec = false, false, nil, nil
+	p.want, p.nextSpec = false, nil
+	g.fireRest(p, restOnCancel)
 	p.nextStart = time.Time{}
 	g.emit(p, EventNormal, EventReloaded, "Process %s removed by a reload", p.spec.Name)
 	if p.inst == nil {
@@ -124,10 +125,12 @@ func (g *Group) stepReload() {
 		p.spec, p.nextSpec = *p.nextSpec, nil
 		p.policy = g.spec.EffectiveRestartPolicy(&p.spec)
 		g.backoff.Forget(p.spec.Name)
-		p.nextStart, p.b8 = time.Time{}, nil
+		p.nextStart = time.Time{}
 		if p.want {
 			p.done = false
-			p.startNow, p.startBy = true, "reload"
+			g.requestStart(p, "reload")
+		} else {
+			g.fireRest(p, restOnCancel) // no B8 check for the new spec
 		}
 	}
 	if len(g.leaving) == 0 {

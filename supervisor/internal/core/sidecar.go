@@ -54,7 +54,7 @@ func (g *Group) stopSidecarsOfEndedGroup() {
 		if !p.sidecar || p.inst == nil || p.inst.stop != nil || p.inst.deferred != nil {
 			continue
 		}
-		p.startNow, p.b8 = false, nil
+		g.fireRest(p, restOnCancel)
 		g.beginStopInTurn(p, KillGroupCompleted, nil, "podsup")
 	}
 	for _, p := range g.inits {

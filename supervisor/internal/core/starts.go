@@ -47,18 +47,16 @@ func (g *Group) tryStart(p *proc) {
 	}
 	if t := p.last; t != nil && t.Reason == ReasonDependencyTimeout {
 		// W5: the back-off ran before the wait, not again after it.
-		p.depRetry, p.startNow, p.b8 = false, false, nil
 		g.start(p)
 		return
 	}
 	key := p.spec.Name
-	if p.startNow {
-		p.startNow = false
+	if p.startRequested() {
 		g.start(p)
 		return
 	}
-	if b8 := p.b8; b8 != nil {
-		p.b8 = nil
+	if b8 := p.b8; p.rest == restProbeKilled {
+		g.fireRest(p, restOnB8Checked)
 		if b8.ref == nil {
 			g.start(p) // B6.1: no finished instance before the kill
 			return
@@ -90,6 +88,7 @@ func (g *Group) tryStart(p *proc) {
 }
 
 func (g *Group) start(p *proc) {
+	g.fireRest(p, restOnBirth)
 	p.nextStart = time.Time{}
 	p.inst = &instance{
 		id:           fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts),

@@ -30,7 +30,7 @@ func (g *Group) shutdownProc(p *proc, c CommandInput, first, inTurn bool) {
 		return
 	}
 	p.want = false
-	p.startNow, p.b8 = false, nil
+	g.fireRest(p, restOnCancel)
 	p.nextStart = time.Time{}
 	p.pendingStop = &pendingStop{grace: c.Grace, by: c.By, since: g.wallNow()}
 }
