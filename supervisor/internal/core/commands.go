@@ -110,7 +110,7 @@ func (g *Group) restartProc(p *proc, grace *time.Duration, by string) {
 	}
 	if st := p.inst.stop; st != nil {
 		st.restart, st.by = true, by
-		if !st.reason.probeKill() {
+		if !probeKill(st.reason) {
 			st.reason = KillRestart
 		}
 		return

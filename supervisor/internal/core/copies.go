@@ -10,7 +10,7 @@ func CloneRecreateSpec(s RecreateSpec) RecreateSpec { return s.clone() }
 func CloneRecreateStatus(s RecreateStatus) RecreateStatus { return s.clone() }
 
 // CloneGroupStatus is a deep copy of g.
-func CloneGroupStatus(g GroupStatus) GroupStatus { return g.clone() }
+func CloneGroupStatus(g GroupStatus) GroupStatus { return g.Clone() }
 
 // ValidateRecreate is C1's static part: what needs no knowledge of the
 // group. It returns a *RecreateSpecError listing every problem.

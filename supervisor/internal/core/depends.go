@@ -17,33 +17,6 @@ import (
 // (a Started or probe result in the same group, a DependencyInput from
 // another) is the step that opens it.
 
-// Events of the start order.
-const (
-	// EventReady: a running instance's readiness probe or protocol turned
-	// it ready (W3). kubelet shows this only as the Ready condition's
-	// transition time; podsup's waits need it as an event.
-	EventReady = "Ready"
-	// EventWaiting: a process began to wait for a dependency (W3).
-	EventWaiting = "Waiting"
-	// EventDependenciesMet: the wait is over; the start follows (W3).
-	EventDependenciesMet = "DependenciesMet"
-	// EventDependencyFailed: a `completed` dependency ended for good with
-	// a non-zero exit: the wait can only end by its timeout or a restart
-	// of that dependency (W4).
-	EventDependencyFailed = "DependencyFailed"
-	// EventDependencyTimeout: the wait outlived a timeout; the process
-	// failed and its restart policy applies (W5).
-	EventDependencyTimeout = "DependencyTimeout"
-)
-
-// ReasonDependencyWait is the waiting reason of a process held back by a
-// dependency; ReasonDependencyTimeout the termination reason recorded
-// when the wait timed out.
-const (
-	ReasonDependencyWait    = "DependencyWait"
-	ReasonDependencyTimeout = "DependencyTimeout"
-)
-
 // DependencyTimeoutExitCode is the exit code a timed-out wait is
 // recorded with: a failure, so that on-failure restarts it (W5).
 const DependencyTimeoutExitCode = 1

@@ -131,7 +131,7 @@ func exitReason(s ExitStatus) string {
 // and a plain init that exited 0, which counts as completed (I3).
 func (g *Group) stoppedOnRequest(p *proc, term *Termination) bool {
 	st := p.inst.stop
-	if st == nil || st.reason.probeKill() || st.reason == KillPostStartHook {
+	if st == nil || probeKill(st.reason) || st.reason == KillPostStartHook {
 		return false
 	}
 	if term.Reason == ReasonOOMKilled {
@@ -151,11 +151,11 @@ func (g *Group) finish(p *proc, term *Termination) {
 	switch {
 	case p.init && !p.sidecar && term.ExitCode == 0:
 		g.initSucceeded(p) // a sidecar never completes: O3
-	case st != nil && st.restart && st.reason.probeKill():
+	case st != nil && st.restart && probeKill(st.reason):
 		g.probeKilled(p, st.preKill) // R4: decided before the kill
 	case st != nil && st.restart:
 		g.requestStart(p, st.by) // X7: not a crash
-	case st != nil && st.reason.probeKill():
+	case st != nil && probeKill(st.reason):
 		g.endForGood(p, term) // R4 under Never
 	case st != nil && st.reason == KillPostStartHook:
 		g.naturalEnd(p, term) // H2: policy and back-off as for any exit

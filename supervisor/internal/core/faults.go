@@ -33,19 +33,6 @@ const (
 	DefaultKillAttempts = 3
 )
 
-// EventFailedKill is a SIGKILL of an instance's tree that did not end it,
-// or leftovers of an exited instance that could not be killed or removed.
-// EventSandboxChanged is the runtime rebuilding a group's dead sandbox
-// (kubelet's wording).
-const (
-	EventFailedKill     = "FailedKill"
-	EventSandboxChanged = "SandboxChanged"
-)
-
-// ReasonUnkillable is the termination reason of an instance a shutdown
-// gave up on: its tree survived every SIGKILL.
-const ReasonUnkillable = "Unkillable"
-
 // KillDoneInput is a tree kill effect's outcome. exited: the kill followed
 // the instance's exit (X10), and removeErr is then the removal's.
 type KillDoneInput struct {

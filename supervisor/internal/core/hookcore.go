@@ -23,27 +23,6 @@ import (
 //	   kill path: pre_stop ─► stop signal ─► SIGKILL ─► exit ─► post_stop (warn only)
 //	   natural exit ───────────────────────────────────► exit ─► post_stop
 
-// KillPostStartHook is the kill after a failed post_start (H2): the
-// group's grace, pre_stop included, and afterwards restart policy and
-// back-off as for any exit.
-const KillPostStartHook KillReason = "FailedPostStartHook"
-
-// Event reasons of hooks, in kubelet's vocabulary.
-const (
-	// EventFailedPreStartHook: pre_start failed or timed out; that start
-	// failed (X5).
-	EventFailedPreStartHook = "FailedPreStartHook"
-	// EventFailedPostStartHook: post_start failed; the instance is killed
-	// (H2).
-	EventFailedPostStartHook = "FailedPostStartHook"
-	// EventFailedPostStopHook: post_stop failed; nothing else changes (X5).
-	EventFailedPostStopHook = "FailedPostStopHook"
-)
-
-// ReasonPreStartHookError is the termination reason of a start that its
-// pre_start hook failed (X5, H5).
-const ReasonPreStartHookError = "PreStartHookError"
-
 // preStartFailureCode is the exit code a pre_start failure is recorded
 // with: the program never ran, as for a start error (E3).
 const preStartFailureCode = 128

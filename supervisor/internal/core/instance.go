@@ -307,10 +307,6 @@ func init() {
 	}
 }
 
-// EventInternalError is a transition the table does not allow: a bug in
-// the core, reported rather than crashing podsup.
-const EventInternalError = "InternalError"
-
 // fire is the one way an instance's phase changes, and the one writer of
 // it: the table's handler for (phase, trigger) runs, the phase it returns
 // must be one the table lists, and the triggers it hands on are fired in

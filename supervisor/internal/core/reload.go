@@ -22,10 +22,6 @@ import (
 //	          restart count goes on (R5). A stopped process stays stopped
 //	          and gets the new spec at its next start.
 
-// KillReload is a kill caused by a reload that removed or changed the
-// process (R4: a spec change always restarts).
-const KillReload KillReason = "Reload"
-
 // ReloadInput hands a group's new spec to its core; the group-level
 // settings are the same as before, only main processes differ.
 type ReloadInput struct{ Group spec.Group }
@@ -161,6 +157,3 @@ func (g *Group) release(p *proc) {
 	}
 	g.do(ReleaseAction{Process: p.spec.Name})
 }
-
-// EventReloaded: a reload added, removed or changed a process.
-const EventReloaded = "Reloaded"

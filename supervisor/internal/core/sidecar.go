@@ -19,10 +19,6 @@ import "time"
 //	          the later sidecars are gone, the wait charged to its grace
 //	          (signalInTurn, takeTurn: O6, K4)
 
-// KillGroupCompleted stops a sidecar whose group has ended: every main
-// process ended for good, or an init failed it (O4).
-const KillGroupCompleted KillReason = "GroupCompleted"
-
 // over reports a group with nothing left to run beside its sidecars: the
 // main processes ran and none is wanted any more, at least one of them
 // having ended for good (O4), or an init failed the group (I2). A group

@@ -26,14 +26,14 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 		ps.StartedAt = p.inst.startedAt
 		ps.Ready, ps.Started = p.inst.ready, p.inst.started
 		ps.StatusText = p.inst.statusText
-		ps.LastTermination = p.last.clone()
+		ps.LastTermination = p.last.Clone()
 		if ps.Terminating = terminating(p); ps.Terminating != nil {
 			ps.Ready = false // S6: not ready from the moment the stop is decided
 		}
 	case p.inst != nil:
 		ps.State, ps.Reason = StateWaiting, ReasonContainerCreating
 		ps.InstanceID = p.inst.id
-		ps.LastTermination = p.last.clone()
+		ps.LastTermination = p.last.Clone()
 		ps.Terminating = terminating(p)
 	case p.wait != nil:
 		ps.State, ps.Reason = StateWaiting, ReasonDependencyWait // W3
@@ -41,20 +41,20 @@ func (g *Group) procStatus(p *proc) ProcessStatus {
 		if p.last != nil {
 			ps.InstanceID = p.last.InstanceID
 		}
-		ps.LastTermination = p.last.clone()
+		ps.LastTermination = p.last.Clone()
 	case !p.nextStart.IsZero():
 		ps.State, ps.Reason = StateWaiting, ReasonCrashLoopBackOff // S1
 		ps.NextStartAt = p.nextStart
 		ps.Message = fmt.Sprintf("back-off %s restarting failed process %s", g.backoff.Get(p.spec.Name), p.spec.Name)
 		ps.InstanceID = p.last.InstanceID
-		ps.LastTermination = p.last.clone()
+		ps.LastTermination = p.last.Clone()
 	case p.last != nil:
 		ps.State = StateTerminated // S2
 		ps.Reason, ps.Message = p.last.Reason, p.last.Message
 		ps.InstanceID = p.last.InstanceID
 		ps.StartedAt, ps.FinishedAt = p.last.StartedAt, p.last.FinishedAt
-		ps.Terminated = p.last.clone()
-		ps.LastTermination = p.prev.clone()
+		ps.Terminated = p.last.Clone()
+		ps.LastTermination = p.prev.Clone()
 	default:
 		ps.State = StateWaiting
 		switch {
