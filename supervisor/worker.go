@@ -77,7 +77,7 @@ type worker struct {
 	waiting atomic.Bool
 	done    chan struct{}
 	// lc runs hooks and probe workers.
-	lc lifecycle
+	lc hookExec
 	// deps carries the group's DepState to related groups (W1, W8).
 	deps *depHub
 	// probeStats counts the probes that ran (Supervisor.ProbeStats).
