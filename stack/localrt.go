@@ -11,6 +11,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // LocalRuntime runs groups in sandboxes of package sandbox's LocalRuntime:
@@ -97,7 +98,7 @@ func (l *LocalRuntime) ensure(ctx context.Context, g *localGroup, req supervisor
 			if why == "" {
 				why = "it is " + string(st.State)
 			}
-			report(req, supervisor.RuntimeEvent{Type: supervisor.EventNormal, Reason: supervisor.EventSandboxChanged,
+			report(req, lifecycle.RuntimeEvent{Type: lifecycle.EventNormal, Reason: lifecycle.EventSandboxChanged,
 				Message: fmt.Sprintf("Sandbox of group %s changed (%s), it will be killed and re-created.", req.Group, why)})
 			if err := l.rt.DeleteSandbox(ctx, req.Group); err != nil && !sandbox.IsNotFound(err) {
 				return fmt.Errorf("deleting the group's dead sandbox: %w", err)
@@ -114,7 +115,7 @@ func (l *LocalRuntime) ensure(ctx context.Context, g *localGroup, req supervisor
 	return nil
 }
 
-func report(req supervisor.StartRequest, e supervisor.RuntimeEvent) {
+func report(req supervisor.StartRequest, e lifecycle.RuntimeEvent) {
 	if req.Report != nil {
 		req.Report(e)
 	}
@@ -182,16 +183,16 @@ func (l *LocalRuntime) startProcess(ctx context.Context, id string) (int, error)
 // the runtime, so a failure path that calls OnExit synchronously cannot
 // deadlock on it.
 type startGate struct {
-	onExit func(supervisor.ExitStatus)
+	onExit func(lifecycle.ExitStatus)
 
 	mu      sync.Mutex
 	settled bool // StartProcess returned
 	ok      bool // ... and succeeded
-	pending *supervisor.ExitStatus
+	pending *lifecycle.ExitStatus
 }
 
 func (g *startGate) exited(st sandbox.ProcessStatus) {
-	es := supervisor.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled}
+	es := lifecycle.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled}
 	g.mu.Lock()
 	if !g.settled {
 		g.pending = &es

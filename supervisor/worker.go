@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/supervisor/internal/core"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 
 	"github.com/rs/zerolog"
 
@@ -64,10 +65,10 @@ type worker struct {
 	barriers []barrierInput
 	// events waits for the end of handle: a subscriber who sees an event
 	// finds Status at least as new as it.
-	events []Event
+	events []lifecycle.Event
 	timer  clock.Timer
 	wake   time.Time
-	status atomic.Pointer[GroupStatus]
+	status atomic.Pointer[lifecycle.GroupStatus]
 	// recreates is the group's recreate requests, published with status.
 	recreates atomic.Pointer[[]RecreateStatus]
 	registry  *recreateRegistry
@@ -300,7 +301,7 @@ func (w *worker) arm(wake time.Time) {
 // exit code: an info line.
 func (w *worker) logExit(process string, ex core.ExitedInput, reason string) {
 	ev := w.log.Info()
-	if ex.Status.Code != 0 && reason != core.ReasonStopped {
+	if ex.Status.Code != 0 && reason != lifecycle.ReasonStopped {
 		ev = w.log.Warn()
 	}
 	ev = ev.Str("process", process).Str("instance", ex.Instance).Int("exit_code", ex.Status.Code)
@@ -363,10 +364,10 @@ func (w *worker) startInstance(a core.StartAction) {
 	gate := &exitGate{}
 	req := StartRequest{
 		Group: w.name, InstanceID: id, Process: a.Spec, Sandbox: w.core.Spec().Sandbox,
-		OnExit: func(st ExitStatus) {
+		OnExit: func(st lifecycle.ExitStatus) {
 			gate.exited(w.mb, core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()})
 		},
-		Report: func(e RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
+		Report: func(e lifecycle.RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
 	cleaned := w.cleaning[a.Process]
 	c, restart := w.cleanups[a.Process]

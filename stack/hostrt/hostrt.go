@@ -12,6 +12,7 @@ import (
 
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Runtime is the supervisor.Runtime that starts real processes on the
@@ -71,7 +72,7 @@ func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor
 		Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
 		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
 		OnExit: func(e proc.Exit) {
-			onExit(supervisor.ExitStatus{Code: e.Code(), Signal: e.Signal()})
+			onExit(lifecycle.ExitStatus{Code: e.Code(), Signal: e.Signal()})
 		},
 	}
 	p, err := proc.Start(cmd)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Start order (W1–W7): a process starts only once each of its
@@ -122,7 +123,7 @@ func (g *Group) procMet(q *proc, c spec.Condition) (met bool, failed string) {
 		return true, "" // I1, I3: a completed init met every condition
 	}
 	t := q.last
-	completed := q.inst == nil && t != nil && t.ExitCode == 0 && t.Reason != ReasonDependencyTimeout && (q.done || q.init && !q.sidecar)
+	completed := q.inst == nil && t != nil && t.ExitCode == 0 && t.Reason != lifecycle.ReasonDependencyTimeout && (q.done || q.init && !q.sidecar)
 	running := q.inst != nil && q.inst.phase == phaseRunning
 	switch c {
 	case spec.ConditionCompleted:
@@ -188,13 +189,13 @@ func (g *Group) gateOpen(p *proc) bool {
 	// W5: after a timed-out wait, the back-off delays the next one, as it
 	// delays a restart after a crash; an explicit start does not wait
 	// for it (X7).
-	if t := p.last; p.wait == nil && t != nil && t.Reason == ReasonDependencyTimeout && !p.depRetrying() && !p.startRequested() {
+	if t := p.last; p.wait == nil && t != nil && t.Reason == lifecycle.ReasonDependencyTimeout && !p.depRetrying() && !p.startRequested() {
 		key := p.spec.Name
 		if g.backoff.IsInBackOffSince(key, t.FinishedAt, g.now) {
 			d := g.backoff.Get(key)
 			if next := t.FinishedAt.Add(d); !p.nextStart.Equal(next) {
 				p.nextStart = next
-				g.emit(p, EventWarning, EventBackOff, backOffMessage, p.spec.Name)
+				g.emit(p, lifecycle.EventWarning, lifecycle.EventBackOff, backOffMessage, p.spec.Name)
 			}
 			return false
 		}
@@ -206,7 +207,7 @@ func (g *Group) gateOpen(p *proc) bool {
 	if len(unmet) == 0 {
 		if w := p.wait; w != nil {
 			p.wait = nil
-			g.emit(p, EventNormal, EventDependenciesMet, "Dependencies of process %s met after %s", p.spec.Name, g.now.Sub(w.since).Round(time.Millisecond))
+			g.emit(p, lifecycle.EventNormal, lifecycle.EventDependenciesMet, "Dependencies of process %s met after %s", p.spec.Name, g.now.Sub(w.since).Round(time.Millisecond))
 		}
 		g.noteDepStarts(p)
 		return true
@@ -218,13 +219,13 @@ func (g *Group) gateOpen(p *proc) bool {
 	}
 	if u := unmet[0]; w.on == "" || w.onName != u.dep.Name || w.onGroup != u.group {
 		w.on, w.onName, w.onGroup = u.String(), u.dep.Name, u.group
-		g.emit(p, EventNormal, EventWaiting, "Process %s waiting for %s", p.spec.Name, w.on)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventWaiting, "Process %s waiting for %s", p.spec.Name, w.on)
 	}
 	w.wake = time.Time{}
 	for _, u := range unmet {
 		if u.failed != "" && !w.failed[u.key()] {
 			w.failed[u.key()] = true
-			g.emit(p, EventWarning, EventDependencyFailed, "Process %s cannot start: %s", p.spec.Name, u.failed)
+			g.emit(p, lifecycle.EventWarning, lifecycle.EventDependencyFailed, "Process %s cannot start: %s", p.spec.Name, u.failed)
 		}
 		if u.dep.Timeout <= 0 {
 			continue
@@ -246,8 +247,8 @@ func (g *Group) gateOpen(p *proc) bool {
 // begins after the back-off.
 func (g *Group) dependencyTimeout(p *proc, u unmetDep) {
 	msg := fmt.Sprintf("%s not met within %s", u, u.dep.Timeout)
-	g.emit(p, EventWarning, EventDependencyTimeout, "Process %s failed: %s", p.spec.Name, msg)
-	term := &Termination{ExitCode: DependencyTimeoutExitCode, Reason: ReasonDependencyTimeout, Message: msg, FinishedAt: g.now}
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventDependencyTimeout, "Process %s failed: %s", p.spec.Name, msg)
+	term := &lifecycle.Termination{ExitCode: DependencyTimeoutExitCode, Reason: lifecycle.ReasonDependencyTimeout, Message: msg, FinishedAt: g.now}
 	if p.last != nil {
 		term.InstanceID = p.last.InstanceID
 	}
@@ -308,7 +309,7 @@ func (g *Group) restartIfDependencyRestarted(p *proc) {
 			now = q.starts
 		}
 		if now > seen {
-			g.beginStop(p, KillRestart, nil, nil, "the restart of dependency "+name, true)
+			g.beginStop(p, lifecycle.KillRestart, nil, nil, "the restart of dependency "+name, true)
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // This file is the core's side of the runtime's slow and failing effects:
@@ -42,7 +43,7 @@ type KillDoneInput struct {
 }
 
 // RuntimeEventInput is an event the runtime reports about the group.
-type RuntimeEventInput struct{ Event RuntimeEvent }
+type RuntimeEventInput struct{ Event lifecycle.RuntimeEvent }
 
 func (KillDoneInput) isInput()     {}
 func (RuntimeEventInput) isInput() {}
@@ -61,14 +62,16 @@ type deferredStop struct {
 	escalate bool
 }
 
-func isStopRequest(r KillReason) bool { return r == KillStop || r == KillShutdown }
+func isStopRequest(r lifecycle.KillReason) bool {
+	return r == lifecycle.KillStop || r == lifecycle.KillShutdown
+}
 
 // startInstance asks the worker to start p's instance; it is starting
 // until the start's outcome comes back.
 func (g *Group) startInstance(p *proc) phase {
 	// E1: kubelet's Created comes after the container was created and its
 	// internal pre-start step ran, before the start (Started or Failed).
-	g.emit(p, EventNormal, EventCreated, "Created process %s", p.spec.Name)
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventCreated, "Created process %s", p.spec.Name)
 	g.do(StartAction{Process: p.spec.Name, Instance: p.inst.id, Spec: p.spec})
 	return phaseStarting
 }
@@ -92,7 +95,7 @@ func (g *Group) deferStop(p *proc, ev event) (phase, []event) {
 	}
 	p.inst.deferred = &deferredStop{stopRequest: r}
 	p.inst.decideStop(g.wallNow())
-	g.emit(p, EventNormal, EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	g.do(CancelStartAction{Instance: p.inst.id})
 	return phaseStartCancelled, nil
 }
@@ -144,7 +147,7 @@ func (g *Group) killedDeadline(p *proc, _ event) (phase, []event) {
 		g.abandon(p)
 		return phaseGone, nil
 	}
-	g.emit(p, EventWarning, EventFailedKill, "Process %s is still alive %s after SIGKILL of its tree; killing it again", p.spec.Name, g.now.Sub(st.killedAt).Round(time.Millisecond))
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedKill, "Process %s is still alive %s after SIGKILL of its tree; killing it again", p.spec.Name, g.now.Sub(st.killedAt).Round(time.Millisecond))
 	return g.killTree(p), nil
 }
 
@@ -155,10 +158,10 @@ func (g *Group) killedDeadline(p *proc, _ event) (phase, []event) {
 func (g *Group) abandon(p *proc) {
 	st := p.inst.stop
 	msg := fmt.Sprintf("its tree survived %d SIGKILLs", st.kills)
-	g.emit(p, EventWarning, EventFailedKill, "Giving up on process %s: %s; podsup stops without it", p.spec.Name, msg)
-	g.finish(p, &Termination{
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedKill, "Giving up on process %s: %s; podsup stops without it", p.spec.Name, msg)
+	g.finish(p, &lifecycle.Termination{
 		InstanceID: p.inst.id, ExitCode: 128 + int(spec.SIGKILL), Signal: spec.SIGKILL,
-		Reason: ReasonUnkillable, Message: msg, StartedAt: p.inst.startedAt, FinishedAt: g.now,
+		Reason: lifecycle.ReasonUnkillable, Message: msg, StartedAt: p.inst.startedAt, FinishedAt: g.now,
 	})
 }
 
@@ -171,10 +174,10 @@ func (g *Group) killDone(in KillDoneInput) {
 	}
 	p := g.procNamed(in.Process)
 	if in.Err != nil {
-		g.emitFor(p, in.Process, in.Instance, EventWarning, EventFailedKill, fmt.Sprintf("SIGKILL of what process %s left behind failed: %v", in.Process, in.Err))
+		g.emitFor(p, in.Process, in.Instance, lifecycle.EventWarning, lifecycle.EventFailedKill, fmt.Sprintf("SIGKILL of what process %s left behind failed: %v", in.Process, in.Err))
 	}
 	if in.RemoveErr != nil {
-		g.emitFor(p, in.Process, in.Instance, EventWarning, EventFailedKill, fmt.Sprintf("Removing instance %s of process %s failed: %v", in.Instance, in.Process, in.RemoveErr))
+		g.emitFor(p, in.Process, in.Instance, lifecycle.EventWarning, lifecycle.EventFailedKill, fmt.Sprintf("Removing instance %s of process %s failed: %v", in.Instance, in.Process, in.RemoveErr))
 	}
 }
 
@@ -191,7 +194,7 @@ func (g *Group) killDoneAlive(p *proc, ev event) (phase, []event) {
 		retry = g.killRetry
 	}
 	st.deadline = g.now.Add(retry)
-	g.emit(p, EventWarning, EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, ev.err)
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, ev.err)
 	return phaseKilled, nil
 }
 
@@ -210,8 +213,8 @@ func (g *Group) procNamed(name string) *proc {
 
 // emitFor is an event about a finished instance, which may no longer be
 // the process's newest.
-func (g *Group) emitFor(p *proc, process, instance string, typ EventType, reason, msg string) {
-	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Process: process, InstanceID: instance, Message: msg}
+func (g *Group) emitFor(p *proc, process, instance string, typ lifecycle.EventType, reason, msg string) {
+	e := lifecycle.Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Process: process, InstanceID: instance, Message: msg}
 	if p != nil {
 		e.RestartCount = max(p.starts-1, 0)
 		e.Request = p.recreateReq
@@ -223,7 +226,7 @@ func (g *Group) emitFor(p *proc, process, instance string, typ EventType, reason
 func (g *Group) runtimeEvent(in RuntimeEventInput) {
 	typ := in.Event.Type
 	if typ == "" {
-		typ = EventNormal
+		typ = lifecycle.EventNormal
 	}
 	g.emit(nil, typ, in.Event.Reason, "%s", in.Event.Message)
 }

@@ -1,15 +1,20 @@
 package core
 
-import "time"
+import (
+	"github.com/podsup/podsup/supervisor/lifecycle"
+	"time"
+)
 
 // probeKill reports whether r is a probe-triggered kill (R4, B8).
-func probeKill(r KillReason) bool { return r == KillLiveness || r == KillStartup }
+func probeKill(r lifecycle.KillReason) bool {
+	return r == lifecycle.KillLiveness || r == lifecycle.KillStartup
+}
 
 // SelectGrace is K1 with K2 applied: a request's override wins; otherwise a
 // probe-level grace when the kill reason is that probe and it is set;
 // otherwise the group's grace. (K1.1, the pod deletion grace, is the
 // override in podsup: a stop or shutdown request carries it.)
-func SelectGrace(reason KillReason, group time.Duration, probe, override *time.Duration) time.Duration {
+func SelectGrace(reason lifecycle.KillReason, group time.Duration, probe, override *time.Duration) time.Duration {
 	switch {
 	case override != nil:
 		return *override

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // A group's core: its configuration, its processes, and Step, the one
@@ -97,7 +98,7 @@ type proc struct {
 	// inst is the live instance, nil between instances.
 	inst *instance
 	// last and prev are the newest and the previous finished instances.
-	last, prev *Termination
+	last, prev *lifecycle.Termination
 	// oomKills counts the instances that ended OOMKilled.
 	oomKills int
 	// starts counts instances (R5: restart count = starts − 1).
@@ -131,7 +132,7 @@ type proc struct {
 type b8Check struct {
 	// ref is the newest finished instance before the kill; nil when there
 	// was none (then the start is immediate and skips Next, B6.1).
-	ref *Termination
+	ref *lifecycle.Termination
 }
 
 func NewGroup(c Config) *Group {
@@ -212,8 +213,8 @@ func (g *Group) Step(now time.Time, in Input) Plan {
 
 func (g *Group) do(a Action) { g.out.Actions = append(g.out.Actions, a) }
 
-func (g *Group) emit(p *proc, typ EventType, reason, format string, args ...any) {
-	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
+func (g *Group) emit(p *proc, typ lifecycle.EventType, reason, format string, args ...any) {
+	e := lifecycle.Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
 	if p != nil {
 		e.Process = p.spec.Name
 		e.Request = p.recreateReq

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // This file is the core's side of lifecycle hooks (X5, H1–H4) and of probe
@@ -99,9 +100,9 @@ func (g *Group) preStartSucceeded(p *proc, _ event) (phase, []event) {
 // instance, so restart policy and back-off apply to the next one as for a
 // crash.
 func (g *Group) preStartFailed(p *proc, ev event) (phase, []event) {
-	g.emit(p, EventWarning, EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, ev.err)
-	g.finish(p, &Termination{
-		InstanceID: p.inst.id, ExitCode: preStartFailureCode, Reason: ReasonPreStartHookError,
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, ev.err)
+	g.finish(p, &lifecycle.Termination{
+		InstanceID: p.inst.id, ExitCode: preStartFailureCode, Reason: lifecycle.ReasonPreStartHookError,
 		Message: ev.err.Error(), FinishedAt: g.now,
 	})
 	return phaseGone, nil
@@ -113,7 +114,7 @@ func (g *Group) preStartFailed(p *proc, ev event) (phase, []event) {
 // termination is recorded; the instance id stays used.
 func (g *Group) abortPreStart(p *proc, ev event) (phase, []event) {
 	r := ev.stop
-	g.emit(p, EventNormal, EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	p.inst = nil
 	if r.restart {
 		g.requestStart(p, r.by)
@@ -148,8 +149,8 @@ func (g *Group) postStartSucceeded(*proc, event) (phase, []event) { return phase
 // postStartFailed kills the instance through the normal stop path with
 // the group's grace (H2).
 func (g *Group) postStartFailed(p *proc, ev event) (phase, []event) {
-	g.emit(p, EventWarning, EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, ev.err)
-	return phasePostStart, []event{{on: onStop, stop: stopRequest{reason: KillPostStartHook}}}
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, ev.err)
+	return phasePostStart, []event{{on: onStop, stop: stopRequest{reason: lifecycle.KillPostStartHook}}}
 }
 
 // requestPostStop asks for post_start's counterpart once per exited
@@ -177,8 +178,8 @@ func (g *Group) postStopDone(in PostStopDoneInput) {
 		return
 	}
 	// The event names the instance that exited, not the one now running.
-	g.do(EmitAction{Event{
-		Time: g.now, Type: EventWarning, Reason: EventFailedPostStopHook, Group: g.name,
+	g.do(EmitAction{lifecycle.Event{
+		Time: g.now, Type: lifecycle.EventWarning, Reason: lifecycle.EventFailedPostStopHook, Group: g.name,
 		Process: p.spec.Name, InstanceID: in.Instance, RestartCount: max(p.starts-1, 0),
 		Message: fmt.Sprintf("PostStop hook for process %s failed: %v", p.spec.Name, in.Err),
 	}})
@@ -195,7 +196,7 @@ func (g *Group) probeReport(in ProbeReportInput) {
 }
 
 func (g *Group) probeUnhealthy(p *proc, ev event) (phase, []event) {
-	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(ev.probe.Probe), ev.probe.Message)
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventUnhealthy, "%s probe failed: %s", probeTitle(ev.probe.Probe), ev.probe.Message)
 	return phaseRunning, nil
 }
 

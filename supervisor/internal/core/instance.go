@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"slices"
 	"time"
 )
@@ -148,7 +149,7 @@ type event struct {
 	// failed start is recorded with (onStartFailed).
 	pid, code int
 	// exit and at are the exit's status and FinishedAt (onExited).
-	exit ExitStatus
+	exit lifecycle.ExitStatus
 	at   time.Time
 	// stop is the stop that begins (onStop).
 	stop stopRequest
@@ -322,7 +323,7 @@ func (g *Group) fire(p *proc, ev event) {
 		return
 	}
 	if t.do == nil {
-		g.emit(p, EventWarning, EventInternalError, "Instance %s of process %s is %s and its transition table has no cell for %s", inst.id, p.spec.Name, from, ev.on)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventInternalError, "Instance %s of process %s is %s and its transition table has no cell for %s", inst.id, p.spec.Name, from, ev.on)
 		return
 	}
 	next, then := t.do(g, p, ev)
@@ -340,7 +341,7 @@ func (g *Group) fire(p *proc, ev event) {
 		got = inst.phase
 	}
 	if !slices.Contains(t.to, got) || (len(then) == 0 && got != next) {
-		g.emit(p, EventWarning, EventInternalError, "Instance %s of process %s went from %s to %s on %s, which its transition table does not allow", inst.id, p.spec.Name, from, got, ev.on)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventInternalError, "Instance %s of process %s went from %s to %s on %s, which its transition table does not allow", inst.id, p.spec.Name, from, got, ev.on)
 	}
 }
 
@@ -397,7 +398,7 @@ func (i *instance) starting() bool {
 // stopRequest is what a stop is about: why (K1's reason), who asked, the
 // grace overrides (K2, K1.2), and whether a new instance follows.
 type stopRequest struct {
-	reason               KillReason
+	reason               lifecycle.KillReason
 	override, probeGrace *time.Duration
 	by                   string
 	restart              bool
@@ -408,7 +409,7 @@ type stopRequest struct {
 
 // stopState is a termination in progress (K1–K6).
 type stopState struct {
-	reason KillReason
+	reason lifecycle.KillReason
 	by     string
 	// grace is K1/K2's choice, before K3's charge.
 	grace time.Duration
@@ -419,7 +420,7 @@ type stopState struct {
 	// restart starts a new instance after the exit.
 	restart bool
 	// preKill is the newest finished instance when a probe kill began (B8).
-	preKill *Termination
+	preKill *lifecycle.Termination
 	// kills counts the SIGKILLs of the tree sent.
 	kills int
 	// killedAt is when the first SIGKILL of the tree was sent.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Reactions to probes (R4, P5, P6, P11, P12, S3): readiness and startup
@@ -22,7 +23,7 @@ func (g *Group) probeResult(in ProbeInput) {
 func (g *Group) probeReact(p *proc, ev event) (phase, []event) {
 	in := ev.probe
 	var probe *spec.Probe
-	reason := KillLiveness
+	reason := lifecycle.KillLiveness
 	switch in.Probe {
 	case spec.Readiness:
 		p.inst.readyVerdict = in.Success
@@ -34,7 +35,7 @@ func (g *Group) probeReact(p *proc, ev event) (phase, []event) {
 			g.updateReady(p)
 			return phaseRunning, nil
 		}
-		probe, reason = p.spec.StartupProbe, KillStartup
+		probe, reason = p.spec.StartupProbe, lifecycle.KillStartup
 	case spec.Liveness:
 		if in.Success {
 			return phaseRunning, nil
@@ -42,7 +43,7 @@ func (g *Group) probeReact(p *proc, ev event) (phase, []event) {
 		probe = p.spec.LivenessProbe
 	}
 	if !in.Reported {
-		g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.Probe), in.Message)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventUnhealthy, "%s probe failed: %s", probeTitle(in.Probe), in.Message)
 	}
 	var probeGrace *time.Duration
 	if probe != nil {
@@ -61,7 +62,7 @@ func (g *Group) updateReady(p *proc) {
 	ready := p.inst.started && p.inst.readyVerdict
 	if ready && !p.inst.ready {
 		// W3: the instant depends_on's "ready" is met, in the events.
-		g.emit(p, EventNormal, EventReady, "Process %s is ready", p.spec.Name)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventReady, "Process %s is ready", p.spec.Name)
 	}
 	p.inst.ready = ready
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Process-level live reload: a group whose new spec differs from the
@@ -59,7 +60,7 @@ func (g *Group) reload(ng spec.Group) {
 				idPrefix: "r" + strconv.Itoa(g.reloads) + ".",
 			}
 			g.byName[s.Name] = p
-			g.emit(p, EventNormal, EventReloaded, "Process %s added by a reload", s.Name)
+			g.emit(p, lifecycle.EventNormal, lifecycle.EventReloaded, "Process %s added by a reload", s.Name)
 		}
 		mains = append(mains, p)
 	}
@@ -76,7 +77,7 @@ func (g *Group) reload(ng spec.Group) {
 // instance is gone).
 func (g *Group) changeProc(p *proc, s spec.Process) {
 	p.nextSpec = &s
-	g.emit(p, EventNormal, EventReloaded, "Process %s changed by a reload: restarting it with the new spec", s.Name)
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventReloaded, "Process %s changed by a reload: restarting it with the new spec", s.Name)
 	if p.inst == nil {
 		return
 	}
@@ -86,7 +87,7 @@ func (g *Group) changeProc(p *proc, s spec.Process) {
 		}
 		return
 	}
-	g.beginStop(p, KillReload, nil, nil, "reload", p.want)
+	g.beginStop(p, lifecycle.KillReload, nil, nil, "reload", p.want)
 }
 
 // removeProc stops a process the new spec no longer has. It stays in
@@ -96,7 +97,7 @@ func (g *Group) removeProc(p *proc) {
 	p.want, p.nextSpec = false, nil
 	g.fireRest(p, restOnCancel)
 	p.nextStart = time.Time{}
-	g.emit(p, EventNormal, EventReloaded, "Process %s removed by a reload", p.spec.Name)
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventReloaded, "Process %s removed by a reload", p.spec.Name)
 	if p.inst == nil {
 		g.release(p)
 		return
@@ -104,7 +105,7 @@ func (g *Group) removeProc(p *proc) {
 	if st := p.inst.stop; st != nil {
 		st.restart = false
 	} else {
-		g.beginStop(p, KillReload, nil, nil, "reload", false)
+		g.beginStop(p, lifecycle.KillReload, nil, nil, "reload", false)
 	}
 	g.leaving = append(g.leaving, p)
 }

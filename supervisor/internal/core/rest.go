@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/podsup/podsup/supervisor/lifecycle"
+)
 
 // Between instances: how a process's next instance will start. The
 // decisions that set it are spread over requests (X7), ends (R4, B8),
@@ -140,7 +143,7 @@ var restTable = [numRests][numRestEvents]restCell{
 func (g *Group) fireRest(p *proc, ev restEvent) bool {
 	c := restTable[p.rest][ev]
 	if c.impossible {
-		g.emit(p, EventWarning, EventInternalError, "Process %s is %s between instances and its table rules out %s", p.spec.Name, p.rest, ev)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventInternalError, "Process %s is %s between instances and its table rules out %s", p.spec.Name, p.rest, ev)
 		return false
 	}
 	p.rest = c.to
@@ -160,7 +163,7 @@ func (g *Group) requestStart(p *proc, by string) {
 
 // probeKilled is restOnProbeKilled with B8's reference: the newest
 // instance finished before the kill (R4: the restart was decided then).
-func (g *Group) probeKilled(p *proc, ref *Termination) {
+func (g *Group) probeKilled(p *proc, ref *lifecycle.Termination) {
 	if g.fireRest(p, restOnProbeKilled) {
 		p.b8 = &b8Check{ref: ref}
 	}

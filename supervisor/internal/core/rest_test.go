@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // TestRestTableIsComplete enumerates the between-instances table: every
@@ -33,7 +34,7 @@ func TestRestTableIsComplete(t *testing.T) {
 			g.fireRest(p, ev)
 			internal := false
 			for _, a := range g.out.Actions {
-				if e, ok := a.(EmitAction); ok && e.Event.Reason == EventInternalError {
+				if e, ok := a.(EmitAction); ok && e.Event.Reason == lifecycle.EventInternalError {
 					internal = true
 				}
 			}

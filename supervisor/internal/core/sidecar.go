@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"github.com/podsup/podsup/supervisor/lifecycle"
+	"time"
+)
 
 // Sidecars (O1–O7): an init with restart_policy "always" is Kubernetes'
 // restartable init container (KEP-753). What sets it apart from a plain
@@ -51,7 +54,7 @@ func (g *Group) stopSidecarsOfEndedGroup() {
 			continue
 		}
 		g.fireRest(p, restOnCancel)
-		g.beginStopInTurn(p, KillGroupCompleted, nil, "podsup")
+		g.beginStopInTurn(p, lifecycle.KillGroupCompleted, nil, "podsup")
 	}
 	for _, p := range g.inits {
 		if p.sidecar {
@@ -101,7 +104,7 @@ func (g *Group) sidecarsReady() bool {
 
 // beginStopInTurn begins a sidecar's stop that waits for its turn before
 // the stop signal (O6).
-func (g *Group) beginStopInTurn(p *proc, reason KillReason, override *time.Duration, by string) {
+func (g *Group) beginStopInTurn(p *proc, reason lifecycle.KillReason, override *time.Duration, by string) {
 	g.fire(p, event{on: onStop, stop: stopRequest{reason: reason, override: override, by: by, ordered: true}})
 }
 

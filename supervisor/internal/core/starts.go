@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"time"
 )
 
@@ -45,7 +46,7 @@ func (g *Group) tryStart(p *proc) {
 	if !g.gateOpen(p) { // W1–W6
 		return
 	}
-	if t := p.last; t != nil && t.Reason == ReasonDependencyTimeout {
+	if t := p.last; t != nil && t.Reason == lifecycle.ReasonDependencyTimeout {
 		// W5: the back-off ran before the wait, not again after it.
 		g.start(p)
 		return
@@ -79,7 +80,7 @@ func (g *Group) tryStart(p *proc) {
 		next := ref.FinishedAt.Add(d) // X3: exactly F + back-off
 		if !p.nextStart.Equal(next) {
 			p.nextStart = next
-			g.emit(p, EventWarning, EventBackOff, backOffMessage, p.spec.Name)
+			g.emit(p, lifecycle.EventWarning, lifecycle.EventBackOff, backOffMessage, p.spec.Name)
 		}
 		return
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"time"
 )
 
@@ -12,7 +13,7 @@ import (
 // beginStop starts a termination of p's instance: the stop signal after
 // pre_stop, or, before there is a process, a cancelled start (the
 // transitions of onStop).
-func (g *Group) beginStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+func (g *Group) beginStop(p *proc, reason lifecycle.KillReason, override, probeGrace *time.Duration, by string, restart bool) {
 	g.fire(p, event{on: onStop, stop: stopRequest{reason: reason, override: override, probeGrace: probeGrace, by: by, restart: restart}})
 }
 
@@ -26,23 +27,23 @@ func (g *Group) stopBegin(p *proc, ev event) (phase, []event) {
 	p.inst.stop = st
 	p.inst.decideStop(g.wallNow())
 	switch r.reason {
-	case KillLiveness, KillStartup:
+	case lifecycle.KillLiveness, lifecycle.KillStartup:
 		st.preKill = p.last
 		probe := "liveness"
-		if r.reason == KillStartup {
+		if r.reason == lifecycle.KillStartup {
 			probe = "startup"
 		}
 		if r.restart {
-			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, will be restarted (grace %s)", p.spec.Name, probe, grace)
+			g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Process %s failed %s probe, will be restarted (grace %s)", p.spec.Name, probe, grace)
 		} else {
-			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, stopping (grace %s)", p.spec.Name, probe, grace)
+			g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Process %s failed %s probe, stopping (grace %s)", p.spec.Name, probe, grace)
 		}
-	case KillPostStartHook:
-		g.emit(p, EventNormal, EventKilling, "Stopping process %s: its post_start hook failed (grace %s)", p.spec.Name, grace)
-	case KillGroupCompleted:
-		g.emit(p, EventNormal, EventKilling, "Stopping sidecar %s: every main process of the group has ended (grace %s)", p.spec.Name, grace)
+	case lifecycle.KillPostStartHook:
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Stopping process %s: its post_start hook failed (grace %s)", p.spec.Name, grace)
+	case lifecycle.KillGroupCompleted:
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Stopping sidecar %s: every main process of the group has ended (grace %s)", p.spec.Name, grace)
 	default:
-		g.emit(p, EventNormal, EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(r.reason), who(r.by), grace)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(r.reason), who(r.by), grace)
 	}
 	// K3: a pre_stop hook runs first when there is grace to spend.
 	if p.spec.PreStop != nil && grace > 0 {
@@ -68,7 +69,7 @@ func (g *Group) sendStopSignal(p *proc, grace time.Duration) phase {
 // warning; the termination goes on (H4).
 func (g *Group) endPreStop(p *proc, ev event) (phase, []event) {
 	if ev.err != nil {
-		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, ev.err)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, ev.err)
 	}
 	st := p.inst.stop
 	return g.signalInTurn(p, ChargePreStop(st.grace, g.now.Sub(st.begun))), nil
@@ -76,7 +77,7 @@ func (g *Group) endPreStop(p *proc, ev event) (phase, []event) {
 
 // escalate is a second stop request (X9): SIGKILL of the tree now.
 func (g *Group) escalate(p *proc, ev event) (phase, []event) {
-	g.emit(p, EventNormal, EventKilling, "Killing process %s now: second stop request by %s", p.spec.Name, who(ev.by))
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Killing process %s now: second stop request by %s", p.spec.Name, who(ev.by))
 	return g.killTree(p), nil
 }
 
@@ -132,13 +133,13 @@ func (g *Group) preStopDone(in PreStopDoneInput) {
 		return fmt.Sprintf("PreStop hook for process %s failed after the grace period: %v", p.spec.Name, in.Err)
 	}
 	if p != nil { // signalled, or being killed
-		g.emit(p, EventWarning, EventFailedPreStopHook, "%s", failed(p))
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedPreStopHook, "%s", failed(p))
 		return
 	}
 	for q := range g.procs() { // gone: the event names the instance that ended
 		if q.last != nil && q.last.InstanceID == in.Instance {
-			g.do(EmitAction{Event{
-				Time: g.wallNow(), Type: EventWarning, Reason: EventFailedPreStopHook, Group: g.name,
+			g.do(EmitAction{lifecycle.Event{
+				Time: g.wallNow(), Type: lifecycle.EventWarning, Reason: lifecycle.EventFailedPreStopHook, Group: g.name,
 				Process: q.spec.Name, InstanceID: in.Instance, RestartCount: max(q.starts-1, 0), Request: q.recreateReq,
 				Message: failed(q),
 			}})
@@ -147,15 +148,15 @@ func (g *Group) preStopDone(in PreStopDoneInput) {
 	}
 }
 
-func verb(r KillReason) string {
+func verb(r lifecycle.KillReason) string {
 	switch r {
-	case KillRestart:
+	case lifecycle.KillRestart:
 		return "restart"
-	case KillShutdown:
+	case lifecycle.KillShutdown:
 		return "shutdown"
-	case KillRecreate:
+	case lifecycle.KillRecreate:
 		return "recreate"
-	case KillReload:
+	case lifecycle.KillReload:
 		return "reload"
 	default:
 		return "stop"
