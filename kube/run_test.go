@@ -15,6 +15,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +30,7 @@ type running struct {
 	st       *stack.Stack
 	sup      *supervisor.Supervisor
 	events   *supervisor.Subscription
-	seen     []supervisor.Event
+	seen     []lifecycle.Event
 	instance string
 }
 
@@ -78,7 +79,7 @@ func run(t *testing.T, manifest string) *running {
 }
 
 // next is the next event, or nil once d has passed.
-func (r *running) next(d time.Duration) *supervisor.Event {
+func (r *running) next(d time.Duration) *lifecycle.Event {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	e, err := r.events.Next(ctx)
@@ -91,7 +92,7 @@ func (r *running) next(d time.Duration) *supervisor.Event {
 
 // waitFor returns the first event of process with reason whose message
 // contains text, failing the test after a generous minute.
-func (r *running) waitFor(t *testing.T, process, reason, text string) supervisor.Event {
+func (r *running) waitFor(t *testing.T, process, reason, text string) lifecycle.Event {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -125,7 +126,7 @@ func (r *running) quiet(t *testing.T, d time.Duration, process, reason, text str
 // is in place before that instance starts, however slow the machine.
 func (r *running) failsThenRestarts(t *testing.T, process, text string, threshold int, beforeRestart func()) {
 	t.Helper()
-	r.waitFor(t, process, supervisor.EventUnhealthy, text)
+	r.waitFor(t, process, lifecycle.EventUnhealthy, text)
 	failures := 1
 	for {
 		e := r.next(time.Minute)
@@ -135,11 +136,11 @@ func (r *running) failsThenRestarts(t *testing.T, process, text string, threshol
 		if e.Process != process {
 			continue
 		}
-		if e.Reason == supervisor.EventUnhealthy && strings.Contains(e.Message, text) {
+		if e.Reason == lifecycle.EventUnhealthy && strings.Contains(e.Message, text) {
 			failures++
 			continue
 		}
-		if e.Reason == supervisor.EventKilling {
+		if e.Reason == lifecycle.EventKilling {
 			if !strings.Contains(e.Message, "will be restarted") {
 				t.Errorf("Killing %q, want a restart for the failed probe", e.Message)
 			}
@@ -152,12 +153,12 @@ func (r *running) failsThenRestarts(t *testing.T, process, text string, threshol
 	if failures != threshold {
 		t.Errorf("killed after %d failures of %q, want failureThreshold %d; saw %s", failures, text, threshold, showEvents(r.seen))
 	}
-	if e := r.waitFor(t, process, supervisor.EventStarted, ""); e.RestartCount != 1 {
+	if e := r.waitFor(t, process, lifecycle.EventStarted, ""); e.RestartCount != 1 {
 		t.Errorf("started again with restart count %d, want 1", e.RestartCount)
 	}
 }
 
-func showEvents(es []supervisor.Event) string {
+func showEvents(es []lifecycle.Event) string {
 	var b strings.Builder
 	for _, e := range es {
 		fmt.Fprintf(&b, "\n  %s %s/%s restarts=%d: %s", e.Time.Format("15:04:05.000"), e.Process, e.Reason, e.RestartCount, e.Message)
@@ -165,7 +166,7 @@ func showEvents(es []supervisor.Event) string {
 	return b.String()
 }
 
-func (r *running) status(t *testing.T, group, process string) supervisor.ProcessStatus {
+func (r *running) status(t *testing.T, group, process string) lifecycle.ProcessStatus {
 	t.Helper()
 	g, ok := r.sup.Status().Group(group)
 	if !ok {
@@ -179,7 +180,7 @@ func (r *running) status(t *testing.T, group, process string) supervisor.Process
 }
 
 // waitStatus polls the status until ok says yes, for a generous minute.
-func (r *running) waitStatus(t *testing.T, group, process, what string, ok func(supervisor.ProcessStatus) bool) supervisor.ProcessStatus {
+func (r *running) waitStatus(t *testing.T, group, process, what string, ok func(lifecycle.ProcessStatus) bool) lifecycle.ProcessStatus {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -240,8 +241,8 @@ spec:
       timeoutSeconds: 5
       failureThreshold: 2
 `, dir))
-	r.waitFor(t, "liveness", supervisor.EventStarted, "")
-	r.quiet(t, 3500*time.Millisecond, "liveness", supervisor.EventUnhealthy, "")
+	r.waitFor(t, "liveness", lifecycle.EventStarted, "")
+	r.quiet(t, 3500*time.Millisecond, "liveness", lifecycle.EventUnhealthy, "")
 	if n := r.status(t, "liveness-exec", "liveness").RestartCount; n != 0 {
 		t.Fatalf("restart count %d while the probe passes, want 0", n)
 	}
@@ -283,8 +284,8 @@ spec:
       timeoutSeconds: 5
       failureThreshold: 1
 `, dir, port))
-	r.waitStatus(t, "liveness-http", "server", "ready", func(p supervisor.ProcessStatus) bool { return p.Ready })
-	r.quiet(t, 3500*time.Millisecond, "server", supervisor.EventUnhealthy, "Liveness")
+	r.waitStatus(t, "liveness-http", "server", "ready", func(p lifecycle.ProcessStatus) bool { return p.Ready })
+	r.quiet(t, 3500*time.Millisecond, "server", lifecycle.EventUnhealthy, "Liveness")
 	if n := r.status(t, "liveness-http", "server").RestartCount; n != 0 {
 		t.Fatalf("restart count %d while the probe passes, want 0", n)
 	}
@@ -340,8 +341,8 @@ spec:
       timeoutSeconds: 5
       failureThreshold: 2
 `, script, port, open))
-	r.waitStatus(t, "liveness-tcp", "server", "started", func(p supervisor.ProcessStatus) bool { return p.Started })
-	r.quiet(t, 3500*time.Millisecond, "server", supervisor.EventUnhealthy, "Liveness")
+	r.waitStatus(t, "liveness-tcp", "server", "started", func(p lifecycle.ProcessStatus) bool { return p.Started })
+	r.quiet(t, 3500*time.Millisecond, "server", lifecycle.EventUnhealthy, "Liveness")
 	if n := r.status(t, "liveness-tcp", "server").RestartCount; n != 0 {
 		t.Fatalf("restart count %d while the port listens, want 0", n)
 	}
@@ -370,13 +371,13 @@ spec:
       timeoutSeconds: 5
       failureThreshold: 2
 `, dir))
-	r.waitFor(t, "slow", supervisor.EventStarted, "")
+	r.waitFor(t, "slow", lifecycle.EventStarted, "")
 	if r.status(t, "startup", "slow").Started {
 		t.Errorf("started before the startup probe passed")
 	}
 	r.failsThenRestarts(t, "slow", "Startup probe failed", 2, func() { touch(t, filepath.Join(dir, "started")) })
-	r.waitStatus(t, "startup", "slow", "started", func(p supervisor.ProcessStatus) bool { return p.Started && p.Ready })
-	r.quiet(t, 3*time.Second, "slow", supervisor.EventKilling, "")
+	r.waitStatus(t, "startup", "slow", "started", func(p lifecycle.ProcessStatus) bool { return p.Started && p.Ready })
+	r.quiet(t, 3*time.Second, "slow", lifecycle.EventKilling, "")
 	if n := r.status(t, "startup", "slow").RestartCount; n != 1 {
 		t.Errorf("restart count %d after the startup probe passed, want 1", n)
 	}
@@ -403,16 +404,16 @@ spec:
       timeoutSeconds: 5
       failureThreshold: 1
 `, flag))
-	r.waitFor(t, "app", supervisor.EventUnhealthy, "Readiness probe failed")
+	r.waitFor(t, "app", lifecycle.EventUnhealthy, "Readiness probe failed")
 	if r.status(t, "readiness", "app").Ready {
 		t.Fatal("ready while the readiness probe fails")
 	}
 	touch(t, flag)
-	r.waitStatus(t, "readiness", "app", "ready", func(p supervisor.ProcessStatus) bool { return p.Ready })
+	r.waitStatus(t, "readiness", "app", "ready", func(p lifecycle.ProcessStatus) bool { return p.Ready })
 	remove(t, flag)
-	r.waitStatus(t, "readiness", "app", "unready again", func(p supervisor.ProcessStatus) bool { return !p.Ready })
-	r.quiet(t, 2*time.Second, "app", supervisor.EventKilling, "")
-	if p := r.status(t, "readiness", "app"); p.RestartCount != 0 || p.State != supervisor.StateRunning {
+	r.waitStatus(t, "readiness", "app", "unready again", func(p lifecycle.ProcessStatus) bool { return !p.Ready })
+	r.quiet(t, 2*time.Second, "app", lifecycle.EventKilling, "")
+	if p := r.status(t, "readiness", "app"); p.RestartCount != 0 || p.State != lifecycle.StateRunning {
 		t.Errorf("a failing readiness probe restarted the process: %+v", p)
 	}
 }
@@ -437,7 +438,7 @@ spec:
         exec:
           command: ["sh", "-c", "date +%%s.%%N > %[1]s/prestop"]
 `, dir))
-	r.waitFor(t, "stubborn", supervisor.EventStarted, "")
+	r.waitFor(t, "stubborn", lifecycle.EventStarted, "")
 	// The trap is set once the file is there.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(dir, "up")); err == nil {
@@ -450,13 +451,13 @@ spec:
 	if err := r.sup.Stop("grace", "stubborn", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	stopping := r.waitFor(t, "stubborn", supervisor.EventKilling, "Stopping process stubborn")
+	stopping := r.waitFor(t, "stubborn", lifecycle.EventKilling, "Stopping process stubborn")
 	if !strings.Contains(stopping.Message, "grace 3s") {
 		t.Errorf("Killing %q, want the manifest's grace of 3s", stopping.Message)
 	}
 	// The end is no event (E2): the status's Terminated says how and when.
-	end := r.waitStatus(t, "grace", "stubborn", "ended", func(p supervisor.ProcessStatus) bool {
-		return p.State == supervisor.StateTerminated && p.Terminated != nil
+	end := r.waitStatus(t, "grace", "stubborn", "ended", func(p lifecycle.ProcessStatus) bool {
+		return p.State == lifecycle.StateTerminated && p.Terminated != nil
 	}).Terminated
 	if end.Signal != spec.Signal(syscall.SIGKILL) {
 		t.Errorf("the process ended with %+v, want SIGKILL", end)
@@ -508,8 +509,8 @@ spec:
     resources:
       limits: {memory: 64Mi}
 `, dir))
-	pid := r.waitStatus(t, "boxed", "app", "running", func(p supervisor.ProcessStatus) bool {
-		return p.State == supervisor.StateRunning && p.Pid > 0
+	pid := r.waitStatus(t, "boxed", "app", "running", func(p lifecycle.ProcessStatus) bool {
+		return p.State == lifecycle.StateRunning && p.Pid > 0
 	}).Pid
 	var out []byte
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {

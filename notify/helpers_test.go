@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
-	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The test binary is its own child: as `__listenpid` it is the shim, and
@@ -131,21 +131,21 @@ func startServer(t *testing.T, opts Options) (*Server, *fakeSink) {
 // exits collects instance exits.
 type exits struct {
 	mu sync.Mutex
-	c  chan supervisor.ExitStatus
+	c  chan lifecycle.ExitStatus
 }
 
-func newExits() *exits { return &exits{c: make(chan supervisor.ExitStatus, 16)} }
+func newExits() *exits { return &exits{c: make(chan lifecycle.ExitStatus, 16)} }
 
-func (e *exits) onExit(st supervisor.ExitStatus) { e.c <- st }
+func (e *exits) onExit(st lifecycle.ExitStatus) { e.c <- st }
 
-func (e *exits) wait(t *testing.T, d time.Duration) supervisor.ExitStatus {
+func (e *exits) wait(t *testing.T, d time.Duration) lifecycle.ExitStatus {
 	t.Helper()
 	select {
 	case st := <-e.c:
 		return st
 	case <-time.After(d):
 		t.Fatalf("no exit within %s", d)
-		return supervisor.ExitStatus{}
+		return lifecycle.ExitStatus{}
 	}
 }
 

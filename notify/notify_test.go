@@ -16,6 +16,7 @@ import (
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 func init() { proc.StartReaper() }
@@ -305,7 +306,7 @@ func TestRuntimeRefusals(t *testing.T) {
 		{spec.Process{Name: "a", Command: []string{"true"}, Sockets: []string{"web"}, Readiness: "fd:3"}, ErrFdConflict},
 	}
 	for _, c := range cases {
-		_, err := rt.Start(context.Background(), supervisor.StartRequest{Group: "g", InstanceID: "g.1.a", Process: c.p, OnExit: func(supervisor.ExitStatus) {}})
+		_, err := rt.Start(context.Background(), supervisor.StartRequest{Group: "g", InstanceID: "g.1.a", Process: c.p, OnExit: func(lifecycle.ExitStatus) {}})
 		var se *supervisor.StartError
 		if !errors.As(err, &se) || !errors.Is(err, c.want) {
 			t.Errorf("%+v: %v, want a StartError wrapping %v", c.p, err, c.want)

@@ -13,6 +13,7 @@ import (
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Runtime is a supervisor.Runtime that gives each instance the readiness
@@ -107,7 +108,7 @@ func (r *Runtime) Start(ctx context.Context, req supervisor.StartRequest) (super
 	req.ExtraFiles = extra
 	if att != nil {
 		onExit := req.OnExit
-		req.OnExit = func(st supervisor.ExitStatus) {
+		req.OnExit = func(st lifecycle.ExitStatus) {
 			onExit(st)
 			att.Detach()
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // SandboxRuntime is the supervisor.Runtime over package sandbox's Runtime:
@@ -97,7 +98,7 @@ func (l *SandboxRuntime) ensure(ctx context.Context, g *localGroup, req supervis
 			if why == "" {
 				why = "it is " + string(st.State)
 			}
-			report(req, supervisor.RuntimeEvent{Type: supervisor.EventNormal, Reason: supervisor.EventSandboxChanged,
+			report(req, lifecycle.RuntimeEvent{Type: lifecycle.EventNormal, Reason: lifecycle.EventSandboxChanged,
 				Message: fmt.Sprintf("Sandbox of group %s changed (%s), it will be killed and re-created.", req.Group, why)})
 			if err := l.rt.DeleteSandbox(ctx, req.Group); err != nil && !sandbox.IsNotFound(err) {
 				return fmt.Errorf("deleting the group's dead sandbox: %w", err)
@@ -114,7 +115,7 @@ func (l *SandboxRuntime) ensure(ctx context.Context, g *localGroup, req supervis
 	return nil
 }
 
-func report(req supervisor.StartRequest, e supervisor.RuntimeEvent) {
+func report(req supervisor.StartRequest, e lifecycle.RuntimeEvent) {
 	if req.Report != nil {
 		req.Report(e)
 	}
@@ -143,7 +144,7 @@ func (l *SandboxRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 		// per process); the exit need not read it.
 		NoFinalUsage: true,
 		OnExit: func(st sandbox.ProcessStatus) {
-			onExit(supervisor.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled})
+			onExit(lifecycle.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled})
 		},
 	})
 	if err != nil {

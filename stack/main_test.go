@@ -18,6 +18,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // subreaperChildEnv makes the test binary a child that assembles a stack
@@ -107,7 +108,7 @@ func runningPid(t *testing.T, sup *supervisor.Supervisor, group, process string)
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if g, ok := sup.Status().Group(group); ok {
-			if p, ok := g.Process(process); ok && p.State == supervisor.StateRunning && p.Pid > 0 {
+			if p, ok := g.Process(process); ok && p.State == lifecycle.StateRunning && p.Pid > 0 {
 				return p.Pid
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"github.com/podsup/podsup/systemd"
 )
 
@@ -329,10 +330,10 @@ func publishRecovered(sup *supervisor.Supervisor, found []sandbox.Recovered) {
 		if !spec.ValidName(r.Sandbox) {
 			continue // podsup's own leaf, not a group; logged by NewRuntime
 		}
-		e := supervisor.Event{Type: supervisor.EventNormal, Reason: supervisor.EventRecovered, Group: r.Sandbox,
+		e := lifecycle.Event{Type: lifecycle.EventNormal, Reason: lifecycle.EventRecovered, Group: r.Sandbox,
 			Message: "removed the empty cgroup left by a previous podsup (" + r.Cgroup + ")"}
 		if n := len(r.Pids); n > 0 {
-			e.Type = supervisor.EventWarning
+			e.Type = lifecycle.EventWarning
 			e.Message = fmt.Sprintf("killed %d %s left by a previous podsup (cgroup %s)", n, plural(n, "process", "processes"), r.Cgroup)
 		}
 		sup.Publish(e)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 func TestApplyReplacesOnlyChangedGroups(t *testing.T) {
@@ -36,15 +37,15 @@ func TestApplyReplacesOnlyChangedGroups(t *testing.T) {
 	}
 	k0, _ := before.Groups[0].Process("app")
 	k1, _ := after.Groups[0].Process("app")
-	if k0.InstanceID != k1.InstanceID || k1.State != StateRunning {
+	if k0.InstanceID != k1.InstanceID || k1.State != lifecycle.StateRunning {
 		t.Errorf("unchanged group was touched: %s → %s (%s)", k0.InstanceID, k1.InstanceID, k1.State)
 	}
 	c0, _ := before.Groups[1].Process("app")
 	c1, _ := after.Groups[1].Process("app")
-	if c0.InstanceID == c1.InstanceID || c1.State != StateRunning {
+	if c0.InstanceID == c1.InstanceID || c1.State != lifecycle.StateRunning {
 		t.Errorf("changed group not replaced: %s → %s (%s)", c0.InstanceID, c1.InstanceID, c1.State)
 	}
-	if a, _ := after.Groups[2].Process("app"); a.State != StateRunning {
+	if a, _ := after.Groups[2].Process("app"); a.State != lifecycle.StateRunning {
 		t.Errorf("added group not running: %+v", a)
 	}
 	// 3 starts at 0 (keep, change, drop), the replacement after the old
@@ -82,7 +83,7 @@ func TestReloadOfTheSupervisorBlockRestartsNothing(t *testing.T) {
 		t.Errorf("Reload's changes: %+v, want supervisor %v and g unchanged", ch, want)
 	}
 	f.advanceTo(2 * time.Second)
-	if after := processStatus(t, f.sup, "g", "app"); after.InstanceID != before.InstanceID || after.State != StateRunning {
+	if after := processStatus(t, f.sup, "g", "app"); after.InstanceID != before.InstanceID || after.State != lifecycle.StateRunning {
 		t.Fatalf("a supervisor-block reload touched g/app: %s → %s (%s)", before.InstanceID, after.InstanceID, after.State)
 	}
 	if starts := f.rt.startsOf("app"); len(starts) != 1 {
@@ -94,11 +95,11 @@ func TestReloadOfTheSupervisorBlockRestartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.advanceTo(6900 * time.Millisecond)
-	if st := processStatus(t, f.sup, "g", "app"); st.State == StateTerminated {
+	if st := processStatus(t, f.sup, "g", "app"); st.State == lifecycle.StateTerminated {
 		t.Fatalf("killed before the new minimum grace of 5 s: %+v", st.Terminated)
 	}
 	f.advanceTo(7 * time.Second)
-	if st := processStatus(t, f.sup, "g", "app"); st.State != StateTerminated || st.Terminated == nil || st.Terminated.Signal != syscall.SIGKILL {
+	if st := processStatus(t, f.sup, "g", "app"); st.State != lifecycle.StateTerminated || st.Terminated == nil || st.Terminated.Signal != syscall.SIGKILL {
 		t.Fatalf("not killed at 2 s + the new minimum grace: %+v", st)
 	}
 	f.shutdown()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The BackOff events of a crash loop are one series with a growing count,
@@ -19,16 +20,16 @@ func TestBackOffEventsAggregate(t *testing.T) {
 	f.shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var backoffs []Event
+	var backoffs []lifecycle.Event
 	for {
 		e, err := f.sub.Next(ctx)
 		if err != nil {
 			t.Fatalf("events: %v", err)
 		}
-		if e.Reason == EventBackOff {
+		if e.Reason == lifecycle.EventBackOff {
 			backoffs = append(backoffs, e)
 		}
-		if e.Reason == EventKilling || len(backoffs) == 5 {
+		if e.Reason == lifecycle.EventKilling || len(backoffs) == 5 {
 			break
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // BenchmarkIdleGroupProbeCPU measures what an idle group of 100 processes,
@@ -75,7 +76,7 @@ func idleGroupCPU(b *testing.B, n int, withProbes bool) {
 		st, _ := sup.Status().Group("idle")
 		running := 0
 		for _, p := range st.Processes {
-			if p.State == supervisor.StateRunning {
+			if p.State == lifecycle.StateRunning {
 				running++
 			}
 		}
@@ -111,7 +112,7 @@ func idleGroupCPU(b *testing.B, n int, withProbes bool) {
 		if err != nil {
 			break
 		}
-		if e.Reason == supervisor.EventUnhealthy || e.Reason == supervisor.EventKilling {
+		if e.Reason == lifecycle.EventUnhealthy || e.Reason == lifecycle.EventKilling {
 			b.Fatalf("an idle group's probe failed: %s %s", e.Reason, e.Message)
 		}
 	}

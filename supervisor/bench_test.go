@@ -12,6 +12,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // timingRuntime wraps hostrt.Runtime and records, per instance, when its
@@ -28,7 +29,7 @@ type timingRuntime struct {
 
 func (r *timingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
 	onExit := req.OnExit
-	req.OnExit = func(st supervisor.ExitStatus) {
+	req.OnExit = func(st lifecycle.ExitStatus) {
 		now := time.Now()
 		r.mu.Lock()
 		r.exits = append(r.exits, now)

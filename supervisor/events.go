@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"github.com/rs/zerolog"
 )
 
@@ -30,7 +31,7 @@ type correlator struct {
 // instance, pid and restart count, which kubelet's key leaves out too (its
 // object is the pod's container, not one run of it).
 type eventKey struct {
-	typ                                      EventType
+	typ                                      lifecycle.EventType
 	reason, group, process, message, request string
 }
 
@@ -55,7 +56,7 @@ func newCorrelator(window time.Duration, max int) *correlator {
 // Count, FirstTime and Series set, and whether to log it: the first of a
 // series, a repeat whose count is a power of two (2, 4, 8, …: a burst
 // shows quickly), and otherwise at most one repeat per EventLogInterval.
-func (c *correlator) observe(e Event) (Event, bool) {
+func (c *correlator) observe(e lifecycle.Event) (lifecycle.Event, bool) {
 	k := eventKey{e.Type, e.Reason, e.Group, e.Process, e.Message, e.Request}
 	s, ok := c.series[k]
 	if ok && within(e.Time.Sub(s.last), c.window) {
@@ -136,7 +137,7 @@ func newEventBus(log zerolog.Logger, bufSize int) *eventBus {
 	return &eventBus{log: log, bufSize: bufSize, corr: newCorrelator(EventSeriesWindow, maxEventSeries), subs: map[*Subscription]struct{}{}}
 }
 
-func (b *eventBus) publish(e Event) {
+func (b *eventBus) publish(e lifecycle.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
@@ -150,9 +151,9 @@ func (b *eventBus) publish(e Event) {
 	}
 }
 
-func (b *eventBus) logEvent(e Event) {
+func (b *eventBus) logEvent(e lifecycle.Event) {
 	ev := b.log.Info()
-	if e.Type == EventWarning {
+	if e.Type == lifecycle.EventWarning {
 		ev = b.log.Warn()
 	}
 	ev = ev.Str("event", e.Reason).Str("group", e.Group)
@@ -186,12 +187,12 @@ type Subscription struct {
 	ready chan struct{} // has a token when buf may be non-empty
 
 	mu      sync.Mutex
-	buf     []Event
+	buf     []lifecycle.Event
 	dropped uint64
 	closed  bool
 }
 
-func (s *Subscription) push(e Event) {
+func (s *Subscription) push(e lifecycle.Event) {
 	s.mu.Lock()
 	if len(s.buf) == s.cap {
 		s.buf = s.buf[1:]
@@ -213,12 +214,12 @@ type errorString string
 func (e errorString) Error() string { return string(e) }
 
 // Next returns the oldest undelivered event, waiting for one until ctx ends.
-func (s *Subscription) Next(ctx context.Context) (Event, error) {
+func (s *Subscription) Next(ctx context.Context) (lifecycle.Event, error) {
 	for {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return Event{}, ErrSubscriptionClosed
+			return lifecycle.Event{}, ErrSubscriptionClosed
 		}
 		if len(s.buf) > 0 {
 			e := s.buf[0]
@@ -230,7 +231,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 		select {
 		case <-s.ready:
 		case <-ctx.Done():
-			return Event{}, ctx.Err()
+			return lifecycle.Event{}, ctx.Err()
 		}
 	}
 }

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Event series (events.go): identical events within EventSeriesWindow are
 // one event with a count, on the fake clock's times.
 
-func unhealthy(at time.Time, msg string) Event {
-	return Event{Time: at, Type: EventWarning, Reason: EventUnhealthy, Group: "web", Process: "api", Message: msg}
+func unhealthy(at time.Time, msg string) lifecycle.Event {
+	return lifecycle.Event{Time: at, Type: lifecycle.EventWarning, Reason: lifecycle.EventUnhealthy, Group: "web", Process: "api", Message: msg}
 }
 
 func TestCorrelatorFoldsIdenticalEventsWithinTheWindow(t *testing.T) {
@@ -22,7 +23,7 @@ func TestCorrelatorFoldsIdenticalEventsWithinTheWindow(t *testing.T) {
 	c := newCorrelator(time.Minute, 100)
 	t0 := clock.Epoch
 	seq := uint64(0)
-	see := func(e Event) Event {
+	see := func(e lifecycle.Event) lifecycle.Event {
 		seq++
 		e.Seq = seq
 		e, _ = c.observe(e)
@@ -30,7 +31,7 @@ func TestCorrelatorFoldsIdenticalEventsWithinTheWindow(t *testing.T) {
 	}
 	// Every 10 s for 5 minutes: one series whose count grows, each
 	// repeat within a minute of the last.
-	var last Event
+	var last lifecycle.Event
 	for i := 0; i <= 30; i++ {
 		e := unhealthy(t0.Add(time.Duration(i)*10*time.Second), "Readiness probe failed: exit 1")
 		e.InstanceID, e.Pid = fmt.Sprintf("api-%d", i), 100+i // not part of the key
@@ -40,10 +41,10 @@ func TestCorrelatorFoldsIdenticalEventsWithinTheWindow(t *testing.T) {
 		t.Errorf("after 31 repeats: count %d, first %s, last %s, series %d", last.Count, last.FirstTime, last.Time, last.Series)
 	}
 	// Another message, process or reason is another series.
-	other := []Event{
+	other := []lifecycle.Event{
 		unhealthy(t0.Add(301*time.Second), "Readiness probe failed: exit 2"),
-		{Time: t0.Add(302 * time.Second), Type: EventWarning, Reason: EventUnhealthy, Group: "web", Process: "sidecar", Message: "Readiness probe failed: exit 1"},
-		{Time: t0.Add(303 * time.Second), Type: EventNormal, Reason: EventStarted, Group: "web", Process: "api", Message: "Readiness probe failed: exit 1"},
+		{Time: t0.Add(302 * time.Second), Type: lifecycle.EventWarning, Reason: lifecycle.EventUnhealthy, Group: "web", Process: "sidecar", Message: "Readiness probe failed: exit 1"},
+		{Time: t0.Add(303 * time.Second), Type: lifecycle.EventNormal, Reason: lifecycle.EventStarted, Group: "web", Process: "api", Message: "Readiness probe failed: exit 1"},
 	}
 	for _, e := range other {
 		if got := see(e); got.Count != 1 || got.Series != got.Seq || !got.FirstTime.Equal(got.Time) {
@@ -83,15 +84,15 @@ func TestCorrelatorForgetsTheLeastRecentSeriesWhenFull(t *testing.T) {
 	c := newCorrelator(time.Hour, 3)
 	t0 := clock.Epoch
 	for i := 0; i < 4; i++ { // a, b, c, then d evicts a
-		_, _ = c.observe(Event{Seq: uint64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), Message: string(rune('a' + i))})
+		_, _ = c.observe(lifecycle.Event{Seq: uint64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), Message: string(rune('a' + i))})
 	}
 	if len(c.series) != 3 {
 		t.Fatalf("%d series kept, want 3", len(c.series))
 	}
-	if e, _ := c.observe(Event{Seq: 5, Time: t0.Add(5 * time.Second), Message: "b"}); e.Count != 2 {
+	if e, _ := c.observe(lifecycle.Event{Seq: 5, Time: t0.Add(5 * time.Second), Message: "b"}); e.Count != 2 {
 		t.Errorf("b, still remembered: count %d, want 2", e.Count)
 	}
-	if e, _ := c.observe(Event{Seq: 6, Time: t0.Add(6 * time.Second), Message: "a"}); e.Count != 1 {
+	if e, _ := c.observe(lifecycle.Event{Seq: 6, Time: t0.Add(6 * time.Second), Message: "a"}); e.Count != 1 {
 		t.Errorf("a, the least recent, was forgotten: count %d, want 1", e.Count)
 	}
 }
@@ -106,20 +107,20 @@ func TestHistoryKeepsOneEntryPerSeriesThroughAStorm(t *testing.T) {
 	go h.record()
 	defer h.Close()
 	t0 := clock.Epoch
-	bus.publish(Event{Time: t0, Type: EventNormal, Reason: EventStarted, Group: "web", Process: "api", Message: "Started process api"})
-	bus.publish(Event{Time: t0, Type: EventNormal, Reason: EventStarted, Group: "web", Process: "sidecar", Message: "Started process sidecar"})
+	bus.publish(lifecycle.Event{Time: t0, Type: lifecycle.EventNormal, Reason: lifecycle.EventStarted, Group: "web", Process: "api", Message: "Started process api"})
+	bus.publish(lifecycle.Event{Time: t0, Type: lifecycle.EventNormal, Reason: lifecycle.EventStarted, Group: "web", Process: "sidecar", Message: "Started process sidecar"})
 	const failures = 36000
 	for i := 0; i < failures; i++ {
 		bus.publish(unhealthy(t0.Add(time.Duration(i)*100*time.Millisecond), "Readiness probe failed: exit 1"))
 		if i == failures/2 {
-			bus.publish(Event{Time: t0.Add(30 * time.Minute), Type: EventNormal, Reason: EventKilling, Group: "web", Process: "sidecar", Message: "Stopping process sidecar"})
+			bus.publish(lifecycle.Event{Time: t0.Add(30 * time.Minute), Type: lifecycle.EventNormal, Reason: lifecycle.EventKilling, Group: "web", Process: "sidecar", Message: "Stopping process sidecar"})
 		}
 	}
 	want := uint64(failures + 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var evs []Event
-	h.Follow(ctx, 0, func(e Event) bool { return e.Seq < want })
+	var evs []lifecycle.Event
+	h.Follow(ctx, 0, func(e lifecycle.Event) bool { return e.Seq < want })
 	evs, _ = h.Since(0)
 	var got []string
 	for _, e := range evs {

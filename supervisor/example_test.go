@@ -8,6 +8,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // A library user runs a group of real processes, reads its status and
@@ -38,7 +39,7 @@ func Example() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	waitFor := func(reason string) supervisor.Event {
+	waitFor := func(reason string) lifecycle.Event {
 		for {
 			e, err := events.Next(ctx)
 			if err != nil || e.Reason == reason {
@@ -47,15 +48,15 @@ func Example() {
 		}
 	}
 
-	waitFor(supervisor.EventStarted)
+	waitFor(lifecycle.EventStarted)
 	web, _ := sup.Status().Group("web")
 	server, _ := web.Process("server")
 	fmt.Println(web.Phase, server.Name, server.State, "restarts:", server.RestartCount, "has pid:", server.Pid > 0)
 
 	_ = sup.Stop("web", "server", supervisor.RequestOptions{Requester: "example"})
-	fmt.Println(waitFor(supervisor.EventKilling).Message)
+	fmt.Println(waitFor(lifecycle.EventKilling).Message)
 	// The exit is no event, as in kubelet: the status holds it.
-	for server.State != supervisor.StateTerminated && ctx.Err() == nil {
+	for server.State != lifecycle.StateTerminated && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 		web, _ = sup.Status().Group("web")
 		server, _ = web.Process("server")

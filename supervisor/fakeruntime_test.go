@@ -13,6 +13,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // runtimeBase is the part of Runtime a test fake has nothing to do for:
@@ -58,7 +59,7 @@ func (r *fakeRuntime) Start(_ context.Context, req StartRequest) (Instance, erro
 	r.pid++
 	inst := &fakeInstance{rt: r, pid: 1000 + r.pid, run: run, onExit: req.OnExit}
 	if run.runFor >= 0 {
-		inst.timer = r.clock.AfterFunc(run.runFor, func() { inst.exit(ExitStatus{Code: run.code}) })
+		inst.timer = r.clock.AfterFunc(run.runFor, func() { inst.exit(lifecycle.ExitStatus{Code: run.code}) })
 	}
 	return inst, nil
 }
@@ -73,7 +74,7 @@ type fakeInstance struct {
 	rt     *fakeRuntime
 	pid    int
 	run    simRun
-	onExit func(ExitStatus)
+	onExit func(lifecycle.ExitStatus)
 
 	mu    sync.Mutex
 	timer clock.Timer
@@ -82,7 +83,7 @@ type fakeInstance struct {
 
 func (i *fakeInstance) Pid() int { return i.pid }
 
-func (i *fakeInstance) exit(st ExitStatus) {
+func (i *fakeInstance) exit(st lifecycle.ExitStatus) {
 	i.mu.Lock()
 	if i.done {
 		i.mu.Unlock()
@@ -100,7 +101,7 @@ func (i *fakeInstance) Signal(sig syscall.Signal) error {
 	if i.run.ignoreTerm {
 		return nil
 	}
-	st := ExitStatus{Code: 128 + int(sig), Signal: sig}
+	st := lifecycle.ExitStatus{Code: 128 + int(sig), Signal: sig}
 	if i.run.termExit == 0 {
 		i.exit(st)
 		return nil
@@ -115,7 +116,7 @@ func (i *fakeInstance) Signal(sig syscall.Signal) error {
 }
 
 func (i *fakeInstance) KillTree(sig syscall.Signal) error {
-	i.exit(ExitStatus{Code: 128 + int(sig), Signal: sig})
+	i.exit(lifecycle.ExitStatus{Code: 128 + int(sig), Signal: sig})
 	return nil
 }
 
@@ -190,7 +191,7 @@ func (f *fakeRun) settleOnce() {
 	f.sup.mu.Unlock()
 	for _, w := range retiring {
 		w.barrier()
-		if w.status.Load().Phase != PhaseStopping { // shut down and idle: about to end
+		if w.status.Load().Phase != lifecycle.PhaseStopping { // shut down and idle: about to end
 			select {
 			case <-w.done:
 			case <-time.After(5 * time.Second):

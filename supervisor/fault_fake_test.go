@@ -13,6 +13,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Faults of the runtime on the fake clock: a start that hangs, a tree
@@ -93,7 +94,7 @@ func startGated(t *testing.T, cfg spec.Config, rt *gatedRuntime, opts Options) *
 }
 
 // nextEvent waits (real time, generously) for an event with reason.
-func (f *fakeRun) nextEvent(reason string) Event {
+func (f *fakeRun) nextEvent(reason string) lifecycle.Event {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -132,28 +133,28 @@ func TestStartInFlightDoesNotHoldTheWorker(t *testing.T) {
 	for {
 		st, _ := f.sup.Status().Group("g")
 		p := st.Processes[0]
-		if p.State == StateWaiting && p.Reason == ReasonContainerCreating {
+		if p.State == lifecycle.StateWaiting && p.Reason == lifecycle.ReasonContainerCreating {
 			break
 		}
 		select {
 		case <-changed:
 		case <-time.After(15 * time.Second):
-			t.Fatalf("a start in flight shows as %s/%s, want waiting/%s", p.State, p.Reason, ReasonContainerCreating)
+			t.Fatalf("a start in flight shows as %s/%s, want waiting/%s", p.State, p.Reason, lifecycle.ReasonContainerCreating)
 		}
 	}
 	if err := f.sup.Stop("g", "app", RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	e := f.nextEvent(EventKilling)
+	e := f.nextEvent(lifecycle.EventKilling)
 	if !strings.Contains(e.Message, "once its start returns") {
 		t.Errorf("Killing event for a start in flight: %q", e.Message)
 	}
 	// The stop cancelled the start's ctx: the start fails, nothing runs.
-	if e := f.nextEvent(EventFailed); !strings.Contains(e.Message, "context canceled") {
+	if e := f.nextEvent(lifecycle.EventFailed); !strings.Contains(e.Message, "context canceled") {
 		t.Errorf("the start in flight was not cancelled: %q", e.Message)
 	}
 	f.settle()
-	if st, _ := f.sup.Status().Group("g"); st.Processes[0].State == StateRunning {
+	if st, _ := f.sup.Status().Group("g"); st.Processes[0].State == lifecycle.StateRunning {
 		t.Errorf("a process stopped during its start runs: %+v", st.Processes[0])
 	}
 	if got := f.rt.startsOf("app"); len(got) != 0 {
@@ -182,8 +183,8 @@ func TestUnkillableTreeIsRetriedAndShutdownGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.advanceTo(1 * time.Second) // grace over: SIGKILL #1 fails
-	e := f.nextEvent(EventFailedKill)
-	if e.Type != EventWarning || !strings.Contains(e.Message, "pids [4242]") || !strings.Contains(e.Message, "attempt 1") {
+	e := f.nextEvent(lifecycle.EventFailedKill)
+	if e.Type != lifecycle.EventWarning || !strings.Contains(e.Message, "pids [4242]") || !strings.Contains(e.Message, "attempt 1") {
 		t.Errorf("FailedKill does not name what survives: %+v", e)
 	}
 	// The worker answers other requests meanwhile.
@@ -223,7 +224,7 @@ func TestUnkillableTreeIsRetriedAndShutdownGivesUp(t *testing.T) {
 		if err != nil {
 			break
 		}
-		gaveUp = gaveUp || (e.Reason == EventFailedKill && strings.Contains(e.Message, "Giving up"))
+		gaveUp = gaveUp || (e.Reason == lifecycle.EventFailedKill && strings.Contains(e.Message, "Giving up"))
 	}
 	if !gaveUp {
 		t.Error("no Warning says podsup gave up on the unkillable instance")

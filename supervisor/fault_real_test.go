@@ -19,6 +19,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Faults of the real runtime (SandboxRuntime over package sandbox): real
@@ -98,13 +99,13 @@ func TestLocalSandboxStartFailureDoesNotDeadlock(t *testing.T) {
 	g := spec.Group{Name: "sb", RestartPolicy: spec.RestartAlways, Sandbox: &spec.Sandbox{},
 		Processes: []spec.Process{{Name: "missing", Command: []string{"/nonexistent/podsup-no-such-command"}}}}
 	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, supervisor.Options{}, nil)
-	e := r.next(supervisor.EventFailed)
+	e := r.next(lifecycle.EventFailed)
 	if !strings.Contains(e.Message, "no-such-command") {
 		t.Errorf("Failed event: %q", e.Message)
 	}
-	r.next(supervisor.EventBackOff)
+	r.next(lifecycle.EventBackOff)
 	st, _ := r.sup.Status().Group("sb")
-	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 128 || p.LastTermination.Reason != supervisor.ReasonStartError {
+	if p := st.Processes[0]; p.LastTermination == nil || p.LastTermination.ExitCode != 128 || p.LastTermination.Reason != lifecycle.ReasonStartError {
 		t.Errorf("E3: last termination %+v, want 128 StartError", p.LastTermination)
 	}
 	r.sup.RequestShutdown(nil)
@@ -126,17 +127,17 @@ func TestLocalDeadSandboxIsRebuilt(t *testing.T) {
 		Sandbox:   &spec.Sandbox{Namespaces: []string{"pid"}},
 		Processes: []spec.Process{p}}
 	r := startLocal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{g}}, supervisor.Options{}, nil)
-	first := r.next(supervisor.EventStarted)
+	first := r.next(lifecycle.EventStarted)
 	st, err := r.rt.SandboxStatus("sb")
 	if err != nil || st.HolderPid <= 1 {
 		t.Fatalf("sandbox status %+v %v", st, err)
 	}
 	killPid(t, st.HolderPid)
-	e := r.next(supervisor.EventSandboxChanged)
+	e := r.next(lifecycle.EventSandboxChanged)
 	if !strings.Contains(e.Message, "holder ended") || !strings.Contains(e.Message, "re-created") {
 		t.Errorf("SandboxChanged message %q does not say why", e.Message)
 	}
-	again := r.next(supervisor.EventStarted)
+	again := r.next(lifecycle.EventStarted)
 	if again.InstanceID == first.InstanceID {
 		t.Fatalf("no new instance after the sandbox died: %+v", again)
 	}
@@ -175,7 +176,7 @@ func TestLocalExitCodeKeptAndInstanceRemovedByItsWorker(t *testing.T) {
 	}
 	st, _ := r.sup.Status().Group("sb")
 	for _, p := range st.Processes {
-		if lt := p.Terminated; lt.ExitCode != 7 || lt.Reason != supervisor.ReasonError {
+		if lt := p.Terminated; lt.ExitCode != 7 || lt.Reason != lifecycle.ReasonError {
 			t.Errorf("%s ended %+v, want exit code 7 (Error)", p.Name, lt)
 		}
 	}
@@ -198,14 +199,14 @@ func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
 	cfg := spec.Config{Backoff: scaled, Groups: []spec.Group{g, other}}
 	cfg.Supervisor.MinimumGrace = spec.Durp(100 * time.Millisecond)
 	r := startLocal(t, cfg, supervisor.Options{KillRetry: 300 * time.Millisecond, KillAttempts: 3}, &cgroups.Options{Timeout: 500 * time.Millisecond})
-	pid := waitStatus(t, r.realRun, "app", func(ps supervisor.ProcessStatus) bool { return ps.Pid > 0 }).Pid
+	pid := waitStatus(t, r.realRun, "app", func(ps lifecycle.ProcessStatus) bool { return ps.Pid > 0 }).Pid
 	thaw := testfreeze.Pid(t, fz, pid)
 	defer thaw()
 	if err := r.sup.Stop("sb", "app", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	e := r.next(supervisor.EventFailedKill)
-	if e.Type != supervisor.EventWarning || !strings.Contains(e.Message, strconv.Itoa(pid)) || e.Process != "app" || e.Group != "sb" {
+	e := r.next(lifecycle.EventFailedKill)
+	if e.Type != lifecycle.EventWarning || !strings.Contains(e.Message, strconv.Itoa(pid)) || e.Process != "app" || e.Group != "sb" {
 		t.Errorf("FailedKill does not name the surviving pid %d: %+v", pid, e)
 	}
 	// The worker is not wedged: status answers and requests are served.
@@ -215,10 +216,10 @@ func TestLocalStopOfFrozenTreeEnds(t *testing.T) {
 	if err := r.sup.Stop("sb", "app", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Errorf("a second stop of the stuck process: %v", err)
 	}
-	if st, ok := r.sup.Status().Group("sb"); !ok || st.Phase != supervisor.PhaseStopping {
+	if st, ok := r.sup.Status().Group("sb"); !ok || st.Phase != lifecycle.PhaseStopping {
 		t.Errorf("status of the stuck group: %+v", st)
 	}
-	r.next(supervisor.EventFailedKill) // the retry, on its deadline
+	r.next(lifecycle.EventFailedKill) // the retry, on its deadline
 	r.sup.RequestShutdown(nil)
 	if !r.ended(60 * time.Second) {
 		t.Fatal("shutdown did not end while a frozen task survived SIGKILL")
@@ -274,12 +275,12 @@ func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := r.next(supervisor.EventFailedKill)
-	if e.Type != supervisor.EventWarning || !strings.Contains(e.Message, "left behind") || !strings.Contains(e.Message, strconv.Itoa(pid)) {
+	e := r.next(lifecycle.EventFailedKill)
+	if e.Type != lifecycle.EventWarning || !strings.Contains(e.Message, "left behind") || !strings.Contains(e.Message, strconv.Itoa(pid)) {
 		t.Errorf("the failed cleanup is not reported with what survives (pid %d): %+v", pid, e)
 	}
 	st, _ := r.sup.Status().Group("sb")
-	if term := st.Processes[0].Terminated; term == nil || term.ExitCode != 3 || term.Reason != supervisor.ReasonError {
+	if term := st.Processes[0].Terminated; term == nil || term.ExitCode != 3 || term.Reason != lifecycle.ReasonError {
 		t.Errorf("termination %+v, want the process's own exit code 3", term)
 	}
 	thaw()

@@ -13,6 +13,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The test binary is its own child (the os/exec suite's pattern): with
@@ -145,7 +146,7 @@ func secs(xs ...float64) []time.Duration {
 }
 
 // processStatus is the status of group's process name, which must exist.
-func processStatus(t *testing.T, sup *supervisor.Supervisor, group, name string) supervisor.ProcessStatus {
+func processStatus(t *testing.T, sup *supervisor.Supervisor, group, name string) lifecycle.ProcessStatus {
 	t.Helper()
 	g, ok := sup.Status().Group(group)
 	if !ok {

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"cmp"
 	"context"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"slices"
 	"sync"
 )
@@ -23,7 +24,7 @@ type History struct {
 	changed chan struct{} // closed and replaced on every append
 	// events is oldest first, in Seq order; the last max are kept (it is
 	// trimmed back to max when it reaches twice that).
-	events []Event
+	events []lifecycle.Event
 	max    int
 }
 
@@ -57,7 +58,7 @@ func (h *History) record() {
 
 // add keeps e, replacing the entry of its series, forgetting the oldest
 // once more than max are kept, and wakes followers.
-func (h *History) add(e Event) {
+func (h *History) add(e lifecycle.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e.Count > 1 {
@@ -86,17 +87,17 @@ func (h *History) seriesIndex(series uint64) int {
 
 // Since returns the kept events with Seq > seq, and a channel closed when
 // more arrive (nil once the history has ended).
-func (h *History) Since(seq uint64) ([]Event, <-chan struct{}) {
+func (h *History) Since(seq uint64) ([]lifecycle.Event, <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	kept := h.events[max(len(h.events)-h.max, 0):]
-	i, _ := slices.BinarySearchFunc(kept, seq+1, func(e Event, s uint64) int { return cmp.Compare(e.Seq, s) })
+	i, _ := slices.BinarySearchFunc(kept, seq+1, func(e lifecycle.Event, s uint64) int { return cmp.Compare(e.Seq, s) })
 	return slices.Clone(kept[i:]), h.changed
 }
 
 // Follow calls fn for every kept event with Seq > seq and then for each new
 // one, until ctx ends, the history ends, or fn returns false.
-func (h *History) Follow(ctx context.Context, seq uint64, fn func(Event) bool) {
+func (h *History) Follow(ctx context.Context, seq uint64, fn func(lifecycle.Event) bool) {
 	for {
 		evs, more := h.Since(seq)
 		for _, e := range evs {

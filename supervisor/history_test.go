@@ -1,13 +1,16 @@
 package supervisor
 
-import "testing"
+import (
+	"github.com/podsup/podsup/supervisor/lifecycle"
+	"testing"
+)
 
 func TestHistoryRingKeepsTheLastEventsInOrder(t *testing.T) {
 	t.Parallel()
 	h := &History{max: 3, changed: make(chan struct{})}
 	_, woken := h.Since(0)
 	for seq := uint64(1); seq <= 5; seq++ {
-		h.add(Event{Seq: seq})
+		h.add(lifecycle.Event{Seq: seq})
 	}
 	select {
 	case <-woken:

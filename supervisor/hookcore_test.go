@@ -9,6 +9,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Hooks through the worker on the fake clock (X5, H1–H4, K3), with
@@ -32,7 +33,7 @@ func TestPreStartRunsBeforeTheStart(t *testing.T) {
 		return fakeHook{takes: 1500 * time.Millisecond}
 	})
 	r.advanceTo(time.Second)
-	if ps := r.status("app"); ps.State != StateWaiting || ps.Reason != ReasonContainerCreating {
+	if ps := r.status("app"); ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonContainerCreating {
 		t.Errorf("X5: during pre_start the process is %s/%s, want waiting/ContainerCreating", ps.State, ps.Reason)
 	}
 	if n := len(r.rt.startsOf("app")); n != 0 {
@@ -40,7 +41,7 @@ func TestPreStartRunsBeforeTheStart(t *testing.T) {
 	}
 	r.advanceTo(2 * time.Second)
 	assertTimes(t, "X5 start after pre_start", r.rt.startsOf("app"), secs(1.5))
-	if ps := r.status("app"); ps.State != StateRunning || ps.RestartCount != 0 {
+	if ps := r.status("app"); ps.State != lifecycle.StateRunning || ps.RestartCount != 0 {
 		t.Errorf("after pre_start: %+v", ps)
 	}
 	r.stop()
@@ -60,21 +61,21 @@ func TestPreStartFailureFailsTheStartWithBackOff(t *testing.T) {
 		t.Errorf("X5: the program ran %d times although pre_start failed", n)
 	}
 	ps := r.status("app")
-	if ps.State != StateWaiting || ps.Reason != ReasonCrashLoopBackOff || ps.LastTermination == nil ||
-		ps.LastTermination.Reason != ReasonPreStartHookError || !strings.Contains(ps.LastTermination.Message, "code 3") {
+	if ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonCrashLoopBackOff || ps.LastTermination == nil ||
+		ps.LastTermination.Reason != lifecycle.ReasonPreStartHookError || !strings.Contains(ps.LastTermination.Message, "code 3") {
 		t.Errorf("X5: status %+v (last %+v), want CrashLoopBackOff after PreStartHookError", ps, ps.LastTermination)
 	}
 	if ps.RestartCount != 4 {
 		t.Errorf("R5: restart count %d, want 4", ps.RestartCount)
 	}
 	evs := r.events()
-	if n := len(withReason(evs, EventFailedPreStartHook)); n != 5 {
+	if n := len(withReason(evs, lifecycle.EventFailedPreStartHook)); n != 5 {
 		t.Errorf("X5: %d FailedPreStartHook events, want 5: %v", n, reasonsOf(evs))
 	}
-	if n := len(withReason(evs, EventCreated)); n != 0 {
+	if n := len(withReason(evs, lifecycle.EventCreated)); n != 0 {
 		t.Errorf("E1: %d Created events for starts that pre_start failed: %v", n, reasonsOf(evs))
 	}
-	if n := len(withReason(evs, EventStarted)); n != 0 {
+	if n := len(withReason(evs, lifecycle.EventStarted)); n != 0 {
 		t.Errorf("X5: Started events although nothing started: %v", reasonsOf(evs))
 	}
 	r.stop()
@@ -87,7 +88,7 @@ func TestPreStartFailureUnderNeverTerminates(t *testing.T) {
 	})
 	r.advanceTo(5 * time.Second)
 	ps := r.status("app")
-	if ps.State != StateTerminated || ps.Reason != ReasonPreStartHookError || ps.Terminated.ExitCode != 128 { // the program never ran
+	if ps.State != lifecycle.StateTerminated || ps.Reason != lifecycle.ReasonPreStartHookError || ps.Terminated.ExitCode != 128 { // the program never ran
 		t.Errorf("X5, R1: status %+v, want terminated with PreStartHookError", ps)
 	}
 	if n := len(r.hooks.callsAt(spec.PreStart)); n != 1 {
@@ -112,7 +113,7 @@ func TestStopDuringPreStartCancelsIt(t *testing.T) {
 		c := r.hooks.callsAt(spec.PreStart)
 		return len(c) == 1 && c[0].cancelled
 	})
-	if ps := r.status("app"); ps.State != StateWaiting || ps.Reason != ReasonStopped || len(r.rt.startsOf("app")) != 0 {
+	if ps := r.status("app"); ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonStopped || len(r.rt.startsOf("app")) != 0 {
 		t.Errorf("after a stop during pre_start: %+v, %d starts", ps, len(r.rt.startsOf("app")))
 	}
 	// Start again: pre_start runs again, and hangs again; shutdown ends it.
@@ -139,13 +140,13 @@ func TestPostStartHoldsRunningAndStarted(t *testing.T) {
 	r.advanceTo(time.Second)
 	assertTimes(t, "H1 the process starts at once", r.rt.startsOf("app"), secs(0))
 	ps := r.status("app")
-	if ps.State != StateWaiting || ps.Reason != ReasonContainerCreating || ps.Ready || ps.Started {
+	if ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonContainerCreating || ps.Ready || ps.Started {
 		t.Errorf("H1: during post_start: %+v, want waiting/ContainerCreating, not ready, not started", ps)
 	}
 	if g, _ := r.sup.Status().Group("g"); g.Ready {
 		t.Error("P12: the group is ready while its process is in post_start")
 	}
-	if n := len(withReason(r.events(), EventStarted)); n != 1 {
+	if n := len(withReason(r.events(), lifecycle.EventStarted)); n != 1 {
 		t.Errorf("H1: %d Started events, want 1 (the process does run)", n)
 	}
 	// A liveness result meanwhile is not acted on (the probes have not begun).
@@ -154,7 +155,7 @@ func TestPostStartHoldsRunningAndStarted(t *testing.T) {
 	}
 	r.advanceTo(2 * time.Second)
 	ps = r.status("app")
-	if ps.State != StateRunning || !ps.Ready || !ps.Started {
+	if ps.State != lifecycle.StateRunning || !ps.Ready || !ps.Started {
 		t.Errorf("H1: after post_start: %+v, want running, ready, started", ps)
 	}
 	if g, _ := r.sup.Status().Group("g"); !g.Ready {
@@ -191,11 +192,11 @@ func TestPostStartFailureKillsThroughTheStopPath(t *testing.T) {
 		t.Errorf("H2: pre_stop calls %+v, want one at 0.5s with the group's 5s grace", c)
 	}
 	evs := r.events()
-	want := []string{EventCreated, EventStarted, EventFailedPostStartHook, EventKilling, EventCreated, EventStarted} // E1, E2
+	want := []string{lifecycle.EventCreated, lifecycle.EventStarted, lifecycle.EventFailedPostStartHook, lifecycle.EventKilling, lifecycle.EventCreated, lifecycle.EventStarted} // E1, E2
 	if got := reasonsOf(evs); fmt.Sprint(got[:min(len(got), len(want))]) != fmt.Sprint(want) {
 		t.Errorf("H2 events %v, want %v", got, want)
 	}
-	if k := withReason(evs, EventKilling); len(k) == 0 || !strings.Contains(k[0].Message, "post_start") {
+	if k := withReason(evs, lifecycle.EventKilling); len(k) == 0 || !strings.Contains(k[0].Message, "post_start") {
 		t.Errorf("H2: Killing event %+v should say the post_start hook failed", k)
 	}
 	ps := r.status("app")
@@ -211,7 +212,7 @@ func TestPostStartFailureUnderNeverDoesNotRestart(t *testing.T) {
 		return fakeHook{err: errHook}
 	})
 	r.advanceTo(10 * time.Second)
-	if ps := r.status("app"); ps.State != StateTerminated || ps.Terminated.Signal != syscall.SIGTERM || len(r.rt.startsOf("app")) != 1 {
+	if ps := r.status("app"); ps.State != lifecycle.StateTerminated || ps.Terminated.Signal != syscall.SIGTERM || len(r.rt.startsOf("app")) != 1 {
 		t.Errorf("H2, R1: %+v, %d starts", ps, len(r.rt.startsOf("app")))
 	}
 	r.stop()
@@ -251,7 +252,7 @@ func TestPreStopChargedToGraceThroughTheWorker(t *testing.T) {
 			if ps.Terminated == nil || ps.Terminated.Signal != syscall.SIGKILL || ps.FinishedAt.Sub(clock.Epoch) != 7500*time.Millisecond {
 				t.Errorf("K3/K8: %+v, want SIGKILL at 2 + 2.5 + 3 = 7.5s", ps)
 			}
-			failed := withReason(r.events(), EventFailedPreStopHook)
+			failed := withReason(r.events(), lifecycle.EventFailedPreStopHook)
 			if (c.err != nil) != (len(failed) == 1) {
 				t.Errorf("H4: FailedPreStopHook events %+v for hook error %v", failed, c.err)
 			}
@@ -291,8 +292,8 @@ func TestPostStopOncePerExit(t *testing.T) {
 		}
 		seen[c.instance] = true
 	}
-	failed := withReason(r.events(), EventFailedPostStopHook)
-	if len(failed) != 3 || failed[0].InstanceID != calls[0].instance || failed[0].Type != EventWarning {
+	failed := withReason(r.events(), lifecycle.EventFailedPostStopHook)
+	if len(failed) != 3 || failed[0].InstanceID != calls[0].instance || failed[0].Type != lifecycle.EventWarning {
 		t.Errorf("X5: FailedPostStopHook events %+v, want 3 naming the exited instance", failed)
 	}
 	r.stop()
@@ -369,11 +370,11 @@ func TestPreStopOutlivingTheGraceEndsWithTheSIGKILL(t *testing.T) {
 				t.Errorf("K3, K5: %+v, want SIGKILL at 1 + 5 + 1 = 7s", ps)
 			}
 			r.stop() // Run returns once the hook's end was handled
-			f := withReason(r.events(), EventFailedPreStopHook)
+			f := withReason(r.events(), lifecycle.EventFailedPreStopHook)
 			if len(f) != c.want {
 				t.Fatalf("K9: FailedPreStopHook events %+v, want %d", f, c.want)
 			}
-			if c.want == 1 && (f[0].Type != EventWarning || f[0].InstanceID != call.instance ||
+			if c.want == 1 && (f[0].Type != lifecycle.EventWarning || f[0].InstanceID != call.instance ||
 				f[0].Message != "PreStop hook for process app did not complete: it was ended with the process") {
 				t.Errorf("K9: %+v, want a warning naming the killed instance", f[0])
 			}

@@ -77,9 +77,9 @@ func (r DefaultHookRunner) Run(ctx context.Context, req HookRequest) error {
 	return nil
 }
 
-// lifecycle is the worker's executor state for hooks and probes. Only the
+// hookExec is the worker's executor state for hooks and probes. Only the
 // worker goroutine touches it.
-type lifecycle struct {
+type hookExec struct {
 	// inflight counts hook goroutines whose end the worker has not yet
 	// handled.
 	inflight int

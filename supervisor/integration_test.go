@@ -12,6 +12,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Integration with real processes through hostrt.Runtime and the real
@@ -53,7 +54,7 @@ func startReal(t *testing.T, cfg spec.Config) *realRun {
 }
 
 // next waits for the next event with one of the reasons.
-func (r *realRun) next(reasons ...string) supervisor.Event {
+func (r *realRun) next(reasons ...string) lifecycle.Event {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -73,12 +74,12 @@ func (r *realRun) next(reasons ...string) supervisor.Event {
 // terminated waits until process name of group has ended and stays
 // ended (stopped, or ended for good), and returns how it ended. An exit is
 // no event, as in kubelet (E2): the status holds it.
-func (r *realRun) terminated(group, name string) *supervisor.Termination {
+func (r *realRun) terminated(group, name string) *lifecycle.Termination {
 	r.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if g, ok := r.sup.Status().Group(group); ok {
-			if p, ok := g.Process(name); ok && p.State == supervisor.StateTerminated && p.Terminated != nil {
+			if p, ok := g.Process(name); ok && p.State == lifecycle.StateTerminated && p.Terminated != nil {
 				return p.Terminated
 			}
 		}
@@ -131,7 +132,7 @@ func TestRealScaledBackoff(t *testing.T) {
 			case <-time.After(2 * time.Millisecond):
 			}
 			if g, ok := r.sup.Status().Group("crash"); ok {
-				if p, _ := g.Process("app"); p.State == supervisor.StateTerminated {
+				if p, _ := g.Process("app"); p.State == lifecycle.StateTerminated {
 					bad = append(bad, p.Reason)
 				}
 			}
@@ -140,7 +141,7 @@ func TestRealScaledBackoff(t *testing.T) {
 
 	var starts []time.Time
 	for len(starts) < 4 {
-		starts = append(starts, r.next(supervisor.EventStarted).Time)
+		starts = append(starts, r.next(lifecycle.EventStarted).Time)
 	}
 	close(stopSampling)
 	if bad := <-sampled; len(bad) > 0 {
@@ -187,19 +188,19 @@ func TestRealTermIgnoringProcessIsKilledAfterGrace(t *testing.T) {
 	g.TerminationGracePeriod = &grace
 	zero := time.Duration(0)
 	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: &zero}, Groups: []spec.Group{g}})
-	r.next(supervisor.EventStarted)
+	r.next(lifecycle.EventStarted)
 	waitPidFile(t, pidFile)
 
 	if err := r.sup.Stop("stubborn", "", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	killing := r.next(supervisor.EventKilling)
+	killing := r.next(lifecycle.EventKilling)
 	exited := r.terminated("stubborn", "app")
 	if d := exited.FinishedAt.Sub(killing.Time); d < grace || d > grace+2*time.Second {
 		t.Errorf("K6: exit %s after the stop began, want SIGKILL after the %s grace", d, grace)
 	}
 	p, _ := r.sup.Status().Groups[0].Process("app")
-	if p.State != supervisor.StateTerminated || p.Terminated.Signal != syscall.SIGKILL || p.Terminated.ExitCode != 137 {
+	if p.State != lifecycle.StateTerminated || p.Terminated.Signal != syscall.SIGKILL || p.Terminated.ExitCode != 137 {
 		t.Errorf("K6: status %+v, want terminated by SIGKILL (137)", p)
 	}
 }
@@ -212,7 +213,7 @@ func TestRealStopLeavesNoDescendant(t *testing.T) {
 	pidFile := filepath.Join(dir, "pid")
 	g := realGroup("tree", spec.RestartAlways, helperProcess(t, "app", "fork-child", pidFile))
 	r := startReal(t, spec.Config{Groups: []spec.Group{g}})
-	r.next(supervisor.EventStarted)
+	r.next(lifecycle.EventStarted)
 	child := waitPidFile(t, pidFile)
 	if processGone(child) {
 		t.Fatal("the child should be running")
@@ -244,7 +245,7 @@ func TestRealCriticalExitCode(t *testing.T) {
 		t.Errorf("X11: result %+v, want exit code 7 from main/cmd", res)
 	}
 	o, _ := r.sup.Status().Group("other")
-	if p, _ := o.Process("sleeper"); p.State != supervisor.StateTerminated || p.Terminated.Signal != syscall.SIGTERM {
+	if p, _ := o.Process("sleeper"); p.State != lifecycle.StateTerminated || p.Terminated.Signal != syscall.SIGTERM {
 		t.Errorf("X9: the other group should be stopped by SIGTERM, got %+v", p)
 	}
 }
@@ -256,15 +257,15 @@ func TestRealStartFailure(t *testing.T) {
 	// cause in the message and a Failed event.
 	g := realGroup("missing", spec.RestartNever, spec.Process{Name: "app", Command: []string{filepath.Join(os.TempDir(), "podsup-no-such-command")}})
 	r := startReal(t, spec.Config{Groups: []spec.Group{g}})
-	e := r.next(supervisor.EventFailed)
+	e := r.next(lifecycle.EventFailed)
 	if e.Process != "app" {
 		t.Errorf("Failed event %+v", e)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		p, _ := r.sup.Status().Groups[0].Process("app")
-		if p.State == supervisor.StateTerminated {
-			if p.Terminated.ExitCode != 128 || p.Reason != supervisor.ReasonStartError || !strings.Contains(p.Terminated.Message, "not found") {
+		if p.State == lifecycle.StateTerminated {
+			if p.Terminated.ExitCode != 128 || p.Reason != lifecycle.ReasonStartError || !strings.Contains(p.Terminated.Message, "not found") {
 				t.Errorf("E3: status %+v (terminated %+v), want 128 StartError saying not found", p, p.Terminated)
 			}
 			break

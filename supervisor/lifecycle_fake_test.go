@@ -10,6 +10,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/probes"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Test doubles for hooks and probes on the fake clock, and the harness
@@ -334,11 +335,11 @@ func (r *lcRun) advanceTo(end time.Duration) {
 // events drains the subscription, once the workers are quiet: every event
 // published so far is in its buffer, which a done context drains without
 // waiting.
-func (r *lcRun) events() []Event {
+func (r *lcRun) events() []lifecycle.Event {
 	r.quiet()
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	var out []Event
+	var out []lifecycle.Event
 	for {
 		e, err := r.sub.Next(done)
 		if err != nil {
@@ -348,7 +349,7 @@ func (r *lcRun) events() []Event {
 	}
 }
 
-func (r *lcRun) status(process string) ProcessStatus {
+func (r *lcRun) status(process string) lifecycle.ProcessStatus {
 	r.t.Helper()
 	for _, g := range r.sup.Status().Groups {
 		if p, ok := g.Process(process); ok {
@@ -356,7 +357,7 @@ func (r *lcRun) status(process string) ProcessStatus {
 		}
 	}
 	r.t.Fatalf("no process %q", process)
-	return ProcessStatus{}
+	return lifecycle.ProcessStatus{}
 }
 
 // stop shuts the supervisor down, moving the fake clock a second at a time
@@ -379,7 +380,7 @@ func (r *lcRun) stop() {
 	}
 }
 
-func reasonsOf(es []Event) []string {
+func reasonsOf(es []lifecycle.Event) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Reason)
@@ -387,8 +388,8 @@ func reasonsOf(es []Event) []string {
 	return out
 }
 
-func withReason(es []Event, reason string) []Event {
-	var out []Event
+func withReason(es []lifecycle.Event, reason string) []lifecycle.Event {
+	var out []lifecycle.Event
 	for _, e := range es {
 		if e.Reason == reason {
 			out = append(out, e)

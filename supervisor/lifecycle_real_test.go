@@ -18,6 +18,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Probes and hooks with real processes, real commands and real time.
@@ -84,27 +85,27 @@ func TestRealSeed002LivenessInMiniature(t *testing.T) {
 	// One instance, as kubectl describe shows it: Created, Started,
 	// Unhealthy ×3 with the probe's output, Killing; the exit is no event
 	// (E2), and the next Created and Started follow it.
-	var evs []supervisor.Event
+	var evs []lifecycle.Event
 	for len(evs) < 8 {
-		evs = append(evs, r.next(supervisor.EventCreated, supervisor.EventStarted, supervisor.EventUnhealthy,
-			supervisor.EventKilling, supervisor.EventBackOff))
+		evs = append(evs, r.next(lifecycle.EventCreated, lifecycle.EventStarted, lifecycle.EventUnhealthy,
+			lifecycle.EventKilling, lifecycle.EventBackOff))
 	}
 	var reasons []string
 	for _, e := range evs {
 		reasons = append(reasons, e.Reason)
 		switch e.Reason {
-		case supervisor.EventUnhealthy:
+		case lifecycle.EventUnhealthy:
 			if !strings.Contains(e.Message, "Liveness probe failed") || !strings.Contains(e.Message, "db unreachable") {
 				t.Errorf("Unhealthy message %q lacks the probe's output", e.Message)
 			}
-		case supervisor.EventKilling:
+		case lifecycle.EventKilling:
 			if !strings.Contains(e.Message, "failed liveness probe, will be restarted") {
 				t.Errorf("K7: Killing message %q", e.Message)
 			}
 		}
 	}
-	want := []string{supervisor.EventCreated, supervisor.EventStarted, supervisor.EventUnhealthy, supervisor.EventUnhealthy,
-		supervisor.EventUnhealthy, supervisor.EventKilling, supervisor.EventCreated, supervisor.EventStarted}
+	want := []string{lifecycle.EventCreated, lifecycle.EventStarted, lifecycle.EventUnhealthy, lifecycle.EventUnhealthy,
+		lifecycle.EventUnhealthy, lifecycle.EventKilling, lifecycle.EventCreated, lifecycle.EventStarted}
 	if strings.Join(reasons, " ") != strings.Join(want, " ") {
 		t.Errorf("events %v, want %v", reasons, want)
 	}
@@ -156,7 +157,7 @@ func TestRealReadinessFlipsWithHTTPAndTCPServers(t *testing.T) {
 			ok := g.Ready == group
 			for name, w := range want {
 				p, _ := g.Process(name)
-				ok = ok && p.State == supervisor.StateRunning && p.Ready == w
+				ok = ok && p.State == lifecycle.StateRunning && p.Ready == w
 			}
 			if ok {
 				return
@@ -180,7 +181,7 @@ func TestRealReadinessFlipsWithHTTPAndTCPServers(t *testing.T) {
 			t.Errorf("P12: readiness restarted %s", p.Name)
 		}
 	}
-	u := r.next(supervisor.EventUnhealthy)
+	u := r.next(lifecycle.EventUnhealthy)
 	if !strings.HasPrefix(u.Message, "Readiness probe failed:") {
 		t.Errorf("Unhealthy message %q", u.Message)
 	}
@@ -203,11 +204,11 @@ func TestRealHooksSucceedInOrder(t *testing.T) {
 	p.PreStop = execHook(`echo pre_stop >> "$LOG"`)
 	p.PostStop = execHook(`echo post_stop >> "$LOG"`)
 	r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("hooks", spec.RestartAlways, p)}})
-	r.next(supervisor.EventStarted)
-	if ps, _ := r.sup.Status().Groups[0].Process("app"); ps.State != supervisor.StateWaiting || ps.Reason != supervisor.ReasonContainerCreating {
+	r.next(lifecycle.EventStarted)
+	if ps, _ := r.sup.Status().Groups[0].Process("app"); ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonContainerCreating {
 		t.Errorf("H1: right after the start, during post_start: %s/%s", ps.State, ps.Reason)
 	}
-	waitStatus(t, r, "app", func(ps supervisor.ProcessStatus) bool { return ps.State == supervisor.StateRunning })
+	waitStatus(t, r, "app", func(ps lifecycle.ProcessStatus) bool { return ps.State == lifecycle.StateRunning })
 	if err := r.sup.Stop("hooks", "app", supervisor.RequestOptions{Requester: "test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,12 +237,12 @@ func TestRealHookFailures(t *testing.T) {
 		p := spec.Process{Name: "app", Command: shell("touch " + marker)}
 		p.PreStart = fail
 		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartNever, p)}})
-		e := r.next(supervisor.EventFailedPreStartHook)
+		e := r.next(lifecycle.EventFailedPreStartHook)
 		if !strings.Contains(e.Message, "code 3") {
 			t.Errorf("FailedPreStartHook message %q", e.Message)
 		}
-		ps := waitStatus(t, r, "app", func(ps supervisor.ProcessStatus) bool { return ps.State == supervisor.StateTerminated })
-		if ps.Reason != supervisor.ReasonPreStartHookError {
+		ps := waitStatus(t, r, "app", func(ps lifecycle.ProcessStatus) bool { return ps.State == lifecycle.StateTerminated })
+		if ps.Reason != lifecycle.ReasonPreStartHookError {
 			t.Errorf("X5: reason %q, want PreStartHookError", ps.Reason)
 		}
 		if _, err := os.Stat(marker); err == nil {
@@ -254,11 +255,11 @@ func TestRealHookFailures(t *testing.T) {
 		p := fastHelper(t, "app", "sleep")
 		p.PostStart = fail
 		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartNever, p)}})
-		r.next(supervisor.EventFailedPostStartHook)
-		if k := r.next(supervisor.EventKilling); !strings.Contains(k.Message, "post_start") {
+		r.next(lifecycle.EventFailedPostStartHook)
+		if k := r.next(lifecycle.EventKilling); !strings.Contains(k.Message, "post_start") {
 			t.Errorf("H2: Killing message %q", k.Message)
 		}
-		ps := waitStatus(t, r, "app", func(ps supervisor.ProcessStatus) bool { return ps.State == supervisor.StateTerminated })
+		ps := waitStatus(t, r, "app", func(ps lifecycle.ProcessStatus) bool { return ps.State == lifecycle.StateTerminated })
 		if ps.Terminated.Signal != syscall.SIGTERM {
 			t.Errorf("H2: %+v, want killed by SIGTERM", ps.Terminated)
 		}
@@ -268,12 +269,12 @@ func TestRealHookFailures(t *testing.T) {
 		p := fastHelper(t, "app", "sleep")
 		p.PreStop = fail
 		r := startReal(t, spec.Config{Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}})
-		r.next(supervisor.EventStarted)
+		r.next(lifecycle.EventStarted)
 		if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		w := r.next(supervisor.EventFailedPreStopHook)
-		if w.Type != supervisor.EventWarning || !strings.Contains(w.Message, "code 3") {
+		w := r.next(lifecycle.EventFailedPreStopHook)
+		if w.Type != lifecycle.EventWarning || !strings.Contains(w.Message, "code 3") {
 			t.Errorf("H4: %+v", w)
 		}
 		r.terminated("g", "app")
@@ -284,12 +285,12 @@ func TestRealHookFailures(t *testing.T) {
 		p := fastHelper(t, "app", "exit", "1")
 		p.PostStop = execHook("sleep 3; exit 3")
 		r := startReal(t, spec.Config{Backoff: scaled, Groups: []spec.Group{realGroup("g", spec.RestartAlways, p)}})
-		first := r.next(supervisor.EventStarted)
-		second := r.next(supervisor.EventStarted)
+		first := r.next(lifecycle.EventStarted)
+		second := r.next(lifecycle.EventStarted)
 		if d := second.Time.Sub(first.Time); d > 2*time.Second {
 			t.Errorf("X5: the restart came %s after the first start: it waited for post_stop", d)
 		}
-		if w := r.next(supervisor.EventFailedPostStopHook); w.Type != supervisor.EventWarning || w.InstanceID != first.InstanceID {
+		if w := r.next(lifecycle.EventFailedPostStopHook); w.Type != lifecycle.EventWarning || w.InstanceID != first.InstanceID {
 			t.Errorf("X5: %+v should name the instance %s", w, first.InstanceID)
 		}
 	})
@@ -306,12 +307,12 @@ func TestRealPreStopChargedAgainstGrace(t *testing.T) {
 	g := realGroup("g", spec.RestartAlways, p)
 	g.TerminationGracePeriod = spec.Durp(2 * time.Second)
 	r := startReal(t, spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(0)}, Groups: []spec.Group{g}})
-	r.next(supervisor.EventStarted)
+	r.next(lifecycle.EventStarted)
 	waitPidFile(t, filepath.Join(dir, "pid"))
 	if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	killing := r.next(supervisor.EventKilling)
+	killing := r.next(lifecycle.EventKilling)
 	exited := r.terminated("g", "app")
 	if d := exited.FinishedAt.Sub(killing.Time); d < 2500*time.Millisecond || d > 3400*time.Millisecond {
 		t.Errorf("K3: SIGKILL %s after the stop began, want 2.5 s (pre_stop's 1.5 s charged as 1 s)", d)
@@ -348,12 +349,12 @@ func preStopOutlivesTheGrace(t *testing.T, start func(spec.Config) *realRun, sb 
 	g.TerminationGracePeriod = spec.Durp(time.Second)
 	g.Sandbox = sb
 	r := start(spec.Config{Supervisor: spec.Supervisor{MinimumGrace: spec.Durp(2 * time.Second)}, Groups: []spec.Group{g}})
-	r.next(supervisor.EventStarted)
+	r.next(lifecycle.EventStarted)
 	waitPidFile(t, filepath.Join(dir, "pid"))
 	if err := r.sup.Stop("g", "app", supervisor.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	killing := r.next(supervisor.EventKilling)
+	killing := r.next(lifecycle.EventKilling)
 	hook, child := waitPidFile(t, hookPid), waitPidFile(t, childPid)
 	t.Cleanup(func() { // leave nothing behind, whatever failed
 		for _, pid := range []int{hook, child} {
@@ -372,7 +373,7 @@ func preStopOutlivesTheGrace(t *testing.T, start func(spec.Config) *realRun, sb 
 	if d := exited.FinishedAt.Sub(killing.Time); d < 3*time.Second || d > 5*time.Second {
 		t.Errorf("K8: SIGKILL %s after the stop began, want grace 1 s + minimum 2 s", d)
 	}
-	if f := r.next(supervisor.EventFailedPreStopHook); !strings.Contains(f.Message, "did not complete") || f.InstanceID != exited.InstanceID {
+	if f := r.next(lifecycle.EventFailedPreStopHook); !strings.Contains(f.Message, "did not complete") || f.InstanceID != exited.InstanceID {
 		t.Errorf("K9: %+v, want the hook reported as not completed for instance %s", f, exited.InstanceID)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -385,7 +386,7 @@ func preStopOutlivesTheGrace(t *testing.T, start func(spec.Config) *realRun, sb 
 }
 
 // waitStatus polls until cond holds for process name of the first group.
-func waitStatus(t *testing.T, r *realRun, name string, cond func(supervisor.ProcessStatus) bool) supervisor.ProcessStatus {
+func waitStatus(t *testing.T, r *realRun, name string, cond func(lifecycle.ProcessStatus) bool) lifecycle.ProcessStatus {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // A process with a readiness protocol is neither ready nor started until
@@ -22,7 +23,7 @@ func TestReadinessProtocolHoldsReadyAndStarted(t *testing.T) {
 	f := startFake(t, spec.Config{Groups: []spec.Group{g}}, constant(simRun{runFor: -1}))
 	f.settle()
 	ps := f.status(t)
-	if ps.State != StateRunning || ps.Ready || ps.Started {
+	if ps.State != lifecycle.StateRunning || ps.Ready || ps.Started {
 		t.Fatalf("before READY=1: %+v, want running, not ready, not started", ps)
 	}
 	id := ps.InstanceID
@@ -52,7 +53,7 @@ func TestReadinessProtocolHoldsReadyAndStarted(t *testing.T) {
 	f.shutdown()
 }
 
-func (f *fakeRun) status(t *testing.T) ProcessStatus {
+func (f *fakeRun) status(t *testing.T) lifecycle.ProcessStatus {
 	t.Helper()
 	st := f.sup.Status()
 	if len(st.Groups) != 1 || len(st.Groups[0].Processes) != 1 {
@@ -87,7 +88,7 @@ func TestNotifyStatus(t *testing.T) {
 			}
 		}
 	}
-	for sup.Status().Groups[0].Processes[0].State != StateRunning {
+	for sup.Status().Groups[0].Processes[0].State != lifecycle.StateRunning {
 		select {
 		case <-ch:
 		case <-time.After(10 * time.Second):

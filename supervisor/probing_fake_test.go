@@ -12,6 +12,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/probes"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Probes through the group worker with real probes.Workers on the fake
@@ -63,14 +64,14 @@ func TestWorkerTimelineT6ScaledLivenessWithProbeWorkers(t *testing.T) {
 			t.Logf("%s %s %s %s", e.Time.Sub(clock.Epoch), e.Reason, e.InstanceID, e.Message)
 		}
 	}
-	b := withReason(evs, EventBackOff)
+	b := withReason(evs, lifecycle.EventBackOff)
 	if len(b) == 0 || b[0].Time.Sub(clock.Epoch) != 3*time.Second || b[0].RestartCount != 5 {
 		t.Errorf("T6: first BackOff should be at 3.0s after 5 restarts, got %+v", b)
 	}
 	// P7: no probe runs between the verdict and the next instance: 3 per
 	// instance that reached its verdict.
 	// The last instance (started at 9.0) was probed at 9.1 and 9.2.
-	killed := len(withReason(evs, EventKilling))
+	killed := len(withReason(evs, lifecycle.EventKilling))
 	if n := calls.Load(); n != int64(3*killed+2) {
 		t.Errorf("P7: %d probes for %d killed instances and a young one, want %d", n, killed, 3*killed+2)
 	}
@@ -90,19 +91,19 @@ func TestLivenessEventsReadLikeKubectlDescribe(t *testing.T) {
 	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1, termExit: 200 * time.Millisecond}), nil, alwaysFailing(&calls))
 	r.advanceTo(550 * time.Millisecond)
 	evs := r.events()
-	want := []string{EventCreated, EventStarted, EventUnhealthy, EventUnhealthy, EventUnhealthy, EventKilling, EventCreated, EventStarted} // E1, E2
+	want := []string{lifecycle.EventCreated, lifecycle.EventStarted, lifecycle.EventUnhealthy, lifecycle.EventUnhealthy, lifecycle.EventUnhealthy, lifecycle.EventKilling, lifecycle.EventCreated, lifecycle.EventStarted} // E1, E2
 	if got := reasonsOf(evs); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
-	for i, e := range withReason(evs, EventUnhealthy) {
-		if e.Message != "Liveness probe failed: command exited with code 1: db unreachable" || e.Type != EventWarning {
+	for i, e := range withReason(evs, lifecycle.EventUnhealthy) {
+		if e.Message != "Liveness probe failed: command exited with code 1: db unreachable" || e.Type != lifecycle.EventWarning {
 			t.Errorf("Unhealthy %d: %q", i, e.Message)
 		}
 		if at := e.Time.Sub(clock.Epoch); at != time.Duration(i+1)*100*time.Millisecond {
 			t.Errorf("Unhealthy %d at %s, want %s (P3: first probe at the initial delay)", i, at, time.Duration(i+1)*100*time.Millisecond)
 		}
 	}
-	if k := withReason(evs, EventKilling)[0]; !strings.Contains(k.Message, "failed liveness probe, will be restarted") {
+	if k := withReason(evs, lifecycle.EventKilling)[0]; !strings.Contains(k.Message, "failed liveness probe, will be restarted") {
 		t.Errorf("K7: Killing message %q", k.Message)
 	}
 	r.stop()
@@ -150,10 +151,10 @@ func TestReadinessOnlySetsReady(t *testing.T) {
 		t.Errorf("P12: %+v group ready %v; readiness must only unready, never restart", ps, gs.Ready)
 	}
 	evs := r.events()
-	if u := withReason(evs, EventUnhealthy); len(u) == 0 || u[0].Message != "Readiness probe failed: HTTP probe failed with statuscode: 503" {
+	if u := withReason(evs, lifecycle.EventUnhealthy); len(u) == 0 || u[0].Message != "Readiness probe failed: HTTP probe failed with statuscode: 503" {
 		t.Errorf("Unhealthy events %+v", u)
 	}
-	if n := len(withReason(evs, EventKilling)); n != 0 {
+	if n := len(withReason(evs, lifecycle.EventKilling)); n != 0 {
 		t.Errorf("P12: %d Killing events from readiness", n)
 	}
 	mu.Lock()
@@ -196,7 +197,7 @@ func TestStartupGatesLivenessAndKillsWithItsGrace(t *testing.T) {
 		t.Errorf("P5: liveness probed %d times before the process started", probed[spec.Liveness])
 	}
 	mu.Unlock()
-	k := withReason(r.events(), EventKilling)
+	k := withReason(r.events(), lifecycle.EventKilling)
 	if len(k) == 0 || !strings.Contains(k[0].Message, "failed startup probe, will be restarted (grace 4s)") {
 		t.Errorf("P11: Killing %+v", k)
 	}
@@ -219,7 +220,7 @@ func TestProbesBeginAfterPostStart(t *testing.T) {
 		t.Fatalf("H1: %d probes ran during post_start", n)
 	}
 	r.advanceTo(1500 * time.Millisecond)
-	k := withReason(r.events(), EventKilling)
+	k := withReason(r.events(), lifecycle.EventKilling)
 	if len(k) != 1 || k[0].Time.Sub(clock.Epoch) != 1300*time.Millisecond {
 		t.Errorf("H1, P6: Killing %+v, want one at 1.3s", k)
 	}
@@ -282,10 +283,10 @@ func TestReloadGivesAChangedProcessItsNewProbes(t *testing.T) {
 	r.probes = 1
 	r.advanceTo(5 * time.Second)
 	ps := r.status("app")
-	if ps.RestartCount != 1 || ps.Ready || ps.State != StateRunning {
+	if ps.RestartCount != 1 || ps.Ready || ps.State != lifecycle.StateRunning {
 		t.Errorf("after the reload: %+v, want the restarted instance running and unready", ps)
 	}
-	if u := withReason(r.events(), EventUnhealthy); len(u) == 0 || !strings.HasPrefix(u[0].Message, "Readiness probe failed") {
+	if u := withReason(r.events(), lifecycle.EventUnhealthy); len(u) == 0 || !strings.HasPrefix(u[0].Message, "Readiness probe failed") {
 		t.Errorf("the new readiness probe did not run: %+v", u)
 	}
 	r.stop()

@@ -12,6 +12,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Recreate requests with real processes through hostrt.Runtime and the
@@ -70,8 +71,8 @@ func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {
 		Groups:     []spec.Group{realGroup("web", spec.RestartAlways, app, side)},
 	}
 	r := startRealWith(t, cfg, supervisor.Options{Hooks: packageHooks{}})
-	r.next(supervisor.EventStarted)
-	r.next(supervisor.EventStarted)
+	r.next(lifecycle.EventStarted)
+	r.next(lifecycle.EventStarted)
 	gs, _ := r.sup.Status().Group("web")
 	app0, _ := gs.Process("app")
 	side0, _ := gs.Process("side")
@@ -95,7 +96,7 @@ func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {
 	gs, _ = r.sup.Status().Group("web")
 	app1, _ := gs.Process("app")
 	side1, _ := gs.Process("side")
-	if app1.State != supervisor.StateRunning || !app1.Ready || app1.Pid == app0.Pid || app1.RestartCount != 1 || app1.InstanceID != st.Processes[0].InstanceID {
+	if app1.State != lifecycle.StateRunning || !app1.Ready || app1.Pid == app0.Pid || app1.RestartCount != 1 || app1.InstanceID != st.Processes[0].InstanceID {
 		t.Errorf("new app instance: %+v", app1)
 	}
 	if side1.Pid != side0.Pid || side1.InstanceID != side0.InstanceID || side1.RestartCount != 0 || processGone(side0.Pid) {
@@ -121,7 +122,7 @@ func TestRealRecreateNeverReadyFailsByTheDeadline(t *testing.T) {
 		Groups:     []spec.Group{realGroup("web", spec.RestartAlways, app)},
 	}
 	r := startRealWith(t, cfg, supervisor.Options{})
-	r.next(supervisor.EventStarted)
+	r.next(lifecycle.EventStarted)
 	begin := time.Now()
 	id, err := r.sup.Recreate(supervisor.RecreateSpec{Group: "web", Processes: []string{"app"}, ActiveDeadline: supervisor.MinimumRecreateDeadline})
 	if err != nil {
@@ -138,7 +139,7 @@ func TestRealRecreateNeverReadyFailsByTheDeadline(t *testing.T) {
 		t.Errorf("completed %s after the request, before the deadline", took)
 	}
 	gs, _ := r.sup.Status().Group("web")
-	if p, _ := gs.Process("app"); p.State != supervisor.StateRunning || p.RestartCount != 1 {
+	if p, _ := gs.Process("app"); p.State != lifecycle.StateRunning || p.RestartCount != 1 {
 		t.Errorf("the new instance should still run (not ready): %+v", p)
 	}
 }

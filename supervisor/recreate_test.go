@@ -9,6 +9,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The Go API of recreate requests, on the fake runtime and a fake clock.
@@ -80,7 +81,7 @@ func TestRecreateAPIFollowsARequest(t *testing.T) {
 	f.advanceTo(10 * time.Second)
 	gs, _ := f.sup.Status().Group("g")
 	app1, _ := gs.Process("app")
-	if app1.InstanceID == app0.InstanceID || app1.State != StateRunning || app1.Ready || app1.RestartCount != 1 {
+	if app1.InstanceID == app0.InstanceID || app1.State != lifecycle.StateRunning || app1.Ready || app1.RestartCount != 1 {
 		t.Fatalf("new app instance: %+v", app1)
 	}
 	select {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
-	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 func TestRealReloadProcessLevel(t *testing.T) {
@@ -19,7 +19,7 @@ func TestRealReloadProcessLevel(t *testing.T) {
 	}
 	r := startReal(t, cfg)
 	for i := 0; i < 3; i++ {
-		r.next(supervisor.EventStarted)
+		r.next(lifecycle.EventStarted)
 	}
 	a0 := processStatus(t, r.sup, "web", "a")
 	b0 := processStatus(t, r.sup, "web", "b")
@@ -38,7 +38,7 @@ func TestRealReloadProcessLevel(t *testing.T) {
 		bp, _ := gs.Process("b")
 		dp, _ := gs.Process("d")
 		_, cStill := gs.Process("c")
-		if bp.State == supervisor.StateRunning && bp.Pid != b0.Pid && dp.State == supervisor.StateRunning && !cStill && processGone(c0.Pid) && processGone(b0.Pid) {
+		if bp.State == lifecycle.StateRunning && bp.Pid != b0.Pid && dp.State == lifecycle.StateRunning && !cStill && processGone(c0.Pid) && processGone(b0.Pid) {
 			break
 		}
 		if time.Now().After(deadline) {

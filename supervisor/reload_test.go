@@ -10,6 +10,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Process-level live reload, on the fake runtime and clock,
@@ -64,7 +65,7 @@ func procs(names ...string) []spec.Process {
 	return out
 }
 
-func processStatus(t *testing.T, sup *Supervisor, group, name string) ProcessStatus {
+func processStatus(t *testing.T, sup *Supervisor, group, name string) lifecycle.ProcessStatus {
 	t.Helper()
 	g, ok := sup.Status().Group(group)
 	if !ok {
@@ -92,17 +93,17 @@ func TestReloadTouchesOnlyChangedProcesses(t *testing.T) {
 	}
 	f.advanceTo(10 * time.Second)
 
-	if keep1 := processStatus(t, f.sup, "g", "keep"); keep1.Pid != keep0.Pid || keep1.InstanceID != keep0.InstanceID || keep1.RestartCount != 0 || keep1.State != StateRunning {
+	if keep1 := processStatus(t, f.sup, "g", "keep"); keep1.Pid != keep0.Pid || keep1.InstanceID != keep0.InstanceID || keep1.RestartCount != 0 || keep1.State != lifecycle.StateRunning {
 		t.Errorf("unchanged process touched: %+v → %+v", keep0, keep1)
 	}
 	change1 := processStatus(t, f.sup, "g", "change")
-	if change1.Pid == change0.Pid || change1.RestartCount != 1 || change1.State != StateRunning {
+	if change1.Pid == change0.Pid || change1.RestartCount != 1 || change1.State != lifecycle.StateRunning {
 		t.Errorf("R4: changed process not restarted: %+v", change1)
 	}
 	if got := rt.commands("change"); fmt.Sprint(got) != "[change v1 change v2]" {
 		t.Errorf("changed process commands %v", got)
 	}
-	if add := processStatus(t, f.sup, "g", "add"); add.State != StateRunning || add.RestartCount != 0 {
+	if add := processStatus(t, f.sup, "g", "add"); add.State != lifecycle.StateRunning || add.RestartCount != 0 {
 		t.Errorf("added process: %+v", add)
 	}
 	gs, _ := f.sup.Status().Group("g")
@@ -136,7 +137,7 @@ func TestReloadGroupLevelChangeReplacesTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.advanceTo(5 * time.Second)
-	if a1 := processStatus(t, f.sup, "g", "a"); a1.InstanceID == a0.InstanceID || a1.State != StateRunning {
+	if a1 := processStatus(t, f.sup, "g", "a"); a1.InstanceID == a0.InstanceID || a1.State != lifecycle.StateRunning {
 		t.Errorf("a group-level change must replace every process: %+v → %+v", a0, a1)
 	}
 	f.shutdown()
@@ -152,7 +153,7 @@ func TestReloadChangedCrashLoopGetsFreshBackoff(t *testing.T) {
 		return simRun{runFor: -1}
 	}, nil)
 	f.advanceTo(35 * time.Second) // loop: starts 0, 0, 10, 30; waiting until 70
-	if p := processStatus(t, f.sup, "g", "loop"); p.Reason != ReasonCrashLoopBackOff {
+	if p := processStatus(t, f.sup, "g", "loop"); p.Reason != lifecycle.ReasonCrashLoopBackOff {
 		t.Fatalf("not in back-off: %+v", p)
 	}
 	next := g
@@ -166,7 +167,7 @@ func TestReloadChangedCrashLoopGetsFreshBackoff(t *testing.T) {
 	if got := rt.commands("loop"); got[len(got)-1] != "loop fixed" {
 		t.Errorf("commands %v", got)
 	}
-	if p := processStatus(t, f.sup, "g", "loop"); p.State != StateRunning || p.RestartCount != 4 {
+	if p := processStatus(t, f.sup, "g", "loop"); p.State != lifecycle.StateRunning || p.RestartCount != 4 {
 		t.Errorf("R5: %+v", p)
 	}
 	f.shutdown()

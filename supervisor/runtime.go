@@ -8,6 +8,7 @@ import (
 
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Runtime is the imperative half of the CRI split (docs/architecture.md): it starts
@@ -102,11 +103,11 @@ type StartRequest struct {
 	// runtime does not close them.
 	ExtraFiles []*os.File
 	// OnExit reports the instance's end. It must not block.
-	OnExit func(ExitStatus)
+	OnExit func(lifecycle.ExitStatus)
 	// Report puts an event about the group on its record (a sandbox that
 	// died and is rebuilt: SandboxChanged). It may be nil; it must not
 	// block.
-	Report func(RuntimeEvent)
+	Report func(lifecycle.RuntimeEvent)
 }
 
 // Instance is one started process as the runtime sees it.

@@ -11,6 +11,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Shutdown(ctx) is the library's stop: it returns only once every process
@@ -23,7 +24,7 @@ func shutdownRun(t *testing.T, cmd string) (*realRun, int) {
 	dir := t.TempDir()
 	r := startReal(t, spec.Config{Groups: []spec.Group{{Name: "g", Processes: []spec.Process{{Name: "p",
 		Command: []string{"sh", "-c", cmd}, WorkingDir: dir}}}}})
-	e := r.next(supervisor.EventStarted)
+	e := r.next(lifecycle.EventStarted)
 	if !eventuallyTrue(func() bool { _, err := os.Stat(filepath.Join(dir, "up")); return err == nil }) {
 		t.Fatalf("the process never wrote up (%s)", e.Message)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // exitFirstRuntime is hostrt.Runtime whose Start returns only once the
@@ -18,7 +19,7 @@ type exitFirstRuntime struct{ hostrt.Runtime }
 func (r exitFirstRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
 	reported := make(chan struct{})
 	onExit := req.OnExit
-	req.OnExit = func(st supervisor.ExitStatus) {
+	req.OnExit = func(st lifecycle.ExitStatus) {
 		onExit(st)
 		close(reported)
 	}

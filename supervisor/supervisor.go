@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/supervisor/internal/core"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 
 	"github.com/rs/zerolog"
 
@@ -382,7 +383,7 @@ func (w *worker) hasProcess(name string) bool {
 func (s *Supervisor) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Groups: make([]GroupStatus, 0, len(s.order))}
+	st := Status{Groups: make([]lifecycle.GroupStatus, 0, len(s.order))}
 	for _, name := range s.order {
 		st.Groups = append(st.Groups, core.CloneGroupStatus(*s.workers[name].status.Load()))
 	}
@@ -393,7 +394,7 @@ func (s *Supervisor) Status() Status {
 // at start-up of an earlier podsup's groups (EventRecovered), say. A zero
 // Time is now. Subscribers (the event history, `podsup events`) get it
 // like any other; call it after they subscribed.
-func (s *Supervisor) Publish(e Event) {
+func (s *Supervisor) Publish(e lifecycle.Event) {
 	if e.Time.IsZero() {
 		e.Time = s.clock.Now()
 	}

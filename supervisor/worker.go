@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/supervisor/internal/core"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 
 	"github.com/rs/zerolog"
 
@@ -63,10 +64,10 @@ type worker struct {
 	barriers []barrierInput
 	// events waits for the end of handle: a subscriber who sees an event
 	// finds Status at least as new as it.
-	events []Event
+	events []lifecycle.Event
 	timer  clock.Timer
 	wake   time.Time
-	status atomic.Pointer[GroupStatus]
+	status atomic.Pointer[lifecycle.GroupStatus]
 	// recreates is the group's recreate requests, published with status.
 	recreates atomic.Pointer[[]RecreateStatus]
 	registry  *recreateRegistry
@@ -76,7 +77,7 @@ type worker struct {
 	waiting atomic.Bool
 	done    chan struct{}
 	// lc runs hooks and probe workers.
-	lc lifecycle
+	lc hookExec
 	// deps carries the group's DepState to related groups (W1, W8).
 	deps *depHub
 	// probeStats counts the probes that ran (Supervisor.ProbeStats).
@@ -293,7 +294,7 @@ func (w *worker) arm(wake time.Time) {
 // exit code: an info line.
 func (w *worker) logExit(process string, ex core.ExitedInput, reason string) {
 	ev := w.log.Info()
-	if ex.Status.Code != 0 && reason != core.ReasonStopped {
+	if ex.Status.Code != 0 && reason != lifecycle.ReasonStopped {
 		ev = w.log.Warn()
 	}
 	ev = ev.Str("process", process).Str("instance", ex.Instance).Int("exit_code", ex.Status.Code)
@@ -358,7 +359,7 @@ func (w *worker) startInstance(a core.StartAction) {
 	posted := make(chan struct{}) // closed once the start's outcome is in the mailbox
 	req := StartRequest{
 		Group: w.name, InstanceID: id, Process: a.Spec, Sandbox: w.core.Spec().Sandbox,
-		OnExit: func(st ExitStatus) {
+		OnExit: func(st lifecycle.ExitStatus) {
 			in := core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()}
 			select {
 			case <-posted:
@@ -373,7 +374,7 @@ func (w *worker) startInstance(a core.StartAction) {
 				}()
 			}
 		},
-		Report: func(e RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
+		Report: func(e lifecycle.RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
 	cleaned := w.cleaning[a.Process]
 	c, restart := w.cleanups[a.Process]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 func configOf(groups ...spec.Group) spec.Config {
@@ -47,7 +48,7 @@ func TestWorkerStatusAndEvents(t *testing.T) {
 		t.Fatal("no status for group g")
 	}
 	ps, _ := st.Process("app")
-	if ps.State != StateWaiting || ps.Reason != ReasonCrashLoopBackOff || ps.NextStartAt.Sub(clock.Epoch) != 10*time.Second {
+	if ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonCrashLoopBackOff || ps.NextStartAt.Sub(clock.Epoch) != 10*time.Second {
 		t.Errorf("X3: status %+v", ps)
 	}
 	// Snapshots are copies: changing one changes nothing else.
@@ -75,7 +76,7 @@ func TestWorkerStatusAndEvents(t *testing.T) {
 			break
 		}
 	}
-	want := []string{EventCreated, EventStarted, EventCreated, EventStarted, EventBackOff} // E1, E2
+	want := []string{lifecycle.EventCreated, lifecycle.EventStarted, lifecycle.EventCreated, lifecycle.EventStarted, lifecycle.EventBackOff} // E1, E2
 	for i := range want {
 		if reasons[i] != want[i] {
 			t.Fatalf("event order %v, want %v", reasons, want)
@@ -87,7 +88,7 @@ func TestSubscriberDropsOldest(t *testing.T) {
 	bus := newEventBus(zerologNop(), 3)
 	sub := bus.subscribe()
 	for i := 0; i < 10; i++ {
-		bus.publish(Event{Reason: "x"})
+		bus.publish(lifecycle.Event{Reason: "x"})
 	}
 	if sub.Dropped() != 7 {
 		t.Errorf("dropped %d, want 7", sub.Dropped())
@@ -112,7 +113,7 @@ func TestShutdownX9AndSecondEscalates(t *testing.T) {
 	f.sup.RequestShutdown(nil)
 	f.advanceTo(2 * time.Second)
 	for _, gs := range f.sup.Status().Groups {
-		if gs.Phase != PhaseStopping {
+		if gs.Phase != lifecycle.PhaseStopping {
 			t.Errorf("X9: group %s phase %s, want Stopping (all groups in parallel)", gs.Name, gs.Phase)
 		}
 	}
@@ -222,7 +223,7 @@ func TestEventsAreStructuredLogLines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Reason == EventStarted {
+		if e.Reason == lifecycle.EventStarted {
 			break
 		}
 	}
@@ -235,7 +236,7 @@ func TestEventsAreStructuredLogLines(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("not a JSON line: %q: %v", l, err)
 		}
-		if line = l; m["event"] == EventStarted {
+		if line = l; m["event"] == lifecycle.EventStarted {
 			break
 		}
 	}
@@ -244,7 +245,7 @@ func TestEventsAreStructuredLogLines(t *testing.T) {
 			t.Errorf("log line lacks %q: %s", k, line)
 		}
 	}
-	if m["event"] != EventStarted || m["group"] != "g" || m["process"] != "app" {
+	if m["event"] != lifecycle.EventStarted || m["group"] != "g" || m["process"] != "app" {
 		t.Errorf("log line %s", line)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // fakeSup is a Supervisor whose status the test sets.
@@ -79,20 +80,20 @@ func (f *fakeSup) stop()                     { f.stopOnce.Do(func() { close(f.st
 func status(groups ...string) supervisor.Status {
 	var st supervisor.Status
 	for i, g := range groups {
-		p := supervisor.ProcessStatus{Name: "p"}
-		gs := supervisor.GroupStatus{Name: string(rune('a' + i)), Phase: supervisor.PhaseRunning}
+		p := lifecycle.ProcessStatus{Name: "p"}
+		gs := lifecycle.GroupStatus{Name: string(rune('a' + i)), Phase: lifecycle.PhaseRunning}
 		switch g {
 		case "ready":
-			p.State, p.Ready, p.Started = supervisor.StateRunning, true, true
+			p.State, p.Ready, p.Started = lifecycle.StateRunning, true, true
 		case "starting":
-			p.State, p.Started = supervisor.StateRunning, true
+			p.State, p.Started = lifecycle.StateRunning, true
 		case "backoff":
-			p.State, p.Reason = supervisor.StateWaiting, supervisor.ReasonCrashLoopBackOff
+			p.State, p.Reason = lifecycle.StateWaiting, lifecycle.ReasonCrashLoopBackOff
 		case "pending":
-			gs.Phase = supervisor.PhasePending
-			p.State, p.Reason = supervisor.StateWaiting, supervisor.ReasonPodInitializing
+			gs.Phase = lifecycle.PhasePending
+			p.State, p.Reason = lifecycle.StateWaiting, lifecycle.ReasonPodInitializing
 		}
-		gs.Processes = []supervisor.ProcessStatus{p}
+		gs.Processes = []lifecycle.ProcessStatus{p}
 		st.Groups = append(st.Groups, gs)
 	}
 	return st

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // GroupReady reports whether a group has started and is ready: its init
@@ -11,20 +12,20 @@ import (
 // or has completed (exit 0) for good, or was stopped on request. A group
 // that succeeded as a whole is ready; one still initialising, crash-looping
 // or failed is not.
-func GroupReady(g supervisor.GroupStatus) bool {
+func GroupReady(g lifecycle.GroupStatus) bool {
 	switch g.Phase {
-	case supervisor.PhaseSucceeded:
+	case lifecycle.PhaseSucceeded:
 		return true
-	case supervisor.PhaseRunning:
+	case lifecycle.PhaseRunning:
 	default:
 		return false
 	}
 	for _, p := range g.Processes {
 		switch {
-		case p.State == supervisor.StateRunning && p.Started && p.Ready:
-		case p.State == supervisor.StateTerminated && p.Reason == supervisor.ReasonCompleted:
-		case p.State == supervisor.StateWaiting && p.Reason == supervisor.ReasonStopped:
-		case p.State == supervisor.StateTerminated && p.Reason == supervisor.ReasonStopped: // X13
+		case p.State == lifecycle.StateRunning && p.Started && p.Ready:
+		case p.State == lifecycle.StateTerminated && p.Reason == lifecycle.ReasonCompleted:
+		case p.State == lifecycle.StateWaiting && p.Reason == lifecycle.ReasonStopped:
+		case p.State == lifecycle.StateTerminated && p.Reason == lifecycle.ReasonStopped: // X13
 		default:
 			return false
 		}
@@ -51,9 +52,9 @@ func Summary(st supervisor.Status) string {
 		if GroupReady(g) {
 			ready++
 		}
-		for _, list := range [][]supervisor.ProcessStatus{g.Init, g.Processes} {
+		for _, list := range [][]lifecycle.ProcessStatus{g.Init, g.Processes} {
 			for _, p := range list {
-				if p.State == supervisor.StateWaiting && p.Reason == supervisor.ReasonCrashLoopBackOff {
+				if p.State == lifecycle.StateWaiting && p.Reason == lifecycle.ReasonCrashLoopBackOff {
 					backoff++
 				}
 			}

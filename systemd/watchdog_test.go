@@ -10,6 +10,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // wedgeRuntime blocks every Start until released: a group's worker loop
@@ -31,12 +32,12 @@ func (r wedgeRuntime) Start(ctx context.Context, req supervisor.StartRequest) (s
 // idle runs until signalled.
 type idle struct {
 	once   sync.Once
-	onExit func(supervisor.ExitStatus)
+	onExit func(lifecycle.ExitStatus)
 }
 
 func (i *idle) Pid() int { return 1 << 22 }
 func (i *idle) Signal(s syscall.Signal) error {
-	i.once.Do(func() { i.onExit(supervisor.ExitStatus{Code: 128 + int(s), Signal: s}) })
+	i.once.Do(func() { i.onExit(lifecycle.ExitStatus{Code: 128 + int(s), Signal: s}) })
 	return nil
 }
 func (i *idle) KillTree(s syscall.Signal) error { return i.Signal(s) }

@@ -6,6 +6,7 @@ import (
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The conversions from the supervisor's snapshots to the wire objects. They
@@ -20,7 +21,7 @@ func toStatus(s supervisor.Status) api.StatusResponse {
 	return out
 }
 
-func toGroup(g supervisor.GroupStatus) api.GroupStatus {
+func toGroup(g lifecycle.GroupStatus) api.GroupStatus {
 	gs := api.GroupStatus{Name: g.Name, Phase: string(g.Phase), Ready: g.Ready, ReadinessHeldBy: g.ReadinessHeldBy, Processes: []api.ProcessStatus{}}
 	for _, p := range g.Init {
 		gs.Init = append(gs.Init, toProcess(p))
@@ -31,7 +32,7 @@ func toGroup(g supervisor.GroupStatus) api.GroupStatus {
 	return gs
 }
 
-func toProcess(p supervisor.ProcessStatus) api.ProcessStatus {
+func toProcess(p lifecycle.ProcessStatus) api.ProcessStatus {
 	out := api.ProcessStatus{
 		Name: p.Name, Init: p.Init, Sidecar: p.Sidecar, State: string(p.State), Reason: p.Reason, Message: p.Message,
 		Ready: p.Ready, Started: p.Started, RestartCount: p.RestartCount, StatusText: p.StatusText,
@@ -50,7 +51,7 @@ func toProcess(p supervisor.ProcessStatus) api.ProcessStatus {
 // backoffDelay is the wait of a process in CrashLoopBackOff: its next start
 // is exactly the last instance's end plus the back-off (X3), so the
 // difference is the delay in force.
-func backoffDelay(p supervisor.ProcessStatus) string {
+func backoffDelay(p lifecycle.ProcessStatus) string {
 	if p.NextStartAt.IsZero() || p.LastTermination == nil || p.LastTermination.FinishedAt.IsZero() {
 		return ""
 	}
@@ -61,7 +62,7 @@ func backoffDelay(p supervisor.ProcessStatus) string {
 	return d.String()
 }
 
-func toTermination(t *supervisor.Termination) *api.Termination {
+func toTermination(t *lifecycle.Termination) *api.Termination {
 	if t == nil {
 		return nil
 	}
@@ -73,7 +74,7 @@ func toTermination(t *supervisor.Termination) *api.Termination {
 	return out
 }
 
-func toEvent(e supervisor.Event) api.Event {
+func toEvent(e lifecycle.Event) api.Event {
 	count, first := e.Count, e.FirstTime
 	if count == 0 { // not through the event bus (a library user's value)
 		count, first = 1, e.Time

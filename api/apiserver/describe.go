@@ -8,7 +8,7 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/spec"
-	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // readCgroup finds a process's cgroup; tests replace it to describe
@@ -62,7 +62,7 @@ func keepProcess(d *api.GroupDescription, name string) bool {
 	return false
 }
 
-func toEvents(evs []supervisor.Event) []api.Event {
+func toEvents(evs []lifecycle.Event) []api.Event {
 	out := make([]api.Event, len(evs))
 	for i, e := range evs {
 		out[i] = toEvent(e)
@@ -72,7 +72,7 @@ func toEvents(evs []supervisor.Event) []api.Event {
 
 // describeGroup builds a group's description. gspec is nil when the group
 // left the configuration (a reload removed it and it is still stopping).
-func describeGroup(gs supervisor.GroupStatus, gspec *spec.Group, defBackoff spec.Backoff, evs []api.Event, now time.Time) api.GroupDescription {
+func describeGroup(gs lifecycle.GroupStatus, gspec *spec.Group, defBackoff spec.Backoff, evs []api.Event, now time.Time) api.GroupDescription {
 	st := toGroup(gs)
 	d := api.GroupDescription{Name: st.Name, Phase: st.Phase, Ready: st.Ready, ReadinessHeldBy: st.ReadinessHeldBy,
 		Conditions: []api.Condition{{Type: "Initialized", Status: initialized(st)}, {Type: "Ready", Status: st.Ready}},
@@ -93,7 +93,7 @@ func describeGroup(gs supervisor.GroupStatus, gspec *spec.Group, defBackoff spec
 	// The group's cgroup is the parent of its processes' own (each
 	// process keeps a cgroup of its own below the group's).
 	for _, p := range append(append([]api.ProcessStatus{}, st.Init...), st.Processes...) {
-		if p.State != string(supervisor.StateRunning) || p.Pid <= 0 {
+		if p.State != string(lifecycle.StateRunning) || p.Pid <= 0 {
 			continue
 		}
 		if dir, ok := readCgroup(p.Pid); ok && dir.podsupOwned() {
@@ -114,22 +114,22 @@ func describeGroup(gs supervisor.GroupStatus, gspec *spec.Group, defBackoff spec
 // and a group that Succeeded is (kubelet's PodCompleted). A group without
 // init processes is initialized at once.
 func initialized(g api.GroupStatus) bool {
-	if g.Phase == string(supervisor.PhaseSucceeded) {
+	if g.Phase == string(lifecycle.PhaseSucceeded) {
 		return true
 	}
 	for _, p := range g.Processes {
-		if p.State == string(supervisor.StateRunning) {
+		if p.State == string(lifecycle.StateRunning) {
 			return true // kubelet: HasAnyRegularContainerStarted
 		}
 	}
 	for _, p := range g.Init {
 		if p.Sidecar {
-			if p.State != string(supervisor.StateRunning) || !p.Started {
+			if p.State != string(lifecycle.StateRunning) || !p.Started {
 				return false
 			}
 			continue
 		}
-		if p.State != string(supervisor.StateTerminated) || p.Terminated == nil || p.Terminated.ExitCode != 0 {
+		if p.State != string(lifecycle.StateTerminated) || p.Terminated == nil || p.Terminated.ExitCode != 0 {
 			return false
 		}
 	}
@@ -208,7 +208,7 @@ func describeProcess(st api.ProcessStatus, ps *spec.Process, g *spec.Group, evs 
 			}
 		}
 	}
-	if st.State == string(supervisor.StateRunning) && st.Pid > 0 {
+	if st.State == string(lifecycle.StateRunning) && st.Pid > 0 {
 		if dir, ok := readCgroup(st.Pid); ok && dir.podsupOwned() {
 			d.Cgroup, d.Usage = dir.name(), dir.usage()
 		}
@@ -226,13 +226,13 @@ func describeProbe(kind spec.ProbeKind, p spec.Probe, st api.ProcessStatus, evs 
 	d := api.ProbeDescription{Kind: string(kind), Action: handlerAction(p.Handler),
 		InitialDelay: p.InitialDelay.String(), Timeout: p.Timeout.String(), Period: p.Period.String(),
 		SuccessThreshold: p.SuccessThreshold, FailureThreshold: p.FailureThreshold, LastResult: "unknown"}
-	if st.State != string(supervisor.StateRunning) || st.StartedAt == nil {
+	if st.State != string(lifecycle.StateRunning) || st.StartedAt == nil {
 		return d
 	}
 	prefix := strings.ToUpper(string(kind[:1])) + string(kind[1:]) + " probe failed: "
 	for i := len(evs) - 1; i >= 0; i-- {
 		e := evs[i]
-		if e.Reason == supervisor.EventUnhealthy && e.InstanceID == st.InstanceID && strings.HasPrefix(e.Message, prefix) {
+		if e.Reason == lifecycle.EventUnhealthy && e.InstanceID == st.InstanceID && strings.HasPrefix(e.Message, prefix) {
 			d.LastFailure, d.LastFailureAt = strings.TrimPrefix(e.Message, prefix), &evs[i].Time
 			break
 		}

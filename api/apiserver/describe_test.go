@@ -9,16 +9,16 @@ import (
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/spec"
-	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The API used to leave ProcessStatus.backoff empty: it is the delay from
 // the last instance's end to the next start (X3).
 func TestStatusBackoffIsTheDelayToTheNextStart(t *testing.T) {
 	end := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
-	p := supervisor.ProcessStatus{Name: "crash", State: supervisor.StateWaiting, Reason: supervisor.ReasonCrashLoopBackOff,
+	p := lifecycle.ProcessStatus{Name: "crash", State: lifecycle.StateWaiting, Reason: lifecycle.ReasonCrashLoopBackOff,
 		NextStartAt:     end.Add(400 * time.Millisecond),
-		LastTermination: &supervisor.Termination{ExitCode: 3, FinishedAt: end}}
+		LastTermination: &lifecycle.Termination{ExitCode: 3, FinishedAt: end}}
 	if got := toProcess(p).Backoff; got != "400ms" {
 		t.Errorf("backoff = %q, want 400ms", got)
 	}
@@ -34,7 +34,7 @@ func TestDescribeProbeLastResult(t *testing.T) {
 	running := api.ProcessStatus{State: "running", InstanceID: "i-1", StartedAt: &started, Started: true}
 	probe := spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/true"}}}, Period: time.Second}
 	failed := func(at time.Time, instance, msg string) api.Event {
-		return api.Event{Time: at, Reason: supervisor.EventUnhealthy, InstanceID: instance, Message: msg}
+		return api.Event{Time: at, Reason: lifecycle.EventUnhealthy, InstanceID: instance, Message: msg}
 	}
 	cases := []struct {
 		name        string

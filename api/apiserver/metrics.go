@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Metrics in Prometheus's text format (GET /metrics). Everything is read
@@ -96,8 +97,8 @@ var probeTypes = map[string]string{"startup": "Startup", "liveness": "Liveness",
 
 // groupPhases are every phase a group can be in, for the one-hot
 // podsup_group_phase.
-var groupPhases = []supervisor.GroupPhase{supervisor.PhasePending, supervisor.PhaseRunning,
-	supervisor.PhaseSucceeded, supervisor.PhaseFailed, supervisor.PhaseStopping, supervisor.PhaseStopped}
+var groupPhases = []lifecycle.GroupPhase{lifecycle.PhasePending, lifecycle.PhaseRunning,
+	lifecycle.PhaseSucceeded, lifecycle.PhaseFailed, lifecycle.PhaseStopping, lifecycle.PhaseStopped}
 
 // collector reads the supervisor's status and the cgroups on each scrape.
 type collector struct {
@@ -128,7 +129,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for _, ph := range groupPhases {
 			gauge(descGroupPhase, b2f(g.Phase == ph), g.Name, string(ph))
 		}
-		for _, p := range append(append([]supervisor.ProcessStatus(nil), g.Init...), g.Processes...) {
+		for _, p := range append(append([]lifecycle.ProcessStatus(nil), g.Init...), g.Processes...) {
 			l := []string{g.Name, p.Name}
 			counter(descRestarts, float64(p.RestartCount), l...)
 			if p.Init && !p.Sidecar {
@@ -141,10 +142,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			} else {
 				gauge(descReady, b2f(p.Ready), l...)
 			}
-			for _, s := range []supervisor.State{supervisor.StateRunning, supervisor.StateWaiting, supervisor.StateTerminated} {
+			for _, s := range []lifecycle.State{lifecycle.StateRunning, lifecycle.StateWaiting, lifecycle.StateTerminated} {
 				gauge(descState, b2f(p.State == s), append(l, string(s))...)
 			}
-			if p.State == supervisor.StateWaiting && p.Reason != "" {
+			if p.State == lifecycle.StateWaiting && p.Reason != "" {
 				gauge(descWaitingReason, 1, append(l, p.Reason)...)
 			}
 			last := p.LastTermination
@@ -160,18 +161,18 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 					gauge(descLastTerminatedTime, float64(last.FinishedAt.UnixNano())/1e9, l...)
 				}
 			}
-			if p.State == supervisor.StateRunning && !p.StartedAt.IsZero() {
+			if p.State == lifecycle.StateRunning && !p.StartedAt.IsZero() {
 				gauge(descStartTime, float64(p.StartedAt.UnixNano())/1e9, l...)
 			}
 			backoff := 0.0
-			if p.State == supervisor.StateWaiting && !p.NextStartAt.IsZero() && p.LastTermination != nil {
+			if p.State == lifecycle.StateWaiting && !p.NextStartAt.IsZero() && p.LastTermination != nil {
 				if d := p.NextStartAt.Sub(p.LastTermination.FinishedAt); d > 0 {
 					backoff = d.Seconds()
 				}
 			}
 			gauge(descBackoff, backoff, l...)
 			counter(descOOM, float64(p.OOMKills), l...)
-			if p.State == supervisor.StateRunning && p.Pid > 0 {
+			if p.State == lifecycle.StateRunning && p.Pid > 0 {
 				c.collectCgroup(ch, p.Pid, l)
 			}
 		}
@@ -181,8 +182,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 
 // initCompleted: an init process that runs to completion ended with exit
 // code 0, which kubelet reports as ready.
-func initCompleted(p supervisor.ProcessStatus) bool {
-	return p.State == supervisor.StateTerminated && p.Terminated != nil && p.Terminated.ExitCode == 0
+func initCompleted(p lifecycle.ProcessStatus) bool {
+	return p.State == lifecycle.StateTerminated && p.Terminated != nil && p.Terminated.ExitCode == 0
 }
 
 // collectProbes adds the probe counts and durations.

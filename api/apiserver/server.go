@@ -15,6 +15,7 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Backend answers the API's requests. Supervisor and History are required;
@@ -200,7 +201,7 @@ func addCgroups(st api.StatusResponse, wide, usage bool) {
 	for _, g := range st.Groups {
 		for _, list := range [][]api.ProcessStatus{g.Init, g.Processes} {
 			for i, p := range list {
-				if p.State != string(supervisor.StateRunning) {
+				if p.State != string(lifecycle.StateRunning) {
 					continue
 				}
 				dirs, ok := readCgroup(p.Pid)
@@ -248,7 +249,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	s.b.History.Follow(r.Context(), since, func(e supervisor.Event) bool {
+	s.b.History.Follow(r.Context(), since, func(e lifecycle.Event) bool {
 		return st.send(toEvent(e)) == nil
 	})
 }

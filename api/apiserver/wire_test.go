@@ -13,6 +13,7 @@ import (
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.json from the current conversions")
@@ -68,25 +69,25 @@ func wireSample() any {
 	t0 := time.Date(2026, 11, 25, 1, 2, 3, 456_000_000, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	dur := func(d time.Duration) *time.Duration { return &d }
-	full := supervisor.ProcessStatus{
-		Name: "api", State: supervisor.StateRunning, Reason: "Started", Message: "probe ok",
+	full := lifecycle.ProcessStatus{
+		Name: "api", State: lifecycle.StateRunning, Reason: "Started", Message: "probe ok",
 		Ready: true, Started: true, StatusText: "serving 3 clients", RestartCount: 2,
 		InstanceID: "api-3", Pid: 4242, StartedAt: at(10), NextStartAt: at(40),
-		Terminated: &supervisor.Termination{InstanceID: "api-3", ExitCode: 137, Signal: syscall.SIGKILL,
+		Terminated: &lifecycle.Termination{InstanceID: "api-3", ExitCode: 137, Signal: syscall.SIGKILL,
 			Reason: "Error", Message: "killed", StartedAt: at(10), FinishedAt: at(20)},
-		LastTermination: &supervisor.Termination{InstanceID: "api-2", ExitCode: 1, Reason: "Error", StartedAt: at(1), FinishedAt: at(2)},
+		LastTermination: &lifecycle.Termination{InstanceID: "api-2", ExitCode: 1, Reason: "Error", StartedAt: at(1), FinishedAt: at(2)},
 		FinishedAt:      at(20),
 	}
-	status := supervisor.Status{Groups: []supervisor.GroupStatus{
-		{Name: "web", Phase: supervisor.PhaseRunning, Ready: true, ReadinessHeldBy: "rc-1",
-			Init:      []supervisor.ProcessStatus{{Name: "migrate", Init: true, State: supervisor.StateTerminated}},
-			Processes: []supervisor.ProcessStatus{full, {Name: "idle", State: supervisor.StateWaiting}}},
-		{Name: "empty", Phase: supervisor.PhasePending},
+	status := supervisor.Status{Groups: []lifecycle.GroupStatus{
+		{Name: "web", Phase: lifecycle.PhaseRunning, Ready: true, ReadinessHeldBy: "rc-1",
+			Init:      []lifecycle.ProcessStatus{{Name: "migrate", Init: true, State: lifecycle.StateTerminated}},
+			Processes: []lifecycle.ProcessStatus{full, {Name: "idle", State: lifecycle.StateWaiting}}},
+		{Name: "empty", Phase: lifecycle.PhasePending},
 	}}
-	events := []supervisor.Event{
-		{Seq: 7, Time: at(30), Count: 3, FirstTime: at(5), Type: supervisor.EventWarning, Reason: "BackOff",
+	events := []lifecycle.Event{
+		{Seq: 7, Time: at(30), Count: 3, FirstTime: at(5), Type: lifecycle.EventWarning, Reason: "BackOff",
 			Group: "web", Process: "api", InstanceID: "api-3", RestartCount: 2, Pid: 4242, Message: "back-off 20s"},
-		{Seq: 8, Time: at(31), Type: supervisor.EventNormal, Reason: "Started", Group: "web"},
+		{Seq: 8, Time: at(31), Type: lifecycle.EventNormal, Reason: "Started", Group: "web"},
 	}
 	recreates := []supervisor.RecreateStatus{
 		{ID: "rc-1", Phase: supervisor.RecreateCompleted, Message: "done", HoldsReadiness: true,

@@ -29,6 +29,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"github.com/podsup/podsup/systemd"
 )
 
@@ -294,7 +295,7 @@ func (d *daemon) reload() (string, error) {
 	d.reloadMu.Unlock()
 	if err != nil {
 		d.log.Error().Str("config", d.source.String()).Msg("reload refused, the running configuration stays:\n" + err.Error())
-		d.sup.Publish(supervisor.Event{Type: supervisor.EventWarning, Reason: reasonReloadFailed,
+		d.sup.Publish(lifecycle.Event{Type: lifecycle.EventWarning, Reason: reasonReloadFailed,
 			Message: "reload refused, the running configuration stays: " + boundedEventText(err.Error())})
 	}
 	return msg, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Runtime is the supervisor.Runtime that starts real processes on the
@@ -70,7 +71,7 @@ func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor
 		Path: pr.Command[0], Args: pr.Command, RunAs: supervisor.RunAs(pr),
 		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
 		OnExit: func(e proc.Exit) {
-			onExit(supervisor.ExitStatus{Code: e.Code(), Signal: e.Signal()})
+			onExit(lifecycle.ExitStatus{Code: e.Code(), Signal: e.Signal()})
 		},
 	}
 	p, err := proc.Start(cmd)

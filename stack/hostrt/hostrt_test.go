@@ -10,6 +10,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The host runtime has no capability of its own, and refuses a group with
@@ -20,7 +21,7 @@ func TestNoCapabilitiesAndNoSandbox(t *testing.T) {
 	}
 	_, err := hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
 		Group: "g", Sandbox: &spec.Sandbox{}, Process: spec.Process{Name: "p", Command: []string{"true"}},
-		OnExit: func(supervisor.ExitStatus) {}})
+		OnExit: func(lifecycle.ExitStatus) {}})
 	var se *supervisor.StartError
 	if !errors.As(err, &se) || se.Code != 128 {
 		t.Errorf("start of a sandboxed group: %v, want a StartError with code 128", err)
@@ -30,10 +31,10 @@ func TestNoCapabilitiesAndNoSandbox(t *testing.T) {
 // An instance's exit reaches OnExit with the kernel's code, and a missing
 // command is exit code 128 as in containerd (E3), not the shell's 127.
 func TestStartDeliversTheExitAndNotFound(t *testing.T) {
-	exited := make(chan supervisor.ExitStatus, 1)
+	exited := make(chan lifecycle.ExitStatus, 1)
 	inst, err := hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
 		Group: "g", Process: spec.Process{Name: "p", Command: []string{"sh", "-c", "exit 7"}},
-		OnExit: func(es supervisor.ExitStatus) { exited <- es }})
+		OnExit: func(es lifecycle.ExitStatus) { exited <- es }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestStartDeliversTheExitAndNotFound(t *testing.T) {
 	}
 	_, err = hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
 		Group: "g", Process: spec.Process{Name: "p", Command: []string{"/nonexistent/podsup-hostrt-test"}},
-		OnExit: func(supervisor.ExitStatus) {}})
+		OnExit: func(lifecycle.ExitStatus) {}})
 	var se *supervisor.StartError
 	if !errors.As(err, &se) || se.Code != 128 || !errors.Is(err, proc.ErrCommandNotFound) {
 		t.Errorf("start of a missing command: %v, want a StartError with code 128 wrapping ErrCommandNotFound", err)

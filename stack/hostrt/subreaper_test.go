@@ -16,6 +16,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // subreaperChildEnv makes the test binary a child that starts one process
@@ -38,10 +39,10 @@ func subreaperChild(mode string) int {
 	if mode == "opt-in" {
 		proc.StartReaperAs(true)
 	}
-	exited := make(chan supervisor.ExitStatus, 1)
+	exited := make(chan lifecycle.ExitStatus, 1)
 	inst, err := hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
 		Group: "g", Process: spec.Process{Name: "p", Command: []string{"true"}},
-		OnExit: func(es supervisor.ExitStatus) { exited <- es }})
+		OnExit: func(es lifecycle.ExitStatus) { exited <- es }})
 	if err != nil {
 		fmt.Println(err)
 		return 1

@@ -53,15 +53,23 @@ var mustNotDependOn = []struct {
 	},
 }
 
-// coreMayImport is all that the supervisor's decision core may import:
-// spec and standard packages that do no I/O. Time comes in as arguments.
-var coreMayImport = []string{
+// vocabularyMayImport is all that supervisor/lifecycle, the vocabulary
+// the core and the supervisor share, may import: spec and standard
+// packages that do no I/O.
+var vocabularyMayImport = []string{
 	module + "/spec",
 	"cmp", "errors", "fmt", "iter", "maps", "math", "slices", "sort",
 	"strconv", "strings", "time", "unicode", "unicode/utf8",
 }
 
-const corePkg = module + "/supervisor/internal/core"
+// coreMayImport is all that the supervisor's decision core may import:
+// that and the vocabulary itself. Time comes in as arguments.
+var coreMayImport = append([]string{lifecyclePkg}, vocabularyMayImport...)
+
+const (
+	corePkg      = module + "/supervisor/internal/core"
+	lifecyclePkg = module + "/supervisor/lifecycle"
+)
 
 func TestImportRules(t *testing.T) {
 	g := loadGraph(t)
@@ -85,6 +93,15 @@ func TestImportRules(t *testing.T) {
 	for _, imp := range core {
 		if !slices.Contains(coreMayImport, imp) {
 			t.Errorf("the supervisor's core imports %s: it may import only %s (a decision core does no I/O and takes time as an argument)", imp, strings.Join(coreMayImport, ", "))
+		}
+	}
+	vocabulary, ok := g.imports[lifecyclePkg]
+	if !ok {
+		t.Fatalf("%s is not in the module: its rule checks nothing", lifecyclePkg)
+	}
+	for _, imp := range vocabulary {
+		if !slices.Contains(vocabularyMayImport, imp) {
+			t.Errorf("%s imports %s: it may import only %s (the vocabulary the core shares is as pure as the core)", trim(lifecyclePkg), imp, strings.Join(vocabularyMayImport, ", "))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The actions a step asks the worker to carry out, and the Plan that
@@ -39,7 +40,7 @@ type PreStopAction struct {
 	Budget            time.Duration
 }
 
-type EmitAction struct{ Event Event }
+type EmitAction struct{ Event lifecycle.Event }
 
 // CriticalAction: a critical process ended for good (X11).
 type CriticalAction struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 func TestBackoff(t *testing.T) {
@@ -96,7 +97,7 @@ func TestGraceArithmetic(t *testing.T) {
 	dp := func(s float64) *time.Duration { v := d(s); return &v }
 	cases := []struct {
 		rule     string
-		reason   KillReason
+		reason   lifecycle.KillReason
 		group    time.Duration
 		probe    *time.Duration
 		override *time.Duration
@@ -104,19 +105,19 @@ func TestGraceArithmetic(t *testing.T) {
 		min      time.Duration
 		want     time.Duration
 	}{
-		{"K1.3 group grace", KillStop, d(30), nil, nil, 0, d(2), d(30)},
-		{"K1.2 probe grace when the kill is that probe's", KillLiveness, d(30), dp(5), nil, 0, d(2), d(5)},
-		{"K1.2 startup probe grace", KillStartup, d(30), dp(7), nil, 0, d(2), d(7)},
-		{"K1.2 probe grace ignored for other reasons", KillStop, d(30), dp(5), nil, 0, d(2), d(30)},
-		{"K1.2 unset probe grace falls back to group", KillLiveness, d(30), nil, nil, 0, d(2), d(30)},
-		{"K2 override wins over probe grace", KillLiveness, d(30), dp(5), dp(12), 0, d(2), d(12)},
-		{"K2 override wins over group grace", KillShutdown, d(30), nil, dp(3), 0, d(2), d(3)},
-		{"K3 pre_stop 25.9s charges 25s (K8)", KillStop, d(30), nil, nil, d(25.9), d(2), d(5)},
-		{"K3 pre_stop 0.999s charges nothing", KillStop, d(30), nil, nil, d(0.999), d(2), d(30)},
-		{"K3+K5 pre_stop eating the grace leaves the minimum (K8)", KillStop, d(30), nil, nil, d(30), d(2), d(2)},
-		{"K5 override 0 still waits the minimum (K8)", KillStop, d(30), nil, dp(0), 0, d(2), d(2)},
-		{"X12 minimum settable lower", KillStop, d(30), nil, dp(0), 0, d(0.1), d(0.1)},
-		{"K5 applies after K3 (charge beyond grace)", KillStop, d(3), nil, nil, d(10), d(2), d(2)},
+		{"K1.3 group grace", lifecycle.KillStop, d(30), nil, nil, 0, d(2), d(30)},
+		{"K1.2 probe grace when the kill is that probe's", lifecycle.KillLiveness, d(30), dp(5), nil, 0, d(2), d(5)},
+		{"K1.2 startup probe grace", lifecycle.KillStartup, d(30), dp(7), nil, 0, d(2), d(7)},
+		{"K1.2 probe grace ignored for other reasons", lifecycle.KillStop, d(30), dp(5), nil, 0, d(2), d(30)},
+		{"K1.2 unset probe grace falls back to group", lifecycle.KillLiveness, d(30), nil, nil, 0, d(2), d(30)},
+		{"K2 override wins over probe grace", lifecycle.KillLiveness, d(30), dp(5), dp(12), 0, d(2), d(12)},
+		{"K2 override wins over group grace", lifecycle.KillShutdown, d(30), nil, dp(3), 0, d(2), d(3)},
+		{"K3 pre_stop 25.9s charges 25s (K8)", lifecycle.KillStop, d(30), nil, nil, d(25.9), d(2), d(5)},
+		{"K3 pre_stop 0.999s charges nothing", lifecycle.KillStop, d(30), nil, nil, d(0.999), d(2), d(30)},
+		{"K3+K5 pre_stop eating the grace leaves the minimum (K8)", lifecycle.KillStop, d(30), nil, nil, d(30), d(2), d(2)},
+		{"K5 override 0 still waits the minimum (K8)", lifecycle.KillStop, d(30), nil, dp(0), 0, d(2), d(2)},
+		{"X12 minimum settable lower", lifecycle.KillStop, d(30), nil, dp(0), 0, d(0.1), d(0.1)},
+		{"K5 applies after K3 (charge beyond grace)", lifecycle.KillStop, d(3), nil, nil, d(10), d(2), d(2)},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {

@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"github.com/podsup/podsup/supervisor/lifecycle"
+	"time"
+)
 
 // Requests from users (X7) and from podsup itself (X9): start, stop,
 // restart and shutdown of a process or of the whole group.
@@ -12,11 +15,11 @@ func (g *Group) command(c CommandInput) {
 	} else if p, ok := g.byName[c.Process]; ok {
 		targets = []*proc{p}
 	} else {
-		g.emit(nil, EventWarning, EventFailed, "%s request for unknown process %q ignored", c.Kind, c.Process)
+		g.emit(nil, lifecycle.EventWarning, lifecycle.EventFailed, "%s request for unknown process %q ignored", c.Kind, c.Process)
 		return
 	}
 	if g.shutdown && c.Kind != CmdShutdown && c.Kind != CmdStop {
-		g.emit(nil, EventWarning, EventFailed, "%s request by %s ignored: podsup is shutting down", c.Kind, c.By)
+		g.emit(nil, lifecycle.EventWarning, lifecycle.EventFailed, "%s request by %s ignored: podsup is shutting down", c.Kind, c.By)
 		return
 	}
 	first := !g.shutdown
@@ -30,7 +33,7 @@ func (g *Group) command(c CommandInput) {
 	for _, p := range targets {
 		if p.init && c.Kind != CmdStop && c.Kind != CmdShutdown && g.initCompleted(p) {
 			if c.Process != "" {
-				g.emit(p, EventWarning, EventFailed, "%s request by %s ignored: init %s has completed and never runs again (I3)", c.Kind, c.By, p.spec.Name)
+				g.emit(p, lifecycle.EventWarning, lifecycle.EventFailed, "%s request by %s ignored: init %s has completed and never runs again (I3)", c.Kind, c.By, p.spec.Name)
 			}
 			continue
 		}
@@ -39,7 +42,7 @@ func (g *Group) command(c CommandInput) {
 		inTurn := c.Process == "" && p.sidecar
 		switch c.Kind {
 		case CmdStop:
-			g.stopProc(p, KillStop, c.Grace, c.By, inTurn)
+			g.stopProc(p, lifecycle.KillStop, c.Grace, c.By, inTurn)
 		case CmdShutdown:
 			g.shutdownProc(p, c, first, inTurn)
 		case CmdStart:
@@ -50,9 +53,9 @@ func (g *Group) command(c CommandInput) {
 	}
 }
 
-func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by string, inTurn bool) {
+func (g *Group) stopProc(p *proc, reason lifecycle.KillReason, grace *time.Duration, by string, inTurn bool) {
 	p.want = false
-	p.startNow, p.b8 = false, nil
+	g.fireRest(p, restOnCancel)
 	p.nextStart = time.Time{}
 	p.wait = nil
 	if p.inst == nil {
@@ -60,7 +63,7 @@ func (g *Group) stopProc(p *proc, reason KillReason, grace *time.Duration, by st
 	}
 	if st := p.inst.stop; st != nil {
 		st.restart = false
-		if st.reason == KillStop || st.reason == KillShutdown {
+		if st.reason == lifecycle.KillStop || st.reason == lifecycle.KillShutdown {
 			g.fire(p, event{on: onEscalate, by: by}) // X9: a second stop request skips to SIGKILL
 			return
 		}
@@ -84,15 +87,15 @@ func (g *Group) startProc(p *proc, by string) {
 		g.initFailed = false
 	}
 	if p.inst == nil {
-		p.startNow, p.startBy, p.b8 = true, by, nil
+		g.requestStart(p, by)
 		return
 	}
 	if d := p.inst.deferred; d != nil && !d.restart {
-		d.restart, d.by, d.reason = true, by, KillRestart
+		d.restart, d.by, d.reason = true, by, lifecycle.KillRestart
 	}
 	if st := p.inst.stop; st != nil && !st.restart {
 		st.restart, st.by = true, by
-		st.reason = KillRestart
+		st.reason = lifecycle.KillRestart
 	}
 }
 
@@ -105,17 +108,17 @@ func (g *Group) restartProc(p *proc, grace *time.Duration, by string) {
 		if p.init && !p.sidecar && g.initNext != g.indexOfInit(p) {
 			return // not its turn yet (I1)
 		}
-		p.startNow, p.startBy, p.b8 = true, by, nil
+		g.requestStart(p, by)
 		return
 	}
 	if st := p.inst.stop; st != nil {
 		st.restart, st.by = true, by
-		if !st.reason.probeKill() {
-			st.reason = KillRestart
+		if !probeKill(st.reason) {
+			st.reason = lifecycle.KillRestart
 		}
 		return
 	}
-	g.beginStop(p, KillRestart, grace, nil, by, true)
+	g.beginStop(p, lifecycle.KillRestart, grace, nil, by, true)
 }
 
 func (g *Group) indexOfInit(p *proc) int {

@@ -1,5 +1,7 @@
 package core
 
+import "github.com/podsup/podsup/supervisor/lifecycle"
+
 // Deep copies and checks of the public types, for the supervisor's API:
 // what it hands a caller shares nothing with what the core keeps.
 
@@ -10,7 +12,7 @@ func CloneRecreateSpec(s RecreateSpec) RecreateSpec { return s.clone() }
 func CloneRecreateStatus(s RecreateStatus) RecreateStatus { return s.clone() }
 
 // CloneGroupStatus is a deep copy of g.
-func CloneGroupStatus(g GroupStatus) GroupStatus { return g.clone() }
+func CloneGroupStatus(g lifecycle.GroupStatus) lifecycle.GroupStatus { return g.Clone() }
 
 // ValidateRecreate is C1's static part: what needs no knowledge of the
 // group. It returns a *RecreateSpecError listing every problem.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Decision tables for the group core, each case citing its rule.
@@ -50,7 +51,7 @@ func TestRestartCountAndEvents(t *testing.T) {
 	// through back-off; events carry group, process, instance, count, pid.
 	s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{code: 3}))
 	s.runUntil(800 * time.Millisecond)
-	started := s.eventsWith(EventStarted)
+	started := s.eventsWith(lifecycle.EventStarted)
 	if len(started) != 5 {
 		t.Fatalf("want 5 starts by 0.7s, got %d", len(started))
 	}
@@ -64,11 +65,11 @@ func TestRestartCountAndEvents(t *testing.T) {
 		}
 		seen[e.InstanceID] = true
 	}
-	if ps := s.status("app"); ps.RestartCount != 4 || ps.State != StateWaiting {
+	if ps := s.status("app"); ps.RestartCount != 4 || ps.State != lifecycle.StateWaiting {
 		t.Errorf("R5/B12: status %+v", ps)
 	}
 	// E2: the exit code is the status's (Last State), not an event's.
-	if ps := s.status("app"); ps.LastTermination == nil || ps.LastTermination.ExitCode != 3 || ps.LastTermination.Reason != ReasonError {
+	if ps := s.status("app"); ps.LastTermination == nil || ps.LastTermination.ExitCode != 3 || ps.LastTermination.Reason != lifecycle.ReasonError {
 		t.Errorf("E2: last termination %+v, want exit code 3, Error", ps.LastTermination)
 	}
 }
@@ -94,10 +95,10 @@ func TestEventsFollowKubelet(t *testing.T) {
 		}
 		for i := 0; i+1 < len(s.events); i++ {
 			c, st := s.events[i], s.events[i+1]
-			if c.Reason != EventCreated {
+			if c.Reason != lifecycle.EventCreated {
 				continue
 			}
-			if st.Reason != EventStarted || c.InstanceID != st.InstanceID || c.RestartCount != st.RestartCount || c.Type != EventNormal || c.Message != "Created process app" {
+			if st.Reason != lifecycle.EventStarted || c.InstanceID != st.InstanceID || c.RestartCount != st.RestartCount || c.Type != lifecycle.EventNormal || c.Message != "Created process app" {
 				t.Errorf("E1: %+v then %+v", c, st)
 			}
 		}
@@ -178,17 +179,17 @@ func TestInitProcesses(t *testing.T) {
 		assertTimes(t, "i2", s.starts["i2"], secs(1))
 		assertTimes(t, "a", s.starts["a"], secs(2))
 		assertTimes(t, "b", s.starts["b"], secs(2))
-		if ps := s.status("i1"); ps.State != StateTerminated || ps.Reason != ReasonCompleted {
+		if ps := s.status("i1"); ps.State != lifecycle.StateTerminated || ps.Reason != lifecycle.ReasonCompleted {
 			t.Errorf("I1: i1 status %s/%s", ps.State, ps.Reason)
 		}
 	})
 	t.Run("I1 mains wait while an init runs", func(t *testing.T) {
 		s := newSim(t, group(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: time.Second}))
 		s.runUntil(500 * time.Millisecond)
-		if ps := s.status("a"); ps.State != StateWaiting || ps.Reason != ReasonPodInitializing {
+		if ps := s.status("a"); ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonPodInitializing {
 			t.Errorf("I1: main status %s/%s, want waiting/PodInitializing", ps.State, ps.Reason)
 		}
-		if st := s.core.Snapshot(); st.Phase != PhasePending {
+		if st := s.core.Snapshot(); st.Phase != lifecycle.PhasePending {
 			t.Errorf("phase %s, want Pending", st.Phase)
 		}
 	})
@@ -226,7 +227,7 @@ func TestInitProcesses(t *testing.T) {
 		if len(s.starts["i1"]) != 1 || len(s.starts["i2"]) != 0 || len(s.starts["a"]) != 0 {
 			t.Errorf("I2: starts %v", s.starts)
 		}
-		if st := s.core.Snapshot(); st.Phase != PhaseFailed {
+		if st := s.core.Snapshot(); st.Phase != lifecycle.PhaseFailed {
 			t.Errorf("I2: phase %s, want Failed", st.Phase)
 		}
 	})
@@ -297,7 +298,7 @@ func TestGracefulStopK8(t *testing.T) {
 			if len(s.kills) < 1 || s.kills[0].at != c.wantKill {
 				t.Errorf("SIGKILL at %v, want %s", s.kills, c.wantKill)
 			}
-			if ps := s.status("app"); ps.State != StateTerminated || ps.Terminated.Signal != syscall.SIGKILL || ps.Terminated.ExitCode != 137 {
+			if ps := s.status("app"); ps.State != lifecycle.StateTerminated || ps.Terminated.Signal != syscall.SIGKILL || ps.Terminated.ExitCode != 137 {
 				t.Errorf("K6: status %+v, want terminated by SIGKILL (137)", ps)
 			}
 			if len(s.starts["app"]) != 1 {
@@ -317,8 +318,8 @@ func TestPreStopThatOutlivesTheGrace(t *testing.T) {
 	id := s.core.mains[0].inst.id
 	s.command(CmdStop, "app", nil, "test")
 	s.runUntil(31 * time.Second)
-	step := func(in Input) []Event {
-		var out []Event
+	step := func(in Input) []lifecycle.Event {
+		var out []lifecycle.Event
 		for _, a := range s.core.Step(s.now, in).Actions {
 			if e, ok := a.(EmitAction); ok {
 				out = append(out, e.Event)
@@ -327,7 +328,7 @@ func TestPreStopThatOutlivesTheGrace(t *testing.T) {
 		return out
 	}
 	if e := step(PreStopDoneInput{Instance: id, Err: errString("hook command exited with code 3")}); len(e) != 1 ||
-		e[0].Reason != EventFailedPreStopHook || e[0].InstanceID != id || !strings.Contains(e[0].Message, "after the grace period") {
+		e[0].Reason != lifecycle.EventFailedPreStopHook || e[0].InstanceID != id || !strings.Contains(e[0].Message, "after the grace period") {
 		t.Errorf("a late failure while signalled: %+v", e)
 	}
 	if e := step(PreStopDoneInput{Instance: id}); len(e) != 0 {
@@ -338,7 +339,7 @@ func TestPreStopThatOutlivesTheGrace(t *testing.T) {
 		t.Fatalf("K3, K5: signals %v kills %v, want TERM at 30s and SIGKILL at 32s", s.signals, s.kills)
 	}
 	e := step(PreStopDoneInput{Instance: id, Err: fmt.Errorf("%w (context canceled)", ErrHookEndedWithInstance)})
-	if len(e) != 1 || e[0].Reason != EventFailedPreStopHook || e[0].InstanceID != id || e[0].Type != EventWarning ||
+	if len(e) != 1 || e[0].Reason != lifecycle.EventFailedPreStopHook || e[0].InstanceID != id || e[0].Type != lifecycle.EventWarning ||
 		e[0].Message != "PreStop hook for process app did not complete: it was ended with the process" {
 		t.Errorf("the hook's end with the instance: %+v", e)
 	}
@@ -354,11 +355,11 @@ func TestStopSemantics(t *testing.T) {
 		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(100 * time.Second)
 		ps := s.status("app")
-		if ps.Terminated == nil || ps.Terminated.ExitCode != 143 || ps.Reason != ReasonStopped { // X13
+		if ps.Terminated == nil || ps.Terminated.ExitCode != 143 || ps.Reason != lifecycle.ReasonStopped { // X13
 			t.Errorf("K6: %+v", ps)
 		}
-		if len(s.eventsWith(EventKilling)) != 1 {
-			t.Errorf("K6: one Killing event expected, got %+v", s.eventsWith(EventKilling))
+		if len(s.eventsWith(lifecycle.EventKilling)) != 1 {
+			t.Errorf("K6: one Killing event expected, got %+v", s.eventsWith(lifecycle.EventKilling))
 		}
 	})
 	t.Run("K6 custom stop signal", func(t *testing.T) {
@@ -417,7 +418,7 @@ func TestStopSemantics(t *testing.T) {
 				t.Errorf("not parallel: signals %v kills %v", s.signals, s.kills)
 			}
 		}
-		if st := s.core.Snapshot(); st.Phase != PhaseStopped {
+		if st := s.core.Snapshot(); st.Phase != lifecycle.PhaseStopped {
 			t.Errorf("phase %s, want Stopped", st.Phase)
 		}
 	})
@@ -443,7 +444,7 @@ func TestStopSemantics(t *testing.T) {
 		if len(s.starts["app"]) != 2 {
 			t.Errorf("starts %v", s.starts["app"])
 		}
-		if ps := s.status("app"); ps.State != StateTerminated || !ps.NextStartAt.IsZero() {
+		if ps := s.status("app"); ps.State != lifecycle.StateTerminated || !ps.NextStartAt.IsZero() {
 			t.Errorf("status %+v", ps)
 		}
 	})
@@ -481,12 +482,12 @@ func TestExplicitRequestsX7(t *testing.T) {
 		if got := s.core.backoff.Get("app"); got != before {
 			t.Errorf("X7: back-off advanced from %s to %s", before, got)
 		}
-		st := s.eventsWith(EventStarted)
+		st := s.eventsWith(lifecycle.EventStarted)
 		last := st[len(st)-1]
 		if last.RestartCount != 3 || !strings.Contains(last.Message, "alice") {
 			t.Errorf("X7/R5: last Started event %+v", last)
 		}
-		k := s.eventsWith(EventKilling)
+		k := s.eventsWith(lifecycle.EventKilling)
 		if len(k) != 1 || !strings.Contains(k[0].Message, "restart requested by alice") {
 			t.Errorf("X7: Killing event %+v", k)
 		}
@@ -579,7 +580,7 @@ func TestCriticalX11(t *testing.T) {
 		if len(got) != 1 || got[0].Code != 128 {
 			t.Errorf("X11: %+v", got)
 		}
-		if ps := s.status("app"); ps.State != StateTerminated || ps.Reason != ReasonStartError || ps.Terminated.ExitCode != 128 {
+		if ps := s.status("app"); ps.State != lifecycle.StateTerminated || ps.Reason != lifecycle.ReasonStartError || ps.Terminated.ExitCode != 128 {
 			t.Errorf("status %+v", ps)
 		}
 	})
@@ -607,7 +608,7 @@ func TestProbeSeam(t *testing.T) {
 			t.Errorf("K1.2: SIGKILL at %v, want 6s", s.kills)
 		}
 		assertTimes(t, "R4 starts", s.starts["app"], secs(0, 6))
-		k := s.eventsWith(EventKilling)
+		k := s.eventsWith(lifecycle.EventKilling)
 		if len(k) == 0 || !strings.Contains(k[0].Message, "failed liveness probe, will be restarted") {
 			t.Errorf("K7: %+v", k)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Start order (W1–W7): a process starts only once each of its
@@ -16,33 +17,6 @@ import (
 // runs after every input: the step that reports the dependency's change
 // (a Started or probe result in the same group, a DependencyInput from
 // another) is the step that opens it.
-
-// Events of the start order.
-const (
-	// EventReady: a running instance's readiness probe or protocol turned
-	// it ready (W3). kubelet shows this only as the Ready condition's
-	// transition time; podsup's waits need it as an event.
-	EventReady = "Ready"
-	// EventWaiting: a process began to wait for a dependency (W3).
-	EventWaiting = "Waiting"
-	// EventDependenciesMet: the wait is over; the start follows (W3).
-	EventDependenciesMet = "DependenciesMet"
-	// EventDependencyFailed: a `completed` dependency ended for good with
-	// a non-zero exit: the wait can only end by its timeout or a restart
-	// of that dependency (W4).
-	EventDependencyFailed = "DependencyFailed"
-	// EventDependencyTimeout: the wait outlived a timeout; the process
-	// failed and its restart policy applies (W5).
-	EventDependencyTimeout = "DependencyTimeout"
-)
-
-// ReasonDependencyWait is the waiting reason of a process held back by a
-// dependency; ReasonDependencyTimeout the termination reason recorded
-// when the wait timed out.
-const (
-	ReasonDependencyWait    = "DependencyWait"
-	ReasonDependencyTimeout = "DependencyTimeout"
-)
 
 // DependencyTimeoutExitCode is the exit code a timed-out wait is
 // recorded with: a failure, so that on-failure restarts it (W5).
@@ -149,7 +123,7 @@ func (g *Group) procMet(q *proc, c spec.Condition) (met bool, failed string) {
 		return true, "" // I1, I3: a completed init met every condition
 	}
 	t := q.last
-	completed := q.inst == nil && t != nil && t.ExitCode == 0 && t.Reason != ReasonDependencyTimeout && (q.done || q.init && !q.sidecar)
+	completed := q.inst == nil && t != nil && t.ExitCode == 0 && t.Reason != lifecycle.ReasonDependencyTimeout && (q.done || q.init && !q.sidecar)
 	running := q.inst != nil && q.inst.phase == phaseRunning
 	switch c {
 	case spec.ConditionCompleted:
@@ -215,25 +189,25 @@ func (g *Group) gateOpen(p *proc) bool {
 	// W5: after a timed-out wait, the back-off delays the next one, as it
 	// delays a restart after a crash; an explicit start does not wait
 	// for it (X7).
-	if t := p.last; p.wait == nil && t != nil && t.Reason == ReasonDependencyTimeout && !p.depRetry && !p.startNow {
+	if t := p.last; p.wait == nil && t != nil && t.Reason == lifecycle.ReasonDependencyTimeout && !p.depRetrying() && !p.startRequested() {
 		key := p.spec.Name
 		if g.backoff.IsInBackOffSince(key, t.FinishedAt, g.now) {
 			d := g.backoff.Get(key)
 			if next := t.FinishedAt.Add(d); !p.nextStart.Equal(next) {
 				p.nextStart = next
-				g.emit(p, EventWarning, EventBackOff, backOffMessage, p.spec.Name)
+				g.emit(p, lifecycle.EventWarning, lifecycle.EventBackOff, backOffMessage, p.spec.Name)
 			}
 			return false
 		}
 		g.backoff.Next(key, t.FinishedAt, g.now)
 		p.nextStart = time.Time{}
-		p.depRetry = true
+		g.fireRest(p, restOnBackOffOver)
 	}
 	unmet := g.unmetDeps(p)
 	if len(unmet) == 0 {
 		if w := p.wait; w != nil {
 			p.wait = nil
-			g.emit(p, EventNormal, EventDependenciesMet, "Dependencies of process %s met after %s", p.spec.Name, g.now.Sub(w.since).Round(time.Millisecond))
+			g.emit(p, lifecycle.EventNormal, lifecycle.EventDependenciesMet, "Dependencies of process %s met after %s", p.spec.Name, g.now.Sub(w.since).Round(time.Millisecond))
 		}
 		g.noteDepStarts(p)
 		return true
@@ -245,13 +219,13 @@ func (g *Group) gateOpen(p *proc) bool {
 	}
 	if u := unmet[0]; w.on == "" || w.onName != u.dep.Name || w.onGroup != u.group {
 		w.on, w.onName, w.onGroup = u.String(), u.dep.Name, u.group
-		g.emit(p, EventNormal, EventWaiting, "Process %s waiting for %s", p.spec.Name, w.on)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventWaiting, "Process %s waiting for %s", p.spec.Name, w.on)
 	}
 	w.wake = time.Time{}
 	for _, u := range unmet {
 		if u.failed != "" && !w.failed[u.key()] {
 			w.failed[u.key()] = true
-			g.emit(p, EventWarning, EventDependencyFailed, "Process %s cannot start: %s", p.spec.Name, u.failed)
+			g.emit(p, lifecycle.EventWarning, lifecycle.EventDependencyFailed, "Process %s cannot start: %s", p.spec.Name, u.failed)
 		}
 		if u.dep.Timeout <= 0 {
 			continue
@@ -273,12 +247,13 @@ func (g *Group) gateOpen(p *proc) bool {
 // begins after the back-off.
 func (g *Group) dependencyTimeout(p *proc, u unmetDep) {
 	msg := fmt.Sprintf("%s not met within %s", u, u.dep.Timeout)
-	g.emit(p, EventWarning, EventDependencyTimeout, "Process %s failed: %s", p.spec.Name, msg)
-	term := &Termination{ExitCode: DependencyTimeoutExitCode, Reason: ReasonDependencyTimeout, Message: msg, FinishedAt: g.now}
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventDependencyTimeout, "Process %s failed: %s", p.spec.Name, msg)
+	term := &lifecycle.Termination{ExitCode: DependencyTimeoutExitCode, Reason: lifecycle.ReasonDependencyTimeout, Message: msg, FinishedAt: g.now}
 	if p.last != nil {
 		term.InstanceID = p.last.InstanceID
 	}
-	p.wait, p.depRetry = nil, false
+	p.wait = nil
+	g.fireRest(p, restOnDepTimeout)
 	p.prev, p.last = p.last, term
 	g.naturalEnd(p, term)
 	if !p.done && !g.initFailed && !g.shutdown && (p.init || p.want) {
@@ -334,7 +309,7 @@ func (g *Group) restartIfDependencyRestarted(p *proc) {
 			now = q.starts
 		}
 		if now > seen {
-			g.beginStop(p, KillRestart, nil, nil, "the restart of dependency "+name, true)
+			g.beginStop(p, lifecycle.KillRestart, nil, nil, "the restart of dependency "+name, true)
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Start order (W1–W7) and stop order (W8, W9) on the simulated clock.
@@ -30,15 +31,15 @@ func runForever(string, int) simRun { return simRun{runFor: -1} }
 func (s *sim) ready(process string) {
 	s.t.Helper()
 	ps := s.status(process)
-	if ps.State != StateRunning {
+	if ps.State != lifecycle.StateRunning {
 		s.t.Fatalf("%s is %s, not running", process, ps.State)
 	}
 	s.feed(ProbeInput{Instance: ps.InstanceID, Probe: spec.Readiness, Success: true})
 }
 
-func (s *sim) at(e Event) time.Duration { return e.Time.Sub(s.epoch) }
+func (s *sim) at(e lifecycle.Event) time.Duration { return e.Time.Sub(s.epoch) }
 
-func reasonsOf(evs []Event, process string) []string {
+func reasonsOf(evs []lifecycle.Event, process string) []string {
 	var out []string
 	for _, e := range evs {
 		if e.Process == process {
@@ -58,18 +59,18 @@ func TestDependsOnGateOpensOnTheReadyEvent(t *testing.T) {
 		t.Fatalf("W1: api started at %v before db was ready", s.starts["api"])
 	}
 	ps := s.status("api")
-	if ps.State != StateWaiting || ps.Reason != ReasonDependencyWait || ps.Message != "waiting for db ready" {
+	if ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonDependencyWait || ps.Message != "waiting for db ready" {
 		t.Errorf("W3: api status %s/%s %q", ps.State, ps.Reason, ps.Message)
 	}
-	if w := s.eventsWith(EventWaiting); len(w) != 1 || w[0].Process != "api" || s.at(w[0]) != 0 || !strings.Contains(w[0].Message, "db ready") {
+	if w := s.eventsWith(lifecycle.EventWaiting); len(w) != 1 || w[0].Process != "api" || s.at(w[0]) != 0 || !strings.Contains(w[0].Message, "db ready") {
 		t.Errorf("W3: Waiting events %+v", w)
 	}
 	s.ready("db")
 	assertTimes(t, "api", s.starts["api"], secs(1))
-	if got := reasonsOf(s.events, "api"); !slices.Equal(got, []string{EventWaiting, EventDependenciesMet, EventCreated, EventStarted}) {
+	if got := reasonsOf(s.events, "api"); !slices.Equal(got, []string{lifecycle.EventWaiting, lifecycle.EventDependenciesMet, lifecycle.EventCreated, lifecycle.EventStarted}) {
 		t.Errorf("W3: api's events %v", got)
 	}
-	if met := s.eventsWith(EventDependenciesMet); len(met) != 1 || !strings.Contains(met[0].Message, "after 1s") {
+	if met := s.eventsWith(lifecycle.EventDependenciesMet); len(met) != 1 || !strings.Contains(met[0].Message, "after 1s") {
 		t.Errorf("W3: DependenciesMet %+v", met)
 	}
 }
@@ -83,7 +84,7 @@ func TestDependsOnStartedAndReadyWithoutProbe(t *testing.T) {
 	s.runUntil(time.Second)
 	assertTimes(t, "db", s.starts["db"], secs(0))
 	assertTimes(t, "api", s.starts["api"], secs(0))
-	if len(s.eventsWith(EventWaiting)) != 1 {
+	if len(s.eventsWith(lifecycle.EventWaiting)) != 1 {
 		t.Errorf("api should have waited for db's start: %v", reasonsOf(s.events, "api"))
 	}
 }
@@ -95,9 +96,9 @@ func TestDependsOnTimeoutFiresAtExactlyTheTimeout(t *testing.T) {
 	s := newSim(t, dbAPI(spec.ConditionReady, 2*time.Second), scaled, 0, runForever)
 	s.runUntil(6500 * time.Millisecond)
 	var at []time.Duration
-	for _, e := range s.eventsWith(EventDependencyTimeout) {
+	for _, e := range s.eventsWith(lifecycle.EventDependencyTimeout) {
 		at = append(at, s.at(e))
-		if e.Type != EventWarning || !strings.Contains(e.Message, "db ready not met within 2s") {
+		if e.Type != lifecycle.EventWarning || !strings.Contains(e.Message, "db ready not met within 2s") {
 			t.Errorf("W5: %+v", e)
 		}
 	}
@@ -105,11 +106,11 @@ func TestDependsOnTimeoutFiresAtExactlyTheTimeout(t *testing.T) {
 	if len(s.starts["api"]) != 0 {
 		t.Errorf("api started at %v", s.starts["api"])
 	}
-	if bo := s.eventsWith(EventBackOff); len(bo) != 2 || s.at(bo[0]) != 4*time.Second || s.at(bo[1]) != 6100*time.Millisecond {
+	if bo := s.eventsWith(lifecycle.EventBackOff); len(bo) != 2 || s.at(bo[0]) != 4*time.Second || s.at(bo[1]) != 6100*time.Millisecond {
 		t.Errorf("W5: BackOff events %+v", bo)
 	}
 	ps := s.status("api")
-	if ps.LastTermination == nil || ps.LastTermination.Reason != ReasonDependencyTimeout || ps.LastTermination.ExitCode != DependencyTimeoutExitCode {
+	if ps.LastTermination == nil || ps.LastTermination.Reason != lifecycle.ReasonDependencyTimeout || ps.LastTermination.ExitCode != DependencyTimeoutExitCode {
 		t.Errorf("W5: api's last termination %+v", ps.LastTermination)
 	}
 	// Met during a later wait: the start is immediate, no second back-off.
@@ -123,10 +124,10 @@ func TestDependsOnTimeoutUnderNeverEndsForGood(t *testing.T) {
 	g.Processes[0].Critical = true
 	s := newSim(t, g, scaled, 0, runForever)
 	s.runUntil(5 * time.Second)
-	if n := len(s.eventsWith(EventDependencyTimeout)); n != 1 {
+	if n := len(s.eventsWith(lifecycle.EventDependencyTimeout)); n != 1 {
 		t.Errorf("W5 under never: %d timeouts, want 1", n)
 	}
-	if ps := s.status("api"); ps.State != StateTerminated || ps.Reason != ReasonDependencyTimeout {
+	if ps := s.status("api"); ps.State != lifecycle.StateTerminated || ps.Reason != lifecycle.ReasonDependencyTimeout {
 		t.Errorf("api %s/%s", ps.State, ps.Reason)
 	}
 	if len(s.criticals) != 1 {
@@ -167,7 +168,7 @@ func TestDependsOnCompleted(t *testing.T) {
 		s.runUntil(5 * time.Second)
 		// migrate: 0–1 fails, 1–2 fails (first restart immediate), 2.1–3.1 exits 0.
 		assertTimes(t, "api", s.starts["api"], secs(3.1))
-		if n := len(s.eventsWith(EventDependencyFailed)); n != 0 {
+		if n := len(s.eventsWith(lifecycle.EventDependencyFailed)); n != 0 {
 			t.Errorf("a failure that is retried is no DependencyFailed: %d", n)
 		}
 	})
@@ -184,11 +185,11 @@ func TestDependsOnCompleted(t *testing.T) {
 		if len(s.starts["api"]) != 0 {
 			t.Errorf("api started at %v", s.starts["api"])
 		}
-		f := s.eventsWith(EventDependencyFailed)
+		f := s.eventsWith(lifecycle.EventDependencyFailed)
 		if len(f) != 1 || s.at(f[0]) != time.Second || !strings.Contains(f[0].Message, "migrate exited with code 3") {
 			t.Errorf("W4: DependencyFailed %+v", f)
 		}
-		if ps := s.status("api"); ps.Reason != ReasonDependencyWait {
+		if ps := s.status("api"); ps.Reason != lifecycle.ReasonDependencyWait {
 			t.Errorf("api %s/%s", ps.State, ps.Reason)
 		}
 	})
@@ -233,7 +234,7 @@ func TestDependsOnRestartTrue(t *testing.T) {
 		t.Fatalf("W7: signals %+v, want api's at 2s", s.signals)
 	}
 	assertTimes(t, "api", s.starts["api"], secs(1))
-	if ps := s.status("api"); ps.Reason != ReasonDependencyWait {
+	if ps := s.status("api"); ps.Reason != lifecycle.ReasonDependencyWait {
 		t.Errorf("W7: api %s/%s, want waiting for db", ps.State, ps.Reason)
 	}
 	s.ready("db")
@@ -403,11 +404,11 @@ func TestDependsOnExplicitStartSkipsTheTimeoutsBackOff(t *testing.T) {
 	// start begins a new wait at once, without the back-off.
 	s := newSim(t, dbAPI(spec.ConditionReady, time.Second), scaled, 0, runForever)
 	s.runUntil(2050 * time.Millisecond) // timeouts at 1s and 2s; back-off until 2.1s
-	if ps := s.status("api"); ps.Reason != ReasonCrashLoopBackOff {
+	if ps := s.status("api"); ps.Reason != lifecycle.ReasonCrashLoopBackOff {
 		t.Fatalf("api %s/%s, want CrashLoopBackOff", ps.State, ps.Reason)
 	}
 	s.command(CmdStart, "api", nil, "test")
-	if ps := s.status("api"); ps.Reason != ReasonDependencyWait {
+	if ps := s.status("api"); ps.Reason != lifecycle.ReasonDependencyWait {
 		t.Errorf("X7: api %s/%s, want waiting for db at once", ps.State, ps.Reason)
 	}
 	s.ready("db")

@@ -42,8 +42,9 @@
 //	  │                        killed ──── exit ──────────┤
 //	  └───── CrashLoopBackOff (timer at F + back-off) ◄───┘
 //
-// Each instance of a process is in exactly one phase, and phases change
-// only through the transition table in instance.go.
+// Each instance of a process is in exactly one phase, from its birth
+// (New, launched at once) to its end, and phases change only through the
+// transition table in instance.go: fire is their one writer.
 //
 // Every time the core compares comes from the supervisor's clock (with Go's
 // monotonic reading); wall-clock times are for display only (C9).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // What the runtime observed: an instance started, failed to start or
@@ -28,37 +29,36 @@ func (g *Group) recordStart(p *proc, pid int) {
 	inst.started = p.spec.StartupProbe == nil && p.spec.Readiness == ""
 	inst.ready = inst.started && inst.readyVerdict
 	if inst.startBy != "" && p.recreateReq != "" {
-		g.emit(p, EventNormal, EventStarted, "Started process %s (recreate %s requested by %s)", p.spec.Name, p.recreateReq, inst.startBy)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventStarted, "Started process %s (recreate %s requested by %s)", p.spec.Name, p.recreateReq, inst.startBy)
 	} else if inst.startBy != "" {
-		g.emit(p, EventNormal, EventStarted, "Started process %s (requested by %s)", p.spec.Name, inst.startBy)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventStarted, "Started process %s (requested by %s)", p.spec.Name, inst.startBy)
 	} else {
-		g.emit(p, EventNormal, EventStarted, "Started process %s", p.spec.Name)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventStarted, "Started process %s", p.spec.Name)
 	}
 }
 
 // startedRunning: the process runs; post_start holds it back from
 // running when there is one (H1).
-func (g *Group) startedRunning(p *proc, ev event) {
+func (g *Group) startedRunning(p *proc, ev event) (phase, []event) {
 	g.recordStart(p, ev.pid)
 	if p.spec.PostStart != nil {
-		g.beginPostStart(p)
-		return
+		return g.beginPostStart(p), nil
 	}
-	p.inst.phase = phaseRunning
+	return phaseRunning, nil
 }
 
 // startedStopping: the process runs, but a stop came while its start was
 // in flight. The stop runs now, without post_start; a second stop request
 // meanwhile makes it SIGKILL at once (X9).
-func (g *Group) startedStopping(p *proc, ev event) {
+func (g *Group) startedStopping(p *proc, ev event) (phase, []event) {
 	g.recordStart(p, ev.pid)
 	d := p.inst.deferred
 	p.inst.deferred = nil
-	p.inst.phase = phaseRunning
-	g.fire(p, event{on: onStop, stop: d.stopRequest})
+	then := []event{{on: onStop, stop: d.stopRequest}}
 	if d.escalate {
-		g.fire(p, event{on: onEscalate, by: d.by})
+		then = append(then, event{on: onEscalate, by: d.by})
 	}
+	return phaseRunning, then
 }
 
 // startFailed hears that the runtime could not start an instance.
@@ -71,14 +71,15 @@ func (g *Group) startFailed(in StartFailedInput) {
 // startFailedEnd records a failed start as a finished instance: restart
 // policy and back-off apply as for a crash; a stop requested meanwhile
 // is what ended it.
-func (g *Group) startFailedEnd(p *proc, ev event) {
-	g.emit(p, EventWarning, EventFailed, "Error: %v", ev.err)
+func (g *Group) startFailedEnd(p *proc, ev event) (phase, []event) {
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailed, "Error: %v", ev.err)
 	g.deferredAsStop(p)
-	term := &Termination{
-		InstanceID: p.inst.id, ExitCode: ev.code, Reason: ReasonStartError,
+	term := &lifecycle.Termination{
+		InstanceID: p.inst.id, ExitCode: ev.code, Reason: lifecycle.ReasonStartError,
 		Message: ev.err.Error(), FinishedAt: g.now,
 	}
 	g.finish(p, term)
+	return phaseGone, nil
 }
 
 // exited hears that an instance's process exited.
@@ -90,14 +91,14 @@ func (g *Group) exited(in ExitedInput) {
 
 // exitedEnd records the exit, has what the instance left behind killed
 // (X10) and post_stop run (X5), and decides what follows.
-func (g *Group) exitedEnd(p *proc, ev event) {
+func (g *Group) exitedEnd(p *proc, ev event) (phase, []event) {
 	in := ExitedInput{Status: ev.exit, At: ev.at}
-	term := &Termination{
+	term := &lifecycle.Termination{
 		InstanceID: p.inst.id, ExitCode: in.Status.Code, Signal: in.Status.Signal,
 		Reason: exitReason(in.Status), StartedAt: p.inst.startedAt, FinishedAt: in.At,
 	}
 	if g.stoppedOnRequest(p, term) {
-		term.Reason = ReasonStopped // X13: a requested stop is no failure
+		term.Reason = lifecycle.ReasonStopped // X13: a requested stop is no failure
 	}
 	// X10: whatever the instance left behind dies with it; then the
 	// worker removes the instance.
@@ -109,16 +110,17 @@ func (g *Group) exitedEnd(p *proc, ev event) {
 		term.Message = fmt.Sprintf("killed by %s", spec.SignalName(term.Signal))
 	}
 	g.finish(p, term)
+	return phaseGone, nil
 }
 
-func exitReason(s ExitStatus) string {
+func exitReason(s lifecycle.ExitStatus) string {
 	switch {
 	case s.OOMKilled:
-		return ReasonOOMKilled
+		return lifecycle.ReasonOOMKilled
 	case s.Code == 0:
-		return ReasonCompleted
+		return lifecycle.ReasonCompleted
 	default:
-		return ReasonError
+		return lifecycle.ReasonError
 	}
 }
 
@@ -128,35 +130,35 @@ func exitReason(s ExitStatus) string {
 // exit code. A probe kill and a failed post_start are faults and keep
 // kubelet's reasons (R4, H2); so does an OOM kill (the kernel's verdict),
 // and a plain init that exited 0, which counts as completed (I3).
-func (g *Group) stoppedOnRequest(p *proc, term *Termination) bool {
+func (g *Group) stoppedOnRequest(p *proc, term *lifecycle.Termination) bool {
 	st := p.inst.stop
-	if st == nil || st.reason.probeKill() || st.reason == KillPostStartHook {
+	if st == nil || probeKill(st.reason) || st.reason == lifecycle.KillPostStartHook {
 		return false
 	}
-	if term.Reason == ReasonOOMKilled {
+	if term.Reason == lifecycle.ReasonOOMKilled {
 		return false
 	}
 	return !(p.init && !p.sidecar && term.ExitCode == 0)
 }
 
 // finish records an instance's end and decides what follows it.
-func (g *Group) finish(p *proc, term *Termination) {
+func (g *Group) finish(p *proc, term *lifecycle.Termination) {
 	st := p.inst.stop
 	p.inst = nil
 	p.prev, p.last = p.last, term
-	if term.Reason == ReasonOOMKilled {
+	if term.Reason == lifecycle.ReasonOOMKilled {
 		p.oomKills++
 	}
 	switch {
 	case p.init && !p.sidecar && term.ExitCode == 0:
 		g.initSucceeded(p) // a sidecar never completes: O3
-	case st != nil && st.restart && st.reason.probeKill():
-		p.b8 = &b8Check{ref: st.preKill} // R4: decided before the kill
+	case st != nil && st.restart && probeKill(st.reason):
+		g.probeKilled(p, st.preKill) // R4: decided before the kill
 	case st != nil && st.restart:
-		p.startNow, p.startBy = true, st.by // X7: not a crash
-	case st != nil && st.reason.probeKill():
+		g.requestStart(p, st.by) // X7: not a crash
+	case st != nil && probeKill(st.reason):
 		g.endForGood(p, term) // R4 under Never
-	case st != nil && st.reason == KillPostStartHook:
+	case st != nil && st.reason == lifecycle.KillPostStartHook:
 		g.naturalEnd(p, term) // H2: policy and back-off as for any exit
 	case st != nil:
 		// Stopped on request: not wanted, not ended for good.
@@ -173,7 +175,7 @@ func (g *Group) initSucceeded(p *proc) {
 }
 
 // naturalEnd is R1/R2 for an instance that ended on its own.
-func (g *Group) naturalEnd(p *proc, term *Termination) {
+func (g *Group) naturalEnd(p *proc, term *lifecycle.Termination) {
 	if g.shutdown {
 		return
 	}
@@ -205,10 +207,10 @@ func shouldRestart(policy spec.RestartPolicy, exitCode int) bool {
 	}
 }
 
-func (g *Group) endForGood(p *proc, term *Termination) {
+func (g *Group) endForGood(p *proc, term *lifecycle.Termination) {
 	p.done = true
 	if p.spec.Critical {
-		g.emit(p, EventWarning, EventCriticalExit, "Critical process %s ended for good with exit code %d: stopping everything", p.spec.Name, term.ExitCode)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventCriticalExit, "Critical process %s ended for good with exit code %d: stopping everything", p.spec.Name, term.ExitCode)
 		g.do(CriticalAction{Process: p.spec.Name, Code: term.ExitCode})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // This file is the core's side of the runtime's slow and failing effects:
@@ -33,19 +34,6 @@ const (
 	DefaultKillAttempts = 3
 )
 
-// EventFailedKill is a SIGKILL of an instance's tree that did not end it,
-// or leftovers of an exited instance that could not be killed or removed.
-// EventSandboxChanged is the runtime rebuilding a group's dead sandbox
-// (kubelet's wording).
-const (
-	EventFailedKill     = "FailedKill"
-	EventSandboxChanged = "SandboxChanged"
-)
-
-// ReasonUnkillable is the termination reason of an instance a shutdown
-// gave up on: its tree survived every SIGKILL.
-const ReasonUnkillable = "Unkillable"
-
 // KillDoneInput is a tree kill effect's outcome. exited: the kill followed
 // the instance's exit (X10), and removeErr is then the removal's.
 type KillDoneInput struct {
@@ -55,7 +43,7 @@ type KillDoneInput struct {
 }
 
 // RuntimeEventInput is an event the runtime reports about the group.
-type RuntimeEventInput struct{ Event RuntimeEvent }
+type RuntimeEventInput struct{ Event lifecycle.RuntimeEvent }
 
 func (KillDoneInput) isInput()     {}
 func (RuntimeEventInput) isInput() {}
@@ -74,23 +62,25 @@ type deferredStop struct {
 	escalate bool
 }
 
-func isStopRequest(r KillReason) bool { return r == KillStop || r == KillShutdown }
+func isStopRequest(r lifecycle.KillReason) bool {
+	return r == lifecycle.KillStop || r == lifecycle.KillShutdown
+}
 
 // startInstance asks the worker to start p's instance; it is starting
 // until the start's outcome comes back.
-func (g *Group) startInstance(p *proc) {
-	p.inst.phase = phaseStarting
+func (g *Group) startInstance(p *proc) phase {
 	// E1: kubelet's Created comes after the container was created and its
 	// internal pre-start step ran, before the start (Started or Failed).
-	g.emit(p, EventNormal, EventCreated, "Created process %s", p.spec.Name)
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventCreated, "Created process %s", p.spec.Name)
 	g.do(StartAction{Process: p.spec.Name, Instance: p.inst.id, Spec: p.spec})
+	return phaseStarting
 }
 
 // deferStop records a stop for an instance whose start is in flight and
 // cancels that start (a sandbox being created need not finish). A stop
 // that comes while one is deferred replaces it, keeping grace overrides
 // it does not give.
-func (g *Group) deferStop(p *proc, ev event) {
+func (g *Group) deferStop(p *proc, ev event) (phase, []event) {
 	r := ev.stop
 	if d := p.inst.deferred; d != nil {
 		d.escalate = d.escalate || (isStopRequest(d.reason) && isStopRequest(r.reason))
@@ -101,13 +91,13 @@ func (g *Group) deferStop(p *proc, ev event) {
 		if r.probeGrace != nil {
 			d.probeGrace = r.probeGrace
 		}
-		return
+		return phaseStartCancelled, nil
 	}
-	p.inst.phase = phaseStartCancelled
 	p.inst.deferred = &deferredStop{stopRequest: r}
 	p.inst.decideStop(g.wallNow())
-	g.emit(p, EventNormal, EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Stopping process %s once its start returns: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	g.do(CancelStartAction{Instance: p.inst.id})
+	return phaseStartCancelled, nil
 }
 
 // deferredAsStop turns a deferred stop of a start that failed into the
@@ -119,17 +109,17 @@ func (g *Group) deferredAsStop(p *proc) {
 	}
 }
 
-// killTree sends SIGKILL to the instance's tree and enters the killing
-// phase, with a deadline to look again.
-func (g *Group) killTree(p *proc) {
+// killTree sends SIGKILL to the instance's tree, with a deadline to look
+// again; the instance is then in the killing phase.
+func (g *Group) killTree(p *proc) phase {
 	st := p.inst.stop
 	if ph := p.inst.phase; ph != phaseKilling && ph != phaseKilled {
 		st.killedAt = g.now
 	}
 	st.deadline = g.now.Add(g.killRetryAfter(st.kills))
-	p.inst.phase = phaseKilling
 	st.kills++
 	g.do(KillTreeAction{Process: p.spec.Name, Instance: p.inst.id})
+	return phaseKilling
 }
 
 func (g *Group) killRetryAfter(kills int) time.Duration {
@@ -142,22 +132,23 @@ func (g *Group) killRetryAfter(kills int) time.Duration {
 
 // killStillInFlight is the killing phase's deadline: the SIGKILL has not
 // returned yet; look again later.
-func (g *Group) killStillInFlight(p *proc, _ event) {
+func (g *Group) killStillInFlight(p *proc, _ event) (phase, []event) {
 	st := p.inst.stop
 	st.deadline = g.now.Add(g.killRetryAfter(st.kills))
+	return phaseKilling, nil
 }
 
 // killedDeadline is the killed phase's deadline: the instance outlived its
 // SIGKILL. Retry, or under shutdown after killAttempts give up on it, so
 // that podsup's shutdown ends.
-func (g *Group) killedDeadline(p *proc, _ event) {
+func (g *Group) killedDeadline(p *proc, _ event) (phase, []event) {
 	st := p.inst.stop
 	if g.shutdown && st.kills >= g.killAttempts {
 		g.abandon(p)
-		return
+		return phaseGone, nil
 	}
-	g.emit(p, EventWarning, EventFailedKill, "Process %s is still alive %s after SIGKILL of its tree; killing it again", p.spec.Name, g.now.Sub(st.killedAt).Round(time.Millisecond))
-	g.killTree(p)
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedKill, "Process %s is still alive %s after SIGKILL of its tree; killing it again", p.spec.Name, g.now.Sub(st.killedAt).Round(time.Millisecond))
+	return g.killTree(p), nil
 }
 
 // abandon gives up on an instance whose tree survives SIGKILL (a task
@@ -167,10 +158,10 @@ func (g *Group) killedDeadline(p *proc, _ event) {
 func (g *Group) abandon(p *proc) {
 	st := p.inst.stop
 	msg := fmt.Sprintf("its tree survived %d SIGKILLs", st.kills)
-	g.emit(p, EventWarning, EventFailedKill, "Giving up on process %s: %s; podsup stops without it", p.spec.Name, msg)
-	g.finish(p, &Termination{
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedKill, "Giving up on process %s: %s; podsup stops without it", p.spec.Name, msg)
+	g.finish(p, &lifecycle.Termination{
 		InstanceID: p.inst.id, ExitCode: 128 + int(spec.SIGKILL), Signal: spec.SIGKILL,
-		Reason: ReasonUnkillable, Message: msg, StartedAt: p.inst.startedAt, FinishedAt: g.now,
+		Reason: lifecycle.ReasonUnkillable, Message: msg, StartedAt: p.inst.startedAt, FinishedAt: g.now,
 	})
 }
 
@@ -183,20 +174,19 @@ func (g *Group) killDone(in KillDoneInput) {
 	}
 	p := g.procNamed(in.Process)
 	if in.Err != nil {
-		g.emitFor(p, in.Process, in.Instance, EventWarning, EventFailedKill, fmt.Sprintf("SIGKILL of what process %s left behind failed: %v", in.Process, in.Err))
+		g.emitFor(p, in.Process, in.Instance, lifecycle.EventWarning, lifecycle.EventFailedKill, fmt.Sprintf("SIGKILL of what process %s left behind failed: %v", in.Process, in.Err))
 	}
 	if in.RemoveErr != nil {
-		g.emitFor(p, in.Process, in.Instance, EventWarning, EventFailedKill, fmt.Sprintf("Removing instance %s of process %s failed: %v", in.Instance, in.Process, in.RemoveErr))
+		g.emitFor(p, in.Process, in.Instance, lifecycle.EventWarning, lifecycle.EventFailedKill, fmt.Sprintf("Removing instance %s of process %s failed: %v", in.Instance, in.Process, in.RemoveErr))
 	}
 }
 
 // killDoneAlive: the SIGKILL of a live instance's tree returned. A
 // failure is a Warning naming what survives; the next look waits for the
 // deadline.
-func (g *Group) killDoneAlive(p *proc, ev event) {
-	p.inst.phase = phaseKilled
+func (g *Group) killDoneAlive(p *proc, ev event) (phase, []event) {
 	if ev.err == nil {
-		return
+		return phaseKilled, nil
 	}
 	st := p.inst.stop
 	retry := g.killRetryAfter(st.kills)
@@ -204,7 +194,8 @@ func (g *Group) killDoneAlive(p *proc, ev event) {
 		retry = g.killRetry
 	}
 	st.deadline = g.now.Add(retry)
-	g.emit(p, EventWarning, EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, ev.err)
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedKill, "SIGKILL of process %s's tree did not end it (attempt %d, next look in %s): %v", p.spec.Name, st.kills, retry, ev.err)
+	return phaseKilled, nil
 }
 
 // procNamed finds a process by name, among those a reload removed too.
@@ -222,8 +213,8 @@ func (g *Group) procNamed(name string) *proc {
 
 // emitFor is an event about a finished instance, which may no longer be
 // the process's newest.
-func (g *Group) emitFor(p *proc, process, instance string, typ EventType, reason, msg string) {
-	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Process: process, InstanceID: instance, Message: msg}
+func (g *Group) emitFor(p *proc, process, instance string, typ lifecycle.EventType, reason, msg string) {
+	e := lifecycle.Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Process: process, InstanceID: instance, Message: msg}
 	if p != nil {
 		e.RestartCount = max(p.starts-1, 0)
 		e.Request = p.recreateReq
@@ -235,7 +226,7 @@ func (g *Group) emitFor(p *proc, process, instance string, typ EventType, reason
 func (g *Group) runtimeEvent(in RuntimeEventInput) {
 	typ := in.Event.Type
 	if typ == "" {
-		typ = EventNormal
+		typ = lifecycle.EventNormal
 	}
 	g.emit(nil, typ, in.Event.Reason, "%s", in.Event.Message)
 }

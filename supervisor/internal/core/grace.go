@@ -1,36 +1,24 @@
 package core
 
-import "time"
-
-// KillReason says why an instance is being stopped. It selects the grace
-// period (K1) and decides what happens after the exit.
-type KillReason string
-
-const (
-	// KillStop is an explicit stop request (X7, K2 override allowed).
-	KillStop KillReason = "Stop"
-	// KillRestart is an explicit restart request (X7).
-	KillRestart KillReason = "Restart"
-	// KillShutdown is podsup stopping everything (X9, X11).
-	KillShutdown KillReason = "Shutdown"
-	// KillLiveness and KillStartup are probe failures (R4, P11); the
-	// probe's own grace applies (K1.2).
-	KillLiveness KillReason = "LivenessProbe"
-	KillStartup  KillReason = "StartupProbe"
+import (
+	"github.com/podsup/podsup/supervisor/lifecycle"
+	"time"
 )
 
 // probeKill reports whether r is a probe-triggered kill (R4, B8).
-func (r KillReason) probeKill() bool { return r == KillLiveness || r == KillStartup }
+func probeKill(r lifecycle.KillReason) bool {
+	return r == lifecycle.KillLiveness || r == lifecycle.KillStartup
+}
 
 // SelectGrace is K1 with K2 applied: a request's override wins; otherwise a
 // probe-level grace when the kill reason is that probe and it is set;
 // otherwise the group's grace. (K1.1, the pod deletion grace, is the
 // override in podsup: a stop or shutdown request carries it.)
-func SelectGrace(reason KillReason, group time.Duration, probe, override *time.Duration) time.Duration {
+func SelectGrace(reason lifecycle.KillReason, group time.Duration, probe, override *time.Duration) time.Duration {
 	switch {
 	case override != nil:
 		return *override
-	case reason.probeKill() && probe != nil:
+	case probeKill(reason) && probe != nil:
 		return *probe
 	default:
 		return group

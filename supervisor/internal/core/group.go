@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // A group's core: its configuration, its processes, and Step, the one
@@ -97,20 +98,19 @@ type proc struct {
 	// inst is the live instance, nil between instances.
 	inst *instance
 	// last and prev are the newest and the previous finished instances.
-	last, prev *Termination
+	last, prev *lifecycle.Termination
 	// oomKills counts the instances that ended OOMKilled.
 	oomKills int
 	// starts counts instances (R5: restart count = starts − 1).
 	starts int
 	// nextStart is set while waiting in CrashLoopBackOff (X3).
 	nextStart time.Time
-	// startNow makes the next start skip the back-off check and Next:
-	// an explicit start or restart (X7).
-	startNow bool
-	startBy  string
-	// b8 is set after a probe kill that restarts: the start's back-off
-	// check uses the status from before the kill (B8).
-	b8 *b8Check
+	// rest is how the next instance starts (rest.go); startBy who asked
+	// for it, and b8, in restProbeKilled, the status from before the
+	// kill the start's back-off check uses (B8).
+	rest    rest
+	startBy string
+	b8      *b8Check
 	// recreateReq is the recreate request replacing this process, whose
 	// id tags its events meanwhile.
 	recreateReq string
@@ -120,13 +120,11 @@ type proc struct {
 	nextSpec *spec.Process
 	idPrefix string
 
-	// wait is the wait for dependencies in progress (W3); depRetry says
-	// a wait after a timed-out one passed its back-off (W5); depStarts
+	// wait is the wait for dependencies in progress (W3); depStarts
 	// the instance counts of the restart = true dependencies at its start
 	// (W7); pendingStop an ordered shutdown's stop waiting for its
 	// dependents (W8).
 	wait        *depWait
-	depRetry    bool
 	depStarts   map[string]int
 	pendingStop *pendingStop
 }
@@ -134,7 +132,7 @@ type proc struct {
 type b8Check struct {
 	// ref is the newest finished instance before the kill; nil when there
 	// was none (then the start is immediate and skips Next, B6.1).
-	ref *Termination
+	ref *lifecycle.Termination
 }
 
 func NewGroup(c Config) *Group {
@@ -215,8 +213,8 @@ func (g *Group) Step(now time.Time, in Input) Plan {
 
 func (g *Group) do(a Action) { g.out.Actions = append(g.out.Actions, a) }
 
-func (g *Group) emit(p *proc, typ EventType, reason, format string, args ...any) {
-	e := Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
+func (g *Group) emit(p *proc, typ lifecycle.EventType, reason, format string, args ...any) {
+	e := lifecycle.Event{Time: g.wallNow(), Type: typ, Reason: reason, Group: g.name, Message: fmt.Sprintf(format, args...)}
 	if p != nil {
 		e.Process = p.spec.Name
 		e.Request = p.recreateReq

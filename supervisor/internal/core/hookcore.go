@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // This file is the core's side of lifecycle hooks (X5, H1–H4) and of probe
@@ -22,27 +23,6 @@ import (
 //	                                                                     ▼
 //	   kill path: pre_stop ─► stop signal ─► SIGKILL ─► exit ─► post_stop (warn only)
 //	   natural exit ───────────────────────────────────► exit ─► post_stop
-
-// KillPostStartHook is the kill after a failed post_start (H2): the
-// group's grace, pre_stop included, and afterwards restart policy and
-// back-off as for any exit.
-const KillPostStartHook KillReason = "FailedPostStartHook"
-
-// Event reasons of hooks, in kubelet's vocabulary.
-const (
-	// EventFailedPreStartHook: pre_start failed or timed out; that start
-	// failed (X5).
-	EventFailedPreStartHook = "FailedPreStartHook"
-	// EventFailedPostStartHook: post_start failed; the instance is killed
-	// (H2).
-	EventFailedPostStartHook = "FailedPostStartHook"
-	// EventFailedPostStopHook: post_stop failed; nothing else changes (X5).
-	EventFailedPostStopHook = "FailedPostStopHook"
-)
-
-// ReasonPreStartHookError is the termination reason of a start that its
-// pre_start hook failed (X5, H5).
-const ReasonPreStartHookError = "PreStartHookError"
 
 // preStartFailureCode is the exit code a pre_start failure is recorded
 // with: the program never ran, as for a start error (E3).
@@ -88,15 +68,14 @@ type HookAction struct {
 
 func (HookAction) isAction() {}
 
-// launch is the last step of start: pre_start first when there is one,
-// else the process itself.
-func (g *Group) launch(p *proc) {
+// launch is a new instance's first transition: pre_start first when
+// there is one, else the process itself.
+func (g *Group) launch(p *proc, _ event) (phase, []event) {
 	if p.spec.PreStart != nil {
-		p.inst.phase = phasePreStart
 		g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PreStart, Spec: p.spec})
-		return
+		return phasePreStart, nil
 	}
-	g.startInstance(p)
+	return g.startInstance(p), nil
 }
 
 // preStartDone hears pre_start's end: the process starts, or the start
@@ -113,38 +92,42 @@ func (g *Group) preStartDone(in PreStartDoneInput) {
 }
 
 // preStartSucceeded starts the process itself.
-func (g *Group) preStartSucceeded(p *proc, _ event) { g.startInstance(p) }
+func (g *Group) preStartSucceeded(p *proc, _ event) (phase, []event) {
+	return g.startInstance(p), nil
+}
 
 // preStartFailed fails the start (X5): the failed start is a finished
 // instance, so restart policy and back-off apply to the next one as for a
 // crash.
-func (g *Group) preStartFailed(p *proc, ev event) {
-	g.emit(p, EventWarning, EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, ev.err)
-	g.finish(p, &Termination{
-		InstanceID: p.inst.id, ExitCode: preStartFailureCode, Reason: ReasonPreStartHookError,
+func (g *Group) preStartFailed(p *proc, ev event) (phase, []event) {
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedPreStartHook, "PreStart hook for process %s failed, not starting it: %v", p.spec.Name, ev.err)
+	g.finish(p, &lifecycle.Termination{
+		InstanceID: p.inst.id, ExitCode: preStartFailureCode, Reason: lifecycle.ReasonPreStartHookError,
 		Message: ev.err.Error(), FinishedAt: g.now,
 	})
+	return phaseGone, nil
 }
 
 // abortPreStart is a stop, restart or shutdown that finds the instance
 // still in its pre_start hook: there is no process to stop, so the start
 // is dropped (the worker cancels the hook once the instance is gone). No
 // termination is recorded; the instance id stays used.
-func (g *Group) abortPreStart(p *proc, ev event) {
+func (g *Group) abortPreStart(p *proc, ev event) (phase, []event) {
 	r := ev.stop
-	g.emit(p, EventNormal, EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Cancelling the start of process %s during its pre_start hook: %s requested by %s", p.spec.Name, verb(r.reason), who(r.by))
 	p.inst = nil
 	if r.restart {
-		p.startNow, p.startBy = true, r.by
+		g.requestStart(p, r.by)
 	}
+	return phaseGone, nil
 }
 
 // beginPostStart holds a just-started instance out of running/started
 // until its post_start returns (H1). The Started event has been emitted:
 // the process does run.
-func (g *Group) beginPostStart(p *proc) {
-	p.inst.phase = phasePostStart
+func (g *Group) beginPostStart(p *proc) phase {
 	g.do(HookAction{Process: p.spec.Name, Instance: p.inst.id, Point: spec.PostStart, Spec: p.spec})
+	return phasePostStart
 }
 
 // postStartDone hears post_start's end. A result for an instance already
@@ -161,13 +144,13 @@ func (g *Group) postStartDone(in PostStartDoneInput) {
 }
 
 // postStartSucceeded releases the instance into running (H1).
-func (g *Group) postStartSucceeded(p *proc, _ event) { p.inst.phase = phaseRunning }
+func (g *Group) postStartSucceeded(*proc, event) (phase, []event) { return phaseRunning, nil }
 
 // postStartFailed kills the instance through the normal stop path with
 // the group's grace (H2).
-func (g *Group) postStartFailed(p *proc, ev event) {
-	g.emit(p, EventWarning, EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, ev.err)
-	g.beginStop(p, KillPostStartHook, nil, nil, "", false)
+func (g *Group) postStartFailed(p *proc, ev event) (phase, []event) {
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedPostStartHook, "PostStart hook for process %s failed: %v", p.spec.Name, ev.err)
+	return phasePostStart, []event{{on: onStop, stop: stopRequest{reason: lifecycle.KillPostStartHook}}}
 }
 
 // requestPostStop asks for post_start's counterpart once per exited
@@ -195,8 +178,8 @@ func (g *Group) postStopDone(in PostStopDoneInput) {
 		return
 	}
 	// The event names the instance that exited, not the one now running.
-	g.do(EmitAction{Event{
-		Time: g.now, Type: EventWarning, Reason: EventFailedPostStopHook, Group: g.name,
+	g.do(EmitAction{lifecycle.Event{
+		Time: g.now, Type: lifecycle.EventWarning, Reason: lifecycle.EventFailedPostStopHook, Group: g.name,
 		Process: p.spec.Name, InstanceID: in.Instance, RestartCount: max(p.starts-1, 0),
 		Message: fmt.Sprintf("PostStop hook for process %s failed: %v", p.spec.Name, in.Err),
 	}})
@@ -212,8 +195,9 @@ func (g *Group) probeReport(in ProbeReportInput) {
 	}
 }
 
-func (g *Group) probeUnhealthy(p *proc, ev event) {
-	g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(ev.probe.Probe), ev.probe.Message)
+func (g *Group) probeUnhealthy(p *proc, ev event) (phase, []event) {
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventUnhealthy, "%s probe failed: %s", probeTitle(ev.probe.Probe), ev.probe.Message)
+	return phaseRunning, nil
 }
 
 // probeTitle is the probe kind as kubelet's events spell it ("Liveness").

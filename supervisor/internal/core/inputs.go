@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The inputs every group's core understands: requests, the outcome of
@@ -68,7 +69,7 @@ type StartFailedInput struct {
 
 type ExitedInput struct {
 	Instance string
-	Status   ExitStatus
+	Status   lifecycle.ExitStatus
 	// at is the instance's FinishedAt, read from the supervisor's clock.
 	At time.Time
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"slices"
 	"time"
 )
@@ -31,13 +32,25 @@ import (
 // A sidecar stopped with its group (O6) waits between PreStop (or the
 // stop's beginning, without pre_stop) and Signalled in AwaitTurn: its
 // turn ──► Signalled, a second stop ──► Killing, exited ──► (gone).
+//
+// An instance is born in New and launched at once through the table:
+// New ── launch ──► PreStart (with a pre_start hook) or Starting.
+//
+// A handler does not write the phase: it returns the phase it leaves
+// the instance in, and fire, the one writer of a phase, sets it; a
+// handler whose work goes on in another cell (a stop deferred during the
+// start, a stop a failed post_start or a probe decides) returns the
+// triggers that follow, which fire runs through the table in turn.
 
 // phase is where an instance stands in its life.
 type phase uint8
 
 const (
+	// phaseNew: the core has just made the instance; its launch
+	// transition follows in the same step.
+	phaseNew phase = iota
 	// phasePreStart: the pre_start hook runs; no process exists yet (X5).
-	phasePreStart phase = iota
+	phasePreStart
 	// phaseStarting: the runtime's start is in flight (the worker runs it
 	// in a goroutine of its own).
 	phaseStarting
@@ -71,7 +84,7 @@ const (
 )
 
 var phaseNames = [...]string{
-	phasePreStart: "PreStart", phaseStarting: "Starting", phaseStartCancelled: "StartCancelled",
+	phaseNew: "New", phasePreStart: "PreStart", phaseStarting: "Starting", phaseStartCancelled: "StartCancelled",
 	phasePostStart: "PostStart", phaseRunning: "Running", phasePreStop: "PreStop", phaseAwaitTurn: "AwaitTurn",
 	phaseSignalled: "Signalled", phaseKilling: "Killing", phaseKilled: "Killed", phaseGone: "gone",
 }
@@ -91,7 +104,8 @@ func (p phase) stopping() bool { return p >= phasePreStop && p <= phaseKilled }
 type trigger uint8
 
 const (
-	onPreStartDone    trigger = iota // pre_start returned 0
+	onLaunch          trigger = iota // the core made the instance: its pre_start, or its start
+	onPreStartDone                   // pre_start returned 0
 	onPreStartFailed                 // pre_start failed or timed out
 	onStarted                        // the runtime started the process
 	onStartFailed                    // the runtime could not start it
@@ -112,7 +126,7 @@ const (
 )
 
 var triggerNames = [...]string{
-	onPreStartDone: "pre_start done", onPreStartFailed: "pre_start failed", onStarted: "started",
+	onLaunch: "launch", onPreStartDone: "pre_start done", onPreStartFailed: "pre_start failed", onStarted: "started",
 	onStartFailed: "start failed", onPostStartDone: "post_start done", onPostStartFailed: "post_start failed",
 	onStop: "stop", onEscalate: "escalate", onPreStopDone: "pre_stop done", onGraceExpired: "grace expired",
 	onKillDone: "kill done", onKillDeadline: "kill deadline", onExited: "exited",
@@ -135,7 +149,7 @@ type event struct {
 	// failed start is recorded with (onStartFailed).
 	pid, code int
 	// exit and at are the exit's status and FinishedAt (onExited).
-	exit ExitStatus
+	exit lifecycle.ExitStatus
 	at   time.Time
 	// stop is the stop that begins (onStop).
 	stop stopRequest
@@ -151,9 +165,14 @@ type event struct {
 // forgot: fire reports it, and TestTransitionTableIsComplete fails.
 type transition struct {
 	to      []phase
-	do      func(g *Group, p *proc, ev event)
+	do      handler
 	ignored bool
 }
+
+// handler carries out one transition: its actions, and the phase it
+// leaves the instance in (phaseGone when the instance ended), with the
+// triggers that follow at once (nil for most).
+type handler func(g *Group, p *proc, ev event) (phase, []event)
 
 // ignore is the cell of a trigger that means nothing in a phase: a late
 // hook result, a probe result for an instance that is not running, a
@@ -171,7 +190,17 @@ var transitions [numPhases][numTriggers]transition
 // which a package-level initializer may not refer back to.
 func init() {
 	transitions = [numPhases][numTriggers]transition{
+		phaseNew: {
+			onLaunch:       {to: to(phasePreStart, phaseStarting), do: (*Group).launch},
+			onPreStartDone: ignore, onPreStartFailed: ignore,
+			onStarted: ignore, onStartFailed: ignore,
+			onPostStartDone: ignore, onPostStartFailed: ignore,
+			onStop: ignore, onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
+			onKillDone: ignore, onKillDeadline: ignore, onExited: ignore,
+			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
+		},
 		phasePreStart: {
+			onLaunch:         ignore,
 			onPreStartDone:   {to: to(phaseStarting), do: (*Group).preStartSucceeded},
 			onPreStartFailed: {to: to(phaseGone), do: (*Group).preStartFailed},
 			onStarted:        ignore, onStartFailed: ignore,
@@ -182,6 +211,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseStarting: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore,
 			onStarted:       {to: to(phasePostStart, phaseRunning), do: (*Group).startedRunning},
 			onStartFailed:   {to: to(phaseGone), do: (*Group).startFailedEnd},
@@ -192,6 +222,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseStartCancelled: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore,
 			onStarted:       {to: to(phasePreStop, phaseAwaitTurn, phaseSignalled, phaseKilling), do: (*Group).startedStopping},
 			onStartFailed:   {to: to(phaseGone), do: (*Group).startFailedEnd},
@@ -202,6 +233,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phasePostStart: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone:   {to: to(phaseRunning), do: (*Group).postStartSucceeded},
 			onPostStartFailed: {to: to(phasePreStop, phaseSignalled), do: (*Group).postStartFailed},
@@ -212,6 +244,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseRunning: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore,
 			onStop:     {to: to(phasePreStop, phaseAwaitTurn, phaseSignalled), do: (*Group).stopBegin},
@@ -223,6 +256,7 @@ func init() {
 			onTurn:        ignore,
 		},
 		phasePreStop: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate:     {to: to(phaseKilling), do: (*Group).escalate},
@@ -232,6 +266,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseSignalled: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate:     {to: to(phaseKilling), do: (*Group).escalate},
@@ -242,6 +277,7 @@ func init() {
 			onProbeResult: ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseKilling: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore,
@@ -251,6 +287,7 @@ func init() {
 			onProbeResult:  ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseKilled: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate: ignore, onPreStopDone: ignore, onGraceExpired: ignore, onKillDone: ignore,
@@ -259,6 +296,7 @@ func init() {
 			onProbeResult:  ignore, onProbeReport: ignore, onTurn: ignore,
 		},
 		phaseAwaitTurn: {
+			onLaunch:       ignore,
 			onPreStartDone: ignore, onPreStartFailed: ignore, onStarted: ignore, onStartFailed: ignore,
 			onPostStartDone: ignore, onPostStartFailed: ignore, onStop: ignore,
 			onEscalate:    {to: to(phaseKilling), do: (*Group).escalate},
@@ -270,13 +308,10 @@ func init() {
 	}
 }
 
-// EventInternalError is a transition the table does not allow: a bug in
-// the core, reported rather than crashing podsup.
-const EventInternalError = "InternalError"
-
-// fire is the one way an instance's phase changes: the table's handler
-// for (phase, trigger) runs, and the phase it leaves must be one the
-// table lists.
+// fire is the one way an instance's phase changes, and the one writer of
+// it: the table's handler for (phase, trigger) runs, the phase it returns
+// must be one the table lists, and the triggers it hands on are fired in
+// turn (the outcome checked against this cell is where they leave it).
 func (g *Group) fire(p *proc, ev event) {
 	inst := p.inst
 	if inst == nil {
@@ -288,16 +323,25 @@ func (g *Group) fire(p *proc, ev event) {
 		return
 	}
 	if t.do == nil {
-		g.emit(p, EventWarning, EventInternalError, "Instance %s of process %s is %s and its transition table has no cell for %s", inst.id, p.spec.Name, from, ev.on)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventInternalError, "Instance %s of process %s is %s and its transition table has no cell for %s", inst.id, p.spec.Name, from, ev.on)
 		return
 	}
-	t.do(g, p, ev)
+	next, then := t.do(g, p, ev)
+	if p.inst == inst && next != phaseGone {
+		inst.phase = next
+	}
+	for _, e := range then {
+		if p.inst != inst {
+			break
+		}
+		g.fire(p, e)
+	}
 	got := phaseGone
 	if p.inst == inst {
 		got = inst.phase
 	}
-	if !slices.Contains(t.to, got) {
-		g.emit(p, EventWarning, EventInternalError, "Instance %s of process %s went from %s to %s on %s, which its transition table does not allow", inst.id, p.spec.Name, from, got, ev.on)
+	if !slices.Contains(t.to, got) || (len(then) == 0 && got != next) {
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventInternalError, "Instance %s of process %s went from %s to %s on %s, which its transition table does not allow", inst.id, p.spec.Name, from, got, ev.on)
 	}
 }
 
@@ -354,7 +398,7 @@ func (i *instance) starting() bool {
 // stopRequest is what a stop is about: why (K1's reason), who asked, the
 // grace overrides (K2, K1.2), and whether a new instance follows.
 type stopRequest struct {
-	reason               KillReason
+	reason               lifecycle.KillReason
 	override, probeGrace *time.Duration
 	by                   string
 	restart              bool
@@ -365,7 +409,7 @@ type stopRequest struct {
 
 // stopState is a termination in progress (K1–K6).
 type stopState struct {
-	reason KillReason
+	reason lifecycle.KillReason
 	by     string
 	// grace is K1/K2's choice, before K3's charge.
 	grace time.Duration
@@ -376,7 +420,7 @@ type stopState struct {
 	// restart starts a new instance after the exit.
 	restart bool
 	// preKill is the newest finished instance when a probe kill began (B8).
-	preKill *Termination
+	preKill *lifecycle.Termination
 	// kills counts the SIGKILLs of the tree sent.
 	kills int
 	// killedAt is when the first SIGKILL of the tree was sent.

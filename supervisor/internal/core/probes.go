@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Reactions to probes (R4, P5, P6, P11, P12, S3): readiness and startup
@@ -19,37 +20,38 @@ func (g *Group) probeResult(in ProbeInput) {
 // probeReact is a running instance's reaction to a probe result: ready
 // and started follow readiness and startup; a liveness or startup
 // failure kills it with the probe's grace (K1.2).
-func (g *Group) probeReact(p *proc, ev event) {
+func (g *Group) probeReact(p *proc, ev event) (phase, []event) {
 	in := ev.probe
 	var probe *spec.Probe
-	reason := KillLiveness
+	reason := lifecycle.KillLiveness
 	switch in.Probe {
 	case spec.Readiness:
 		p.inst.readyVerdict = in.Success
 		g.updateReady(p)
-		return
+		return phaseRunning, nil
 	case spec.Startup:
 		if in.Success {
 			p.inst.started = true
 			g.updateReady(p)
-			return
+			return phaseRunning, nil
 		}
-		probe, reason = p.spec.StartupProbe, KillStartup
+		probe, reason = p.spec.StartupProbe, lifecycle.KillStartup
 	case spec.Liveness:
 		if in.Success {
-			return
+			return phaseRunning, nil
 		}
 		probe = p.spec.LivenessProbe
 	}
 	if !in.Reported {
-		g.emit(p, EventWarning, EventUnhealthy, "%s probe failed: %s", probeTitle(in.Probe), in.Message)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventUnhealthy, "%s probe failed: %s", probeTitle(in.Probe), in.Message)
 	}
 	var probeGrace *time.Duration
 	if probe != nil {
 		probeGrace = probe.TerminationGracePeriod
 	}
 	// R4: the restart is decided before the kill, by policy != never.
-	g.beginStop(p, reason, nil, probeGrace, "", p.policy != spec.RestartNever)
+	stop := stopRequest{reason: reason, probeGrace: probeGrace, restart: p.policy != spec.RestartNever}
+	return phaseRunning, []event{{on: onStop, stop: stop}}
 }
 
 // updateReady sets ready from readiness's verdict, held back until the
@@ -60,7 +62,7 @@ func (g *Group) updateReady(p *proc) {
 	ready := p.inst.started && p.inst.readyVerdict
 	if ready && !p.inst.ready {
 		// W3: the instant depends_on's "ready" is met, in the events.
-		g.emit(p, EventNormal, EventReady, "Process %s is ready", p.spec.Name)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventReady, "Process %s is ready", p.spec.Name)
 	}
 	p.inst.ready = ready
 }

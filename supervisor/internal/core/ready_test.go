@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // S3: a process is ready only once it has started. Without a readiness
@@ -19,20 +20,20 @@ func TestReadyWaitsForTheStartupProbe(t *testing.T) {
 	s := newSim(t, g, spec.DefaultBackoff(), 0, func(string, int) simRun { return simRun{runFor: -1} })
 	s.schedule(3*time.Second, ProbeInput{Instance: "app-0", Probe: spec.Startup, Success: true})
 	s.runUntil(2 * time.Second)
-	if ps := s.status("app"); ps.State != StateRunning || ps.Started || ps.Ready {
+	if ps := s.status("app"); ps.State != lifecycle.StateRunning || ps.Started || ps.Ready {
 		t.Errorf("S3: before its startup probe passed: %+v, want running, neither started nor ready", ps)
 	}
 	if g := s.core.Snapshot(); g.Ready {
 		t.Error("S3: the group is ready while its one process has not started")
 	}
-	if n := len(s.eventsWith(EventReady)); n != 0 {
+	if n := len(s.eventsWith(lifecycle.EventReady)); n != 0 {
 		t.Errorf("%d Ready events before the startup probe passed", n)
 	}
 	s.runUntil(4 * time.Second)
 	if ps := s.status("app"); !ps.Started || !ps.Ready {
 		t.Errorf("S3: after its startup probe passed: %+v, want started and ready", ps)
 	}
-	if n := len(s.eventsWith(EventReady)); n != 1 {
+	if n := len(s.eventsWith(lifecycle.EventReady)); n != 1 {
 		t.Errorf("%d Ready events once started, want 1 (W3: the moment it turned ready)", n)
 	}
 }

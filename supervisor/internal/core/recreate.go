@@ -244,28 +244,3 @@ func (s RecreateSpec) validate() error {
 	}
 	return nil
 }
-
-// Event reasons of recreate requests; every such event carries the
-// request's id in Event.Request. The kill and the start of each process
-// also report Killing and Started events, tagged with the request too.
-const (
-	// EventRecreatePending: accepted, queued behind another request (C2).
-	EventRecreatePending = "RecreatePending"
-	// EventRecreating: the request became active; with a Process, that
-	// process's recreation began.
-	EventRecreating = "Recreating"
-	// EventRecreateUnready: the group's readiness is forced false (C3).
-	EventRecreateUnready = "RecreateUnready"
-	// EventRecreateSucceeded / EventRecreateFailed: one process finished.
-	EventRecreateSucceeded = "RecreateSucceeded"
-	EventRecreateFailed    = "RecreateFailed"
-	// EventRecreateCompleted: the request completed (Warning when a
-	// process failed).
-	EventRecreateCompleted = "RecreateCompleted"
-	// EventRecreateRemoved: ttl_after_finished passed; the request is gone.
-	EventRecreateRemoved = "RecreateRemoved"
-)
-
-// KillRecreate is a kill ordered by a recreate request (C4, X7): the
-// request's grace overrides K1 and the new instance starts at once.
-const KillRecreate KillReason = "Recreate"

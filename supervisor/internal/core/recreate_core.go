@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"strings"
 	"time"
 )
@@ -73,7 +74,7 @@ func (g *Group) addRecreate(in RecreateInput) {
 	}
 	g.rc.reqs = append(g.rc.reqs, &r)
 	if a := g.activeRecreate(); a != nil {
-		g.emitRecreate(&r, "", EventNormal, EventRecreatePending, "Recreate request %s by %s for %s is pending behind %s: one request at a time per group",
+		g.emitRecreate(&r, "", lifecycle.EventNormal, lifecycle.EventRecreatePending, "Recreate request %s by %s for %s is pending behind %s: one request at a time per group",
 			r.id, who(r.spec.Requester), strings.Join(r.spec.Processes, ", "), a.id)
 	}
 }
@@ -149,7 +150,7 @@ func (g *Group) stepRecreates() {
 			next, o := decideRecreate(*r, g.observeForRecreate, g.now, g.wallNow())
 			g.applyRecreate(r, next, o)
 			if o.remove {
-				g.emitRecreate(r, "", EventNormal, EventRecreateRemoved, "Recreate request %s removed: ttl_after_finished %s passed", r.id, r.spec.ttl())
+				g.emitRecreate(r, "", lifecycle.EventNormal, lifecycle.EventRecreateRemoved, "Recreate request %s removed: ttl_after_finished %s passed", r.id, r.spec.ttl())
 				g.do(RecreateGoneAction{ID: r.id})
 				continue
 			}
@@ -178,12 +179,12 @@ func (g *Group) applyRecreate(r *recreateState, next recreateState, o recreateOr
 		if r.spec.Ordered {
 			mode = "in order"
 		}
-		g.emitRecreate(r, "", EventNormal, EventRecreating, "Recreate request %s by %s: recreating %s %s (failure policy %s)",
+		g.emitRecreate(r, "", lifecycle.EventNormal, lifecycle.EventRecreating, "Recreate request %s by %s: recreating %s %s (failure policy %s)",
 			r.id, who(r.spec.Requester), strings.Join(r.spec.Processes, ", "), mode, r.spec.failurePolicy())
 	}
 	if o.holdReadiness {
 		g.rc.holder = r.id
-		g.emitRecreate(r, "", EventNormal, EventRecreateUnready, "Group %s readiness held false for %s before recreating (request %s)",
+		g.emitRecreate(r, "", lifecycle.EventNormal, lifecycle.EventRecreateUnready, "Group %s readiness held false for %s before recreating (request %s)",
 			g.name, *r.spec.UnreadyGracePeriod, r.id)
 	}
 	for i, p := range r.procs {
@@ -192,11 +193,11 @@ func (g *Group) applyRecreate(r *recreateState, next recreateState, o recreateOr
 		}
 		switch p.phase {
 		case ProcessRecreateRecreating:
-			g.emitRecreate(r, p.name, EventNormal, EventRecreating, "Recreating process %s: replacing instance %s (request %s)", p.name, p.baseline, r.id)
+			g.emitRecreate(r, p.name, lifecycle.EventNormal, lifecycle.EventRecreating, "Recreating process %s: replacing instance %s (request %s)", p.name, p.baseline, r.id)
 		case ProcessRecreateSucceeded:
-			g.emitRecreate(r, p.name, EventNormal, EventRecreateSucceeded, "Process %s recreated: instance %s is running and ready (request %s)", p.name, p.instance, r.id)
+			g.emitRecreate(r, p.name, lifecycle.EventNormal, lifecycle.EventRecreateSucceeded, "Process %s recreated: instance %s is running and ready (request %s)", p.name, p.instance, r.id)
 		case ProcessRecreateFailed:
-			g.emitRecreate(r, p.name, EventWarning, EventRecreateFailed, "Recreating process %s failed: %s (request %s)", p.name, p.message, r.id)
+			g.emitRecreate(r, p.name, lifecycle.EventWarning, lifecycle.EventRecreateFailed, "Recreating process %s failed: %s (request %s)", p.name, p.message, r.id)
 		}
 		if p.phase == ProcessRecreateSucceeded || p.phase == ProcessRecreateFailed {
 			if q, ok := g.byName[p.name]; ok && q.recreateReq == r.id {
@@ -215,14 +216,14 @@ func (g *Group) applyRecreate(r *recreateState, next recreateState, o recreateOr
 			g.rc.holder = ""
 			released = "; group readiness released"
 		}
-		typ, outcome := EventNormal, "all processes recreated"
+		typ, outcome := lifecycle.EventNormal, "all processes recreated"
 		if r.message != "" {
 			outcome = r.message
 		}
 		if r.status(false).Failed() {
-			typ = EventWarning
+			typ = lifecycle.EventWarning
 		}
-		g.emitRecreate(r, "", typ, EventRecreateCompleted, "Recreate request %s completed: %s%s", r.id, outcome, released)
+		g.emitRecreate(r, "", typ, lifecycle.EventRecreateCompleted, "Recreate request %s completed: %s%s", r.id, outcome, released)
 		g.do(RecreateDoneAction{Status: r.status(false)})
 	}
 }
@@ -234,17 +235,16 @@ func (g *Group) recreateProc(p *proc, r *recreateState) {
 	by := who(r.spec.Requester)
 	p.want, p.done = true, false
 	p.recreateReq = r.id
-	p.b8 = nil
 	if p.inst == nil { // between instances, e.g. waiting in CrashLoopBackOff
-		p.startNow, p.startBy = true, by
+		g.requestStart(p, by)
 		p.nextStart = time.Time{}
 		return
 	}
 	if st := p.inst.stop; st != nil { // a restart or probe kill under way
-		st.restart, st.by, st.reason = true, by, KillRecreate
+		st.restart, st.by, st.reason = true, by, lifecycle.KillRecreate
 		return
 	}
-	g.beginStop(p, KillRecreate, r.spec.TerminationGracePeriod, nil, by, true)
+	g.beginStop(p, lifecycle.KillRecreate, r.spec.TerminationGracePeriod, nil, by, true)
 }
 
 func (g *Group) observeForRecreate(name string) observedProcess {
@@ -271,7 +271,7 @@ func (g *Group) observeForRecreate(name string) observedProcess {
 
 // emitRecreate emits an event for request r, about process (or the group
 // when ""), tagged with the request's id.
-func (g *Group) emitRecreate(r *recreateState, process string, typ EventType, reason, format string, args ...any) {
+func (g *Group) emitRecreate(r *recreateState, process string, typ lifecycle.EventType, reason, format string, args ...any) {
 	p := g.byName[process]
 	g.emit(p, typ, reason, format, args...)
 	last := len(g.out.Actions) - 1

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Recreate requests inside the group core, in the discrete-event
@@ -39,8 +40,8 @@ func (s *sim) request(id string) RecreateStatus {
 	return RecreateStatus{}
 }
 
-func (s *sim) eventsOf(request string) []Event {
-	var out []Event
+func (s *sim) eventsOf(request string) []lifecycle.Event {
+	var out []lifecycle.Event
 	for _, e := range s.events {
 		if e.Request == request {
 			out = append(out, e)
@@ -86,7 +87,7 @@ func TestRecreateDuringCrashLoopX7(t *testing.T) {
 		return simRun{code: 1}
 	})
 	s.runUntil(35 * time.Second) // T1: starts 0, 0, 10, 30; waiting until 70
-	if ps := s.status("app"); ps.Reason != ReasonCrashLoopBackOff {
+	if ps := s.status("app"); ps.Reason != lifecycle.ReasonCrashLoopBackOff {
 		t.Fatalf("not in CrashLoopBackOff: %+v", ps)
 	}
 	before := s.core.backoff.Get("app")
@@ -104,9 +105,9 @@ func TestRecreateDuringCrashLoopX7(t *testing.T) {
 	if st := s.request("rc-1"); reqPhases(st) != "Completed app=Succeeded" {
 		t.Errorf("request: %s", reqPhases(st))
 	}
-	var started *Event
+	var started *lifecycle.Event
 	for i, e := range s.eventsOf("rc-1") {
-		if e.Reason == EventStarted {
+		if e.Reason == lifecycle.EventStarted {
 			started = &s.eventsOf("rc-1")[i]
 		}
 	}
@@ -137,7 +138,7 @@ func TestRecreateKillPathC4(t *testing.T) {
 		t.Errorf("K2/K3: SIGKILL at %v, want 6s", s.kills)
 	}
 	assertTimes(t, "X7 starts", s.starts["app"], secs(0, 6))
-	if ps := s.status("app"); ps.RestartCount != 1 || ps.State != StateRunning {
+	if ps := s.status("app"); ps.RestartCount != 1 || ps.State != lifecycle.StateRunning {
 		t.Errorf("R5: %+v", ps)
 	}
 	if got := s.status("side"); got.InstanceID != side.InstanceID || got.Pid != side.Pid || len(s.starts["side"]) != 1 {
@@ -147,7 +148,7 @@ func TestRecreateKillPathC4(t *testing.T) {
 	for _, e := range s.eventsOf("rc-1") {
 		reasons = append(reasons, e.Reason+"/"+e.Process)
 	}
-	if k := s.eventsWith(EventKilling); len(k) == 0 || !strings.Contains(k[0].Message, "recreate requested by alice") {
+	if k := s.eventsWith(lifecycle.EventKilling); len(k) == 0 || !strings.Contains(k[0].Message, "recreate requested by alice") {
 		t.Errorf("X7: Killing events %+v", k)
 	}
 	// Every step is an event tagged with the request: the request, the
@@ -176,8 +177,8 @@ func TestRecreateQueueC2(t *testing.T) {
 	if a, b, c := s.request("rc-1"), s.request("rc-2"), s.request("rc-3"); a.Phase != RecreateRecreating || b.Phase != RecreatePending || c.Phase != RecreatePending {
 		t.Fatalf("C2: %s / %s / %s", a.Phase, b.Phase, c.Phase)
 	}
-	if len(s.eventsWith(EventRecreatePending)) != 2 {
-		t.Errorf("RecreatePending events: %+v", s.eventsWith(EventRecreatePending))
+	if len(s.eventsWith(lifecycle.EventRecreatePending)) != 2 {
+		t.Errorf("RecreatePending events: %+v", s.eventsWith(lifecycle.EventRecreatePending))
 	}
 	s.runUntil(time.Minute)
 	// rc-1: app stopped at 1, gone at 2, new instance at 2, Succeeded at
@@ -215,7 +216,7 @@ func TestRecreateUnreadyWindowC3(t *testing.T) {
 	if st := s.core.Snapshot(); !st.Ready || st.ReadinessHeldBy != "" {
 		t.Errorf("C3: readiness not released on completion: %+v", st)
 	}
-	if e := s.eventsWith(EventRecreateCompleted); len(e) != 1 || !strings.Contains(e[0].Message, "readiness released") {
+	if e := s.eventsWith(lifecycle.EventRecreateCompleted); len(e) != 1 || !strings.Contains(e[0].Message, "readiness released") {
 		t.Errorf("completion event %+v", e)
 	}
 }
@@ -320,7 +321,7 @@ func TestRecreateDeadlineAndTTLC8(t *testing.T) {
 		t.Fatal("removed before its TTL")
 	}
 	s.runUntil(14 * time.Second)
-	if len(s.core.RecreateSnapshot()) != 0 || len(s.eventsWith(EventRecreateRemoved)) != 1 {
+	if len(s.core.RecreateSnapshot()) != 0 || len(s.eventsWith(lifecycle.EventRecreateRemoved)) != 1 {
 		t.Errorf("C8 TTL: still there at completion + ttl: %+v", s.core.RecreateSnapshot())
 	}
 }
@@ -410,7 +411,7 @@ func TestRecreateClockDriftInTheCore(t *testing.T) {
 		phases          []string
 		events          []string
 	}
-	play := func(skew func(elapsed time.Duration) time.Duration) (outcome, []Event) {
+	play := func(skew func(elapsed time.Duration) time.Duration) (outcome, []lifecycle.Event) {
 		g := appAndSidecar()
 		g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
 		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, termExit: 500 * time.Millisecond}))

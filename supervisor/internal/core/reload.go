@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Process-level live reload: a group whose new spec differs from the
@@ -21,10 +22,6 @@ import (
 //	          always restarts (R4) and gives a fresh back-off (B12); the
 //	          restart count goes on (R5). A stopped process stays stopped
 //	          and gets the new spec at its next start.
-
-// KillReload is a kill caused by a reload that removed or changed the
-// process (R4: a spec change always restarts).
-const KillReload KillReason = "Reload"
 
 // ReloadInput hands a group's new spec to its core; the group-level
 // settings are the same as before, only main processes differ.
@@ -63,7 +60,7 @@ func (g *Group) reload(ng spec.Group) {
 				idPrefix: "r" + strconv.Itoa(g.reloads) + ".",
 			}
 			g.byName[s.Name] = p
-			g.emit(p, EventNormal, EventReloaded, "Process %s added by a reload", s.Name)
+			g.emit(p, lifecycle.EventNormal, lifecycle.EventReloaded, "Process %s added by a reload", s.Name)
 		}
 		mains = append(mains, p)
 	}
@@ -80,7 +77,7 @@ func (g *Group) reload(ng spec.Group) {
 // instance is gone).
 func (g *Group) changeProc(p *proc, s spec.Process) {
 	p.nextSpec = &s
-	g.emit(p, EventNormal, EventReloaded, "Process %s changed by a reload: restarting it with the new spec", s.Name)
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventReloaded, "Process %s changed by a reload: restarting it with the new spec", s.Name)
 	if p.inst == nil {
 		return
 	}
@@ -90,16 +87,17 @@ func (g *Group) changeProc(p *proc, s spec.Process) {
 		}
 		return
 	}
-	g.beginStop(p, KillReload, nil, nil, "reload", p.want)
+	g.beginStop(p, lifecycle.KillReload, nil, nil, "reload", p.want)
 }
 
 // removeProc stops a process the new spec no longer has. It stays in
 // g.leaving (so exits and deadlines still reach it) until it is gone.
 func (g *Group) removeProc(p *proc) {
 	delete(g.byName, p.spec.Name)
-	p.want, p.startNow, p.b8, p.nextSpec = false, false, nil, nil
+	p.want, p.nextSpec = false, nil
+	g.fireRest(p, restOnCancel)
 	p.nextStart = time.Time{}
-	g.emit(p, EventNormal, EventReloaded, "Process %s removed by a reload", p.spec.Name)
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventReloaded, "Process %s removed by a reload", p.spec.Name)
 	if p.inst == nil {
 		g.release(p)
 		return
@@ -107,7 +105,7 @@ func (g *Group) removeProc(p *proc) {
 	if st := p.inst.stop; st != nil {
 		st.restart = false
 	} else {
-		g.beginStop(p, KillReload, nil, nil, "reload", false)
+		g.beginStop(p, lifecycle.KillReload, nil, nil, "reload", false)
 	}
 	g.leaving = append(g.leaving, p)
 }
@@ -124,10 +122,12 @@ func (g *Group) stepReload() {
 		p.spec, p.nextSpec = *p.nextSpec, nil
 		p.policy = g.spec.EffectiveRestartPolicy(&p.spec)
 		g.backoff.Forget(p.spec.Name)
-		p.nextStart, p.b8 = time.Time{}, nil
+		p.nextStart = time.Time{}
 		if p.want {
 			p.done = false
-			p.startNow, p.startBy = true, "reload"
+			g.requestStart(p, "reload")
+		} else {
+			g.fireRest(p, restOnCancel) // no B8 check for the new spec
 		}
 	}
 	if len(g.leaving) == 0 {
@@ -158,6 +158,3 @@ func (g *Group) release(p *proc) {
 	}
 	g.do(ReleaseAction{Process: p.spec.Name})
 }
-
-// EventReloaded: a reload added, removed or changed a process.
-const EventReloaded = "Reloaded"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Process-level reload in the core: the old instance of a changed or removed
@@ -69,7 +70,7 @@ func TestReloadRemovedProcessStopsThroughTheKillPath(t *testing.T) {
 	// Added again later, under the same name: new, unique instance ids.
 	s.feed(ReloadInput{Group: g})
 	s.runUntil(2 * time.Minute)
-	if b := s.status("b"); b.State != StateRunning || b.RestartCount != 0 || b.InstanceID == "b-0" {
+	if b := s.status("b"); b.State != lifecycle.StateRunning || b.RestartCount != 0 || b.InstanceID == "b-0" {
 		t.Errorf("re-added b: %+v", b)
 	}
 }

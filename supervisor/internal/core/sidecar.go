@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"github.com/podsup/podsup/supervisor/lifecycle"
+	"time"
+)
 
 // Sidecars (O1–O7): an init with restart_policy "always" is Kubernetes'
 // restartable init container (KEP-753). What sets it apart from a plain
@@ -18,10 +21,6 @@ import "time"
 //	          stop signal only in its turn, once the main processes and
 //	          the later sidecars are gone, the wait charged to its grace
 //	          (signalInTurn, takeTurn: O6, K4)
-
-// KillGroupCompleted stops a sidecar whose group has ended: every main
-// process ended for good, or an init failed it (O4).
-const KillGroupCompleted KillReason = "GroupCompleted"
 
 // over reports a group with nothing left to run beside its sidecars: the
 // main processes ran and none is wanted any more, at least one of them
@@ -54,8 +53,8 @@ func (g *Group) stopSidecarsOfEndedGroup() {
 		if !p.sidecar || p.inst == nil || p.inst.stop != nil || p.inst.deferred != nil {
 			continue
 		}
-		p.startNow, p.b8 = false, nil
-		g.beginStopInTurn(p, KillGroupCompleted, nil, "podsup")
+		g.fireRest(p, restOnCancel)
+		g.beginStopInTurn(p, lifecycle.KillGroupCompleted, nil, "podsup")
 	}
 	for _, p := range g.inits {
 		if p.sidecar {
@@ -105,7 +104,7 @@ func (g *Group) sidecarsReady() bool {
 
 // beginStopInTurn begins a sidecar's stop that waits for its turn before
 // the stop signal (O6).
-func (g *Group) beginStopInTurn(p *proc, reason KillReason, override *time.Duration, by string) {
+func (g *Group) beginStopInTurn(p *proc, reason lifecycle.KillReason, override *time.Duration, by string) {
 	g.fire(p, event{on: onStop, stop: stopRequest{reason: reason, override: override, by: by, ordered: true}})
 }
 
@@ -113,15 +112,14 @@ func (g *Group) beginStopInTurn(p *proc, reason KillReason, override *time.Durat
 // for a sidecar stopped with its group whose turn has not come, waits for
 // it in AwaitTurn at most that long. As kubelet's killContainer does: the
 // wait comes after pre_stop and only when grace is left (O6, K4).
-func (g *Group) signalInTurn(p *proc, grace time.Duration) {
+func (g *Group) signalInTurn(p *proc, grace time.Duration) phase {
 	st := p.inst.stop
 	if !st.ordered || grace <= 0 || g.turnCame(p) {
-		g.sendStopSignal(p, grace)
-		return
+		return g.sendStopSignal(p, grace)
 	}
-	p.inst.phase = phaseAwaitTurn
 	st.turnFrom, st.turnGrace = g.now, grace
 	st.deadline = g.now.Add(grace)
+	return phaseAwaitTurn
 }
 
 // turnCame reports that a sidecar may get its stop signal: no main
@@ -154,9 +152,9 @@ func (g *Group) turnCame(p *proc) bool {
 
 // takeTurn ends a sidecar's wait: the stop signal, with the time waited
 // charged to the grace (K4) and the minimum still applying (K5).
-func (g *Group) takeTurn(p *proc, _ event) {
+func (g *Group) takeTurn(p *proc, _ event) (phase, []event) {
 	st := p.inst.stop
-	g.sendStopSignal(p, ChargeTurnWait(st.turnGrace, g.now.Sub(st.turnFrom)))
+	return g.sendStopSignal(p, ChargeTurnWait(st.turnGrace, g.now.Sub(st.turnFrom))), nil
 }
 
 // ChargeTurnWait is K4: the time a sidecar waited for its turn, truncated

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Sidecars (O1–O7) on the simulated clock: start order, restarts whatever
@@ -46,7 +47,7 @@ func TestSidecarStartOrder(t *testing.T) {
 		assertTimes(t, "migrate", s.starts["migrate"], secs(0))
 		assertTimes(t, "s2", s.starts["s2"], secs(1))
 		assertTimes(t, "app", s.starts["app"], secs(1))
-		if ps := s.status("s1"); ps.State != StateRunning || !ps.Init || ps.RestartCount != 0 {
+		if ps := s.status("s1"); ps.State != lifecycle.StateRunning || !ps.Init || ps.RestartCount != 0 {
 			t.Errorf("O3: s1 %+v, want running after the inits completed", ps)
 		}
 	})
@@ -59,7 +60,7 @@ func TestSidecarStartOrder(t *testing.T) {
 		if len(s.starts["migrate"]) != 0 {
 			t.Fatalf("O2: migrate started before s1's startup probe passed: %v", s.starts)
 		}
-		if ps := s.status("app"); ps.Reason != ReasonPodInitializing {
+		if ps := s.status("app"); ps.Reason != lifecycle.ReasonPodInitializing {
 			t.Errorf("app waits as %s, want PodInitializing", ps.Reason)
 		}
 		s.runUntil(10 * time.Second)
@@ -88,7 +89,7 @@ func TestSidecarStartOrder(t *testing.T) {
 		s.runUntil(10 * time.Second)
 		assertTimes(t, "s1 (O3: restarted under never; B7 first restart at once)", s.starts["s1"], secs(0, 0.5))
 		assertTimes(t, "migrate", s.starts["migrate"], secs(2))
-		if st := s.core.Snapshot(); st.Phase == PhaseFailed {
+		if st := s.core.Snapshot(); st.Phase == lifecycle.PhaseFailed {
 			t.Error("O3: a sidecar's exit never fails the group (I2 is for plain inits)")
 		}
 	})
@@ -113,7 +114,7 @@ func TestSidecarRestartsWhateverThePolicy(t *testing.T) {
 			if len(s.starts["app"]) != 1 || len(s.starts["migrate"]) != 1 {
 				t.Errorf("only the sidecar restarts: %v", s.starts)
 			}
-			if len(s.eventsWith(EventBackOff)) == 0 {
+			if len(s.eventsWith(lifecycle.EventBackOff)) == 0 {
 				t.Error("B6: the sidecar's restarts go through back-off")
 			}
 		})
@@ -145,7 +146,7 @@ func TestSidecarsStopWhenTheGroupCompletes(t *testing.T) {
 				return simRun{runFor: -1, termExit: time.Second}
 			})
 			s.runUntil(4 * time.Second)
-			if st := s.core.Snapshot(); st.Phase != PhaseRunning {
+			if st := s.core.Snapshot(); st.Phase != lifecycle.PhaseRunning {
 				t.Fatalf("phase %s before app completed", st.Phase)
 			}
 			s.runUntil(60 * time.Second)
@@ -160,15 +161,15 @@ func TestSidecarsStopWhenTheGroupCompletes(t *testing.T) {
 				t.Errorf("O4: nothing starts again in a completed group: %v", s.starts)
 			}
 			st := s.core.Snapshot()
-			if st.Phase != PhaseSucceeded || st.Ready {
+			if st.Phase != lifecycle.PhaseSucceeded || st.Ready {
 				t.Errorf("O4: phase %s ready %v, want Succeeded, not ready", st.Phase, st.Ready)
 			}
 			for _, name := range []string{"s1", "s2"} {
-				if ps := s.status(name); ps.State != StateTerminated || ps.NextStartAt != (time.Time{}) {
+				if ps := s.status(name); ps.State != lifecycle.StateTerminated || ps.NextStartAt != (time.Time{}) {
 					t.Errorf("O4: %s %s/%s, want terminated for good", name, ps.State, ps.Reason)
 				}
 			}
-			kills := s.eventsWith(EventKilling)
+			kills := s.eventsWith(lifecycle.EventKilling)
 			if len(kills) != 2 || !strings.Contains(kills[0].Message, "every main process of the group has ended") {
 				t.Errorf("O4: Killing events %+v", kills)
 			}
@@ -203,7 +204,7 @@ func TestSidecarsStopWhenTheGroupCompletes(t *testing.T) {
 		if got := signalTimes(s, "s1"); len(got) != 1 || got[0] != time.Second {
 			t.Errorf("s1 signalled at %v, want [1s]", got)
 		}
-		if st := s.core.Snapshot(); st.Phase != PhaseFailed {
+		if st := s.core.Snapshot(); st.Phase != lifecycle.PhaseFailed {
 			t.Errorf("phase %s, want Failed (I2)", st.Phase)
 		}
 	})
@@ -215,7 +216,7 @@ func TestSidecarsStopWhenTheGroupCompletes(t *testing.T) {
 		if got := signalTimes(s, "app"); len(got) != 1 {
 			t.Errorf("app signals %v", got)
 		}
-		if ps := s.status("s1"); ps.State != StateRunning {
+		if ps := s.status("s1"); ps.State != lifecycle.StateRunning {
 			t.Errorf("s1 %s, want running", ps.State)
 		}
 	})
@@ -253,7 +254,7 @@ func TestSidecarRequests(t *testing.T) {
 	if got := signalTimes(s, "s2"); len(got) != 1 || got[0] != 2*time.Second {
 		t.Errorf("s2 signalled at %v, want [2s]", got)
 	}
-	if ps := s.status("s2"); ps.State != StateTerminated {
+	if ps := s.status("s2"); ps.State != lifecycle.StateTerminated {
 		t.Errorf("s2 %s/%s", ps.State, ps.Reason)
 	}
 	s.runUntil(20 * time.Second)
@@ -349,7 +350,7 @@ func TestSidecarStopOrder(t *testing.T) {
 			s.runUntil(10 * time.Second)
 			s.command(CmdShutdown, "", c.override, "test")
 			// Every stop begins at once: Killing events for all three.
-			if k := s.eventsWith(EventKilling); len(k) != 3 {
+			if k := s.eventsWith(lifecycle.EventKilling); len(k) != 3 {
 				t.Errorf("Killing events at the shutdown: %d, want 3", len(k))
 			}
 			s.runUntil(100 * time.Second)
@@ -380,7 +381,7 @@ func TestSidecarStopOrder(t *testing.T) {
 		s.runUntil(10 * time.Second)
 		s.command(CmdShutdown, "", nil, "test")
 		s.runUntil(11 * time.Second)
-		if ps := s.status("s1"); ps.State != StateRunning {
+		if ps := s.status("s1"); ps.State != lifecycle.StateRunning {
 			t.Fatalf("s1 %s, want still running while it waits", ps.State)
 		}
 		s.command(CmdShutdown, "", nil, "test")
@@ -449,7 +450,7 @@ func TestSidecarInBackOffAfterExitZeroIsNotReady(t *testing.T) {
 		return simRun{runFor: -1}
 	})
 	s.runUntil(5 * time.Second)
-	if ps := s.status("s1"); ps.State != StateWaiting || ps.Reason != ReasonCrashLoopBackOff {
+	if ps := s.status("s1"); ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonCrashLoopBackOff {
 		t.Fatalf("s1 %+v, want waiting in CrashLoopBackOff", ps)
 	}
 	if st := s.core.DepState(); st.Ready || st.Started {

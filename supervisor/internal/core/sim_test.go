@@ -9,6 +9,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // This file drives the pure core in a discrete-event simulation: scripted
@@ -56,11 +57,11 @@ type sim struct {
 	pids    int
 
 	starts    map[string][]time.Duration
-	events    []Event
+	events    []lifecycle.Event
 	signals   []simAt
 	kills     []simAt
 	criticals []CriticalAction
-	snapshots []GroupStatus
+	snapshots []lifecycle.GroupStatus
 }
 
 type simAt struct {
@@ -113,7 +114,7 @@ func (s *sim) exec(a Action) Input {
 		run := s.script(a.Process, n)
 		s.alive[a.Instance] = run
 		if run.runFor >= 0 {
-			s.schedule(run.runFor, ExitedInput{Instance: a.Instance, Status: ExitStatus{Code: run.code}})
+			s.schedule(run.runFor, ExitedInput{Instance: a.Instance, Status: lifecycle.ExitStatus{Code: run.code}})
 		}
 		if run.livenessFailAfter > 0 {
 			s.schedule(run.livenessFailAfter, ProbeInput{Instance: a.Instance, Probe: spec.Liveness, Message: "scripted"})
@@ -123,12 +124,12 @@ func (s *sim) exec(a Action) Input {
 	case SignalAction:
 		s.signals = append(s.signals, simAt{s.elapsed(), a.Process})
 		if run, ok := s.alive[a.Instance]; ok && !run.ignoreTerm {
-			s.exitEarly(a.Instance, run.termExit, ExitStatus{Code: 128 + int(a.Sig), Signal: a.Sig})
+			s.exitEarly(a.Instance, run.termExit, lifecycle.ExitStatus{Code: 128 + int(a.Sig), Signal: a.Sig})
 		}
 	case KillTreeAction:
 		if _, ok := s.alive[a.Instance]; ok {
 			s.kills = append(s.kills, simAt{s.elapsed(), a.Process})
-			s.exitEarly(a.Instance, 0, ExitStatus{Code: 137, Signal: syscall.SIGKILL})
+			s.exitEarly(a.Instance, 0, lifecycle.ExitStatus{Code: 137, Signal: syscall.SIGKILL})
 		}
 	case PreStopAction:
 		if d, ok := s.preStop[a.Process]; ok {
@@ -136,7 +137,7 @@ func (s *sim) exec(a Action) Input {
 		}
 	case EmitAction:
 		s.events = append(s.events, a.Event)
-		if a.Event.Reason == EventInternalError {
+		if a.Event.Reason == lifecycle.EventInternalError {
 			s.t.Errorf("at %s: %s", s.elapsed(), a.Event.Message) // a transition the table does not allow
 		}
 	case CriticalAction:
@@ -146,7 +147,7 @@ func (s *sim) exec(a Action) Input {
 }
 
 // exitEarly moves an instance's exit to after d unless it exits sooner.
-func (s *sim) exitEarly(id string, d time.Duration, st ExitStatus) {
+func (s *sim) exitEarly(id string, d time.Duration, st lifecycle.ExitStatus) {
 	at := s.elapsed() + d
 	for i, e := range s.pending {
 		if ex, ok := e.in.(ExitedInput); ok && ex.Instance == id {
@@ -209,8 +210,8 @@ func (s *sim) command(kind CommandKind, process string, grace *time.Duration, by
 	s.feed(CommandInput{Kind: kind, Process: process, Grace: grace, By: by})
 }
 
-func (s *sim) eventsWith(reason string) []Event {
-	var out []Event
+func (s *sim) eventsWith(reason string) []lifecycle.Event {
+	var out []lifecycle.Event
 	for _, e := range s.events {
 		if e.Reason == reason {
 			out = append(out, e)
@@ -219,7 +220,7 @@ func (s *sim) eventsWith(reason string) []Event {
 	return out
 }
 
-func (s *sim) status(process string) ProcessStatus {
+func (s *sim) status(process string) lifecycle.ProcessStatus {
 	ps, ok := s.core.Snapshot().Process(process)
 	if !ok {
 		s.t.Fatalf("no status for %q", process)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"time"
 )
 
@@ -45,20 +46,18 @@ func (g *Group) tryStart(p *proc) {
 	if !g.gateOpen(p) { // W1–W6
 		return
 	}
-	if t := p.last; t != nil && t.Reason == ReasonDependencyTimeout {
+	if t := p.last; t != nil && t.Reason == lifecycle.ReasonDependencyTimeout {
 		// W5: the back-off ran before the wait, not again after it.
-		p.depRetry, p.startNow, p.b8 = false, false, nil
 		g.start(p)
 		return
 	}
 	key := p.spec.Name
-	if p.startNow {
-		p.startNow = false
+	if p.startRequested() {
 		g.start(p)
 		return
 	}
-	if b8 := p.b8; b8 != nil {
-		p.b8 = nil
+	if b8 := p.b8; p.rest == restProbeKilled {
+		g.fireRest(p, restOnB8Checked)
 		if b8.ref == nil {
 			g.start(p) // B6.1: no finished instance before the kill
 			return
@@ -81,7 +80,7 @@ func (g *Group) tryStart(p *proc) {
 		next := ref.FinishedAt.Add(d) // X3: exactly F + back-off
 		if !p.nextStart.Equal(next) {
 			p.nextStart = next
-			g.emit(p, EventWarning, EventBackOff, backOffMessage, p.spec.Name)
+			g.emit(p, lifecycle.EventWarning, lifecycle.EventBackOff, backOffMessage, p.spec.Name)
 		}
 		return
 	}
@@ -90,6 +89,7 @@ func (g *Group) tryStart(p *proc) {
 }
 
 func (g *Group) start(p *proc) {
+	g.fireRest(p, restOnBirth)
 	p.nextStart = time.Time{}
 	p.inst = &instance{
 		id:           fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts),
@@ -102,7 +102,7 @@ func (g *Group) start(p *proc) {
 	if !p.init {
 		g.mainsRan = true // I3
 	}
-	g.launch(p) // pre_start, then the start (X5)
+	g.fire(p, event{on: onLaunch}) // pre_start, then the start (X5)
 }
 
 func (g *Group) nextWake() time.Time {

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"time"
 )
 
@@ -12,80 +13,79 @@ import (
 // beginStop starts a termination of p's instance: the stop signal after
 // pre_stop, or, before there is a process, a cancelled start (the
 // transitions of onStop).
-func (g *Group) beginStop(p *proc, reason KillReason, override, probeGrace *time.Duration, by string, restart bool) {
+func (g *Group) beginStop(p *proc, reason lifecycle.KillReason, override, probeGrace *time.Duration, by string, restart bool) {
 	g.fire(p, event{on: onStop, stop: stopRequest{reason: reason, override: override, probeGrace: probeGrace, by: by, restart: restart}})
 }
 
 // stopBegin is a stop of a process that runs: K1/K2's grace, the Killing
 // event, then pre_stop when there is grace to spend (K3), else the stop
 // signal.
-func (g *Group) stopBegin(p *proc, ev event) {
+func (g *Group) stopBegin(p *proc, ev event) (phase, []event) {
 	r := ev.stop
 	grace := SelectGrace(r.reason, g.grace, r.probeGrace, r.override)
 	st := &stopState{reason: r.reason, by: r.by, grace: grace, begun: g.now, restart: r.restart, shown: p.inst.phase == phaseRunning, ordered: r.ordered}
 	p.inst.stop = st
 	p.inst.decideStop(g.wallNow())
 	switch r.reason {
-	case KillLiveness, KillStartup:
+	case lifecycle.KillLiveness, lifecycle.KillStartup:
 		st.preKill = p.last
 		probe := "liveness"
-		if r.reason == KillStartup {
+		if r.reason == lifecycle.KillStartup {
 			probe = "startup"
 		}
 		if r.restart {
-			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, will be restarted (grace %s)", p.spec.Name, probe, grace)
+			g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Process %s failed %s probe, will be restarted (grace %s)", p.spec.Name, probe, grace)
 		} else {
-			g.emit(p, EventNormal, EventKilling, "Process %s failed %s probe, stopping (grace %s)", p.spec.Name, probe, grace)
+			g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Process %s failed %s probe, stopping (grace %s)", p.spec.Name, probe, grace)
 		}
-	case KillPostStartHook:
-		g.emit(p, EventNormal, EventKilling, "Stopping process %s: its post_start hook failed (grace %s)", p.spec.Name, grace)
-	case KillGroupCompleted:
-		g.emit(p, EventNormal, EventKilling, "Stopping sidecar %s: every main process of the group has ended (grace %s)", p.spec.Name, grace)
+	case lifecycle.KillPostStartHook:
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Stopping process %s: its post_start hook failed (grace %s)", p.spec.Name, grace)
+	case lifecycle.KillGroupCompleted:
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Stopping sidecar %s: every main process of the group has ended (grace %s)", p.spec.Name, grace)
 	default:
-		g.emit(p, EventNormal, EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(r.reason), who(r.by), grace)
+		g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Stopping process %s: %s requested by %s (grace %s)", p.spec.Name, verb(r.reason), who(r.by), grace)
 	}
 	// K3: a pre_stop hook runs first when there is grace to spend.
 	if p.spec.PreStop != nil && grace > 0 {
-		p.inst.phase = phasePreStop
 		st.deadline = g.now.Add(grace)
 		g.do(PreStopAction{Process: p.spec.Name, Instance: p.inst.id, Budget: grace})
-		return
+		return phasePreStop, nil
 	}
-	g.signalInTurn(p, grace)
+	return g.signalInTurn(p, grace), nil
 }
 
 // sendStopSignal is K5 then K6: the stop signal now, SIGKILL after grace
 // lifted to the minimum.
-func (g *Group) sendStopSignal(p *proc, grace time.Duration) {
+func (g *Group) sendStopSignal(p *proc, grace time.Duration) phase {
 	st := p.inst.stop
 	grace = MinimumGrace(grace, g.minGrace)
-	p.inst.phase = phaseSignalled
 	st.deadline = g.now.Add(grace)
 	g.do(SignalAction{Process: p.spec.Name, Instance: p.inst.id, Sig: p.spec.EffectiveStopSignal()})
+	return phaseSignalled
 }
 
 // endPreStop is pre_stop's end, or its budget's: the stop signal, with
 // the time the hook took charged to the grace (K3). A failed hook is a
 // warning; the termination goes on (H4).
-func (g *Group) endPreStop(p *proc, ev event) {
+func (g *Group) endPreStop(p *proc, ev event) (phase, []event) {
 	if ev.err != nil {
-		g.emit(p, EventWarning, EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, ev.err)
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedPreStopHook, "PreStop hook for process %s failed: %v", p.spec.Name, ev.err)
 	}
 	st := p.inst.stop
-	g.signalInTurn(p, ChargePreStop(st.grace, g.now.Sub(st.begun)))
+	return g.signalInTurn(p, ChargePreStop(st.grace, g.now.Sub(st.begun))), nil
 }
 
 // escalate is a second stop request (X9): SIGKILL of the tree now.
-func (g *Group) escalate(p *proc, ev event) {
-	g.emit(p, EventNormal, EventKilling, "Killing process %s now: second stop request by %s", p.spec.Name, who(ev.by))
-	g.killTree(p)
+func (g *Group) escalate(p *proc, ev event) (phase, []event) {
+	g.emit(p, lifecycle.EventNormal, lifecycle.EventKilling, "Killing process %s now: second stop request by %s", p.spec.Name, who(ev.by))
+	return g.killTree(p), nil
 }
 
 // graceExpired is K6's end: the grace is over, SIGKILL the tree. No
 // second Killing event: kubelet's one Killing covers the whole stop, the
 // runtime's SIGKILL included (E1).
-func (g *Group) graceExpired(p *proc, _ event) {
-	g.killTree(p)
+func (g *Group) graceExpired(p *proc, _ event) (phase, []event) {
+	return g.killTree(p), nil
 }
 
 // runStopDeadlines fires the deadlines of the stops under way: pre_stop's
@@ -133,13 +133,13 @@ func (g *Group) preStopDone(in PreStopDoneInput) {
 		return fmt.Sprintf("PreStop hook for process %s failed after the grace period: %v", p.spec.Name, in.Err)
 	}
 	if p != nil { // signalled, or being killed
-		g.emit(p, EventWarning, EventFailedPreStopHook, "%s", failed(p))
+		g.emit(p, lifecycle.EventWarning, lifecycle.EventFailedPreStopHook, "%s", failed(p))
 		return
 	}
 	for q := range g.procs() { // gone: the event names the instance that ended
 		if q.last != nil && q.last.InstanceID == in.Instance {
-			g.do(EmitAction{Event{
-				Time: g.wallNow(), Type: EventWarning, Reason: EventFailedPreStopHook, Group: g.name,
+			g.do(EmitAction{lifecycle.Event{
+				Time: g.wallNow(), Type: lifecycle.EventWarning, Reason: lifecycle.EventFailedPreStopHook, Group: g.name,
 				Process: q.spec.Name, InstanceID: in.Instance, RestartCount: max(q.starts-1, 0), Request: q.recreateReq,
 				Message: failed(q),
 			}})
@@ -148,15 +148,15 @@ func (g *Group) preStopDone(in PreStopDoneInput) {
 	}
 }
 
-func verb(r KillReason) string {
+func verb(r lifecycle.KillReason) string {
 	switch r {
-	case KillRestart:
+	case lifecycle.KillRestart:
 		return "restart"
-	case KillShutdown:
+	case lifecycle.KillShutdown:
 		return "shutdown"
-	case KillRecreate:
+	case lifecycle.KillRecreate:
 		return "recreate"
-	case KillReload:
+	case lifecycle.KillReload:
 		return "reload"
 	default:
 		return "stop"

@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"github.com/podsup/podsup/supervisor/lifecycle"
+	"time"
+)
 
 // Stop order (W8, W9): with an ordered shutdown, a process is stopped
 // only once every process that depends on it (in its group) and every
@@ -26,11 +29,11 @@ func (g *Group) shutdownProc(p *proc, c CommandInput, first, inTurn bool) {
 	nothingWaits := len(g.stopAfter) == 0 && !g.dependedOn[p.spec.Name]
 	if !first || !c.Ordered || inTurn || nothingWaits || p.inst == nil || p.inst.stop != nil {
 		p.pendingStop = nil
-		g.stopProc(p, KillShutdown, c.Grace, c.By, inTurn)
+		g.stopProc(p, lifecycle.KillShutdown, c.Grace, c.By, inTurn)
 		return
 	}
 	p.want = false
-	p.startNow, p.b8 = false, nil
+	g.fireRest(p, restOnCancel)
 	p.nextStart = time.Time{}
 	p.pendingStop = &pendingStop{grace: c.Grace, by: c.By, since: g.wallNow()}
 }
@@ -54,7 +57,7 @@ func (g *Group) runPendingStops() {
 		}
 		p.pendingStop = nil
 		p.inst.decideStop(ps.since)
-		g.beginStop(p, KillShutdown, ps.grace, nil, ps.by, false)
+		g.beginStop(p, lifecycle.KillShutdown, ps.grace, nil, ps.by, false)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // drainGroup is one process "app" with an 8 s pre_stop hook (scripted by
@@ -27,25 +28,25 @@ func TestRequestedStopReason(t *testing.T) {
 		reason string
 		last   bool // the reason is the previous instance's (a new one runs)
 	}{
-		{"X13 stop", simRun{runFor: -1}, func(s *sim) { s.command(CmdStop, "app", nil, "test") }, ReasonStopped, false},
+		{"X13 stop", simRun{runFor: -1}, func(s *sim) { s.command(CmdStop, "app", nil, "test") }, lifecycle.ReasonStopped, false},
 		{"X13 stop that ends in SIGKILL", simRun{runFor: -1, ignoreTerm: true},
-			func(s *sim) { s.command(CmdStop, "app", spec.Durp(0), "test") }, ReasonStopped, false},
-		{"X13 shutdown", simRun{runFor: -1}, func(s *sim) { s.command(CmdShutdown, "", nil, "test") }, ReasonStopped, false},
-		{"X13 restart (X7)", simRun{runFor: -1}, func(s *sim) { s.command(CmdRestart, "app", nil, "test") }, ReasonStopped, true},
+			func(s *sim) { s.command(CmdStop, "app", spec.Durp(0), "test") }, lifecycle.ReasonStopped, false},
+		{"X13 shutdown", simRun{runFor: -1}, func(s *sim) { s.command(CmdShutdown, "", nil, "test") }, lifecycle.ReasonStopped, false},
+		{"X13 restart (X7)", simRun{runFor: -1}, func(s *sim) { s.command(CmdRestart, "app", nil, "test") }, lifecycle.ReasonStopped, true},
 		{"X13 reload replacing the process", simRun{runFor: -1}, func(s *sim) {
 			next := oneProcess(spec.RestartAlways)
 			next.TerminationGracePeriod = spec.Durp(30 * time.Second)
 			next.Processes[0].Command = []string{"v2"}
 			s.feed(ReloadInput{Group: next})
-		}, ReasonStopped, true},
-		{"R4 a liveness kill is a failure", simRun{runFor: -1, livenessFailAfter: 2 * time.Second}, func(*sim) {}, ReasonError, true},
-		{"E2 an exit of its own is Error", simRun{runFor: 2 * time.Second, code: 3}, func(*sim) {}, ReasonError, false},
+		}, lifecycle.ReasonStopped, true},
+		{"R4 a liveness kill is a failure", simRun{runFor: -1, livenessFailAfter: 2 * time.Second}, func(*sim) {}, lifecycle.ReasonError, true},
+		{"E2 an exit of its own is Error", simRun{runFor: 2 * time.Second, code: 3}, func(*sim) {}, lifecycle.ReasonError, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := oneProcess(spec.RestartAlways)
 			g.TerminationGracePeriod = spec.Durp(30 * time.Second)
-			if c.reason == ReasonError && !c.last {
+			if c.reason == lifecycle.ReasonError && !c.last {
 				g.RestartPolicy = spec.RestartNever
 			}
 			n := 0
@@ -88,8 +89,8 @@ func TestRequestedStopReasonExceptions(t *testing.T) {
 		id := s.status("init").InstanceID
 		s.command(CmdStop, "", nil, "test")
 		s.pending = nil
-		s.feed(ExitedInput{Instance: id, Status: ExitStatus{Code: 0}, At: s.now})
-		if ps := s.status("init"); ps.Terminated == nil || ps.Terminated.Reason != ReasonCompleted {
+		s.feed(ExitedInput{Instance: id, Status: lifecycle.ExitStatus{Code: 0}, At: s.now})
+		if ps := s.status("init"); ps.Terminated == nil || ps.Terminated.Reason != lifecycle.ReasonCompleted {
 			t.Errorf("I3: %+v, want Completed", ps)
 		}
 	})
@@ -98,8 +99,8 @@ func TestRequestedStopReasonExceptions(t *testing.T) {
 		s.runUntil(time.Second)
 		id := s.status("app").InstanceID
 		s.command(CmdStop, "app", nil, "test")
-		s.feed(ExitedInput{Instance: id, Status: ExitStatus{Code: 137, Signal: syscall.SIGKILL, OOMKilled: true}, At: s.now})
-		if ps := s.status("app"); ps.Terminated == nil || ps.Terminated.Reason != ReasonOOMKilled {
+		s.feed(ExitedInput{Instance: id, Status: lifecycle.ExitStatus{Code: 137, Signal: syscall.SIGKILL, OOMKilled: true}, At: s.now})
+		if ps := s.status("app"); ps.Terminated == nil || ps.Terminated.Reason != lifecycle.ReasonOOMKilled {
 			t.Errorf("%+v, want OOMKilled", ps)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // S6: from the instant a stop is decided the process shows Terminating
@@ -16,17 +17,17 @@ func TestTerminatingFromTheStopOn(t *testing.T) {
 	s := newSim(t, drainGroup(), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1}))
 	s.preStop["app"] = 8 * time.Second
 	s.runUntil(time.Second)
-	if ps := s.status("app"); ps.State != StateRunning || !ps.Ready || ps.Terminating != nil {
+	if ps := s.status("app"); ps.State != lifecycle.StateRunning || !ps.Ready || ps.Terminating != nil {
 		t.Fatalf("before the stop: %+v, want running, ready, not terminating", ps)
 	}
 	s.command(CmdStop, "app", nil, "uid 0")
 	for _, at := range []time.Duration{time.Second, 5 * time.Second, 8900 * time.Millisecond} {
 		s.runUntil(at)
 		ps := s.status("app")
-		if ps.State != StateRunning || ps.Ready || ps.Terminating == nil {
+		if ps.State != lifecycle.StateRunning || ps.Ready || ps.Terminating == nil {
 			t.Fatalf("S6: at %s, while pre_stop runs: %+v, want running, not ready, terminating", at, ps)
 		}
-		if tm := ps.Terminating; tm.Reason != KillStop || tm.By != "uid 0" || !tm.Since.Equal(s.epoch.Add(time.Second)) {
+		if tm := ps.Terminating; tm.Reason != lifecycle.KillStop || tm.By != "uid 0" || !tm.Since.Equal(s.epoch.Add(time.Second)) {
 			t.Errorf("S6: at %s: terminating %+v, want Stop by uid 0 since 1s", at, *tm)
 		}
 		if s.core.Snapshot().Ready {
@@ -47,17 +48,17 @@ func TestTerminatingFromTheStopOn(t *testing.T) {
 	}
 	s.runUntil(20 * time.Second)
 	ps := s.status("app")
-	if ps.State != StateTerminated || ps.Terminating != nil || ps.Ready {
+	if ps.State != lifecycle.StateTerminated || ps.Terminating != nil || ps.Ready {
 		t.Fatalf("after the stop: %+v, want terminated, no longer terminating", ps)
 	}
-	if ps.Reason != ReasonStopped || ps.Terminated.Reason != ReasonStopped || ps.Terminated.ExitCode != 143 || ps.Terminated.Signal != syscall.SIGTERM {
+	if ps.Reason != lifecycle.ReasonStopped || ps.Terminated.Reason != lifecycle.ReasonStopped || ps.Terminated.ExitCode != 143 || ps.Terminated.Signal != syscall.SIGTERM {
 		t.Errorf("X13: ended %+v, want reason Stopped with exit 143 (SIGTERM) kept", *ps.Terminated)
 	}
-	if st := s.core.Snapshot(); st.Phase != PhaseStopped {
+	if st := s.core.Snapshot(); st.Phase != lifecycle.PhaseStopped {
 		t.Errorf("X13: group phase %s after a stop, want Stopped", st.Phase)
 	}
 	for _, e := range s.events {
-		if e.Type == EventWarning {
+		if e.Type == lifecycle.EventWarning {
 			t.Errorf("X13: a requested stop made a warning: %+v", e)
 		}
 	}
@@ -74,7 +75,7 @@ func TestTerminatingBeforeTheStopSignal(t *testing.T) {
 		g.Step(now, TimerInput{})
 		g.Step(now, CommandInput{Kind: CmdStop, Process: "app", By: "test"})
 		ps, _ := g.Snapshot().Process("app")
-		if ps.Terminating == nil || ps.Terminating.Reason != KillStop || ps.Ready {
+		if ps.Terminating == nil || ps.Terminating.Reason != lifecycle.KillStop || ps.Ready {
 			t.Errorf("S6: a stop of a start in flight: %+v, want terminating, not ready", ps)
 		}
 	})
@@ -84,13 +85,13 @@ func TestTerminatingBeforeTheStopSignal(t *testing.T) {
 		s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true})
 		for _, name := range []string{"a", "b", "c"} {
 			ps := s.status(name)
-			if ps.State != StateRunning || ps.Ready || ps.Terminating == nil || ps.Terminating.Reason != KillShutdown {
+			if ps.State != lifecycle.StateRunning || ps.Ready || ps.Terminating == nil || ps.Terminating.Reason != lifecycle.KillShutdown {
 				t.Errorf("S6: %s at the shutdown: %+v, want running, not ready, terminating (Shutdown)", name, ps)
 			}
 		}
 		s.runUntil(10 * time.Second)
 		for _, name := range []string{"a", "b", "c"} {
-			if ps := s.status(name); ps.State != StateTerminated || ps.Reason != ReasonStopped {
+			if ps := s.status(name); ps.State != lifecycle.StateTerminated || ps.Reason != lifecycle.ReasonStopped {
 				t.Errorf("X13: %s after the shutdown: %+v, want terminated: Stopped", name, ps)
 			}
 		}

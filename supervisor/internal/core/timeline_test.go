@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The worked timelines of docs/semantics.md section T, reproduced on the pure core
@@ -18,7 +19,7 @@ func TestTimelineT1CrashImmediate(t *testing.T) {
 
 	// T1: the CrashLoopBackOff windows [0,10) [10,30) [30,70) [70,150) [150,310), then 300s.
 	var windows []time.Duration
-	for _, e := range s.eventsWith(EventBackOff) {
+	for _, e := range s.eventsWith(lifecycle.EventBackOff) {
 		windows = append(windows, e.Time.Sub(s.epoch))
 	}
 	assertTimes(t, "T1 BackOff events (window starts)", windows, secs(0, 10, 30, 70, 150, 310, 610, 910))
@@ -31,7 +32,7 @@ func TestTimelineT1StatusWhileWaiting(t *testing.T) {
 	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{code: 1}))
 	s.runUntil(5 * time.Second)
 	ps := s.status("app")
-	if ps.State != StateWaiting || ps.Reason != ReasonCrashLoopBackOff {
+	if ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonCrashLoopBackOff {
 		t.Fatalf("X3: state %s/%s, want waiting/CrashLoopBackOff", ps.State, ps.Reason)
 	}
 	if got := ps.NextStartAt.Sub(s.epoch); got != 10*time.Second {
@@ -40,11 +41,11 @@ func TestTimelineT1StatusWhileWaiting(t *testing.T) {
 	if ps.RestartCount != 1 {
 		t.Errorf("B11: restart count %d, want 1 (CrashLoopBackOff first shows after restart 1)", ps.RestartCount)
 	}
-	if ps.LastTermination == nil || ps.LastTermination.ExitCode != 1 || ps.LastTermination.Reason != ReasonError {
+	if ps.LastTermination == nil || ps.LastTermination.ExitCode != 1 || ps.LastTermination.Reason != lifecycle.ReasonError {
 		t.Errorf("S1: last termination %+v, want exit code 1, reason Error", ps.LastTermination)
 	}
 	for _, snap := range s.snapshots[1:] {
-		if p, _ := snap.Process("app"); p.State == StateTerminated {
+		if p, _ := snap.Process("app"); p.State == lifecycle.StateTerminated {
 			t.Fatalf("S2: a restarting process showed terminated: %+v", p)
 		}
 	}
@@ -55,7 +56,7 @@ func TestTimelineT2Crash42s(t *testing.T) {
 	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: 42 * time.Second, code: 1}))
 	s.runUntil(1000 * time.Second)
 	assertTimes(t, "T2 starts", s.starts["app"], secs(0, 42, 94, 156, 238, 360, 562, 904))
-	if b := s.eventsWith(EventBackOff); len(b) == 0 || b[0].Time.Sub(s.epoch) != 84*time.Second || b[0].RestartCount != 1 {
+	if b := s.eventsWith(lifecycle.EventBackOff); len(b) == 0 || b[0].Time.Sub(s.epoch) != 84*time.Second || b[0].RestartCount != 1 {
 		t.Errorf("T2: first CrashLoopBackOff should be at 84s after 1 restart, got %+v", b)
 	}
 }
@@ -129,7 +130,7 @@ func TestTimelineT6Scaled(t *testing.T) {
 			assertTimes(t, c.name+" starts", s.starts["app"], secs(c.want...))
 			if c.name == "scaled-liveness" {
 				// T6: five immediate restarts, then CrashLoopBackOff at 3.0.
-				b := s.eventsWith(EventBackOff)
+				b := s.eventsWith(lifecycle.EventBackOff)
 				if len(b) == 0 || b[0].Time.Sub(s.epoch) != 3*time.Second || b[0].RestartCount != 5 {
 					t.Errorf("T6: first BackOff should be at 3.0s after 5 restarts, got %+v", b)
 				}
@@ -144,10 +145,10 @@ func TestTimelineT7RestartPolicies(t *testing.T) {
 		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, constant(simRun{code: 1}))
 		s.runUntil(1000 * time.Second)
 		assertTimes(t, "never starts", s.starts["app"], secs(0))
-		if len(s.starts["app"]) != 1 || len(s.eventsWith(EventBackOff)) != 0 {
-			t.Errorf("T7: never restarted %d times, %d BackOff events", len(s.starts["app"])-1, len(s.eventsWith(EventBackOff)))
+		if len(s.starts["app"]) != 1 || len(s.eventsWith(lifecycle.EventBackOff)) != 0 {
+			t.Errorf("T7: never restarted %d times, %d BackOff events", len(s.starts["app"])-1, len(s.eventsWith(lifecycle.EventBackOff)))
 		}
-		if ps := s.status("app"); ps.State != StateTerminated || ps.Terminated.ExitCode != 1 {
+		if ps := s.status("app"); ps.State != lifecycle.StateTerminated || ps.Terminated.ExitCode != 1 {
 			t.Errorf("T7: status %+v, want terminated with exit code 1", ps)
 		}
 	})
@@ -164,7 +165,7 @@ func TestTimelineT7RestartPolicies(t *testing.T) {
 		if n := len(s.starts["app"]); n != 3 {
 			t.Errorf("T7: %d starts, want 3 (no restart after exit 0)", n)
 		}
-		if ps := s.status("app"); ps.State != StateTerminated || ps.Reason != ReasonCompleted {
+		if ps := s.status("app"); ps.State != lifecycle.StateTerminated || ps.Reason != lifecycle.ReasonCompleted {
 			t.Errorf("T7: status %s/%s, want terminated/Completed", ps.State, ps.Reason)
 		}
 	})
@@ -178,7 +179,7 @@ func TestTimelineT3Liveness42s(t *testing.T) {
 	s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true, livenessFailAfter: 12 * time.Second}))
 	s.runUntil(1300 * time.Second)
 	assertTimes(t, "T3 starts", s.starts["app"], secs(0, 42, 84, 126, 168, 210, 332, 534, 876, 918, 1260))
-	b := s.eventsWith(EventBackOff)
+	b := s.eventsWith(lifecycle.EventBackOff)
 	if len(b) == 0 || b[0].Time.Sub(s.epoch) != 252*time.Second || b[0].RestartCount != 5 {
 		t.Errorf("T3: CrashLoopBackOff should first show at 252 s after 5 restarts, got %+v", b)
 	}

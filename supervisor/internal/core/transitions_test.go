@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // TestTransitionTableIsComplete: every (phase, trigger) pair has an
@@ -87,7 +88,7 @@ func TestTransitionsLeadOnlyWhereTheTableSays(t *testing.T) {
 				before := *inst
 				c.fire(p, eventFor(on, v.err))
 				for _, a := range c.out.Actions {
-					if e, ok := a.(EmitAction); ok && e.Event.Reason == EventInternalError {
+					if e, ok := a.(EmitAction); ok && e.Event.Reason == lifecycle.EventInternalError {
 						t.Errorf("%s: (%s, %s): %s", v.name, ph, on, e.Event.Message)
 					}
 				}
@@ -111,13 +112,13 @@ func TestTransitionsLeadOnlyWhereTheTableSays(t *testing.T) {
 func instanceIn(ph phase, now time.Time) *instance {
 	inst := &instance{id: "app-0", phase: ph, pid: 42, startedAt: now}
 	if ph.stopping() {
-		inst.stop = &stopState{reason: KillStop, by: "test", grace: 30 * time.Second, begun: now, deadline: now, shown: true}
+		inst.stop = &stopState{reason: lifecycle.KillStop, by: "test", grace: 30 * time.Second, begun: now, deadline: now, shown: true}
 		if ph == phaseKilling || ph == phaseKilled {
 			inst.stop.kills, inst.stop.killedAt = 1, now
 		}
 	}
 	if ph == phaseStartCancelled {
-		inst.deferred = &deferredStop{stopRequest: stopRequest{reason: KillStop, by: "test"}}
+		inst.deferred = &deferredStop{stopRequest: stopRequest{reason: lifecycle.KillStop, by: "test"}}
 	}
 	return inst
 }
@@ -131,9 +132,9 @@ func eventFor(on trigger, err error) event {
 			ev.err = errors.New("failed")
 		}
 	case onStop:
-		ev.stop = stopRequest{reason: KillStop, by: "test"}
+		ev.stop = stopRequest{reason: lifecycle.KillStop, by: "test"}
 	case onExited:
-		ev.exit = ExitStatus{Code: 1}
+		ev.exit = lifecycle.ExitStatus{Code: 1}
 	case onProbeResult:
 		ev.probe = ProbeInput{Instance: "app-0", Probe: spec.Liveness, Message: "down"}
 	case onProbeReport:

@@ -1,4 +1,4 @@
-package core
+package lifecycle
 
 import (
 	"time"
@@ -137,7 +137,8 @@ type Termination struct {
 	FinishedAt time.Time
 }
 
-func (t *Termination) clone() *Termination {
+// Clone is a copy of t that shares nothing with it (nil for nil).
+func (t *Termination) Clone() *Termination {
 	if t == nil {
 		return nil
 	}
@@ -145,9 +146,10 @@ func (t *Termination) clone() *Termination {
 	return &c
 }
 
-func (p ProcessStatus) clone() ProcessStatus {
-	p.Terminated = p.Terminated.clone()
-	p.LastTermination = p.LastTermination.clone()
+// Clone is a copy of p that shares nothing with it.
+func (p ProcessStatus) Clone() ProcessStatus {
+	p.Terminated = p.Terminated.Clone()
+	p.LastTermination = p.LastTermination.Clone()
 	if p.Terminating != nil {
 		t := *p.Terminating
 		p.Terminating = &t
@@ -155,15 +157,16 @@ func (p ProcessStatus) clone() ProcessStatus {
 	return p
 }
 
-func (g GroupStatus) clone() GroupStatus {
+// Clone is a copy of g that shares nothing with it.
+func (g GroupStatus) Clone() GroupStatus {
 	c := g
 	c.Init = make([]ProcessStatus, len(g.Init))
 	for i, p := range g.Init {
-		c.Init[i] = p.clone()
+		c.Init[i] = p.Clone()
 	}
 	c.Processes = make([]ProcessStatus, len(g.Processes))
 	for i, p := range g.Processes {
-		c.Processes[i] = p.clone()
+		c.Processes[i] = p.Clone()
 	}
 	return c
 }

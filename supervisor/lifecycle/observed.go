@@ -1,8 +1,8 @@
-package core
+package lifecycle
 
 import "github.com/podsup/podsup/spec"
 
-// What the runtime reports about instances and groups, as the core reads it.
+// What the runtime reports about instances and groups, as the supervisor's core reads it.
 
 // ExitStatus is how an instance ended.
 type ExitStatus struct {
