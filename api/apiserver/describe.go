@@ -75,7 +75,7 @@ func toEvents(evs []supervisor.Event) []api.Event {
 func describeGroup(gs supervisor.GroupStatus, gspec *spec.Group, defBackoff spec.Backoff, evs []api.Event, now time.Time) api.GroupDescription {
 	st := toGroup(gs)
 	d := api.GroupDescription{Name: st.Name, Phase: st.Phase, Ready: st.Ready, ReadinessHeldBy: st.ReadinessHeldBy,
-		Conditions: []api.Condition{{Type: "Initialized", Status: initialized(st)}, {Type: "Ready", Status: st.Ready}},
+		Conditions: []api.Condition{{Type: "Initialized", Status: initialized(&gs)}, {Type: "Ready", Status: st.Ready}},
 		Processes:  []api.ProcessDescription{}, Events: lastEvents(evs, st.Name, "", true)}
 	if gspec != nil {
 		d.RestartPolicy = string(gspec.EffectiveRestartPolicy(nil))
@@ -113,23 +113,24 @@ func describeGroup(gs supervisor.GroupStatus, gspec *spec.Group, defBackoff spec
 // sidecars do meanwhile (a sidecar restarting does not un-initialize it),
 // and a group that Succeeded is (kubelet's PodCompleted). A group without
 // init processes is initialized at once.
-func initialized(g api.GroupStatus) bool {
-	if g.Phase == string(supervisor.PhaseSucceeded) {
+func initialized(g *supervisor.GroupStatus) bool {
+	if g.Phase == supervisor.PhaseSucceeded {
 		return true
 	}
-	for _, p := range g.Processes {
-		if p.State == string(supervisor.StateRunning) {
+	for i := range g.Processes {
+		if g.Processes[i].State == supervisor.StateRunning {
 			return true // kubelet: HasAnyRegularContainerStarted
 		}
 	}
-	for _, p := range g.Init {
+	for i := range g.Init {
+		p := &g.Init[i]
 		if p.Sidecar {
-			if p.State != string(supervisor.StateRunning) || !p.Started {
+			if p.State != supervisor.StateRunning || !p.Started {
 				return false
 			}
 			continue
 		}
-		if p.State != string(supervisor.StateTerminated) || p.Terminated == nil || p.Terminated.ExitCode != 0 {
+		if p.State != supervisor.StateTerminated || p.Terminated == nil || p.Terminated.ExitCode != 0 {
 			return false
 		}
 	}

@@ -3,7 +3,7 @@ package apiserver
 import (
 	"testing"
 
-	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // TestInitializedAsKubelet: describe's Initialized condition follows
@@ -11,29 +11,29 @@ import (
 // inits and started sidecars; a running main process keeps the group
 // initialized while a sidecar restarts; a Succeeded group is initialized.
 func TestInitializedAsKubelet(t *testing.T) {
-	done := api.ProcessStatus{Name: "setup", Init: true, State: "terminated", Terminated: &api.Termination{ExitCode: 0}}
-	failed := api.ProcessStatus{Name: "setup", Init: true, State: "terminated", Terminated: &api.Termination{ExitCode: 1}}
-	runningInit := api.ProcessStatus{Name: "setup", Init: true, State: "running"}
-	sidecar := api.ProcessStatus{Name: "proxy", Init: true, Sidecar: true, State: "running", Started: true}
-	sidecarStarting := api.ProcessStatus{Name: "proxy", Init: true, Sidecar: true, State: "running"}
-	sidecarWaiting := api.ProcessStatus{Name: "proxy", Init: true, Sidecar: true, State: "waiting", Reason: "CrashLoopBackOff"}
-	app := api.ProcessStatus{Name: "app", State: "running"}
-	appWaiting := api.ProcessStatus{Name: "app", State: "waiting", Reason: "PodInitializing"}
+	done := supervisor.ProcessStatus{Name: "setup", Init: true, State: "terminated", Terminated: &supervisor.Termination{ExitCode: 0}}
+	failed := supervisor.ProcessStatus{Name: "setup", Init: true, State: "terminated", Terminated: &supervisor.Termination{ExitCode: 1}}
+	runningInit := supervisor.ProcessStatus{Name: "setup", Init: true, State: "running"}
+	sidecar := supervisor.ProcessStatus{Name: "proxy", Init: true, Sidecar: true, State: "running", Started: true}
+	sidecarStarting := supervisor.ProcessStatus{Name: "proxy", Init: true, Sidecar: true, State: "running"}
+	sidecarWaiting := supervisor.ProcessStatus{Name: "proxy", Init: true, Sidecar: true, State: "waiting", Reason: "CrashLoopBackOff"}
+	app := supervisor.ProcessStatus{Name: "app", State: "running"}
+	appWaiting := supervisor.ProcessStatus{Name: "app", State: "waiting", Reason: "PodInitializing"}
 	for _, c := range []struct {
 		name string
-		g    api.GroupStatus
+		g    supervisor.GroupStatus
 		want bool
 	}{
-		{"no inits", api.GroupStatus{Phase: "Pending", Processes: []api.ProcessStatus{appWaiting}}, true},
-		{"init done", api.GroupStatus{Phase: "Pending", Init: []api.ProcessStatus{done}, Processes: []api.ProcessStatus{appWaiting}}, true},
-		{"init running", api.GroupStatus{Phase: "Pending", Init: []api.ProcessStatus{runningInit}, Processes: []api.ProcessStatus{appWaiting}}, false},
-		{"init failed", api.GroupStatus{Phase: "Pending", Init: []api.ProcessStatus{failed}, Processes: []api.ProcessStatus{appWaiting}}, false},
-		{"init done, sidecar started", api.GroupStatus{Phase: "Running", Init: []api.ProcessStatus{done, sidecar}, Processes: []api.ProcessStatus{app}}, true},
-		{"sidecar not yet started", api.GroupStatus{Phase: "Pending", Init: []api.ProcessStatus{done, sidecarStarting}, Processes: []api.ProcessStatus{appWaiting}}, false},
-		{"sidecar restarting beside a running app", api.GroupStatus{Phase: "Running", Init: []api.ProcessStatus{done, sidecarWaiting}, Processes: []api.ProcessStatus{app}}, true},
-		{"succeeded, sidecar stopped", api.GroupStatus{Phase: "Succeeded", Init: []api.ProcessStatus{done, sidecarWaiting}}, true},
+		{"no inits", supervisor.GroupStatus{Phase: "Pending", Processes: []supervisor.ProcessStatus{appWaiting}}, true},
+		{"init done", supervisor.GroupStatus{Phase: "Pending", Init: []supervisor.ProcessStatus{done}, Processes: []supervisor.ProcessStatus{appWaiting}}, true},
+		{"init running", supervisor.GroupStatus{Phase: "Pending", Init: []supervisor.ProcessStatus{runningInit}, Processes: []supervisor.ProcessStatus{appWaiting}}, false},
+		{"init failed", supervisor.GroupStatus{Phase: "Pending", Init: []supervisor.ProcessStatus{failed}, Processes: []supervisor.ProcessStatus{appWaiting}}, false},
+		{"init done, sidecar started", supervisor.GroupStatus{Phase: "Running", Init: []supervisor.ProcessStatus{done, sidecar}, Processes: []supervisor.ProcessStatus{app}}, true},
+		{"sidecar not yet started", supervisor.GroupStatus{Phase: "Pending", Init: []supervisor.ProcessStatus{done, sidecarStarting}, Processes: []supervisor.ProcessStatus{appWaiting}}, false},
+		{"sidecar restarting beside a running app", supervisor.GroupStatus{Phase: "Running", Init: []supervisor.ProcessStatus{done, sidecarWaiting}, Processes: []supervisor.ProcessStatus{app}}, true},
+		{"succeeded, sidecar stopped", supervisor.GroupStatus{Phase: "Succeeded", Init: []supervisor.ProcessStatus{done, sidecarWaiting}}, true},
 	} {
-		if got := initialized(c.g); got != c.want {
+		if got := initialized(&c.g); got != c.want {
 			t.Errorf("%s: Initialized %v, want %v", c.name, got, c.want)
 		}
 	}
