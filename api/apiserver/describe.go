@@ -75,7 +75,7 @@ func toEvents(evs []lifecycle.Event) []api.Event {
 func describeGroup(gs lifecycle.GroupStatus, gspec *spec.Group, defBackoff spec.Backoff, evs []api.Event, now time.Time) api.GroupDescription {
 	st := toGroup(gs)
 	d := api.GroupDescription{Name: st.Name, Phase: st.Phase, Ready: st.Ready, ReadinessHeldBy: st.ReadinessHeldBy,
-		Conditions: []api.Condition{{Type: "Initialized", Status: initialized(st)}, {Type: "Ready", Status: st.Ready}},
+		Conditions: []api.Condition{{Type: "Initialized", Status: initialized(&gs)}, {Type: "Ready", Status: st.Ready}},
 		Processes:  []api.ProcessDescription{}, Events: lastEvents(evs, st.Name, "", true)}
 	if gspec != nil {
 		d.RestartPolicy = string(gspec.EffectiveRestartPolicy(nil))
@@ -113,23 +113,24 @@ func describeGroup(gs lifecycle.GroupStatus, gspec *spec.Group, defBackoff spec.
 // sidecars do meanwhile (a sidecar restarting does not un-initialize it),
 // and a group that Succeeded is (kubelet's PodCompleted). A group without
 // init processes is initialized at once.
-func initialized(g api.GroupStatus) bool {
-	if g.Phase == string(lifecycle.PhaseSucceeded) {
+func initialized(g *lifecycle.GroupStatus) bool {
+	if g.Phase == lifecycle.PhaseSucceeded {
 		return true
 	}
-	for _, p := range g.Processes {
-		if p.State == string(lifecycle.StateRunning) {
+	for i := range g.Processes {
+		if g.Processes[i].State == lifecycle.StateRunning {
 			return true // kubelet: HasAnyRegularContainerStarted
 		}
 	}
-	for _, p := range g.Init {
+	for i := range g.Init {
+		p := &g.Init[i]
 		if p.Sidecar {
-			if p.State != string(lifecycle.StateRunning) || !p.Started {
+			if p.State != lifecycle.StateRunning || !p.Started {
 				return false
 			}
 			continue
 		}
-		if p.State != string(lifecycle.StateTerminated) || p.Terminated == nil || p.Terminated.ExitCode != 0 {
+		if p.State != lifecycle.StateTerminated || p.Terminated == nil || p.Terminated.ExitCode != 0 {
 			return false
 		}
 	}

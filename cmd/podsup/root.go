@@ -36,14 +36,27 @@ for plain Linux processes, in one static binary.
 with what to use instead, by the others. -v is --verbose wherever a
 command has one (podsup run, as tini -v); the version is podsup --version
 or podsup version.`,
-		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetVersionTemplate("{{.Version}}\n")
 	// --version without -v: -v is --verbose wherever a command has one
 	// (podsup run, as tini -v), never the version (flagErrorHint).
 	root.Flags().Bool("version", false, "print podsup's version (the same as podsup version)")
+	// --version is answered here, not by cobra's Version field: cobra
+	// prints that through a text/template, and a linked text/template
+	// keeps every exported method of every type in the binary (2.6 MB of
+	// it; docs/benchmarks.md, "Binary size"). The root runs nothing, so
+	// cobra shows its help for `podsup --version`, which this intercepts.
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		if cmd == root && !cmd.Flags().Changed("help") {
+			if v, _ := cmd.Flags().GetBool("version"); v {
+				fmt.Fprintln(cmd.OutOrStdout(), readBuildInfo().String())
+				return
+			}
+		}
+		help(cmd, args)
+	})
 	root.SetFlagErrorFunc(flagErrorHint)
 	var ctl ctlFlags
 	ctl.register(root)
