@@ -137,13 +137,13 @@ func TestHTTPGetHook(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hook") != "yes" || r.Header.Get("User-Agent") != UserAgent {
-			http.Error(w, "headers missing", 400)
+			http.Error(w, "headers missing", http.StatusBadRequest)
 			return
 		}
 		_, _ = w.Write([]byte("bye"))
 	})
 	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ok", http.StatusFound) })
-	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", 503) })
+	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -130,8 +129,7 @@ func startServer(t *testing.T, opts Options) (*Server, *fakeSink) {
 
 // exits collects instance exits.
 type exits struct {
-	mu sync.Mutex
-	c  chan lifecycle.ExitStatus
+	c chan lifecycle.ExitStatus
 }
 
 func newExits() *exits { return &exits{c: make(chan lifecycle.ExitStatus, 16)} }
