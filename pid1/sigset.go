@@ -75,8 +75,8 @@ func waitedSignals() sigset {
 // of them cost a thread wake-up: sigtimedwait puts the thread's mask back
 // while the signal it woke for is still pending for the process, and the
 // kernel then wakes another thread that does not block it
-// (retarget_shared_pending), which finds nothing and sleeps again; on two
-// cores it could hold up the child's own wake-up by 15-20 µs
+// (retarget_shared_pending), which finds nothing and sleeps again; on a
+// machine with few cores that held up the child's own wake-up
 // (docs/benchmarks.md, S5).
 var goUnblocked = sigsetOf(syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGABRT)
 

@@ -45,8 +45,8 @@ type keptCgroup struct {
 //
 // It is read after the exit is reported, not before, and the next
 // instance's fork does not wait for it: cgroup2's cpu.stat flushes the
-// kernel's per-CPU counters first, which took 20 µs right after an exit,
-// the largest single cost of a restart above the fork+exec floor
+// kernel's per-CPU counters first, which right after an exit was the
+// largest single cost of a restart above the fork+exec floor
 // (docs/benchmarks.md, S1). The read begins at once and is done, as a rule,
 // long before the next fork; when it is not, the CPU the new instance used
 // until then (a few microseconds of its exec) counts as its predecessor's.

@@ -234,15 +234,14 @@ const (
 
 // Floors of probe timing (D7 allows sub-second values; these keep them
 // sane). A probe runs once per period whatever it finds: a period of 1ns
-// ran probes back to back, ~105 % of a core and ~18,000 Unhealthy events a
-// second. One exec probe costs podsup ~2 ms of CPU per run, passing or
-// failing (docs/benchmarks.md, "Probe period floor"): at MinProbePeriod
-// that is ~2 % of a core at most, and ten events a second, which fold into
-// one with a count. 100 ms is T6's scaled period, the kubelet timeline at a
-// tenth of its scale that tests run; a 1 % budget would need 250 ms.
-// MinProbeTimeout is well above the ~0.5 ms a trivial exec probe needs
-// from spawn to exit: a timeout below it can only fail. 0 still means the
-// default (D1).
+// ran probes back to back, a whole core and thousands of Unhealthy events
+// a second. At MinProbePeriod an exec probe costs podsup a few percent of
+// a core at most, and ten events a second, which fold into one with a
+// count (docs/benchmarks.md, "Probe period floor", has the figures). 100
+// ms is T6's scaled period, the kubelet timeline at a tenth of its scale
+// that tests run. MinProbeTimeout is well above what a trivial exec probe
+// needs from spawn to exit: a timeout below it can only fail. 0 still
+// means the default (D1).
 const (
 	MinProbePeriod  = 100 * time.Millisecond
 	MinProbeTimeout = 10 * time.Millisecond

@@ -394,8 +394,9 @@ func (w *worker) startInstance(a core.StartAction) {
 		// The restart path: let the new goroutine have this thread now,
 		// rather than after the rest of the step and the publish (status,
 		// events, probes), which another thread takes up meanwhile. Waiting
-		// for the end of the step cost a restart about 25 µs, a seventh of
-		// what it cost above the fork+exec floor (docs/benchmarks.md, S1).
+		// for the end of the step was a measurable share of what a restart
+		// costs above the fork+exec floor (docs/benchmarks.md, "Figures
+		// behind choices in the code").
 		runtime.Gosched()
 	}
 }

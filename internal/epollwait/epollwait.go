@@ -7,7 +7,7 @@
 // the runtime's monitor (sysmon) takes it back, and sysmon checks for such
 // Ps every 20 µs for as long as it finds some. The output capture loop,
 // blocking in epoll_wait between every two restarts, kept it doing so: a
-// quarter of podsup's CPU under a stream of restarts (docs/benchmarks.md,
+// large share of podsup's CPU under a stream of restarts (docs/benchmarks.md,
 // "S1: the Go runtime's own wake-ups").
 package epollwait
 

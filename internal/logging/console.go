@@ -3,8 +3,9 @@
 // that keeps slow output off the supervisor's goroutines.
 //
 // zerolog's ConsoleWriter decodes every line into a map with encoding/json
-// and sorts its keys: measured at ~20% of podsup's CPU when a process
-// restarts a thousand times a second. zerolog's lines are flat JSON objects
+// and sorts its keys, a large share of podsup's CPU under a stream of
+// restarts (docs/benchmarks.md, "Figures behind choices in the code").
+// zerolog's lines are flat JSON objects
 // with string, number, bool and null values, so a small scanner formats them
 // with no reflection and one allocation-free pass.
 //

@@ -93,12 +93,12 @@ func (n *node) Signal(sig syscall.Signal) error {
 // empty tree, the usual case after a process exited, then costs one read
 // of cgroup.events.
 //
-// It never writes cgroup.kill: the kernels here (6.18) SIGKILL every child
-// created later with CLONE_INTO_CGROUP in a cgroup that was once killed
-// that way, and a Process cgroup is kept for the next instance of its
-// process. It freezes the tree, signals every listed process and thaws
-// instead. Kill, which deleting a cgroup relies on, uses cgroup.kill and
-// also walks every v1 hierarchy.
+// It never writes cgroup.kill: Linux (seen on 6.18, docs/benchmarks.md)
+// SIGKILLs every child created later with CLONE_INTO_CGROUP in a cgroup
+// that was once killed that way, and a Process cgroup is kept for the
+// next instance of its process. It freezes the tree, signals every
+// listed process and thaws instead. Kill, which deleting a cgroup relies
+// on, uses cgroup.kill and also walks every v1 hierarchy.
 func (n *node) KillTree(sig syscall.Signal) error {
 	if sig != unix.SIGKILL {
 		return n.Signal(sig)

@@ -12,9 +12,8 @@ import (
 // Why serialize at all: on a machine whose cores are saturated by a crash
 // loop, concurrent syscall.ForkExec calls (each thread suspended in a
 // CLONE_VFORK until its child execs, while holding syscall.ForkLock) made
-// podsup's API answer 3-5x slower (status p99 ~200 ms against ~45 ms with
-// the forks one at a time, 300 processes crash-looping on 2 cores: see
-// docs/benchmarks.md, the soak check). Why not a plain mutex: an exec stuck
+// podsup's API answer several times slower than with the forks one at a
+// time (docs/benchmarks.md, the soak check). Why not a plain mutex: an exec stuck
 // on a hung filesystem or a frozen cgroup would then stall every spawn,
 // which is what holding the reaper's lock across exec used to do. (The Go
 // runtime's own stop-the-world still waits for a stuck exec: see "A limit
@@ -37,8 +36,9 @@ type forkGate struct {
 	since time.Time
 }
 
-// forkGatePatience is how long a fork+exec keeps others waiting. An exec
-// here takes ~0.1-5 ms; one still going after this is treated as stuck.
+// forkGatePatience is how long a fork+exec keeps others waiting: far
+// longer than an exec takes (a few milliseconds at most), so one still
+// going after it is treated as stuck.
 const forkGatePatience = 100 * time.Millisecond
 
 var theForkGate = newForkGate(forkGatePatience)

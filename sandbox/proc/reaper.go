@@ -111,8 +111,8 @@ func installReaper(subreaper bool) (installed bool) {
 // without WNOHANG blocks this goroutine's thread until a child has
 // exited, and the kernel wakes that thread itself. Waking it through
 // SIGCHLD instead (the runtime's handler, os/signal's goroutine, then this
-// one) cost about 90 µs of scheduling delay per exit on these machines,
-// a fifth of what a restart costs above the fork+exec floor. When it had
+// one) added two goroutine hand-offs to every exit, a fifth of what a
+// restart cost above the fork+exec floor (docs/benchmarks.md, S1). When it had
 // no child at all to wait for, register wakes the loop, and so does
 // SIGCHLD in PID 1, to which a process may be reparented without one (see
 // installReaper).
