@@ -67,7 +67,7 @@
 // kernel lists none: cgroup.kill on v2; v1 freezes the tree (freezer.state
 // FROZEN), signals every listed pid through a pidfd and thaws, so nothing
 // forks in between. KillTree, the kill of a Process cgroup that will take
-// the next instance of its process, freezes on v2 too: on the kernels here
+// the next instance of its process, freezes on v2 too: on Linux (seen on 6.18)
 // a cgroup once killed through cgroup.kill SIGKILLs every child later
 // cloned into it. Every signal goes through a pidfd opened while the pid
 // was listed and checked against a second listing, never to pid <= 0 or

@@ -388,7 +388,7 @@ func TestNewGroupRefusesDuplicatesAndBadNames(t *testing.T) {
 }
 
 // A Process cgroup takes the next instance of its process after KillTree
-// emptied it: the child placed there at fork runs. (On the kernels here a
+// emptied it: the child placed there at fork runs. (On Linux 6.18 a
 // cgroup once killed through cgroup.kill SIGKILLs every child later
 // cloned into it, which is why KillTree does not use it.)
 func TestKillTreeLeavesTheCgroupUsableForTheNextChild(t *testing.T) {
