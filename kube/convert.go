@@ -467,6 +467,10 @@ func (c *converter) httpGet(g *corev1.HTTPGetAction, at string, ct *corev1.Conta
 		Port:   c.port(g.Port, at+".port", ct),
 		Path:   g.Path,
 	}
+	if g.Protocol != nil && *g.Protocol != corev1.HTTPProtocolHTTP1 {
+		// Kubernetes 1.37 (feature gate H2CContainerProbe).
+		c.r.warn(c.path(at+".protocol"), "podsup's HTTP probes speak HTTP/1.1 (and HTTP/2 only over https, as the server offers it): %q is ignored, and a server that speaks only HTTP/2 over plain http fails the probe", string(*g.Protocol))
+	}
 	for _, h := range g.HTTPHeaders {
 		if a.Headers == nil {
 			a.Headers = map[string]string{}

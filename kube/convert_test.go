@@ -400,6 +400,37 @@ func TestConvertWarnsWithPaths(t *testing.T) {
 	}
 }
 
+// A field Kubernetes added after 1.34 decodes (the decoding is strict: a
+// field k8s.io/api does not know fails as "unknown field") and gets what
+// the mapping table says: httpGet.protocol (1.37) is HTTP/1.1, which
+// podsup's probes speak, or a warning with its path.
+func TestConvertKnowsFieldsOfKubernetes137(t *testing.T) {
+	manifest := func(protocol string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: h2}
+spec:
+  containers:
+  - name: web
+    command: ["sleep", "60"]
+    readinessProbe:
+      httpGet: {path: /healthz, port: 8080, protocol: ` + protocol + `}
+`
+	}
+	_, res := convertAndParse(t, manifest("HTTP2"), Options{})
+	want := `Pod/h2: spec.containers[0].readinessProbe.httpGet.protocol: podsup's HTTP probes speak HTTP/1.1`
+	if got := findingsText(res.Findings); !strings.Contains(got, want) {
+		t.Errorf("warnings lack %q:\n%s", want, got)
+	}
+	cfg, res := convertAndParse(t, manifest("HTTP1"), Options{})
+	if got := findingsText(res.Findings); strings.Contains(got, "protocol") {
+		t.Errorf("HTTP1 is what podsup speaks, yet:\n%s", got)
+	}
+	if p := cfg.Groups[0].Processes[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Port != 8080 {
+		t.Errorf("the probe is not converted: %+v", p)
+	}
+}
+
 // kubelet expands $(VAR) when VAR is the container's; a shell's
 // $(command) it leaves alone, as podsup does.
 func TestConvertWarnsAboutVariableReferences(t *testing.T) {

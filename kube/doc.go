@@ -28,7 +28,8 @@
 //	initContainers[].restartPolicy      Always: a sidecar, restart_policy = "always"
 //	  name, command + args, env[].value, workingDir
 //	  startupProbe, livenessProbe, readinessProbe: exec, httpGet (named ports
-//	    resolved through ports[]), tcpSocket and every timing field
+//	    resolved through ports[]), tcpSocket and every timing field;
+//	    httpGet.protocol other than HTTP1 (1.37) a warning: podsup speaks HTTP/1.1
 //	  lifecycle.postStart, lifecycle.preStop: exec, httpGet, sleep
 //	  lifecycle.stopSignal              stop_signal
 //	  securityContext.runAsUser/Group   user/group

@@ -45,6 +45,7 @@ var (
 		"exec.command",
 		"httpGet.path", "httpGet.port", "httpGet.host", "httpGet.scheme",
 		"httpGet.httpHeaders[].name", "httpGet.httpHeaders[].value",
+		"httpGet.protocol",
 	}
 	ignoredFields = []string{"metadata.labels"}
 )

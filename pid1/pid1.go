@@ -54,24 +54,40 @@
 //     forwarded however busy podsup is. On other architectures 34 is
 //     ignored there rather than fatal, and one of the two that lands there
 //     is lost, which happens only while the signal thread is not waiting.
-//     The handler stays installed after Run returns, so a program that
-//     embeds Run cannot profile its own CPU (runtime/pprof) once Run has
-//     started: its profiler's SIGPROFs would be the child's.
 //
-// The assembly (that handler, and the forward made inside the wait,
-// sigwait_amd64.s and sigwait_arm64.s) reaches into the Go runtime
-// (entersyscall and exitsyscall through linkname). A program that must
-// not depend on that, or that a Go release breaks, builds with
-// -tags podsup_portable: the path of every other architecture, in Go
-// alone, at the cost of SIGPROF and 34 landing on a busy thread, as above.
+// # The assembly, and how to do without it
+//
+// On amd64 and arm64 pid1 uses assembly: that handler (redirect_*.s) and
+// the forward made inside the wait (sigwait_*.s). What a program that
+// embeds Run gives up for it:
+//
+//   - its own CPU profile: the handler replaces the Go runtime's SIGPROF
+//     handler for the whole process, from Run's start and for good (it
+//     stays installed after Run returns), so runtime/pprof's CPU profiles
+//     get no samples; the profiler's SIGPROFs would be the child's;
+//   - a build that depends on the Go runtime's internals only as far as
+//     the runtime allows: the wait enters and leaves its system call
+//     through runtime.entersyscall and exitsyscall (linkname), which a Go
+//     release may change, and the race detector does not see it.
+//
+// A program builds without the assembly with -tags podsup_portable: the
+// path of the other architectures (and of the 386, arm, riscv64, ppc64le
+// and s390x release binaries), in Go alone. It costs SIGPROF and 34 that
+// land on a busy thread (above), a forward made after the wait rather
+// than within it (slower: see sigwaitForward), and one exec more per child:
+// there 32 and 34 are ignored rather than handled, and the child passes
+// through podsup's binary to get them back at the default (loose.go), so
+// it needs /proc. CPU profiling then works, but for the signal thread: a
+// SIGPROF the profiler aims at it is taken as one to forward. CI runs
+// pid1's tests and `podsup run`'s both ways.
 //
 // # Contract on return
 //
 // Run leaves the forwarded signals caught (and, but for goUnblocked,
 // blocked on its thread) when it returns: a signal that arrives between
 // the child's exit and the program's exit must neither kill podsup nor
-// change the exit status it reports, however many arrive. A program that embeds pid1 is expected to
-// exit with Run's code soon after Run returns.
+// change the exit status it reports, however many arrive. A program that
+// embeds pid1 is expected to exit with Run's code soon after Run returns.
 package pid1
 
 import (
@@ -142,12 +158,17 @@ func Run(o Options) int {
 	if runtimeSendsSIGURG {
 		o.Logger.Debug().Msg("asynchronous preemption is on (no pid1.Prepare): a SIGURG that arrives while a signal is being forwarded may be lost")
 	}
-	// 0. Signals 32 and 34 are dropped from here on, until the signal
-	// thread takes them (redirectTo, below): their default action would
-	// end podsup, and with a child started, orphan it. Sent to podsup
+	// 0. Signals 32 and 34 are dropped from here on: their default action
+	// would end podsup, and with a child started, orphan it. Sent to podsup
 	// run under load just after its child printed a line, 32 ended it in
-	// 4 of 150 tries, in the moment between the fork and redirectTo.
+	// 4 of 150 tries when this was done after the fork. Where the
+	// redirecting handler exists, the signal thread takes them once it is
+	// ready (redirectTo, below); elsewhere they are ignored, and the child
+	// gets them back at the default through looseMain (loose.go).
 	redirecting := dropRedirected()
+	if !redirecting {
+		ignoreLoose()
+	}
 
 	// 1. Catch before starting, so a signal sent at once is not lost: the
 	// safety net first, then whatever is already queued for this thread.
@@ -181,7 +202,7 @@ func Run(o Options) int {
 	if _, err := threadMask(unix.SIG_BLOCK, waited&^goUnblocked|sigsetOf(syscall.SIGCHLD)); err != nil {
 		f.log.Warn().Err(err).Msg("could not block signals on the signal thread: forwarding through os/signal only")
 	}
-	if !redirecting || !redirectTo(unix.Gettid()) {
+	if redirecting && !redirectTo(unix.Gettid()) {
 		ignoreLoose()
 	}
 	for _, sig := range early {
@@ -220,43 +241,29 @@ func remapExit(code int, remap map[int]int) int {
 	return code
 }
 
-// loose records that Run set signals 32 and 34 to SIG_IGN (ignoreIfDefault),
-// so that a later Run restores the default around its fork.
-var loose atomic.Bool
-
-func ignoreLoose() {
-	for _, sig := range looseSignals {
-		if ignoreIfDefault(sig) {
-			loose.Store(true)
-		}
-	}
-}
-
-// looseSignals have no Go handler, so their default action would end
-// podsup: 32 (never forwarded) and 34.
-var looseSignals = []syscall.Signal{32, 34}
-
-// startChild starts the command. A child inherits ignored dispositions and
-// the forking thread's signal mask: both are put back to what the child
-// must get (default, empty) for the fork, in case an earlier Run in this
-// process changed them.
+// startChild starts the command. A child inherits the forking thread's
+// signal mask: it is emptied for the fork, in case an earlier Run in this
+// process left it blocking signals. It also inherits ignored dispositions:
+// see childCmd for those Run ignored.
 func startChild(o Options) (*proc.Process, error) {
-	if loose.Load() {
+	c, err := childCmd(o)
+	if err != nil {
+		return nil, err
+	}
+	if set := sigset(looseIgnored.Load()); set != 0 && c.Path != selfExe {
+		// No /proc for looseMain: put them back around the fork, at the
+		// cost of the moment in which one of them ends podsup.
 		for _, sig := range looseSignals {
-			restoreDefault(sig)
-			defer ignoreIfDefault(sig)
+			if set.has(sig) {
+				restoreDefault(sig)
+				defer ignoreIfDefault(sig)
+			}
 		}
 	}
 	if old, err := threadMask(unix.SIG_UNBLOCK, waitedSignals()|sigsetOf(syscall.SIGCHLD)); err == nil && old != 0 {
 		defer func() { _, _ = threadMask(unix.SIG_SETMASK, old) }()
 	}
-	return proc.Start(&proc.Cmd{
-		Path: o.Argv[0], Args: o.Argv,
-		Stdin:      or(o.Stdin, os.Stdin),
-		Stdout:     or(o.Stdout, os.Stdout),
-		Stderr:     or(o.Stderr, os.Stderr),
-		Foreground: true,
-	})
+	return proc.Start(c)
 }
 
 // takePending dequeues the signals of set already pending (left blocked

@@ -74,3 +74,28 @@ func TestSignalThreadLeavesSynchronousSignals(t *testing.T) {
 		}
 	}
 }
+
+// Run drops 32 and 34 from its start (ignored where there is no redirecting
+// handler), yet its child gets them at the default, as under a shell: an
+// ignored disposition would survive the child's exec (loose.go). Both
+// paths: a second Run in the process finds them ignored already.
+func TestRunChildStartsWithNothingIgnored(t *testing.T) {
+	for i := range 2 {
+		out, err := os.CreateTemp(t.TempDir(), "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs bytes.Buffer
+		if code := Run(Options{Argv: []string{"grep", "^SigIgn", "/proc/self/status"}, Stdout: out, Errors: &errs}); code != 0 {
+			t.Fatalf("run %d: exit %d: %s", i, code, errs.String())
+		}
+		b, _ := os.ReadFile(out.Name())
+		out.Close()
+		if f := strings.Fields(string(b)); len(f) != 2 || strings.Trim(f[1], "0") != "" {
+			t.Errorf("run %d: the child's %q: want no ignored signal", i, strings.TrimSpace(string(b)))
+		}
+	}
+	if code := Run(Options{Argv: []string{"/nonexistent-podsup/x"}, Errors: new(bytes.Buffer)}); code != 127 {
+		t.Errorf("a missing command by path: exit %d, want 127", code)
+	}
+}

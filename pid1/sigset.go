@@ -189,8 +189,8 @@ func selfSent(sig syscall.Signal, info *siginfo) bool {
 // (a signal blocked by the task it is sent to is never discarded on
 // arrival) and hands it to the signal thread's sigtimedwait; only one that
 // arrives while that thread is busy forwarding may be taken, and dropped,
-// by another thread. Children inherit ignored dispositions, so it is set
-// only once the child has started.
+// by another thread. Children inherit ignored dispositions: see loose.go
+// for how Run's child gets them back at the default.
 func ignoreIfDefault(sig syscall.Signal) bool {
 	var old sigaction
 	if rtSigaction(sig, nil, &old) != nil || old.handler != sigDFL {

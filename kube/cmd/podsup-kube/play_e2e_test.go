@@ -31,7 +31,7 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 	bin := t.TempDir()
 	podsup, kubeBin := filepath.Join(bin, "podsup"), filepath.Join(bin, "podsup-kube")
 	gotool.Output(t, "build", "-o", podsup, "github.com/podsup/podsup/cmd/podsup")
-	gotool.Output(t, "build", "-o", kubeBin, "github.com/podsup/podsup/cmd/podsup-kube")
+	gotool.Output(t, "build", "-o", kubeBin, "github.com/podsup/podsup/kube/cmd/podsup-kube")
 
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "podsup.sock")
@@ -41,7 +41,7 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 	}
 	defer logFile.Close()
 	play, err := proc.Start(&proc.Cmd{
-		Path: kubeBin, Args: []string{"podsup-kube", "play", "--socket", socket, "../../examples/kube/web.yaml"},
+		Path: kubeBin, Args: []string{"podsup-kube", "play", "--socket", socket, "../../../examples/kube/web.yaml"},
 		RunAs:  proc.RunAs{Env: append(os.Environ(), "PODSUP_BIN="+podsup)},
 		Stdout: logFile, Stderr: logFile,
 	})

@@ -39,7 +39,7 @@ func cli(t *testing.T, stdin string, args ...string) (stdout, stderr string, err
 }
 
 func TestConvertCommandWritesHCLThatValidates(t *testing.T) {
-	out, stderr, err := cli(t, "", "convert", "../../examples/kube/web.yaml")
+	out, stderr, err := cli(t, "", "convert", "../../../examples/kube/web.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestConvertCommandWritesHCLThatValidates(t *testing.T) {
 		t.Errorf("the image is not kept as a comment:\n%s", out)
 	}
 	outFile := filepath.Join(t.TempDir(), "web.hcl")
-	if _, _, err := cli(t, "", "convert", "-o", outFile, "../../examples/kube/web.yaml"); err != nil {
+	if _, _, err := cli(t, "", "convert", "-o", outFile, "../../../examples/kube/web.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := config.Load(outFile); err != nil {
@@ -62,7 +62,7 @@ func TestConvertCommandWritesHCLThatValidates(t *testing.T) {
 }
 
 func TestConvertCommandStrictFails(t *testing.T) {
-	_, _, err := cli(t, "", "convert", "--strict", "../../examples/kube/web.yaml")
+	_, _, err := cli(t, "", "convert", "--strict", "../../../examples/kube/web.yaml")
 	if err == nil || !strings.Contains(err.Error(), "error: Pod/web: spec.containers[0].image: podsup runs no images") {
 		t.Errorf("err = %v, want the image warning as an error", err)
 	}
@@ -70,7 +70,7 @@ func TestConvertCommandStrictFails(t *testing.T) {
 
 func TestConvertCommandRootfs(t *testing.T) {
 	dir := t.TempDir()
-	out, _, err := cli(t, "", "convert", "--rootfs", "busybox:1.36="+dir, "--rootfs", "python:3.12-slim="+dir, "../../examples/kube/web.yaml")
+	out, _, err := cli(t, "", "convert", "--rootfs", "busybox:1.36="+dir, "--rootfs", "python:3.12-slim="+dir, "../../../examples/kube/web.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestConvertCommandRootfs(t *testing.T) {
 		t.Errorf("no rootfs in the sandbox:\n%s", out)
 	}
 	for _, bad := range []string{"nodir", "img=" + filepath.Join(dir, "missing")} {
-		if _, _, err := cli(t, "", "convert", "--rootfs", bad, "../../examples/kube/web.yaml"); err == nil || !strings.Contains(err.Error(), "--rootfs") {
+		if _, _, err := cli(t, "", "convert", "--rootfs", bad, "../../../examples/kube/web.yaml"); err == nil || !strings.Contains(err.Error(), "--rootfs") {
 			t.Errorf("--rootfs %s: err = %v", bad, err)
 		}
 	}
@@ -86,7 +86,7 @@ func TestConvertCommandRootfs(t *testing.T) {
 
 // export | convert - gives back the file's groups.
 func TestExportPipesIntoConvert(t *testing.T) {
-	yml, stderr, err := cli(t, "", "export", "-f", "../../examples/edge.hcl", "--kind", "deployment")
+	yml, stderr, err := cli(t, "", "export", "-f", "../../../examples/edge.hcl", "--kind", "deployment")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestExportPipesIntoConvert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := config.Load("../../examples/edge.hcl")
+	want, err := config.Load("../../../examples/edge.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestExportPipesIntoConvert(t *testing.T) {
 			t.Errorf("group %d: want %+v, got %+v", i, w, g)
 		}
 	}
-	if _, _, err := cli(t, "", "export", "-f", "../../examples/edge.hcl", "--kind", "service"); err == nil || !strings.Contains(err.Error(), `--kind "service": want pod or deployment`) {
+	if _, _, err := cli(t, "", "export", "-f", "../../../examples/edge.hcl", "--kind", "service"); err == nil || !strings.Contains(err.Error(), `--kind "service": want pod or deployment`) {
 		t.Errorf("--kind service: err = %v", err)
 	}
 }
@@ -128,7 +128,7 @@ func TestPlayExecsPodsupUpOnTheConvertedHCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, pid := selftest.Exec(t, proc.Cmd{
-		Args:  []string{"podsup-kube", "play", "--socket", filepath.Join(dir, "s.sock"), "../../examples/kube/web.yaml"},
+		Args:  []string{"podsup-kube", "play", "--socket", filepath.Join(dir, "s.sock"), "../../../examples/kube/web.yaml"},
 		RunAs: proc.RunAs{Env: append(os.Environ(), asMainEnv+"=1", "PODSUP_BIN="+fake)},
 	})
 	if !strings.Contains(text, "argv: --socket "+filepath.Join(dir, "s.sock")+" up -f /proc/self/fd/") {
