@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/podsup/podsup/supervisor/internal/core"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Recreate asks for new instances of some processes of a group while the
@@ -16,17 +17,18 @@ import (
 // WaitRecreate, RecreateStatus, or the events tagged with the id
 // (Event.Request).
 //
-// Errors: a *RecreateSpecError (errors.Is ErrInvalidRecreate) for a bad
-// spec, unknown or duplicate processes included; ErrNotFound for an unknown
-// group; ErrGroupInactive for a stopped, finished or failed group or a
+// Errors: a *lifecycle.RecreateSpecError (errors.Is
+// lifecycle.ErrInvalidRecreate) for a bad spec, unknown or duplicate
+// processes included; ErrNotFound for an unknown group;
+// lifecycle.ErrGroupInactive for a stopped, finished or failed group or a
 // stopped process; ErrNotRunning before Run or while a reload replaces the
 // group; ErrShuttingDown.
-func (s *Supervisor) Recreate(spec RecreateSpec) (string, error) {
-	spec = core.CloneRecreateSpec(spec)
+func (s *Supervisor) Recreate(spec lifecycle.RecreateSpec) (string, error) {
+	spec = spec.Clone()
 	if spec.Requester == "" {
 		spec.Requester = "library caller"
 	}
-	if err := core.ValidateRecreate(spec); err != nil {
+	if err := spec.Validate(); err != nil {
 		return "", err
 	}
 	s.mu.Lock()
@@ -69,10 +71,10 @@ func (s *Supervisor) Recreate(spec RecreateSpec) (string, error) {
 
 // RecreateStatus returns a snapshot of one request, until its
 // ttl_after_finished has passed (then ErrNotFound).
-func (s *Supervisor) RecreateStatus(id string) (RecreateStatus, error) {
+func (s *Supervisor) RecreateStatus(id string) (lifecycle.RecreateStatus, error) {
 	e := s.rc.lookup(id)
 	if e == nil {
-		return RecreateStatus{}, fmt.Errorf("unable to find recreate request %q: %w", id, ErrNotFound)
+		return lifecycle.RecreateStatus{}, fmt.Errorf("unable to find recreate request %q: %w", id, ErrNotFound)
 	}
 	if st, ok := e.finalStatus(); ok {
 		return st, nil
@@ -80,23 +82,23 @@ func (s *Supervisor) RecreateStatus(id string) (RecreateStatus, error) {
 	if list := e.w.recreates.Load(); list != nil {
 		for _, st := range *list {
 			if st.ID == id {
-				return core.CloneRecreateStatus(st), nil
+				return st.Clone(), nil
 			}
 		}
 	}
-	return RecreateStatus{}, fmt.Errorf("unable to find recreate request %q: %w", id, ErrNotFound)
+	return lifecycle.RecreateStatus{}, fmt.Errorf("unable to find recreate request %q: %w", id, ErrNotFound)
 }
 
 // Recreates returns every request still visible (not past its TTL), group
 // by group in configuration order, each group's in arrival order.
-func (s *Supervisor) Recreates() []RecreateStatus {
+func (s *Supervisor) Recreates() []lifecycle.RecreateStatus {
 	s.mu.Lock()
 	var ws []*worker
 	for _, name := range s.order {
 		ws = append(ws, s.workers[name])
 	}
 	s.mu.Unlock()
-	var out []RecreateStatus
+	var out []lifecycle.RecreateStatus
 	for _, w := range ws {
 		list := w.recreates.Load()
 		if list == nil {
@@ -108,7 +110,7 @@ func (s *Supervisor) Recreates() []RecreateStatus {
 					st = final // completed a moment before the snapshot was published
 				}
 			}
-			out = append(out, core.CloneRecreateStatus(st))
+			out = append(out, st.Clone())
 		}
 	}
 	return out
@@ -119,17 +121,17 @@ func (s *Supervisor) Recreates() []RecreateStatus {
 // A request that completed with a TTL of 0 is still found here for a while
 // (the last recreateTombstones requests), so Recreate followed by
 // WaitRecreate never misses the end.
-func (s *Supervisor) WaitRecreate(ctx context.Context, id string) (RecreateStatus, error) {
+func (s *Supervisor) WaitRecreate(ctx context.Context, id string) (lifecycle.RecreateStatus, error) {
 	e := s.rc.lookup(id)
 	if e == nil {
 		if st, ok := s.rc.tombstone(id); ok {
 			return st, nil
 		}
-		return RecreateStatus{}, fmt.Errorf("unable to wait for recreate request %q: %w", id, ErrNotFound)
+		return lifecycle.RecreateStatus{}, fmt.Errorf("unable to wait for recreate request %q: %w", id, ErrNotFound)
 	}
 	select {
 	case <-e.done:
-		return core.CloneRecreateStatus(e.final), nil
+		return e.final.Clone(), nil
 	case <-ctx.Done():
 		st, _ := s.RecreateStatus(id)
 		return st, ctx.Err()
@@ -176,22 +178,22 @@ type recreateRegistry struct {
 	seq     uint64
 	entries map[string]*recreateEntry
 	// gone holds the final status of the last removed requests.
-	gone []RecreateStatus
+	gone []lifecycle.RecreateStatus
 }
 
 type recreateEntry struct {
 	w *worker
 	// done is closed once final is set.
 	done  chan struct{}
-	final RecreateStatus
+	final lifecycle.RecreateStatus
 }
 
-func (e *recreateEntry) finalStatus() (RecreateStatus, bool) {
+func (e *recreateEntry) finalStatus() (lifecycle.RecreateStatus, bool) {
 	select {
 	case <-e.done:
-		return core.CloneRecreateStatus(e.final), true
+		return e.final.Clone(), true
 	default:
-		return RecreateStatus{}, false
+		return lifecycle.RecreateStatus{}, false
 	}
 }
 
@@ -219,7 +221,7 @@ func (r *recreateRegistry) drop(id string) {
 	delete(r.entries, id)
 }
 
-func (r *recreateRegistry) finish(st RecreateStatus) {
+func (r *recreateRegistry) finish(st lifecycle.RecreateStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.entries[st.ID]
@@ -229,7 +231,7 @@ func (r *recreateRegistry) finish(st RecreateStatus) {
 	select {
 	case <-e.done:
 	default:
-		e.final = core.CloneRecreateStatus(st)
+		e.final = st.Clone()
 		close(e.done)
 	}
 }
@@ -250,13 +252,13 @@ func (r *recreateRegistry) remove(id string) {
 	}
 }
 
-func (r *recreateRegistry) tombstone(id string) (RecreateStatus, bool) {
+func (r *recreateRegistry) tombstone(id string) (lifecycle.RecreateStatus, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, st := range r.gone {
 		if st.ID == id {
-			return core.CloneRecreateStatus(st), true
+			return st.Clone(), true
 		}
 	}
-	return RecreateStatus{}, false
+	return lifecycle.RecreateStatus{}, false
 }

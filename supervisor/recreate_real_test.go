@@ -80,14 +80,14 @@ func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {
 		t.Fatalf("not running: %+v %+v", app0, side0)
 	}
 
-	id, err := r.sup.Recreate(supervisor.RecreateSpec{Group: "web", Processes: []string{"app"}, TerminationGracePeriod: spec.Durp(5 * time.Second), MinStarted: 200 * time.Millisecond})
+	id, err := r.sup.Recreate(lifecycle.RecreateSpec{Group: "web", Processes: []string{"app"}, TerminationGracePeriod: spec.Durp(5 * time.Second), MinStarted: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	st, err := r.sup.WaitRecreate(ctx, id)
-	if err != nil || st.Phase != supervisor.RecreateCompleted || st.Failed() {
+	if err != nil || st.Phase != lifecycle.RecreateCompleted || st.Failed() {
 		t.Fatalf("recreate: %+v %v", st, err)
 	}
 	if b, err := os.ReadFile(marker); err != nil || strings.TrimSpace(string(b)) != "ran" {
@@ -124,7 +124,7 @@ func TestRealRecreateNeverReadyFailsByTheDeadline(t *testing.T) {
 	r := startRealWith(t, cfg, supervisor.Options{})
 	r.next(lifecycle.EventStarted)
 	begin := time.Now()
-	id, err := r.sup.Recreate(supervisor.RecreateSpec{Group: "web", Processes: []string{"app"}, ActiveDeadline: supervisor.MinimumRecreateDeadline})
+	id, err := r.sup.Recreate(lifecycle.RecreateSpec{Group: "web", Processes: []string{"app"}, ActiveDeadline: lifecycle.MinimumRecreateDeadline})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +132,10 @@ func TestRealRecreateNeverReadyFailsByTheDeadline(t *testing.T) {
 	defer cancel()
 	st, err := r.sup.WaitRecreate(ctx, id)
 	took := time.Since(begin)
-	if err != nil || st.Phase != supervisor.RecreateCompleted || !st.Failed() || !strings.Contains(st.Message, "active deadline") {
+	if err != nil || st.Phase != lifecycle.RecreateCompleted || !st.Failed() || !strings.Contains(st.Message, "active deadline") {
 		t.Fatalf("C8: %+v %v", st, err)
 	}
-	if took < supervisor.MinimumRecreateDeadline {
+	if took < lifecycle.MinimumRecreateDeadline {
 		t.Errorf("completed %s after the request, before the deadline", took)
 	}
 	gs, _ := r.sup.Status().Group("web")

@@ -20,26 +20,26 @@ func TestRecreateAPIErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sup.Recreate(RecreateSpec{Group: "g", Processes: []string{"app"}}); !errors.Is(err, ErrNotRunning) {
+	if _, err := sup.Recreate(lifecycle.RecreateSpec{Group: "g", Processes: []string{"app"}}); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("before Run: %v", err)
 	}
 	f := startFake(t, cfg, constant(simRun{runFor: -1}))
 	f.advanceTo(time.Second)
 	cases := []struct {
-		spec RecreateSpec
+		spec lifecycle.RecreateSpec
 		want error
 	}{
-		{RecreateSpec{Group: "nope", Processes: []string{"app"}}, ErrNotFound},
-		{RecreateSpec{Group: "g", Processes: []string{"app", "nope"}}, ErrInvalidRecreate},
-		{RecreateSpec{Group: "g", Processes: []string{"app"}, ActiveDeadline: time.Second}, ErrInvalidRecreate},
+		{lifecycle.RecreateSpec{Group: "nope", Processes: []string{"app"}}, ErrNotFound},
+		{lifecycle.RecreateSpec{Group: "g", Processes: []string{"app", "nope"}}, lifecycle.ErrInvalidRecreate},
+		{lifecycle.RecreateSpec{Group: "g", Processes: []string{"app"}, ActiveDeadline: time.Second}, lifecycle.ErrInvalidRecreate},
 	}
 	for _, c := range cases {
 		if _, err := f.sup.Recreate(c.spec); !errors.Is(err, c.want) {
 			t.Errorf("%+v: %v, want %v", c.spec, err, c.want)
 		}
 	}
-	var se *RecreateSpecError
-	if _, err := f.sup.Recreate(RecreateSpec{Group: "g", Processes: []string{"app", "app"}, ActiveDeadline: -1}); !errors.As(err, &se) || len(se.Problems) != 2 {
+	var se *lifecycle.RecreateSpecError
+	if _, err := f.sup.Recreate(lifecycle.RecreateSpec{Group: "g", Processes: []string{"app", "app"}, ActiveDeadline: -1}); !errors.As(err, &se) || len(se.Problems) != 2 {
 		t.Errorf("C1: every problem is listed: %v", err)
 	}
 	if _, err := f.sup.RecreateStatus("rc-404"); !errors.Is(err, ErrNotFound) {
@@ -60,17 +60,17 @@ func TestRecreateAPIFollowsARequest(t *testing.T) {
 	app0, _ := before.Process("app")
 	side0, _ := before.Process("side")
 
-	id, err := f.sup.Recreate(RecreateSpec{Group: "g", Processes: []string{"app"}, MinStarted: time.Second, TTLAfterFinished: spec.Durp(0), Requester: "alice"})
+	id, err := f.sup.Recreate(lifecycle.RecreateSpec{Group: "g", Processes: []string{"app"}, MinStarted: time.Second, TTLAfterFinished: spec.Durp(0), Requester: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := f.sup.RecreateStatus(id); err != nil || st.Phase != RecreateRecreating || st.Spec.Requester != "alice" {
+	if st, err := f.sup.RecreateStatus(id); err != nil || st.Phase != lifecycle.RecreateRecreating || st.Spec.Requester != "alice" {
 		t.Fatalf("status right after Recreate: %+v %v", st, err)
 	}
 	if list := f.sup.Recreates(); len(list) != 1 || list[0].ID != id {
 		t.Fatalf("Recreates: %+v", list)
 	}
-	waited := make(chan RecreateStatus, 1)
+	waited := make(chan lifecycle.RecreateStatus, 1)
 	go func() {
 		st, err := f.sup.WaitRecreate(context.Background(), id)
 		if err != nil {
@@ -94,13 +94,13 @@ func TestRecreateAPIFollowsARequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.settle()
-	var st RecreateStatus
+	var st lifecycle.RecreateStatus
 	select {
 	case st = <-waited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("WaitRecreate did not return")
 	}
-	if st.Phase != RecreateCompleted || st.Failed() || st.Processes[0].InstanceID != app1.InstanceID || st.Processes[0].PreviousInstanceID != app0.InstanceID {
+	if st.Phase != lifecycle.RecreateCompleted || st.Failed() || st.Processes[0].InstanceID != app1.InstanceID || st.Processes[0].PreviousInstanceID != app0.InstanceID {
 		t.Fatalf("final status %+v", st)
 	}
 	if st.CreationTime.IsZero() || st.StartTime.IsZero() || st.CompletionTime.Before(st.StartTime) {
@@ -115,7 +115,7 @@ func TestRecreateAPIFollowsARequest(t *testing.T) {
 	if _, err := f.sup.RecreateStatus(id); !errors.Is(err, ErrNotFound) {
 		t.Errorf("ttl 0: still visible: %v", err)
 	}
-	if late, err := f.sup.WaitRecreate(context.Background(), id); err != nil || late.Phase != RecreateCompleted {
+	if late, err := f.sup.WaitRecreate(context.Background(), id); err != nil || late.Phase != lifecycle.RecreateCompleted {
 		t.Errorf("late WaitRecreate: %+v %v", late, err)
 	}
 	// Every step was an event tagged with the request.
@@ -140,21 +140,21 @@ func TestRecreateAPIFollowsARequest(t *testing.T) {
 func TestRecreateAPIWaitEndsWithContext(t *testing.T) {
 	f := startFake(t, configOf(appAndSidecar()), constant(simRun{runFor: -1, ignoreTerm: true}))
 	f.advanceTo(time.Second)
-	id, err := f.sup.Recreate(RecreateSpec{Group: "g", Processes: []string{"app"}})
+	id, err := f.sup.Recreate(lifecycle.RecreateSpec{Group: "g", Processes: []string{"app"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	st, err := f.sup.WaitRecreate(ctx, id)
-	if !errors.Is(err, context.Canceled) || st.Phase != RecreateRecreating {
+	if !errors.Is(err, context.Canceled) || st.Phase != lifecycle.RecreateRecreating {
 		t.Errorf("%+v %v", st, err)
 	}
 	// The group's shutdown completes the request as failed (no new
 	// instance will come), and waiters learn it.
 	f.shutdown()
 	st, err = f.sup.WaitRecreate(context.Background(), id)
-	if err != nil || st.Phase != RecreateCompleted || !st.Failed() || !strings.Contains(st.Message, "shutting down") {
+	if err != nil || st.Phase != lifecycle.RecreateCompleted || !st.Failed() || !strings.Contains(st.Message, "shutting down") {
 		t.Errorf("after shutdown: %+v %v", st, err)
 	}
 }

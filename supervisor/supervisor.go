@@ -37,11 +37,11 @@ type Options struct {
 	EventBuffer int
 	// KillRetry is how long after a SIGKILL of an instance's tree that did
 	// not end it the kill is tried again, doubling each time up to a
-	// minute (DefaultKillRetry when 0). KillAttempts is how many SIGKILLs
-	// a shutdown tries before it gives up on an instance whose tree
-	// survives them (a task stuck in the kernel), so that it ends
-	// (DefaultKillAttempts when 0). A stop that is not a shutdown never
-	// gives up.
+	// minute (lifecycle.DefaultKillRetry when 0). KillAttempts is how many
+	// SIGKILLs a shutdown tries before it gives up on an instance whose
+	// tree survives them (a task stuck in the kernel), so that it ends
+	// (lifecycle.DefaultKillAttempts when 0). A stop that is not a
+	// shutdown never gives up.
 	KillRetry    time.Duration
 	KillAttempts int
 }
@@ -385,7 +385,7 @@ func (s *Supervisor) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Groups: make([]lifecycle.GroupStatus, 0, len(s.order))}
 	for _, name := range s.order {
-		st.Groups = append(st.Groups, core.CloneGroupStatus(*s.workers[name].status.Load()))
+		st.Groups = append(st.Groups, s.workers[name].status.Load().Clone())
 	}
 	return st
 }

@@ -69,7 +69,7 @@ type worker struct {
 	wake   time.Time
 	status atomic.Pointer[lifecycle.GroupStatus]
 	// recreates is the group's recreate requests, published with status.
-	recreates atomic.Pointer[[]RecreateStatus]
+	recreates atomic.Pointer[[]lifecycle.RecreateStatus]
 	registry  *recreateRegistry
 	// after, when set, holds the worker back until the group it replaces
 	// has stopped (Apply); waiting is true meanwhile.

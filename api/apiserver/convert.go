@@ -91,14 +91,11 @@ func timep(t time.Time) *time.Time {
 	return &t
 }
 
-func toRecreate(s supervisor.RecreateStatus) api.Recreate {
-	r := api.Recreate{ID: s.ID, Group: s.Spec.Group, Phase: string(s.Phase), Failed: s.Phase == supervisor.RecreateCompleted && s.Failed(),
-		Message: s.Message, Ordered: s.Spec.Ordered, FailurePolicy: string(s.Spec.FailurePolicy), HoldsReadiness: s.HoldsReadiness,
+func toRecreate(s lifecycle.RecreateStatus) api.Recreate {
+	r := api.Recreate{ID: s.ID, Group: s.Spec.Group, Phase: string(s.Phase), Failed: s.Phase == lifecycle.RecreateCompleted && s.Failed(),
+		Message: s.Message, Ordered: s.Spec.Ordered, FailurePolicy: string(s.Spec.Policy()), HoldsReadiness: s.HoldsReadiness,
 		CreationTime: timep(s.CreationTime), StartTime: timep(s.StartTime), CompletionTime: timep(s.CompletionTime),
 		Requester: s.Spec.Requester, Processes: []api.RecreateProcess{}}
-	if r.FailurePolicy == "" {
-		r.FailurePolicy = string(supervisor.FailurePolicyFail)
-	}
 	for _, p := range s.Processes {
 		r.Processes = append(r.Processes, api.RecreateProcess{Name: p.Name, Phase: string(p.Phase), Message: p.Message,
 			PreviousInstanceID: p.PreviousInstanceID, InstanceID: p.InstanceID})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 func (s *Server) createRecreate(w http.ResponseWriter, r *http.Request) {
@@ -15,8 +16,8 @@ func (s *Server) createRecreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	spec := supervisor.RecreateSpec{Group: req.Group, Processes: req.Processes, Ordered: req.Ordered,
-		FailurePolicy: supervisor.FailurePolicy(req.FailurePolicy), Requester: "api (" + peerName(r) + ")"}
+	spec := lifecycle.RecreateSpec{Group: req.Group, Processes: req.Processes, Ordered: req.Ordered,
+		FailurePolicy: lifecycle.FailurePolicy(req.FailurePolicy), Requester: "api (" + peerName(r) + ")"}
 	var err error
 	for _, d := range []struct {
 		name, in string
@@ -66,7 +67,7 @@ func (s *Server) listRecreates(w http.ResponseWriter, r *http.Request) {
 // completed (or the client gave up).
 func (s *Server) getRecreate(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	var st supervisor.RecreateStatus
+	var st lifecycle.RecreateStatus
 	var err error
 	if r.URL.Query().Get("wait") == "true" {
 		st, err = s.b.Supervisor.WaitRecreate(r.Context(), id)
@@ -85,9 +86,9 @@ func (s *Server) getRecreate(w http.ResponseWriter, r *http.Request) {
 
 func classifyRecreate(err error) error {
 	switch {
-	case errors.Is(err, supervisor.ErrInvalidRecreate):
+	case errors.Is(err, lifecycle.ErrInvalidRecreate):
 		return &wrapped{err.Error(), api.ErrBadRequest}
-	case errors.Is(err, supervisor.ErrGroupInactive):
+	case errors.Is(err, lifecycle.ErrGroupInactive):
 		return &wrapped{err.Error(), api.ErrConflict}
 	case errors.Is(err, supervisor.ErrNotRunning):
 		return &wrapped{err.Error(), api.ErrUnavailable}

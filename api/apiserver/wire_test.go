@@ -89,17 +89,17 @@ func wireSample() any {
 			Group: "web", Process: "api", InstanceID: "api-3", RestartCount: 2, Pid: 4242, Message: "back-off 20s"},
 		{Seq: 8, Time: at(31), Type: lifecycle.EventNormal, Reason: "Started", Group: "web"},
 	}
-	recreates := []supervisor.RecreateStatus{
-		{ID: "rc-1", Phase: supervisor.RecreateCompleted, Message: "done", HoldsReadiness: true,
+	recreates := []lifecycle.RecreateStatus{
+		{ID: "rc-1", Phase: lifecycle.RecreateCompleted, Message: "done", HoldsReadiness: true,
 			CreationTime: at(1), StartTime: at(2), CompletionTime: at(3),
-			Spec: supervisor.RecreateSpec{Group: "web", Processes: []string{"api", "idle"}, Ordered: true,
-				FailurePolicy: supervisor.FailurePolicyIgnore, TerminationGracePeriod: dur(10 * time.Second),
+			Spec: lifecycle.RecreateSpec{Group: "web", Processes: []string{"api", "idle"}, Ordered: true,
+				FailurePolicy: lifecycle.FailurePolicyIgnore, TerminationGracePeriod: dur(10 * time.Second),
 				UnreadyGracePeriod: dur(time.Second), MinStarted: 5 * time.Second, ActiveDeadline: time.Minute,
 				TTLAfterFinished: dur(time.Hour), Requester: "api (uid 0, pid 1)"},
-			Processes: []supervisor.ProcessRecreateStatus{
-				{Name: "api", Phase: supervisor.ProcessRecreateSucceeded, PreviousInstanceID: "api-2", InstanceID: "api-3"},
-				{Name: "idle", Phase: supervisor.ProcessRecreateFailed, Message: "exited"}}},
-		{ID: "rc-2", Phase: supervisor.RecreatePending, Spec: supervisor.RecreateSpec{Group: "web", Processes: []string{"api"}}},
+			Processes: []lifecycle.ProcessRecreateStatus{
+				{Name: "api", Phase: lifecycle.ProcessRecreateSucceeded, PreviousInstanceID: "api-2", InstanceID: "api-3"},
+				{Name: "idle", Phase: lifecycle.ProcessRecreateFailed, Message: "exited"}}},
+		{ID: "rc-2", Phase: lifecycle.RecreatePending, Spec: lifecycle.RecreateSpec{Group: "web", Processes: []string{"api"}}},
 	}
 	out := struct {
 		Status    api.StatusResponse   `json:"status"`

@@ -3,7 +3,9 @@
 // waiting and termination reasons, group phases, the status snapshots
 // (GroupStatus, ProcessStatus, Termination, Terminating), how an instance
 // ended (ExitStatus), what a runtime reports on its own account
-// (RuntimeEvent) and why an instance is stopped (KillReason).
+// (RuntimeEvent), why an instance is stopped (KillReason) and the kill
+// retries' defaults, and recreate requests (RecreateSpec, RecreateStatus,
+// their phases, failure policy and errors).
 //
 // The supervisor's decision core produces these values and package
 // supervisor publishes them; both import this package, which imports only

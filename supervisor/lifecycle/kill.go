@@ -1,5 +1,7 @@
 package lifecycle
 
+import "time"
+
 // KillReason says why an instance is being stopped. It selects the grace
 // period (K1) and decides what happens after the exit.
 type KillReason string
@@ -33,3 +35,12 @@ const KillRecreate KillReason = "Recreate"
 // KillGroupCompleted stops a sidecar whose group has ended: every main
 // process ended for good, or an init failed it (O4).
 const KillGroupCompleted KillReason = "GroupCompleted"
+
+// Defaults for the kill retries (the supervisor's Options.KillRetry and
+// KillAttempts): the first retry comes this long after a SIGKILL that did
+// not end the instance, each further one twice as late up to a minute; a
+// shutdown gives up on an instance after so many SIGKILLs.
+const (
+	DefaultKillRetry    = 2 * time.Second
+	DefaultKillAttempts = 3
+)

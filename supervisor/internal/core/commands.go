@@ -55,9 +55,7 @@ func (g *Group) command(c CommandInput) {
 
 func (g *Group) stopProc(p *proc, reason lifecycle.KillReason, grace *time.Duration, by string, inTurn bool) {
 	p.want = false
-	g.fireRest(p, restOnCancel)
-	p.nextStart = time.Time{}
-	p.wait = nil
+	g.cancelStart(p)
 	if p.inst == nil {
 		return
 	}

@@ -25,14 +25,9 @@ import (
 //	   └────────────── retried, the retry doubling ───────────┘ killed + retry
 //	   under shutdown, after killAttempts: given up (Unkillable)
 
-// Defaults for the kill retries: the first retry comes this long after a
-// SIGKILL that did not end the instance, each further one twice as late up
-// to the cap; a shutdown gives up on an instance after so many SIGKILLs.
-const (
-	DefaultKillRetry    = 2 * time.Second
-	maxKillRetry        = time.Minute
-	DefaultKillAttempts = 3
-)
+// maxKillRetry caps the doubling of the kill retries
+// (lifecycle.DefaultKillRetry is the first one's default).
+const maxKillRetry = time.Minute
 
 // KillDoneInput is a tree kill effect's outcome. exited: the kill followed
 // the instance's exit (X10), and removeErr is then the removal's.
@@ -235,14 +230,14 @@ func (g *Group) runtimeEvent(in RuntimeEventInput) {
 // values.
 func killRetryOrDefault(d time.Duration) time.Duration {
 	if d <= 0 {
-		return DefaultKillRetry
+		return lifecycle.DefaultKillRetry
 	}
 	return d
 }
 
 func killAttemptsOrDefault(n int) int {
 	if n <= 0 {
-		return DefaultKillAttempts
+		return lifecycle.DefaultKillAttempts
 	}
 	return n
 }

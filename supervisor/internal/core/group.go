@@ -103,28 +103,24 @@ type proc struct {
 	oomKills int
 	// starts counts instances (R5: restart count = starts − 1).
 	starts int
-	// nextStart is set while waiting in CrashLoopBackOff (X3).
-	nextStart time.Time
-	// rest is how the next instance starts (rest.go); startBy who asked
-	// for it, and b8, in restProbeKilled, the status from before the
-	// kill the start's back-off check uses (B8).
-	rest    rest
-	startBy string
-	b8      *b8Check
-	// recreateReq is the recreate request replacing this process, whose
-	// id tags its events meanwhile.
-	recreateReq string
-	// nextSpec is a reload's new spec, taken once the old instance is
-	// gone; idPrefix keeps instance ids unique for processes added by a
-	// reload.
-	nextSpec *spec.Process
-	idPrefix string
+	// between is the state between instances (rest.go): how the next
+	// one starts and what it waits for.
+	between
 
-	// wait is the wait for dependencies in progress (W3); depStarts
-	// the instance counts of the restart = true dependencies at its start
-	// (W7); pendingStop an ordered shutdown's stop waiting for its
+	// The fields below span instances, so they are not between's:
+	// recreateReq is the recreate request replacing this process, whose
+	// id tags its events from the old instance's kill to the request's
+	// end; nextSpec is a reload's new spec, taken once the old instance
+	// is gone; idPrefix keeps instance ids unique for processes added by
+	// a reload.
+	recreateReq string
+	nextSpec    *spec.Process
+	idPrefix    string
+
+	// depStarts is the live instance's: the instance counts of the
+	// restart = true dependencies at its start (W7); pendingStop an
+	// ordered shutdown's stop of the live instance, waiting for its
 	// dependents (W8).
-	wait        *depWait
 	depStarts   map[string]int
 	pendingStop *pendingStop
 }

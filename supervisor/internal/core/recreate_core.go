@@ -2,9 +2,10 @@ package core
 
 import (
 	"fmt"
-	"github.com/podsup/podsup/supervisor/lifecycle"
 	"strings"
 	"time"
+
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // The group core's side of recreate requests: it queues them (one active
@@ -23,13 +24,13 @@ type recreateQueue struct {
 }
 
 // RecreateInput is a new request, already checked against C1's static
-// part (ValidateRecreate). The core checks it against the group as it is
+// part (RecreateSpec.Validate). The core checks it against the group as it is
 // now (C1's live part) and answers on Reply (buffered).
 type RecreateInput struct {
 	// ID names the request; Seq orders the requests of a group (C2).
 	ID   string
 	Seq  uint64
-	Spec RecreateSpec
+	Spec lifecycle.RecreateSpec
 	// Reply gets nil once the request is queued, or why it was refused.
 	Reply chan<- error
 }
@@ -43,7 +44,7 @@ type RecreateReplyAction struct {
 }
 
 // RecreateDoneAction reports a completed request (waiters wake up).
-type RecreateDoneAction struct{ Status RecreateStatus }
+type RecreateDoneAction struct{ Status lifecycle.RecreateStatus }
 
 // RecreateGoneAction reports a request removed after its TTL.
 type RecreateGoneAction struct{ ID string }
@@ -65,12 +66,12 @@ func (g *Group) addRecreate(in RecreateInput) {
 	if err != nil {
 		return
 	}
-	r := recreateState{id: in.ID, seq: in.Seq, spec: in.Spec.clone()}
-	r.phase = RecreatePending
+	r := recreateState{id: in.ID, seq: in.Seq, spec: in.Spec.Clone()}
+	r.phase = lifecycle.RecreatePending
 	r.created, r.createdWall = g.now, g.wallNow()
 	r.procs = nil
 	for _, name := range r.spec.Processes {
-		r.procs = append(r.procs, procRecreate{name: name, phase: ProcessRecreatePending})
+		r.procs = append(r.procs, procRecreate{name: name, phase: lifecycle.ProcessRecreatePending})
 	}
 	g.rc.reqs = append(g.rc.reqs, &r)
 	if a := g.activeRecreate(); a != nil {
@@ -81,7 +82,7 @@ func (g *Group) addRecreate(in RecreateInput) {
 
 // checkRecreate is C1's live part: the group is active and every process
 // is a main process that has had an instance and is not stopped.
-func (g *Group) checkRecreate(s RecreateSpec) error {
+func (g *Group) checkRecreate(s lifecycle.RecreateSpec) error {
 	if g.shutdown {
 		return fmt.Errorf("unable to recreate in group %q: %w", g.name, ErrShuttingDown)
 	}
@@ -101,20 +102,20 @@ func (g *Group) checkRecreate(s RecreateSpec) error {
 		}
 	}
 	if len(probs) > 0 {
-		return &RecreateSpecError{Problems: probs}
+		return &lifecycle.RecreateSpecError{Problems: probs}
 	}
 	if g.initFailed || !g.anyMainWanted() {
-		return fmt.Errorf("unable to recreate in group %q: it is %s: %w", g.name, g.phase(), ErrGroupInactive)
+		return fmt.Errorf("unable to recreate in group %q: it is %s: %w", g.name, g.phase(), lifecycle.ErrGroupInactive)
 	}
 	if len(stopped) > 0 {
-		return fmt.Errorf("unable to recreate in group %q: %s stopped (start instead): %w", g.name, strings.Join(stopped, ", "), ErrGroupInactive)
+		return fmt.Errorf("unable to recreate in group %q: %s stopped (start instead): %w", g.name, strings.Join(stopped, ", "), lifecycle.ErrGroupInactive)
 	}
 	return nil
 }
 
 func (g *Group) activeRecreate() *recreateState {
 	for _, r := range g.rc.reqs {
-		if r.phase == RecreateRecreating {
+		if r.phase == lifecycle.RecreateRecreating {
 			return r
 		}
 	}
@@ -131,14 +132,14 @@ func (g *Group) stepRecreates() {
 		q.wake = time.Time{}
 		if g.shutdown {
 			for _, r := range q.reqs {
-				if r.phase != RecreateCompleted {
+				if r.phase != lifecycle.RecreateCompleted {
 					g.applyRecreate(r, r.abort(g.now, g.wallNow(), "the group is shutting down"), recreateOrders{})
 				}
 			}
 		}
 		if g.activeRecreate() == nil { // C2: the oldest pending one goes next
 			for _, r := range q.reqs {
-				if r.phase == RecreatePending {
+				if r.phase == lifecycle.RecreatePending {
 					g.applyRecreate(r, r.activate(g.now, g.wallNow()), recreateOrders{})
 					break
 				}
@@ -146,16 +147,16 @@ func (g *Group) stepRecreates() {
 		}
 		keep := q.reqs[:0]
 		for _, r := range q.reqs {
-			wasCompleted := r.phase == RecreateCompleted
+			wasCompleted := r.phase == lifecycle.RecreateCompleted
 			next, o := decideRecreate(*r, g.observeForRecreate, g.now, g.wallNow())
 			g.applyRecreate(r, next, o)
 			if o.remove {
-				g.emitRecreate(r, "", lifecycle.EventNormal, lifecycle.EventRecreateRemoved, "Recreate request %s removed: ttl_after_finished %s passed", r.id, r.spec.ttl())
+				g.emitRecreate(r, "", lifecycle.EventNormal, lifecycle.EventRecreateRemoved, "Recreate request %s removed: ttl_after_finished %s passed", r.id, r.spec.TTL())
 				g.do(RecreateGoneAction{ID: r.id})
 				continue
 			}
 			keep = append(keep, r)
-			if !wasCompleted && r.phase == RecreateCompleted {
+			if !wasCompleted && r.phase == lifecycle.RecreateCompleted {
 				again = true // promote the next one and decide this one's TTL
 			}
 			if !o.wake.IsZero() && (q.wake.IsZero() || o.wake.Before(q.wake)) {
@@ -174,13 +175,13 @@ func (g *Group) stepRecreates() {
 func (g *Group) applyRecreate(r *recreateState, next recreateState, o recreateOrders) {
 	old := *r
 	*r = next
-	if old.phase == RecreatePending && r.phase == RecreateRecreating {
+	if old.phase == lifecycle.RecreatePending && r.phase == lifecycle.RecreateRecreating {
 		mode := "in parallel"
 		if r.spec.Ordered {
 			mode = "in order"
 		}
 		g.emitRecreate(r, "", lifecycle.EventNormal, lifecycle.EventRecreating, "Recreate request %s by %s: recreating %s %s (failure policy %s)",
-			r.id, who(r.spec.Requester), strings.Join(r.spec.Processes, ", "), mode, r.spec.failurePolicy())
+			r.id, who(r.spec.Requester), strings.Join(r.spec.Processes, ", "), mode, r.spec.Policy())
 	}
 	if o.holdReadiness {
 		g.rc.holder = r.id
@@ -192,14 +193,14 @@ func (g *Group) applyRecreate(r *recreateState, next recreateState, o recreateOr
 			continue
 		}
 		switch p.phase {
-		case ProcessRecreateRecreating:
+		case lifecycle.ProcessRecreateRecreating:
 			g.emitRecreate(r, p.name, lifecycle.EventNormal, lifecycle.EventRecreating, "Recreating process %s: replacing instance %s (request %s)", p.name, p.baseline, r.id)
-		case ProcessRecreateSucceeded:
+		case lifecycle.ProcessRecreateSucceeded:
 			g.emitRecreate(r, p.name, lifecycle.EventNormal, lifecycle.EventRecreateSucceeded, "Process %s recreated: instance %s is running and ready (request %s)", p.name, p.instance, r.id)
-		case ProcessRecreateFailed:
+		case lifecycle.ProcessRecreateFailed:
 			g.emitRecreate(r, p.name, lifecycle.EventWarning, lifecycle.EventRecreateFailed, "Recreating process %s failed: %s (request %s)", p.name, p.message, r.id)
 		}
-		if p.phase == ProcessRecreateSucceeded || p.phase == ProcessRecreateFailed {
+		if p.phase == lifecycle.ProcessRecreateSucceeded || p.phase == lifecycle.ProcessRecreateFailed {
 			if q, ok := g.byName[p.name]; ok && q.recreateReq == r.id {
 				q.recreateReq = ""
 			}
@@ -210,7 +211,7 @@ func (g *Group) applyRecreate(r *recreateState, next recreateState, o recreateOr
 			g.recreateProc(p, r)
 		}
 	}
-	if old.phase != RecreateCompleted && r.phase == RecreateCompleted {
+	if old.phase != lifecycle.RecreateCompleted && r.phase == lifecycle.RecreateCompleted {
 		released := ""
 		if g.rc.holder == r.id {
 			g.rc.holder = ""
@@ -304,8 +305,8 @@ func (g *Group) readiness() (ready bool, heldBy string) {
 }
 
 // RecreateSnapshot is the public status of every request of the group.
-func (g *Group) RecreateSnapshot() []RecreateStatus {
-	out := make([]RecreateStatus, 0, len(g.rc.reqs))
+func (g *Group) RecreateSnapshot() []lifecycle.RecreateStatus {
+	out := make([]lifecycle.RecreateStatus, 0, len(g.rc.reqs))
 	for _, r := range g.rc.reqs {
 		out = append(out, r.status(g.rc.holder == r.id))
 	}

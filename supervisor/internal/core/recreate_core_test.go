@@ -16,10 +16,10 @@ import (
 
 // recreate feeds a request to the core as Supervisor.Recreate would,
 // returning the core's verdict (C1's live part).
-func (s *sim) recreate(id string, rs RecreateSpec) error {
+func (s *sim) recreate(id string, rs lifecycle.RecreateSpec) error {
 	s.t.Helper()
 	rs.Group = s.core.name
-	if err := rs.validate(); err != nil {
+	if err := rs.Validate(); err != nil {
 		return err
 	}
 	if err := s.core.checkRecreate(rs); err != nil {
@@ -29,7 +29,7 @@ func (s *sim) recreate(id string, rs RecreateSpec) error {
 	return nil
 }
 
-func (s *sim) request(id string) RecreateStatus {
+func (s *sim) request(id string) lifecycle.RecreateStatus {
 	s.t.Helper()
 	for _, r := range s.core.RecreateSnapshot() {
 		if r.ID == id {
@@ -37,7 +37,7 @@ func (s *sim) request(id string) RecreateStatus {
 		}
 	}
 	s.t.Fatalf("no request %s", id)
-	return RecreateStatus{}
+	return lifecycle.RecreateStatus{}
 }
 
 func (s *sim) eventsOf(request string) []lifecycle.Event {
@@ -60,7 +60,7 @@ func (s *sim) signalsOf(process string) []time.Duration {
 	return out
 }
 
-func reqPhases(st RecreateStatus) string {
+func reqPhases(st lifecycle.RecreateStatus) string {
 	var out []string
 	for _, p := range st.Processes {
 		out = append(out, p.Name+"="+string(p.Phase))
@@ -91,7 +91,7 @@ func TestRecreateDuringCrashLoopX7(t *testing.T) {
 		t.Fatalf("not in CrashLoopBackOff: %+v", ps)
 	}
 	before := s.core.backoff.Get("app")
-	if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}, MinStarted: time.Second, Requester: "alice"}); err != nil {
+	if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, MinStarted: time.Second, Requester: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.core.backoff.Get("app"); got != before {
@@ -128,7 +128,7 @@ func TestRecreateKillPathC4(t *testing.T) {
 	s.preStop["app"] = time.Second
 	s.runUntil(time.Second)
 	side := s.status("side")
-	if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}, TerminationGracePeriod: spec.Durp(5 * time.Second), Requester: "alice"}); err != nil {
+	if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, TerminationGracePeriod: spec.Durp(5 * time.Second), Requester: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	s.runUntil(time.Minute)
@@ -170,11 +170,11 @@ func TestRecreateQueueC2(t *testing.T) {
 	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, termExit: time.Second}))
 	s.runUntil(time.Second)
 	for i, p := range []string{"app", "side", "app"} {
-		if err := s.recreate(fmt.Sprintf("rc-%d", i+1), RecreateSpec{Processes: []string{p}}); err != nil {
+		if err := s.recreate(fmt.Sprintf("rc-%d", i+1), lifecycle.RecreateSpec{Processes: []string{p}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if a, b, c := s.request("rc-1"), s.request("rc-2"), s.request("rc-3"); a.Phase != RecreateRecreating || b.Phase != RecreatePending || c.Phase != RecreatePending {
+	if a, b, c := s.request("rc-1"), s.request("rc-2"), s.request("rc-3"); a.Phase != lifecycle.RecreateRecreating || b.Phase != lifecycle.RecreatePending || c.Phase != lifecycle.RecreatePending {
 		t.Fatalf("C2: %s / %s / %s", a.Phase, b.Phase, c.Phase)
 	}
 	if len(s.eventsWith(lifecycle.EventRecreatePending)) != 2 {
@@ -186,7 +186,7 @@ func TestRecreateQueueC2(t *testing.T) {
 	assertTimes(t, "app stop signals", s.signalsOf("app"), []time.Duration{time.Second, 3*time.Second + 2})
 	assertTimes(t, "side stop signals", s.signalsOf("side"), []time.Duration{2*time.Second + 1})
 	for _, id := range []string{"rc-1", "rc-2", "rc-3"} {
-		if st := s.request(id); st.Phase != RecreateCompleted || st.Failed() {
+		if st := s.request(id); st.Phase != lifecycle.RecreateCompleted || st.Failed() {
 			t.Errorf("%s: %s", id, reqPhases(st))
 		}
 	}
@@ -198,7 +198,7 @@ func TestRecreateUnreadyWindowC3(t *testing.T) {
 	if st := s.core.Snapshot(); !st.Ready {
 		t.Fatalf("group not ready before the request: %+v", st)
 	}
-	if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(5 * time.Second)}); err != nil {
+	if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(5 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.core.Snapshot(); st.Ready || st.ReadinessHeldBy != "rc-1" || !s.request("rc-1").HoldsReadiness {
@@ -228,11 +228,11 @@ func TestRecreateReadinessAndMinStartedC7(t *testing.T) {
 	g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
 	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
 	s.runUntil(time.Second)
-	if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}, MinStarted: 3 * time.Second}); err != nil {
+	if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, MinStarted: 3 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	s.runUntil(10 * time.Second) // new instance since 1 s, never ready
-	if st := s.request("rc-1"); st.Phase != RecreateRecreating {
+	if st := s.request("rc-1"); st.Phase != lifecycle.RecreateRecreating {
 		t.Fatalf("C7: succeeded without readiness: %s", reqPhases(st))
 	}
 	s.feed(ProbeInput{Instance: s.core.mains[0].inst.id, Probe: spec.Readiness, Success: true})
@@ -257,7 +257,7 @@ func TestRecreateFailurePolicyC6(t *testing.T) {
 	t.Run("C6 fail completes at the first failure; later processes untouched", func(t *testing.T) {
 		s := newSim(t, group(), spec.DefaultBackoff(), 0, script)
 		s.runUntil(time.Second)
-		if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, MinStarted: 5 * time.Second}); err != nil {
+		if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, MinStarted: 5 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		s.runUntil(time.Minute)
@@ -272,7 +272,7 @@ func TestRecreateFailurePolicyC6(t *testing.T) {
 	t.Run("C6 ignore carries on with the next process", func(t *testing.T) {
 		s := newSim(t, group(), spec.DefaultBackoff(), 0, script)
 		s.runUntil(time.Second)
-		if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, FailurePolicy: FailurePolicyIgnore, MinStarted: 5 * time.Second}); err != nil {
+		if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, FailurePolicy: lifecycle.FailurePolicyIgnore, MinStarted: 5 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		s.runUntil(time.Minute)
@@ -284,7 +284,7 @@ func TestRecreateFailurePolicyC6(t *testing.T) {
 	t.Run("a process stopped during its recreation fails it", func(t *testing.T) {
 		s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, termExit: 2 * time.Second}))
 		s.runUntil(time.Second)
-		if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}}); err != nil {
+		if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}}); err != nil {
 			t.Fatal(err)
 		}
 		s.runUntil(2 * time.Second)
@@ -304,11 +304,11 @@ func TestRecreateDeadlineAndTTLC8(t *testing.T) {
 	g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
 	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
 	s.runUntil(time.Second)
-	if err := s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 3 * time.Second, TTLAfterFinished: spec.Durp(10 * time.Second)}); err != nil {
+	if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 3 * time.Second, TTLAfterFinished: spec.Durp(10 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	s.runUntil(4*time.Second - 1)
-	if st := s.request("rc-1"); st.Phase != RecreateRecreating {
+	if st := s.request("rc-1"); st.Phase != lifecycle.RecreateRecreating {
 		t.Fatalf("completed early: %s", reqPhases(st))
 	}
 	s.runUntil(4 * time.Second)
@@ -336,26 +336,26 @@ func TestRecreateChecksC1(t *testing.T) {
 		return simRun{runFor: -1}
 	})
 	s.runUntil(0)
-	if err := s.recreate("rc-0", RecreateSpec{Processes: []string{"app"}}); !errors.Is(err, ErrInvalidRecreate) || !strings.Contains(err.Error(), "never been started") {
+	if err := s.recreate("rc-0", lifecycle.RecreateSpec{Processes: []string{"app"}}); !errors.Is(err, lifecycle.ErrInvalidRecreate) || !strings.Contains(err.Error(), "never been started") {
 		t.Errorf("C1 no instance yet: %v", err)
 	}
 	s.runUntil(2 * time.Second)
 	cases := []struct {
 		rule string
-		spec RecreateSpec
+		spec lifecycle.RecreateSpec
 		want error
 		msg  string
 	}{
-		{"C1 at least one process", RecreateSpec{Group: "g"}, ErrInvalidRecreate, "no process"},
-		{"C1 each process once", RecreateSpec{Processes: []string{"app", "app"}}, ErrInvalidRecreate, `"app" is listed twice`},
-		{"C1 the process exists", RecreateSpec{Processes: []string{"nope"}}, ErrInvalidRecreate, `no process "nope"`},
-		{"I3 inits are not recreated", RecreateSpec{Processes: []string{"init"}}, ErrInvalidRecreate, "init process"},
-		{"C1 deadline at least 3s", RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 2 * time.Second}, ErrInvalidRecreate, "below the minimum of 3s"},
-		{"C1 grace not negative", RecreateSpec{Processes: []string{"app"}, TerminationGracePeriod: spec.Durp(-1)}, ErrInvalidRecreate, "termination_grace_period -1ns is negative"},
-		{"C1 unready grace not negative", RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(-time.Second)}, ErrInvalidRecreate, "unready_grace_period"},
-		{"min_started not negative", RecreateSpec{Processes: []string{"app"}, MinStarted: -time.Second}, ErrInvalidRecreate, "min_started"},
-		{"ttl not negative", RecreateSpec{Processes: []string{"app"}, TTLAfterFinished: spec.Durp(-time.Second)}, ErrInvalidRecreate, "ttl_after_finished"},
-		{"C1 failure policy fail or ignore", RecreateSpec{Processes: []string{"app"}, FailurePolicy: "retry"}, ErrInvalidRecreate, `"retry"`},
+		{"C1 at least one process", lifecycle.RecreateSpec{Group: "g"}, lifecycle.ErrInvalidRecreate, "no process"},
+		{"C1 each process once", lifecycle.RecreateSpec{Processes: []string{"app", "app"}}, lifecycle.ErrInvalidRecreate, `"app" is listed twice`},
+		{"C1 the process exists", lifecycle.RecreateSpec{Processes: []string{"nope"}}, lifecycle.ErrInvalidRecreate, `no process "nope"`},
+		{"I3 inits are not recreated", lifecycle.RecreateSpec{Processes: []string{"init"}}, lifecycle.ErrInvalidRecreate, "init process"},
+		{"C1 deadline at least 3s", lifecycle.RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 2 * time.Second}, lifecycle.ErrInvalidRecreate, "below the minimum of 3s"},
+		{"C1 grace not negative", lifecycle.RecreateSpec{Processes: []string{"app"}, TerminationGracePeriod: spec.Durp(-1)}, lifecycle.ErrInvalidRecreate, "termination_grace_period -1ns is negative"},
+		{"C1 unready grace not negative", lifecycle.RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(-time.Second)}, lifecycle.ErrInvalidRecreate, "unready_grace_period"},
+		{"min_started not negative", lifecycle.RecreateSpec{Processes: []string{"app"}, MinStarted: -time.Second}, lifecycle.ErrInvalidRecreate, "min_started"},
+		{"ttl not negative", lifecycle.RecreateSpec{Processes: []string{"app"}, TTLAfterFinished: spec.Durp(-time.Second)}, lifecycle.ErrInvalidRecreate, "ttl_after_finished"},
+		{"C1 failure policy fail or ignore", lifecycle.RecreateSpec{Processes: []string{"app"}, FailurePolicy: "retry"}, lifecycle.ErrInvalidRecreate, `"retry"`},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -368,12 +368,12 @@ func TestRecreateChecksC1(t *testing.T) {
 	}
 	s.command(CmdStop, "app", nil, "bob")
 	s.runUntil(3 * time.Second)
-	if err := s.recreate("rc-y", RecreateSpec{Processes: []string{"app"}}); !errors.Is(err, ErrGroupInactive) || !strings.Contains(err.Error(), "app stopped") {
+	if err := s.recreate("rc-y", lifecycle.RecreateSpec{Processes: []string{"app"}}); !errors.Is(err, lifecycle.ErrGroupInactive) || !strings.Contains(err.Error(), "app stopped") {
 		t.Errorf("C1 stopped process: %v", err)
 	}
 	s.command(CmdStop, "", nil, "bob")
 	s.runUntil(4 * time.Second)
-	if err := s.recreate("rc-z", RecreateSpec{Processes: []string{"side"}}); !errors.Is(err, ErrGroupInactive) || !strings.Contains(err.Error(), "Stopped") {
+	if err := s.recreate("rc-z", lifecycle.RecreateSpec{Processes: []string{"side"}}); !errors.Is(err, lifecycle.ErrGroupInactive) || !strings.Contains(err.Error(), "Stopped") {
 		t.Errorf("C1 inactive group: %v", err)
 	}
 	if len(s.core.RecreateSnapshot()) != 0 {
@@ -384,8 +384,8 @@ func TestRecreateChecksC1(t *testing.T) {
 func TestRecreateShutdownCompletesRequests(t *testing.T) {
 	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, ignoreTerm: true}))
 	s.runUntil(time.Second)
-	_ = s.recreate("rc-1", RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(time.Minute)})
-	_ = s.recreate("rc-2", RecreateSpec{Processes: []string{"side"}})
+	_ = s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(time.Minute)})
+	_ = s.recreate("rc-2", lifecycle.RecreateSpec{Processes: []string{"side"}})
 	s.command(CmdShutdown, "", nil, "test")
 	for _, id := range []string{"rc-1", "rc-2"} {
 		st := s.request(id)
@@ -396,7 +396,7 @@ func TestRecreateShutdownCompletesRequests(t *testing.T) {
 	if st := s.core.Snapshot(); st.ReadinessHeldBy != "" {
 		t.Errorf("readiness still held: %+v", st)
 	}
-	if err := s.recreate("rc-3", RecreateSpec{Processes: []string{"side"}}); !errors.Is(err, ErrShuttingDown) {
+	if err := s.recreate("rc-3", lifecycle.RecreateSpec{Processes: []string{"side"}}); !errors.Is(err, ErrShuttingDown) {
 		t.Errorf("after shutdown: %v", err)
 	}
 }
@@ -418,8 +418,8 @@ func TestRecreateClockDriftInTheCore(t *testing.T) {
 		s.core.wall = func() time.Time { return s.now.Add(skew(s.elapsed())) }
 		s.runUntil(time.Second)
 		s.feed(ProbeInput{Instance: s.core.mains[0].inst.id, Probe: spec.Readiness, Success: true})
-		_ = s.recreate("rc-1", RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, MinStarted: 2 * time.Second, ActiveDeadline: time.Minute})
-		_ = s.recreate("rc-2", RecreateSpec{Processes: []string{"side"}, UnreadyGracePeriod: spec.Durp(time.Second)})
+		_ = s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, MinStarted: 2 * time.Second, ActiveDeadline: time.Minute})
+		_ = s.recreate("rc-2", lifecycle.RecreateSpec{Processes: []string{"side"}, UnreadyGracePeriod: spec.Durp(time.Second)})
 		s.runUntil(3 * time.Second)
 		s.feed(ProbeInput{Instance: s.core.mains[0].inst.id, Probe: spec.Readiness, Success: true})
 		s.runUntil(time.Minute)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // This file decides a recreate request's next state: decideRecreate is a
@@ -21,11 +23,11 @@ import (
 // recreateState is one request: its spec and status, owned by the core.
 type recreateState struct {
 	id   string
-	spec RecreateSpec
+	spec lifecycle.RecreateSpec
 	// seq orders requests of a group (C2: first come, first served).
 	seq uint64
 
-	phase   RecreatePhase
+	phase   lifecycle.RecreatePhase
 	message string
 	// created, activated and completed are decision-clock readings.
 	created, activated, completed time.Time
@@ -40,7 +42,7 @@ type recreateState struct {
 // procRecreate is one process's state inside a request.
 type procRecreate struct {
 	name    string
-	phase   ProcessRecreatePhase
+	phase   lifecycle.ProcessRecreatePhase
 	message string
 	// baseline is the instance the request replaces (C7's statusContext):
 	// set when the kill is ordered.
@@ -83,7 +85,7 @@ type recreateOrders struct {
 }
 
 func (r recreateState) clone() recreateState {
-	r.spec = r.spec.clone()
+	r.spec = r.spec.Clone()
 	r.procs = append([]procRecreate(nil), r.procs...)
 	return r
 }
@@ -91,7 +93,7 @@ func (r recreateState) clone() recreateState {
 // activate makes a Pending request the group's active one (C2, X8).
 func (r recreateState) activate(now, wall time.Time) recreateState {
 	r = r.clone()
-	r.phase, r.activated, r.activatedWall = RecreateRecreating, now, wall
+	r.phase, r.activated, r.activatedWall = lifecycle.RecreateRecreating, now, wall
 	return r
 }
 
@@ -106,8 +108,8 @@ func decideRecreate(r recreateState, observe func(process string) observedProces
 			o.wake = t
 		}
 	}
-	if r.phase == RecreateCompleted {
-		end := r.completed.Add(r.spec.ttl())
+	if r.phase == lifecycle.RecreateCompleted {
+		end := r.completed.Add(r.spec.TTL())
 		if !now.Before(end) {
 			o.remove = true
 		} else {
@@ -116,7 +118,7 @@ func decideRecreate(r recreateState, observe func(process string) observedProces
 		return r, o
 	}
 
-	if r.phase == RecreateRecreating {
+	if r.phase == lifecycle.RecreateRecreating {
 		// C3: hold readiness first; kill only once the grace is spent.
 		mayKill := true
 		if g := r.spec.UnreadyGracePeriod; g != nil {
@@ -137,7 +139,7 @@ func decideRecreate(r recreateState, observe func(process string) observedProces
 		for changed := true; changed; {
 			changed = false
 			for i := range r.procs {
-				if r.procs[i].phase == ProcessRecreateRecreating && !ordered[i] {
+				if r.procs[i].phase == lifecycle.ProcessRecreateRecreating && !ordered[i] {
 					wakeAt(judgeRecreating(&r.procs[i], observe(r.procs[i].name), r.spec.MinStarted, now))
 				}
 			}
@@ -150,11 +152,11 @@ func decideRecreate(r recreateState, observe func(process string) observedProces
 					ob := observe(p.name)
 					switch {
 					case !ob.exists:
-						p.phase, p.message = ProcessRecreateFailed, "process is no longer in the group (removed by a reload)"
+						p.phase, p.message = lifecycle.ProcessRecreateFailed, "process is no longer in the group (removed by a reload)"
 					case !ob.wanted:
-						p.phase, p.message = ProcessRecreateFailed, "process is stopped; a stopped process is not recreated"
+						p.phase, p.message = lifecycle.ProcessRecreateFailed, "process is stopped; a stopped process is not recreated"
 					default:
-						p.phase, p.baseline = ProcessRecreateRecreating, ob.current
+						p.phase, p.baseline = lifecycle.ProcessRecreateRecreating, ob.current
 						if p.baseline == "" {
 							p.baseline = ob.last
 						}
@@ -167,7 +169,7 @@ func decideRecreate(r recreateState, observe func(process string) observedProces
 			}
 		}
 		switch failed := r.failedNames(); {
-		case len(failed) > 0 && r.spec.failurePolicy() == FailurePolicyFail:
+		case len(failed) > 0 && r.spec.Policy() == lifecycle.FailurePolicyFail:
 			o.kill = nil // completed: nothing more is recreated
 			return r.complete(now, wall, fmt.Sprintf("process %s failed (failure_policy fail): %s", failed[0], r.proc(failed[0]).message),
 				"not recreated: the request completed at the failure of "+failed[0]), o.withoutWakes()
@@ -199,13 +201,13 @@ func decideRecreate(r recreateState, observe func(process string) observedProces
 func judgeRecreating(p *procRecreate, ob observedProcess, minStarted time.Duration, now time.Time) time.Time {
 	switch {
 	case !ob.exists:
-		p.phase, p.message = ProcessRecreateFailed, "process is no longer in the group (removed by a reload)"
+		p.phase, p.message = lifecycle.ProcessRecreateFailed, "process is no longer in the group (removed by a reload)"
 		return time.Time{}
 	case !ob.wanted:
-		p.phase, p.message = ProcessRecreateFailed, "process was stopped by a request while being recreated"
+		p.phase, p.message = lifecycle.ProcessRecreateFailed, "process was stopped by a request while being recreated"
 		return time.Time{}
 	case ob.done:
-		p.phase, p.message = ProcessRecreateFailed, fmt.Sprintf("process ended for good (%s): its restart policy does not restart it", ob.lastExit)
+		p.phase, p.message = lifecycle.ProcessRecreateFailed, fmt.Sprintf("process ended for good (%s): its restart policy does not restart it", ob.lastExit)
 		return time.Time{}
 	}
 	if ob.current == "" || ob.current == p.baseline || !ob.running || !ob.ready {
@@ -215,7 +217,7 @@ func judgeRecreating(p *procRecreate, ob observedProcess, minStarted time.Durati
 	// min_started. The first instant where that holds is one nanosecond
 	// (the clock's resolution) after min_started.
 	if now.Sub(ob.startedAt) > minStarted {
-		p.phase, p.instance, p.message = ProcessRecreateSucceeded, ob.current, ""
+		p.phase, p.instance, p.message = lifecycle.ProcessRecreateSucceeded, ob.current, ""
 		return time.Time{}
 	}
 	return ob.startedAt.Add(minStarted + time.Nanosecond)
@@ -235,9 +237,9 @@ func (r *recreateState) turn() []int {
 	var out []int
 	for i, p := range r.procs {
 		switch p.phase {
-		case ProcessRecreateSucceeded, ProcessRecreateFailed:
+		case lifecycle.ProcessRecreateSucceeded, lifecycle.ProcessRecreateFailed:
 			continue
-		case ProcessRecreatePending:
+		case lifecycle.ProcessRecreatePending:
 			out = append(out, i)
 		}
 		if r.spec.Ordered {
@@ -249,13 +251,13 @@ func (r *recreateState) turn() []int {
 
 // failFast reports C6's fail policy meeting a failure.
 func (r *recreateState) failFast() bool {
-	return r.spec.failurePolicy() == FailurePolicyFail && len(r.failedNames()) > 0
+	return r.spec.Policy() == lifecycle.FailurePolicyFail && len(r.failedNames()) > 0
 }
 
 func (r *recreateState) failedNames() []string {
 	var out []string
 	for _, p := range r.procs {
-		if p.phase == ProcessRecreateFailed {
+		if p.phase == lifecycle.ProcessRecreateFailed {
 			out = append(out, p.name)
 		}
 	}
@@ -264,7 +266,7 @@ func (r *recreateState) failedNames() []string {
 
 func (r *recreateState) allFinished() bool {
 	for _, p := range r.procs {
-		if p.phase != ProcessRecreateSucceeded && p.phase != ProcessRecreateFailed {
+		if p.phase != lifecycle.ProcessRecreateSucceeded && p.phase != lifecycle.ProcessRecreateFailed {
 			return false
 		}
 	}
@@ -287,11 +289,11 @@ func (r *recreateState) proc(name string) *procRecreate {
 func (r recreateState) complete(now, wall time.Time, message, unfinished string) recreateState {
 	for i := range r.procs {
 		p := &r.procs[i]
-		if p.phase != ProcessRecreateSucceeded && p.phase != ProcessRecreateFailed {
-			p.phase, p.message = ProcessRecreateFailed, unfinished
+		if p.phase != lifecycle.ProcessRecreateSucceeded && p.phase != lifecycle.ProcessRecreateFailed {
+			p.phase, p.message = lifecycle.ProcessRecreateFailed, unfinished
 		}
 	}
-	r.phase, r.message = RecreateCompleted, message
+	r.phase, r.message = lifecycle.RecreateCompleted, message
 	r.completed, r.completedWall = now, wall
 	return r
 }
@@ -307,14 +309,14 @@ func (r recreateState) abort(now, wall time.Time, why string) recreateState {
 }
 
 // status is the request's public snapshot.
-func (r *recreateState) status(holdsReadiness bool) RecreateStatus {
-	st := RecreateStatus{
-		ID: r.id, Spec: r.spec.clone(), Phase: r.phase, Message: r.message,
+func (r *recreateState) status(holdsReadiness bool) lifecycle.RecreateStatus {
+	st := lifecycle.RecreateStatus{
+		ID: r.id, Spec: r.spec.Clone(), Phase: r.phase, Message: r.message,
 		HoldsReadiness: holdsReadiness,
 		CreationTime:   r.createdWall, StartTime: r.activatedWall, CompletionTime: r.completedWall,
 	}
 	for _, p := range r.procs {
-		st.Processes = append(st.Processes, ProcessRecreateStatus{
+		st.Processes = append(st.Processes, lifecycle.ProcessRecreateStatus{
 			Name: p.name, Phase: p.phase, Message: p.message,
 			PreviousInstanceID: p.baseline, InstanceID: p.instance,
 		})

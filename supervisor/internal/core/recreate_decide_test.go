@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // decideRecreate is a pure function of (request, observed processes, now):
@@ -24,10 +25,10 @@ func live(id string, t time.Time) observedProcess {
 }
 
 // newRecreate is an active (Recreating) request accepted at now.
-func newRecreate(s RecreateSpec, now time.Time) recreateState {
-	r := recreateState{id: "rc-1", spec: s, phase: RecreatePending, created: now, createdWall: now}
+func newRecreate(s lifecycle.RecreateSpec, now time.Time) recreateState {
+	r := recreateState{id: "rc-1", spec: s, phase: lifecycle.RecreatePending, created: now, createdWall: now}
 	for _, n := range s.Processes {
-		r.procs = append(r.procs, procRecreate{name: n, phase: ProcessRecreatePending})
+		r.procs = append(r.procs, procRecreate{name: n, phase: lifecycle.ProcessRecreatePending})
 	}
 	return r.activate(now, now)
 }
@@ -46,7 +47,7 @@ func TestDecideRecreateOrder(t *testing.T) {
 	w := world{"app": live("app-0", t0.Add(-time.Hour)), "side": live("side-0", t0.Add(-time.Hour))}
 
 	t.Run("C5 parallel: every pending process is killed in the same pass", func(t *testing.T) {
-		r, o := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app", "side"}}, t0), w.observe, t0, t0)
+		r, o := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app", "side"}}, t0), w.observe, t0, t0)
 		if fmt.Sprint(o.kill) != "[app side]" || procPhases(r) != "app=Recreating side=Recreating" {
 			t.Fatalf("kill %v, %s", o.kill, procPhases(r))
 		}
@@ -55,7 +56,7 @@ func TestDecideRecreateOrder(t *testing.T) {
 		}
 	})
 	t.Run("C5 ordered: one at a time, the next only after the previous Succeeded", func(t *testing.T) {
-		r, o := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app", "side"}, Ordered: true}, t0), w.observe, t0, t0)
+		r, o := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app", "side"}, Ordered: true}, t0), w.observe, t0, t0)
 		if fmt.Sprint(o.kill) != "[app]" || procPhases(r) != "app=Recreating side=Pending" {
 			t.Fatalf("kill %v, %s", o.kill, procPhases(r))
 		}
@@ -86,11 +87,11 @@ func TestDecideRecreateFailurePolicy(t *testing.T) {
 
 	t.Run("C6 fail: the first failure completes the request", func(t *testing.T) {
 		w := world{"app": live("app-0", old), "side": live("side-0", old)}
-		r, _ := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app", "side"}}, t0), w.observe, t0, t0)
+		r, _ := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app", "side"}}, t0), w.observe, t0, t0)
 		fc.Advance(time.Second)
 		w = world{"app": endedForGood, "side": {exists: true, wanted: true, last: "side-0"}}
 		r, o := decideRecreate(r, w.observe, fc.Now(), fc.Now())
-		if r.phase != RecreateCompleted || procPhases(r) != "app=Failed side=Failed" {
+		if r.phase != lifecycle.RecreateCompleted || procPhases(r) != "app=Failed side=Failed" {
 			t.Fatalf("C6: %s %s", r.phase, procPhases(r))
 		}
 		if !strings.Contains(r.message, "app failed") || !strings.Contains(r.procs[0].message, "ended for good") ||
@@ -103,17 +104,17 @@ func TestDecideRecreateFailurePolicy(t *testing.T) {
 	})
 	t.Run("C6 ignore: a failure lets an ordered request carry on at once", func(t *testing.T) {
 		w := world{"app": live("app-0", old), "side": live("side-0", old)}
-		r, _ := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, FailurePolicy: FailurePolicyIgnore}, t0), w.observe, t0, t0)
+		r, _ := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, FailurePolicy: lifecycle.FailurePolicyIgnore}, t0), w.observe, t0, t0)
 		fc.Advance(time.Second)
 		w["app"] = endedForGood
 		r, o := decideRecreate(r, w.observe, fc.Now(), fc.Now())
-		if r.phase != RecreateRecreating || procPhases(r) != "app=Failed side=Recreating" || fmt.Sprint(o.kill) != "[side]" {
+		if r.phase != lifecycle.RecreateRecreating || procPhases(r) != "app=Failed side=Recreating" || fmt.Sprint(o.kill) != "[side]" {
 			t.Fatalf("C6 ignore: %s %s kill %v", r.phase, procPhases(r), o.kill)
 		}
 		fc.Advance(time.Second)
 		w["side"] = live("side-1", fc.Now().Add(-time.Millisecond))
 		r, _ = decideRecreate(r, w.observe, fc.Now(), fc.Now())
-		if r.phase != RecreateCompleted || procPhases(r) != "app=Failed side=Succeeded" || r.message != "failed: app" {
+		if r.phase != lifecycle.RecreateCompleted || procPhases(r) != "app=Failed side=Succeeded" || r.message != "failed: app" {
 			t.Fatalf("C6: %s %s %q", r.phase, procPhases(r), r.message)
 		}
 		if !r.status(false).Failed() {
@@ -122,17 +123,17 @@ func TestDecideRecreateFailurePolicy(t *testing.T) {
 	})
 	t.Run("C6 ignore: a stopped process fails at its turn and the next goes", func(t *testing.T) {
 		w := world{"app": {exists: true, wanted: false, last: "app-0"}, "side": live("side-0", old)}
-		r, o := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, FailurePolicy: FailurePolicyIgnore}, t0), w.observe, t0, t0)
+		r, o := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, FailurePolicy: lifecycle.FailurePolicyIgnore}, t0), w.observe, t0, t0)
 		if procPhases(r) != "app=Failed side=Recreating" || fmt.Sprint(o.kill) != "[side]" {
 			t.Fatalf("%s kill %v", procPhases(r), o.kill)
 		}
 	})
 	t.Run("all succeeded: completed with no message", func(t *testing.T) {
 		w := world{"app": live("app-0", old)}
-		r, _ := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app"}}, t0), w.observe, t0, t0)
+		r, _ := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app"}}, t0), w.observe, t0, t0)
 		w["app"] = live("app-1", t0)
 		r, _ = decideRecreate(r, w.observe, t0.Add(time.Second), t0.Add(time.Second))
-		if r.phase != RecreateCompleted || r.message != "" || r.status(false).Failed() {
+		if r.phase != lifecycle.RecreateCompleted || r.message != "" || r.status(false).Failed() {
 			t.Fatalf("%s %q", r.phase, r.message)
 		}
 	})
@@ -146,19 +147,19 @@ func TestDecideRecreateDeadline(t *testing.T) {
 
 	t.Run("C8 the deadline completes unfinished processes as Failed", func(t *testing.T) {
 		w := world{"app": live("app-0", t0.Add(-time.Hour)), "side": live("side-0", t0.Add(-time.Hour))}
-		r, o := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, ActiveDeadline: 10 * time.Second}, t0), w.observe, t0, t0)
+		r, o := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, ActiveDeadline: 10 * time.Second}, t0), w.observe, t0, t0)
 		if !o.wake.Equal(t0.Add(10 * time.Second)) {
 			t.Errorf("wake %v, want the deadline", o.wake)
 		}
 		w["app"] = notReady
 		fc.Set(t0.Add(10*time.Second - time.Nanosecond))
 		r, _ = decideRecreate(r, w.observe, fc.Now(), fc.Now())
-		if r.phase != RecreateRecreating {
+		if r.phase != lifecycle.RecreateRecreating {
 			t.Fatalf("completed before the deadline: %s", r.phase)
 		}
 		fc.Advance(time.Nanosecond)
 		r, o = decideRecreate(r, w.observe, fc.Now(), fc.Now())
-		if r.phase != RecreateCompleted || procPhases(r) != "app=Failed side=Failed" || len(o.kill) != 0 {
+		if r.phase != lifecycle.RecreateCompleted || procPhases(r) != "app=Failed side=Failed" || len(o.kill) != 0 {
 			t.Fatalf("C8: %s %s kill %v", r.phase, procPhases(r), o.kill)
 		}
 		if !strings.Contains(r.message, "exceeded the active deadline of 10s") || !strings.Contains(r.procs[0].message, "within the active deadline") {
@@ -166,21 +167,21 @@ func TestDecideRecreateDeadline(t *testing.T) {
 		}
 	})
 	t.Run("C8 the deadline counts from acceptance, queued time included", func(t *testing.T) {
-		r := recreateState{id: "rc-2", spec: RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 5 * time.Second},
-			phase: RecreatePending, created: t0, procs: []procRecreate{{name: "app", phase: ProcessRecreatePending}}}
+		r := recreateState{id: "rc-2", spec: lifecycle.RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 5 * time.Second},
+			phase: lifecycle.RecreatePending, created: t0, procs: []procRecreate{{name: "app", phase: lifecycle.ProcessRecreatePending}}}
 		w := world{"app": live("app-0", t0)}
 		r, o := decideRecreate(r, w.observe, t0.Add(4*time.Second), t0)
-		if r.phase != RecreatePending || len(o.kill) != 0 || !o.wake.Equal(t0.Add(5*time.Second)) {
+		if r.phase != lifecycle.RecreatePending || len(o.kill) != 0 || !o.wake.Equal(t0.Add(5*time.Second)) {
 			t.Fatalf("a queued request is not decided beyond its deadline: %s kill %v wake %v", r.phase, o.kill, o.wake)
 		}
 		r, _ = decideRecreate(r, w.observe, t0.Add(5*time.Second), t0)
-		if r.phase != RecreateCompleted || procPhases(r) != "app=Failed" {
+		if r.phase != lifecycle.RecreateCompleted || procPhases(r) != "app=Failed" {
 			t.Fatalf("C8: %s %s", r.phase, procPhases(r))
 		}
 	})
 	t.Run("C7 before C8: success at the deadline instant counts", func(t *testing.T) {
 		w := world{"app": live("app-0", t0.Add(-time.Hour))}
-		r, _ := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 10 * time.Second}, t0), w.observe, t0, t0)
+		r, _ := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 10 * time.Second}, t0), w.observe, t0, t0)
 		w["app"] = live("app-1", t0.Add(time.Second))
 		r, _ = decideRecreate(r, w.observe, t0.Add(10*time.Second), t0)
 		if procPhases(r) != "app=Succeeded" {
@@ -192,7 +193,7 @@ func TestDecideRecreateDeadline(t *testing.T) {
 func TestDecideRecreateTTL(t *testing.T) {
 	t0 := clock.Epoch
 	completed := func(ttl *time.Duration) recreateState {
-		r := newRecreate(RecreateSpec{Processes: []string{"app"}, TTLAfterFinished: ttl}, t0)
+		r := newRecreate(lifecycle.RecreateSpec{Processes: []string{"app"}, TTLAfterFinished: ttl}, t0)
 		return r.complete(t0.Add(time.Second), t0, "", "")
 	}
 	cases := []struct {
@@ -202,7 +203,7 @@ func TestDecideRecreateTTL(t *testing.T) {
 	}{
 		{"C8 ttl_after_finished removes the request that long after completion", durp(30 * time.Second), 30 * time.Second},
 		{"ttl 0 removes it as it completes", durp(0), 0},
-		{"no ttl: DefaultRecreateTTL", nil, DefaultRecreateTTL},
+		{"no ttl: DefaultRecreateTTL", nil, lifecycle.DefaultRecreateTTL},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -228,7 +229,7 @@ func TestDecideRecreateUnreadyGrace(t *testing.T) {
 	fc := clock.NewFake(clock.Epoch)
 	t0 := fc.Now()
 	w := world{"app": live("app-0", t0.Add(-time.Hour))}
-	r, o := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: durp(5 * time.Second)}, t0), w.observe, t0, t0)
+	r, o := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: durp(5 * time.Second)}, t0), w.observe, t0, t0)
 	if !o.holdReadiness || len(o.kill) != 0 || !o.wake.Equal(t0.Add(5*time.Second)) {
 		t.Fatalf("C3: hold %v kill %v wake %v", o.holdReadiness, o.kill, o.wake)
 	}
@@ -243,7 +244,7 @@ func TestDecideRecreateUnreadyGrace(t *testing.T) {
 		t.Fatalf("C3: kill %v at the end of the grace", o.kill)
 	}
 	t.Run("unready grace 0 holds readiness and kills at once", func(t *testing.T) {
-		_, o := decideRecreate(newRecreate(RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: durp(0)}, t0), w.observe, t0, t0)
+		_, o := decideRecreate(newRecreate(lifecycle.RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: durp(0)}, t0), w.observe, t0, t0)
 		if !o.holdReadiness || fmt.Sprint(o.kill) != "[app]" {
 			t.Fatalf("hold %v kill %v", o.holdReadiness, o.kill)
 		}
@@ -254,7 +255,7 @@ func TestDecideRecreateMinStarted(t *testing.T) {
 	// C7: Succeeded needs a new instance id, running, ready, and
 	// now − started > min_started (strict).
 	t0 := clock.Epoch
-	spec := RecreateSpec{Processes: []string{"app"}, MinStarted: 10 * time.Second}
+	spec := lifecycle.RecreateSpec{Processes: []string{"app"}, MinStarted: 10 * time.Second}
 	ordered, _ := decideRecreate(newRecreate(spec, t0), world{"app": live("app-0", t0.Add(-time.Hour))}.observe, t0, t0)
 	started := t0.Add(2 * time.Second)
 	notReady := live("app-1", started)
@@ -278,7 +279,7 @@ func TestDecideRecreateMinStarted(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
 			r, o := decideRecreate(ordered, world{"app": c.obs}.observe, started.Add(c.at), t0)
-			if got := r.procs[0].phase == ProcessRecreateSucceeded; got != c.success {
+			if got := r.procs[0].phase == lifecycle.ProcessRecreateSucceeded; got != c.success {
 				t.Fatalf("succeeded %v, want %v (%s)", got, c.success, procPhases(r))
 			}
 			if c.wake >= 0 && !o.wake.Equal(started.Add(c.wake)) {
@@ -340,10 +341,10 @@ func TestDecideRecreateClockDrift(t *testing.T) {
 			}},
 			{18*time.Second + 1, func(func(time.Duration) time.Time) world { return world{} }},
 		}
-		spec := RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, MinStarted: 2 * time.Second, ActiveDeadline: time.Minute, TTLAfterFinished: durp(10 * time.Second)}
-		r := recreateState{id: "rc-1", spec: spec, phase: RecreatePending, created: t0, createdWall: wall(0)}
+		spec := lifecycle.RecreateSpec{Processes: []string{"app", "side"}, Ordered: true, MinStarted: 2 * time.Second, ActiveDeadline: time.Minute, TTLAfterFinished: durp(10 * time.Second)}
+		r := recreateState{id: "rc-1", spec: spec, phase: lifecycle.RecreatePending, created: t0, createdWall: wall(0)}
 		for _, n := range spec.Processes {
-			r.procs = append(r.procs, procRecreate{name: n, phase: ProcessRecreatePending})
+			r.procs = append(r.procs, procRecreate{name: n, phase: lifecycle.ProcessRecreatePending})
 		}
 		r = r.activate(t0, wall(0))
 		var trace []string

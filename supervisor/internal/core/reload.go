@@ -95,8 +95,7 @@ func (g *Group) changeProc(p *proc, s spec.Process) {
 func (g *Group) removeProc(p *proc) {
 	delete(g.byName, p.spec.Name)
 	p.want, p.nextSpec = false, nil
-	g.fireRest(p, restOnCancel)
-	p.nextStart = time.Time{}
+	g.cancelStart(p)
 	g.emit(p, lifecycle.EventNormal, lifecycle.EventReloaded, "Process %s removed by a reload", p.spec.Name)
 	if p.inst == nil {
 		g.release(p)

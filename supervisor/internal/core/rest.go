@@ -2,6 +2,8 @@ package core
 
 import (
 	"fmt"
+	"time"
+
 	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
@@ -26,6 +28,39 @@ import (
 // dependencies (its wait) is in Policy or DepRetry: those are what the
 // status shows, not how the next start goes. want and done, what should
 // run and the policy's verdict, outlive instances and are the process's.
+
+// between is all of a process's state between instances. It means
+// something only while the process has no live instance; birth clears
+// it, so no instance inherits any of it.
+type between struct {
+	// rest is how the next instance starts; only fireRest changes it.
+	rest rest
+	// startBy is who asked for the next start (Requested), whom the
+	// Started event names; the new instance takes it at birth.
+	startBy string
+	// b8, in ProbeKilled only, holds the status from before the kill
+	// that the start's back-off check uses (B8); fireRest clears it on
+	// leaving ProbeKilled.
+	b8 *b8Check
+	// nextStart is when the back-off ends, while the process waits in
+	// CrashLoopBackOff (X3, after a dependency timeout W5); zero
+	// otherwise. A stop, a removal, a reload, a recreate and a group's
+	// end (O4) clear it too.
+	nextStart time.Time
+	// wait is the wait for dependencies in progress (W3), nil when none;
+	// cleared when they are met, at their timeout and by a stop.
+	wait *depWait
+}
+
+// birth ends p's time between instances as tryStart makes the next one:
+// rest goes back to Policy through the table and everything else is
+// cleared. It returns who asked for the start.
+func (g *Group) birth(p *proc) (startBy string) {
+	startBy = p.startBy
+	g.fireRest(p, restOnBirth)
+	p.between = between{rest: p.rest}
+	return startBy
+}
 
 // rest is how the next instance of a process starts.
 type rest uint8
@@ -151,6 +186,14 @@ func (g *Group) fireRest(p *proc, ev restEvent) bool {
 		p.b8 = nil // ProbeKilled's data
 	}
 	return true
+}
+
+// cancelStart is restOnCancel, for a process that is owed no start any
+// more (a stop, a removal): it waits for neither the back-off nor its
+// dependencies either.
+func (g *Group) cancelStart(p *proc) {
+	g.fireRest(p, restOnCancel)
+	p.nextStart, p.wait = time.Time{}, nil
 }
 
 // requestStart is restOnRequest with who asked, whom the Started event

@@ -89,16 +89,13 @@ func (g *Group) tryStart(p *proc) {
 }
 
 func (g *Group) start(p *proc) {
-	g.fireRest(p, restOnBirth)
-	p.nextStart = time.Time{}
 	p.inst = &instance{
 		id:           fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts),
 		restartCount: p.starts, // R5
-		startBy:      p.startBy,
+		startBy:      g.birth(p),
 		startedAt:    g.now,
 	}
 	p.starts++
-	p.startBy = ""
 	if !p.init {
 		g.mainsRan = true // I3
 	}

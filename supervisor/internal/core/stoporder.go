@@ -33,8 +33,7 @@ func (g *Group) shutdownProc(p *proc, c CommandInput, first, inTurn bool) {
 		return
 	}
 	p.want = false
-	g.fireRest(p, restOnCancel)
-	p.nextStart = time.Time{}
+	g.cancelStart(p)
 	p.pendingStop = &pendingStop{grace: c.Grace, by: c.By, since: g.wallNow()}
 }
 

@@ -1,4 +1,4 @@
-package core
+package lifecycle
 
 import (
 	"errors"
@@ -7,11 +7,9 @@ import (
 	"time"
 )
 
-// This file is the public face of recreate requests (docs/semantics.md
-// part C with X8): the spec a caller fills, the status it reads back, and
-// the static checks of C1. The decisions are in recreate_decide.go (a pure
-// function of request, observed instances and now), the group core's side
-// in recreate_core.go; the Supervisor's methods carry requests to it.
+// Recreate requests (docs/semantics.md part C with X8): the spec a caller
+// fills, the status it reads back, and the static checks of C1. When each
+// step below happens is the supervisor's decision core's to say.
 //
 // A request's life:
 //
@@ -88,21 +86,26 @@ type RecreateSpec struct {
 	Requester string
 }
 
-func (s RecreateSpec) failurePolicy() FailurePolicy {
+// Policy is the failure policy in force: FailurePolicy, or
+// FailurePolicyFail when that is empty.
+func (s RecreateSpec) Policy() FailurePolicy {
 	if s.FailurePolicy == "" {
 		return FailurePolicyFail
 	}
 	return s.FailurePolicy
 }
 
-func (s RecreateSpec) ttl() time.Duration {
+// TTL is how long the completed request stays visible: TTLAfterFinished,
+// or DefaultRecreateTTL when that is nil.
+func (s RecreateSpec) TTL() time.Duration {
 	if s.TTLAfterFinished == nil {
 		return DefaultRecreateTTL
 	}
 	return *s.TTLAfterFinished
 }
 
-func (s RecreateSpec) clone() RecreateSpec {
+// Clone is a deep copy of s: it shares no slice or pointer with s.
+func (s RecreateSpec) Clone() RecreateSpec {
 	s.Processes = append([]string(nil), s.Processes...)
 	for _, d := range []**time.Duration{&s.TerminationGracePeriod, &s.UnreadyGracePeriod, &s.TTLAfterFinished} {
 		if *d != nil {
@@ -172,8 +175,9 @@ func (s RecreateStatus) Failed() bool {
 	return false
 }
 
-func (s RecreateStatus) clone() RecreateStatus {
-	s.Spec = s.Spec.clone()
+// Clone is a deep copy of s: it shares no slice or pointer with s.
+func (s RecreateStatus) Clone() RecreateStatus {
+	s.Spec = s.Spec.Clone()
 	s.Processes = append([]ProcessRecreateStatus(nil), s.Processes...)
 	return s
 }
@@ -200,8 +204,11 @@ func (e *RecreateSpecError) Error() string {
 // Is makes errors.Is(err, ErrInvalidRecreate) true.
 func (e *RecreateSpecError) Is(target error) bool { return target == ErrInvalidRecreate }
 
-// validate is C1's static part: what needs no knowledge of the group.
-func (s RecreateSpec) validate() error {
+// Validate is C1's static part: what needs no knowledge of the group
+// (whether the group exists and names these processes is the
+// supervisor's check). It returns a *RecreateSpecError listing every
+// problem, or nil.
+func (s RecreateSpec) Validate() error {
 	var probs []string
 	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
 	if s.Group == "" {
