@@ -53,16 +53,3 @@ func (g *Group) probeReact(p *proc, ev event) (phase, []event) {
 	stop := stopRequest{reason: reason, probeGrace: probeGrace, restart: p.policy != spec.RestartNever}
 	return phaseRunning, []event{{on: onStop, stop: stop}}
 }
-
-// updateReady sets ready from readiness's verdict, held back until the
-// instance has started (S3: kubelet's UpdatePodStatus leaves a container
-// that has not started unready, whatever its readiness), and reports the
-// moment it turns true.
-func (g *Group) updateReady(p *proc) {
-	ready := p.inst.started && p.inst.readyVerdict
-	if ready && !p.inst.ready {
-		// W3: the instant depends_on's "ready" is met, in the events.
-		g.emit(p, lifecycle.EventNormal, lifecycle.EventReady, "Process %s is ready", p.spec.Name)
-	}
-	p.inst.ready = ready
-}

@@ -284,26 +284,6 @@ func (g *Group) emitRecreate(r *recreateState, process string, typ lifecycle.Eve
 	g.out.Actions[last] = a
 }
 
-// readiness is the group's readiness: every wanted main process running
-// and ready, and no recreate request holding it false (C3).
-func (g *Group) readiness() (ready bool, heldBy string) {
-	heldBy = g.rc.holder
-	n := 0
-	for _, p := range g.mains {
-		if !p.want || p.done {
-			continue
-		}
-		n++
-		if p.inst == nil || p.inst.phase != phaseRunning || !p.inst.ready {
-			return false, heldBy
-		}
-	}
-	if n > 0 && !g.sidecarsReady() { // O5
-		return false, heldBy
-	}
-	return n > 0 && heldBy == "" && !g.shutdown, heldBy
-}
-
 // RecreateSnapshot is the public status of every request of the group.
 func (g *Group) RecreateSnapshot() []lifecycle.RecreateStatus {
 	out := make([]lifecycle.RecreateStatus, 0, len(g.rc.reqs))
