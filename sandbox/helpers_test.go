@@ -136,7 +136,7 @@ func (rt *Runtime) listProcesses(filter ProcessFilter) []ProcessStatus {
 	var out []ProcessStatus
 	var recs []*procRec
 	for _, pr := range rt.procs {
-		if (filter.Sandbox == "" || filter.Sandbox == pr.sb.id) && (filter.State == "" || filter.State == pr.state) {
+		if (filter.Sandbox == "" || filter.Sandbox == pr.sb.id) && (filter.State == "" || filter.State == pr.stateLocked()) {
 			out = append(out, rt.statusLocked(pr))
 			recs = append(recs, pr)
 		}
@@ -190,7 +190,7 @@ func (rt *Runtime) stopProcess(ctx context.Context, id string, timeout time.Dura
 	pr.op.Lock()
 	defer pr.op.Unlock()
 	rt.mu.Lock()
-	p, running := pr.proc, pr.state == StateRunning
+	p, running := pr.proc, pr.started && !pr.ended
 	rt.mu.Unlock()
 	if timeout > 0 && running {
 		if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, proc.ErrProcessDone) {

@@ -18,34 +18,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Every (state, event) pair, against the CRI-style lifecycle of state.go: the legal
-// moves land where the diagram says, every other pair is a
-// *TransitionError of class ErrFailedPrecondition (never a panic).
-func TestTransitionTablePairByPair(t *testing.T) {
-	states := []State{StateCreated, StateRunning, StateExited, StateRemoved}
-	events := []Event{EventStart, EventStartFailed, EventExit, EventStopCreated, EventRemove}
-	legal := map[State]map[Event]State{
-		StateCreated: {EventStart: StateRunning, EventStopCreated: StateExited, EventRemove: StateRemoved},
-		StateRunning: {EventStartFailed: StateExited, EventExit: StateExited},
-		StateExited:  {EventRemove: StateRemoved},
-	}
-	for _, from := range states {
-		for _, ev := range events {
-			to, err := transition("p", from, ev)
-			want, ok := legal[from][ev]
-			switch {
-			case ok && (err != nil || to != want):
-				t.Errorf("%s + %s: got %s, %v; want %s", from, ev, to, err, want)
-			case !ok:
-				var te *TransitionError
-				if !errors.As(err, &te) || !errors.Is(err, ErrFailedPrecondition) || to != from || te.From != from || te.Event != ev {
-					t.Errorf("%s + %s: got %s, %v; want a TransitionError and no move", from, ev, to, err)
-				}
-			}
-		}
-	}
-}
-
 // newHostRuntime is a runtime without cgroups: host sandboxes (no
 // namespaces) need no privileges, so the lifecycle runs anywhere.
 func newHostRuntime(t *testing.T) *Runtime {
