@@ -13,6 +13,7 @@ import (
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/internal/coresim"
 	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
@@ -132,18 +133,11 @@ func processGone(pid int) bool {
 	return false
 }
 
-// scaled is kubelet's back-off divided by 100: 0.1 s, doubling, at most
-// 1.6 s, reset after 3.2 s of running.
-var scaled = spec.Backoff{Initial: 100 * time.Millisecond, Max: 1600 * time.Millisecond, Reset: 3200 * time.Millisecond}
-
-// secs turns seconds (with millisecond fractions) into durations.
-func secs(xs ...float64) []time.Duration {
-	out := make([]time.Duration, len(xs))
-	for i, x := range xs {
-		out[i] = time.Duration(x*1000+0.5) * time.Millisecond
-	}
-	return out
-}
+// The back-off and durations the worker's tests use (package coresim).
+var (
+	scaled = coresim.Scaled
+	secs   = coresim.Secs
+)
 
 // processStatus is the status of group's process name, which must exist.
 func processStatus(t *testing.T, sup *supervisor.Supervisor, group, name string) lifecycle.ProcessStatus {
