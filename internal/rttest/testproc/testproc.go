@@ -2,7 +2,9 @@
 // about the test binary's own children: running the binary as a helper
 // workload (the os/exec test suite's pattern: with PODSUP_TEST_HELPER set,
 // TestMain runs the named helper instead of the tests), reading a child's
-// state and parent from /proc, and listing what a run left behind.
+// state and parent from /proc, listing what a run left behind, and
+// killing a process the test made (the supervisor's and podsup up's
+// real-process tests too).
 //
 // It imports no podsup package, so sandbox/proc's own tests can use it
 // (package rttest, above the supervisor, cannot be imported there). Tests
@@ -17,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // HelperVar is the environment variable that names the helper a child of
@@ -150,5 +154,22 @@ func NeedRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates PID and mount namespaces (CI runs as root)")
+	}
+}
+
+// KillPid SIGKILLs pid through a pidfd, so that a recycled pid is never
+// hit, and refuses a pid <= 1.
+func KillPid(t testing.TB, pid int) {
+	t.Helper()
+	if pid <= 1 {
+		t.Fatalf("refusing to signal pid %d", pid)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd of %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatalf("SIGKILL of %d: %v", pid, err)
 	}
 }
