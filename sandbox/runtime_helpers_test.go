@@ -141,23 +141,7 @@ var _ = testproc.Register("hog", func([]string) int {
 	return 3
 })
 
-// orphans N [SECONDS] forks N children that each sleep SECONDS (default
-// 0.2), then exits without waiting: they become orphans of the nearest
-// subreaper (in a sandbox with a PID namespace, its holder).
-var _ = testproc.Register("orphans", func(args []string) int {
-	n, _ := strconv.Atoi(args[0])
-	life := "0.2"
-	if len(args) > 1 {
-		life = args[1]
-	}
-	for i := 0; i < n; i++ {
-		if _, err := syscall.ForkExec("/bin/sleep", []string{"sleep", life}, &syscall.ProcAttr{}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	return 0
-})
+var _ = testproc.Register("orphans", testproc.Orphans)
 
 // forkbomb forks sleepers as fast as it can, args[0] attempts at most,
 // prints how many forks failed, and waits.

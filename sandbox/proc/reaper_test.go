@@ -89,24 +89,7 @@ func exerciseReaper(tracked, orphans int, orphanCmd *Cmd) string {
 	return ""
 }
 
-// orphanMaker forks n children that each exit after a short sleep, then
-// exits without waiting: they become orphans of the nearest subreaper.
-// orphans N [SECONDS] leaves N children sleeping SECONDS (default 0.2)
-// behind when it exits.
-var _ = testproc.Register("orphans", func(args []string) int {
-	n, _ := strconv.Atoi(args[0])
-	life := "0.2"
-	if len(args) > 1 {
-		life = args[1]
-	}
-	for i := 0; i < n; i++ {
-		if _, err := syscall.ForkExec("/bin/sleep", []string{"sleep", life}, &syscall.ProcAttr{}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	return 0
-})
+var _ = testproc.Register("orphans", testproc.Orphans)
 
 func TestReaperAsSubreaperLosesNoStatusAndLeavesNoZombie(t *testing.T) {
 	if !Stats().Subreaper {

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,4 +173,23 @@ func KillPid(t testing.TB, pid int) {
 	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
 		t.Fatalf("SIGKILL of %d: %v", pid, err)
 	}
+}
+
+// Orphans is a helper (register it as "orphans"): orphans N [SECONDS]
+// forks N children that each sleep SECONDS (default 0.2), then exits
+// without waiting, so that they become orphans of the nearest subreaper
+// (in a sandbox with a PID namespace, its holder).
+func Orphans(args []string) int {
+	n, _ := strconv.Atoi(args[0])
+	life := "0.2"
+	if len(args) > 1 {
+		life = args[1]
+	}
+	for i := 0; i < n; i++ {
+		if _, err := syscall.ForkExec("/bin/sleep", []string{"sleep", life}, &syscall.ProcAttr{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
 }
