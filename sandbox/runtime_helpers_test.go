@@ -379,13 +379,5 @@ func runChecked(m *testing.M) int {
 	}
 	sweepStaleTestInstances()
 	mounts := mountCount()
-	code := m.Run()
-	var left []string
-	// Exits of the last tests may still be on their way to the reaper.
-	testproc.Eventually(10*time.Second, func() bool { left = leftovers(mounts); return len(left) == 0 })
-	if len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: the tests left behind:\n  %s\n", strings.Join(left, "\n  "))
-		return 1
-	}
-	return code
+	return testproc.RunChecked(m, func() []string { return leftovers(mounts) })
 }

@@ -3,9 +3,7 @@ package proc
 import (
 	"fmt"
 	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/podsup/podsup/internal/rttest/testproc"
 	"golang.org/x/sys/unix"
@@ -17,10 +15,10 @@ import (
 func TestMain(m *testing.M) {
 	testproc.RunHelper()
 	// Explicitly a child subreaper (a Start alone would not make it one):
-	// the subreaper test needs it, and runChecked then sees every process
+	// the subreaper test needs it, and RunChecked then sees every process
 	// a test orphaned as a child of this one.
 	StartReaperAs(true)
-	os.Exit(runChecked(m))
+	os.Exit(testproc.RunChecked(m, testproc.ChildrenLeft))
 }
 
 // helperCmd is a Cmd that runs helper name with args.
@@ -28,20 +26,6 @@ func helperCmd(t testing.TB, name string, args ...string) *Cmd {
 	t.Helper()
 	argv := testproc.Argv(t, args...)
 	return &Cmd{Path: argv[0], Args: argv, RunAs: RunAs{Env: testproc.HelperEnv(name)}}
-}
-
-// runChecked runs the tests and then fails the run if any child of the
-// test binary is left, alive or a zombie.
-func runChecked(m *testing.M) int {
-	code := m.Run()
-	var left []string
-	// Exits of the last tests may still be on their way to the reaper.
-	testproc.Eventually(10*time.Second, func() bool { left = testproc.ChildrenLeft(); return len(left) == 0 })
-	if len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: the tests left behind:\n  %s\n", strings.Join(left, "\n  "))
-		return 1
-	}
-	return code
 }
 
 // testInstancePrefix names what a test creates outside the process (a

@@ -193,3 +193,17 @@ func Orphans(args []string) int {
 	}
 	return 0
 }
+
+// RunChecked runs the tests and then fails the run (exit status 1) if
+// left, what the run left behind (ChildrenLeft, say), still lists
+// anything after a grace for the last exits to reach the reaper.
+func RunChecked(m *testing.M, left func() []string) int {
+	code := m.Run()
+	var l []string
+	Eventually(10*time.Second, func() bool { l = left(); return len(l) == 0 })
+	if len(l) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the tests left behind:\n  %s\n", strings.Join(l, "\n  "))
+		return 1
+	}
+	return code
+}
