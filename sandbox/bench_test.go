@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
@@ -26,7 +27,7 @@ func BenchmarkSpawnHost(b *testing.B) {
 }
 
 func benchSandbox(b *testing.B) (*Runtime, *sandboxRec) {
-	needRoot(b)
+	testproc.NeedRoot(b)
 	rt := newTestRuntime(b)
 	mustCreateSandbox(b, rt, "bench", spec.Sandbox{Namespaces: []string{"pid", "mount", "uts", "ipc", "net"}})
 	rt.mu.Lock()
@@ -75,7 +76,7 @@ func BenchmarkExec(b *testing.B) {
 }
 
 func BenchmarkSandboxCreateDelete(b *testing.B) {
-	needRoot(b)
+	testproc.NeedRoot(b)
 	rt := newTestRuntime(b)
 	cfg := spec.Sandbox{Namespaces: []string{"pid", "mount", "uts", "ipc", "net"}, Hostname: "bench",
 		Mounts: []spec.Mount{{Type: "proc", Target: "/proc"}}}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
@@ -25,7 +26,7 @@ type crashReport struct {
 // crashy-podsup is a podsup in miniature: a runtime of instance args[0]
 // with a namespaced and a host sandbox, a process in each plus a setsid
 // daemon on the host side. It reports pids and waits for SIGKILL.
-var _ = registerHelper("crashy-podsup", func(args []string) int {
+var _ = testproc.Register("crashy-podsup", func(args []string) int {
 	out := json.NewEncoder(os.Stdout)
 	fail := func(err error) int { _ = out.Encode(crashReport{Problem: err.Error()}); return 1 }
 	rt, err := NewRuntime(Options{Instance: args[0], HolderStderr: os.Stderr})
@@ -41,7 +42,7 @@ var _ = registerHelper("crashy-podsup", func(args []string) int {
 	}
 	var rep crashReport
 	for _, p := range []struct{ sb, id, helper string }{{"ns", "a", "sleep"}, {"host", "b", "sleep"}, {"host", "c", "daemon-and-wait"}} {
-		cfg := ProcessConfig{Sandbox: p.sb, Command: helperArgv(), RunAs: proc.RunAs{Env: helperEnv(p.helper)}}
+		cfg := ProcessConfig{Sandbox: p.sb, Command: helperArgv(), RunAs: proc.RunAs{Env: testproc.HelperEnv(p.helper)}}
 		if err := rt.CreateProcess(ctx, p.id, cfg); err != nil {
 			return fail(err)
 		}
@@ -89,7 +90,7 @@ func cgroupProcsOf(dir string) []int {
 // namespaces along) and the new runtime's sweep kills what ran without
 // namespaces.
 func TestSIGKILLedPodsupLeavesNothingAfterRestart(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	instance := testInstancePrefix() + "crash"
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -113,7 +114,7 @@ func TestSIGKILLedPodsupLeavesNothingAfterRestart(t *testing.T) {
 	}
 	all := append(append([]int{rep.Holder}, rep.InNS...), rep.OnHost...)
 	for _, pid := range all {
-		if !alive(pid) {
+		if !testproc.Alive(pid) {
 			t.Fatalf("pid %d of %+v not running before the crash", pid, rep)
 		}
 	}
@@ -124,7 +125,7 @@ func TestSIGKILLedPodsupLeavesNothingAfterRestart(t *testing.T) {
 	<-podsup.Done()
 	// The holder sees EOF and exits; its PID namespace goes with it.
 	for _, pid := range append([]int{rep.Holder}, rep.InNS...) {
-		if !eventually(10*time.Second, func() bool { return !alive(pid) }) {
+		if !testproc.Eventually(10*time.Second, func() bool { return !testproc.Alive(pid) }) {
 			t.Errorf("pid %d (holder or inside its namespace) alive after podsup's death", pid)
 		}
 	}
@@ -142,7 +143,7 @@ func TestSIGKILLedPodsupLeavesNothingAfterRestart(t *testing.T) {
 		t.Skip("without cgroups nothing finds the old run's host processes (known limit)")
 	}
 	for _, pid := range all {
-		if !eventually(10*time.Second, func() bool { return !alive(pid) }) {
+		if !testproc.Eventually(10*time.Second, func() bool { return !testproc.Alive(pid) }) {
 			t.Errorf("pid %d of the old run alive after the new runtime's sweep", pid)
 		}
 	}

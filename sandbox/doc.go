@@ -1,7 +1,7 @@
 // Package sandbox is podsup's imperative runtime: it creates sandboxes
 // (namespaces + a cgroup) and runs processes in them (Runtime: Create,
-// Start, Signal, KillTree, Remove of a process; processes go created →
-// running → exited → removed, state.go), execs commands inside a sandbox
+// Start, Signal, KillTree, Remove of a process; a process is created,
+// running, then exited), execs commands inside a sandbox
 // (Spawn; internal/execrun runs one to completion over it), and owns
 // cgroup trees and its error classes (errors.go). It knows nothing of
 // restart policies, probes or configuration files, and decides nothing:

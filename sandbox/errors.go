@@ -1,9 +1,6 @@
 package sandbox
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // Error classes of Runtime. Each says what the caller should do next
 // (the containerd errdefs idea); errors are returned wrapped, test them with
@@ -29,17 +26,3 @@ var (
 
 // IsNotFound reports whether err is of class ErrNotFound.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
-
-// TransitionError is an illegal move of a process's state machine: Event
-// in state From. It is of class ErrFailedPrecondition.
-type TransitionError struct {
-	ID    string
-	From  State
-	Event Event
-}
-
-func (e *TransitionError) Error() string {
-	return fmt.Sprintf("process %q: cannot %s a process that is %s", e.ID, e.Event, e.From)
-}
-
-func (e *TransitionError) Unwrap() error { return ErrFailedPrecondition }

@@ -6,37 +6,22 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/proc"
 )
 
-// The test binary is its own child: with PODSUP_TEST_HELPER set, TestMain
-// runs the named helper instead of the tests (the os/exec test suite's
-// pattern). Each helper is a tiny workload or an in-namespace test driver.
-var helpers = map[string]func(args []string) int{}
-
-func registerHelper(name string, f func(args []string) int) bool {
-	helpers[name] = f
-	return true
-}
-
+// The test binary is its own child (package testproc): with
+// PODSUP_TEST_HELPER set, TestMain runs the named helper instead of the
+// tests. Each helper is a tiny workload or an in-namespace test driver.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == HolderArg {
 		os.Exit(HolderMain()) // the test binary is its own sandbox holder
 	}
-	if name := os.Getenv("PODSUP_TEST_HELPER"); name != "" {
-		f, ok := helpers[name]
-		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
-			os.Exit(2)
-		}
-		os.Exit(f(os.Args[1:]))
-	}
+	testproc.RunHelper()
 	// Explicitly a child subreaper (a proc.Start alone would not make it
 	// one): runChecked then sees every process a test orphaned as a child
 	// of this one.
@@ -47,75 +32,8 @@ func TestMain(m *testing.M) {
 // helperCmd is a Cmd that runs helper name with args.
 func helperCmd(t testing.TB, name string, args ...string) *proc.Cmd {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &proc.Cmd{
-		Path:  exe,
-		Args:  append([]string{exe}, args...),
-		RunAs: proc.RunAs{Env: helperEnv(name)},
-	}
-}
-
-// helperEnv is this process's environment naming helper name.
-func helperEnv(name string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PODSUP_TEST_HELPER=") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "PODSUP_TEST_HELPER="+name)
-}
-
-// zombiesOf lists zombie children of ppid, read from /proc.
-func zombiesOf(ppid int) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		state, parent, ok := procState(pid)
-		if ok && state == "Z" && parent == ppid {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// procState reads the state letter and parent pid of pid.
-func procState(pid int) (state string, ppid int, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return f[0], ppid, true
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	st, _, ok := procState(pid)
-	return ok && st != "Z"
-}
-
-func needRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates PID and mount namespaces (CI runs as root)")
-	}
+	argv := testproc.Argv(t, args...)
+	return &proc.Cmd{Path: argv[0], Args: argv, RunAs: proc.RunAs{Env: testproc.HelperEnv(name)}}
 }
 
 var _ = syscall.SIGKILL
@@ -136,7 +54,7 @@ func (rt *Runtime) listProcesses(filter ProcessFilter) []ProcessStatus {
 	var out []ProcessStatus
 	var recs []*procRec
 	for _, pr := range rt.procs {
-		if (filter.Sandbox == "" || filter.Sandbox == pr.sb.id) && (filter.State == "" || filter.State == pr.state) {
+		if (filter.Sandbox == "" || filter.Sandbox == pr.sb.id) && (filter.State == "" || filter.State == pr.stateLocked()) {
 			out = append(out, rt.statusLocked(pr))
 			recs = append(recs, pr)
 		}
@@ -190,7 +108,7 @@ func (rt *Runtime) stopProcess(ctx context.Context, id string, timeout time.Dura
 	pr.op.Lock()
 	defer pr.op.Unlock()
 	rt.mu.Lock()
-	p, running := pr.proc, pr.state == StateRunning
+	p, running := pr.proc, pr.started && !pr.ended
 	rt.mu.Unlock()
 	if timeout > 0 && running {
 		if err := p.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, proc.ErrProcessDone) {

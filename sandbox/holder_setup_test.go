@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -34,7 +35,7 @@ func holderRoot(t *testing.T, rt *Runtime, id string) string {
 // kernel follow such a symlink on the host: the mount point was created in
 // the host's directory and the bind was lost with the old root.
 func TestMountTargetThroughSymlinkStaysInsideRootfs(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	outside := t.TempDir() // where the symlinks point on the host
 	rootfs := t.TempDir()
@@ -78,7 +79,7 @@ func TestMountTargetThroughSymlinkStaysInsideRootfs(t *testing.T) {
 // (here a tmpfs the sandbox mounted first) comes along with the recursive
 // bind and must not stay writable.
 func TestReadOnlyBindIsRecursive(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	rootfs := t.TempDir()
 	file := filepath.Join(t.TempDir(), "file")

@@ -91,9 +91,9 @@ func (rt *Runtime) takeOver(k *keptCgroup, pr *procRec) error {
 	defer k.mu.Unlock()
 	if h := k.holder; h != nil {
 		rt.mu.Lock()
-		state := h.state
+		state, ended := h.stateLocked(), h.ended
 		rt.mu.Unlock()
-		if state != StateExited && state != StateRemoved {
+		if !ended {
 			return fmt.Errorf("cgroup %q is held by process %q (%s): %w", k.name, h.id, state, ErrFailedPrecondition)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/spec"
 	"github.com/rs/zerolog"
@@ -48,7 +49,7 @@ func pidfdAlive(pidfd int) bool {
 // started) leaves the second alone; the cgroup outlives both records and
 // goes with the sandbox.
 func TestKeptCgroupOutlivesItsInstances(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	t.Run("host layout", func(t *testing.T) { testKeptCgroup(t, nil, "") })
 	// As on a pure v1 host: the forking thread enters the v1 cgroups
 	// through a placement opened for each start, and kills freeze.
@@ -69,7 +70,7 @@ func testKeptCgroup(t *testing.T, co *cgroups.Options, ctl string) {
 		t.Skip("cgroups unavailable here: nothing is kept")
 	}
 	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
-	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: helperEnv("daemon-and-wait")}, Cgroup: "p"}
+	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: testproc.HelperEnv("daemon-and-wait")}, Cgroup: "p"}
 	ctx := testCtx(t)
 	if err := rt.CreateProcess(ctx, "p-1", cfg); err != nil {
 		t.Fatal(err)
@@ -162,7 +163,7 @@ func TestNoCgroupsOneLineAndProcessGroups(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
-	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: helperEnv("sleep")}, Cgroup: "p"}
+	cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: testproc.HelperEnv("sleep")}, Cgroup: "p"}
 	if err := rt.CreateProcess(ctx, "p-1", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestNoCgroupsOneLineAndProcessGroups(t *testing.T) {
 // kernel's rusage, and the next one's live figure counts from the
 // cgroup's start.
 func TestKeptCgroupCPUIsPerInstance(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	t.Run("figures read at the exit", func(t *testing.T) { testKeptCgroupCPU(t, false) })
 	t.Run("NoFinalUsage", func(t *testing.T) { testKeptCgroupCPU(t, true) })
 }

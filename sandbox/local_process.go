@@ -32,10 +32,17 @@ type procRec struct {
 	// Remove), which block unlocked for forks and waits.
 	op sync.Mutex
 
-	// exited is closed when the state became exited.
+	// exited is closed once ended is set and the final usage read.
 	exited chan struct{}
 
-	state    State         // guarded by rt.mu
+	// started and ended are all the lifecycle this runtime keeps (what
+	// to run, restart or report is the supervisor's): each is set once,
+	// in one place, under rt.mu. A process is running from just before
+	// its fork (StartProcess sets started), so that an exit reaped before
+	// the fork's outcome is known finds it running, until ended (endLocked:
+	// its exit, a failed start, or a kill before it started).
+	started, ended bool
+
 	proc     *proc.Process // guarded by rt.mu; set when running
 	created  time.Time     // guarded by rt.mu
 	startAt  time.Time     // guarded by rt.mu
@@ -51,6 +58,20 @@ type procRec struct {
 	// kills then skip their cgroup.events read (on every restart's path).
 	// Guarded by rt.mu.
 	treeGone bool
+}
+
+// endLocked records that pr is exited, at at: the one place it ends.
+func (pr *procRec) endLocked(at time.Time) { pr.ended, pr.finishAt = true, at }
+
+// stateLocked is what ProcessStatus reports of started and ended.
+func (pr *procRec) stateLocked() State {
+	switch {
+	case pr.ended:
+		return StateExited
+	case pr.started:
+		return StateRunning
+	}
+	return StateCreated
 }
 
 func isClosed(c <-chan struct{}) bool {
@@ -86,8 +107,7 @@ func (rt *Runtime) CreateProcess(_ context.Context, id string, cfg ProcessConfig
 	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
 		return fmt.Errorf("creating process %q: %w: empty command", id, ErrInvalidArgument)
 	}
-	pr := &procRec{id: id, cfg: cfg, state: StateCreated, created: time.Now(),
-		exited: make(chan struct{})}
+	pr := &procRec{id: id, cfg: cfg, created: time.Now(), exited: make(chan struct{})}
 	rt.mu.Lock()
 	sb, err := rt.getSandbox(cfg.Sandbox)
 	switch {
@@ -179,10 +199,13 @@ func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 	pr.op.Lock()
 	defer pr.op.Unlock()
 	rt.mu.Lock()
-	state, sbState := pr.state, pr.sb.state
+	removed, state, sbState := rt.procs[id] != pr, pr.stateLocked(), pr.sb.state
 	rt.mu.Unlock()
-	if _, err := transition(id, state, EventStart); err != nil {
-		return err
+	switch {
+	case removed: // while this call waited for pr.op
+		return fmt.Errorf("process %q: %w", id, ErrNotFound)
+	case state != StateCreated:
+		return fmt.Errorf("process %q: cannot start a process that is %s: %w", id, state, ErrFailedPrecondition)
 	}
 	if sbState != SandboxReady {
 		return fmt.Errorf("starting process %q: sandbox %q is %s: %w", id, pr.sb.id, sbState, ErrFailedPrecondition)
@@ -212,7 +235,7 @@ func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 	// processExited run, before proc.Start returned. Until pr.proc is set
 	// a signal finds nothing to signal (runningProc).
 	rt.mu.Lock()
-	pr.state, _ = transition(id, pr.state, EventStart)
+	pr.started = true
 	pr.startAt = time.Now()
 	if pr.kept != nil {
 		pr.base = pr.kept.last
@@ -222,8 +245,7 @@ func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 	release()
 	rt.mu.Lock()
 	if err != nil {
-		pr.state, _ = transition(id, pr.state, EventStartFailed)
-		pr.finishAt = time.Now()
+		pr.endLocked(time.Now())
 		pr.code = StartErrorExitCode // E3
 		pr.message = err.Error()
 		rt.mu.Unlock()
@@ -270,8 +292,7 @@ func (rt *Runtime) processExited(pr *procRec, e proc.Exit) {
 		figures = &exitFigures{read: make(chan struct{}), cpu: pr.kept.cpuSeen}
 		pr.kept.last = figures
 	}
-	pr.state, _ = transition(pr.id, pr.state, EventExit) // running → exited, the only way here
-	pr.finishAt = e.Time
+	pr.endLocked(e.Time)
 	pr.code = e.Code()
 	pr.signal = e.Signal()
 	pr.oom = oom
@@ -330,17 +351,16 @@ func rusageCPU(ru unix.Rusage) time.Duration {
 // SIGKILLed and its exit awaited; then what its tree left is killed.
 func (rt *Runtime) killLocked(pr *procRec) error {
 	rt.mu.Lock()
-	switch pr.state {
-	case StateCreated:
-		pr.state, _ = transition(pr.id, pr.state, EventStopCreated)
-		pr.finishAt = time.Now()
-		rt.mu.Unlock()
-		close(pr.exited)
-		return nil
-	case StateExited:
+	switch {
+	case pr.ended:
 		p := pr.proc
 		rt.mu.Unlock()
 		return rt.killLeftovers(pr, p)
+	case !pr.started:
+		pr.endLocked(time.Now())
+		rt.mu.Unlock()
+		close(pr.exited)
+		return nil
 	}
 	p := pr.proc
 	rt.mu.Unlock()
@@ -389,9 +409,9 @@ func (rt *Runtime) removeLocked(pr *procRec) error {
 		rt.mu.Unlock()
 		return fmt.Errorf("process %q: %w", pr.id, ErrNotFound)
 	}
-	if _, err := transition(pr.id, pr.state, EventRemove); err != nil {
+	if pr.started && !pr.ended {
 		rt.mu.Unlock()
-		return err
+		return fmt.Errorf("process %q: cannot remove a process that is running: %w", pr.id, ErrFailedPrecondition)
 	}
 	p := pr.proc
 	treeGone := pr.treeGone
@@ -414,7 +434,6 @@ func (rt *Runtime) removeLocked(pr *procRec) error {
 		}
 	}
 	rt.mu.Lock()
-	pr.state, _ = transition(pr.id, pr.state, EventRemove)
 	delete(rt.procs, pr.id)
 	delete(pr.sb.procs, pr.id)
 	rt.mu.Unlock()
@@ -488,14 +507,14 @@ func (rt *Runtime) liveUsage(pr *procRec, st *ProcessStatus) {
 
 func (rt *Runtime) statusLocked(pr *procRec) ProcessStatus {
 	st := ProcessStatus{
-		ID: pr.id, Sandbox: pr.sb.id, State: pr.state,
+		ID: pr.id, Sandbox: pr.sb.id, State: pr.stateLocked(),
 		CreatedAt: pr.created, StartedAt: pr.startAt, FinishedAt: pr.finishAt,
 		Message: pr.message,
 	}
 	if pr.proc != nil {
 		st.Pid = pr.proc.Pid()
 	}
-	if pr.state == StateExited || pr.state == StateRemoved {
+	if pr.ended {
 		st.ExitCode, st.Signal, st.OOMKilled = pr.code, pr.signal, pr.oom
 		st.Usage = pr.usage
 	}
@@ -542,7 +561,7 @@ func (rt *Runtime) KillProcessTree(id string, sig syscall.Signal) error {
 	}
 	if sig == unix.SIGKILL && pr.cg != nil {
 		rt.mu.Lock()
-		if pr.state == StateExited {
+		if pr.ended {
 			pr.treeGone = true
 		}
 		rt.mu.Unlock()
@@ -557,8 +576,8 @@ func (rt *Runtime) runningProc(id string) (*proc.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pr.state != StateRunning || pr.proc == nil {
-		return nil, fmt.Errorf("process %q is %s: %w", id, pr.state, ErrFailedPrecondition)
+	if pr.ended || pr.proc == nil {
+		return nil, fmt.Errorf("process %q is %s: %w", id, pr.stateLocked(), ErrFailedPrecondition)
 	}
 	return pr.proc, nil
 }

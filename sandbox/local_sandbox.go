@@ -140,7 +140,7 @@ func (rt *Runtime) holderExited(sb *sandboxRec, e proc.Exit) {
 	sb.message = "sandbox holder ended: " + e.String()
 	var running []*procRec
 	for _, pr := range sb.procs {
-		if pr.state == StateRunning && pr.proc != nil { // not one mid-fork (StartProcess)
+		if !pr.ended && pr.proc != nil { // not one mid-fork (StartProcess)
 			running = append(running, pr)
 		}
 	}

@@ -94,6 +94,17 @@ type ProcessConfig struct {
 // It is proc.StartErrorExitCode, as is supervisor.StartErrorExitCode.
 const StartErrorExitCode = proc.StartErrorExitCode
 
+// State is where a process is: created by CreateProcess, running from
+// StartProcess until its exit (or a failed start) makes it exited; one
+// never started is exited by a kill before it ran.
+type State string
+
+const (
+	StateCreated State = "created"
+	StateRunning State = "running"
+	StateExited  State = "exited"
+)
+
 // ProcessStatus is a snapshot of a process.
 type ProcessStatus struct {
 	ID      string

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
@@ -28,7 +28,7 @@ import (
 
 // Workloads for the runtime tests (the test binary is its own child).
 
-var _ = registerHelper("sleep", func([]string) int {
+var _ = testproc.Register("sleep", func([]string) int {
 	time.Sleep(5 * time.Minute)
 	return 0
 })
@@ -45,7 +45,7 @@ type nsReport struct {
 
 var nsNames = []string{"pid", "mnt", "uts", "ipc", "net"}
 
-var _ = registerHelper("nsreport", func(args []string) int {
+var _ = testproc.Register("nsreport", func(args []string) int {
 	var r nsReport
 	r.Hostname, _ = os.Hostname()
 	ents, _ := os.ReadDir("/proc")
@@ -73,7 +73,7 @@ var _ = registerHelper("nsreport", func(args []string) int {
 })
 
 // writefile writes args[1] to args[0].
-var _ = registerHelper("writefile", func(args []string) int {
+var _ = testproc.Register("writefile", func(args []string) int {
 	if err := os.WriteFile(args[0], []byte(args[1]), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -83,7 +83,7 @@ var _ = registerHelper("writefile", func(args []string) int {
 
 // serve listens on 127.0.0.1:0, writes the port to args[0] and answers
 // every request with args[1].
-var _ = registerHelper("serve", func(args []string) int {
+var _ = testproc.Register("serve", func(args []string) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -99,7 +99,7 @@ var _ = registerHelper("serve", func(args []string) int {
 })
 
 // get fetches args[0] and prints the body; exit 1 when it cannot.
-var _ = registerHelper("get", func(args []string) int {
+var _ = testproc.Register("get", func(args []string) int {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(args[0])
 	if err != nil {
@@ -113,10 +113,10 @@ var _ = registerHelper("get", func(args []string) int {
 
 // daemon-and-wait starts a sleeper in a new session (the classic daemon:
 // not in our process group), prints its pid and waits to be stopped.
-var _ = registerHelper("daemon-and-wait", func([]string) int {
+var _ = testproc.Register("daemon-and-wait", func([]string) int {
 	exe, _ := os.Executable()
 	pid, err := syscall.ForkExec(exe, []string{exe}, &syscall.ProcAttr{
-		Env: helperEnv("sleep"), Sys: &syscall.SysProcAttr{Setsid: true},
+		Env: testproc.HelperEnv("sleep"), Sys: &syscall.SysProcAttr{Setsid: true},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -129,7 +129,7 @@ var _ = registerHelper("daemon-and-wait", func([]string) int {
 
 // hog touches 1 GiB page by page; under a memory limit the OOM killer
 // ends it. Exit 3 says the limit did not hold.
-var _ = registerHelper("hog", func([]string) int {
+var _ = testproc.Register("hog", func([]string) int {
 	const size = 1 << 30
 	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
@@ -141,27 +141,11 @@ var _ = registerHelper("hog", func([]string) int {
 	return 3
 })
 
-// orphans N [SECONDS] forks N children that each sleep SECONDS (default
-// 0.2), then exits without waiting: they become orphans of the nearest
-// subreaper (in a sandbox with a PID namespace, its holder).
-var _ = registerHelper("orphans", func(args []string) int {
-	n, _ := strconv.Atoi(args[0])
-	life := "0.2"
-	if len(args) > 1 {
-		life = args[1]
-	}
-	for i := 0; i < n; i++ {
-		if _, err := syscall.ForkExec("/bin/sleep", []string{"sleep", life}, &syscall.ProcAttr{}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	return 0
-})
+var _ = testproc.Register("orphans", testproc.Orphans)
 
 // forkbomb forks sleepers as fast as it can, args[0] attempts at most,
 // prints how many forks failed, and waits.
-var _ = registerHelper("forkbomb", func(args []string) int {
+var _ = testproc.Register("forkbomb", func(args []string) int {
 	n, _ := strconv.Atoi(args[0])
 	failed := 0
 	for i := 0; i < n; i++ {
@@ -222,7 +206,7 @@ func mustCreateSandbox(t testing.TB, rt *Runtime, id string, cfg spec.Sandbox) {
 	}
 }
 
-// helperArgv is argv running the named helper (set Env to helperEnv(name)).
+// helperArgv is argv running the named helper (set Env to testproc.HelperEnv(name)).
 func helperArgv(args ...string) []string {
 	exe, _ := os.Executable()
 	return append([]string{exe}, args...)
@@ -231,7 +215,7 @@ func helperArgv(args ...string) []string {
 // runHelper creates and starts process id running helper name.
 func runHelper(t testing.TB, rt *Runtime, sb, id, name string, args ...string) ProcessStatus {
 	t.Helper()
-	cfg := ProcessConfig{Sandbox: sb, Command: helperArgv(args...), RunAs: proc.RunAs{Env: helperEnv(name)}, Stderr: os.Stderr}
+	cfg := ProcessConfig{Sandbox: sb, Command: helperArgv(args...), RunAs: proc.RunAs{Env: testproc.HelperEnv(name)}, Stderr: os.Stderr}
 	if err := rt.CreateProcess(testCtx(t), id, cfg); err != nil {
 		t.Fatalf("CreateProcess(%s): %v", id, err)
 	}
@@ -256,7 +240,7 @@ func runIn(ctx context.Context, rt *Runtime, sb string, req execrun.Request) (ex
 // failing the test unless it exits 0.
 func execHelper(t testing.TB, rt *Runtime, sb, name string, args ...string) string {
 	t.Helper()
-	res, err := runIn(testCtx(t), rt, sb, execrun.Request{Argv: helperArgv(args...), RunAs: proc.RunAs{Env: helperEnv(name)}, Timeout: 20 * time.Second, OutputLimit: 64 << 10})
+	res, err := runIn(testCtx(t), rt, sb, execrun.Request{Argv: helperArgv(args...), RunAs: proc.RunAs{Env: testproc.HelperEnv(name)}, Timeout: 20 * time.Second, OutputLimit: 64 << 10})
 	if err != nil {
 		t.Fatalf("Exec %s in %s: %v", name, sb, err)
 	}
@@ -294,19 +278,6 @@ func nsPid(t testing.TB, pid int) int {
 	}
 	t.Fatalf("no NSpid for %d", pid)
 	return 0
-}
-
-// eventually polls cond every 10ms for up to d.
-func eventually(d time.Duration, cond func() bool) bool {
-	for end := time.Now().Add(d); ; {
-		if cond() {
-			return true
-		}
-		if time.Now().After(end) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Before and after the whole run: sweep trees of dead runs, then check
@@ -380,17 +351,7 @@ func leftovers(mountsAtStart int) []string {
 			out = append(out, "cgroup root podsup-"+inst)
 		}
 	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ppid, ok := procState(pid); ok && ppid == os.Getpid() {
-			b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			out = append(out, fmt.Sprintf("process %d (%s, state %s)", pid, strings.ReplaceAll(string(b), "\x00", " "), st))
-		}
-	}
+	out = append(out, testproc.ChildrenLeft()...)
 	if n := mountCount(); n != mountsAtStart {
 		out = append(out, fmt.Sprintf("%d mounts in podsup's namespace, %d at start", n, mountsAtStart))
 	}
@@ -418,13 +379,5 @@ func runChecked(m *testing.M) int {
 	}
 	sweepStaleTestInstances()
 	mounts := mountCount()
-	code := m.Run()
-	var left []string
-	// Exits of the last tests may still be on their way to the reaper.
-	eventually(10*time.Second, func() bool { left = leftovers(mounts); return len(left) == 0 })
-	if len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: the tests left behind:\n  %s\n", strings.Join(left, "\n  "))
-		return 1
-	}
-	return code
+	return testproc.RunChecked(m, func() []string { return leftovers(mounts) })
 }

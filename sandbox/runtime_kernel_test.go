@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
@@ -23,7 +24,7 @@ import (
 // tmpfs; another sandbox and the host see none of it; the first pid inside
 // is the holder.
 func TestSandboxIsolatesPidsHostnameAndTmpfs(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	shared := filepath.Join(t.TempDir(), "shared")
 	if err := os.Mkdir(shared, 0o755); err != nil {
@@ -85,7 +86,7 @@ func TestSandboxIsolatesPidsHostnameAndTmpfs(t *testing.T) {
 // Exec lands in every namespace of the sandbox: the same ones the holder
 // holds, none of the host's.
 func TestExecRunsInEveryNamespace(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	mustCreateSandbox(t, rt, "all", spec.Sandbox{Namespaces: []string{"pid", "mount", "uts", "ipc", "net"}, Hostname: "all"})
 	st, err := rt.SandboxStatus("all")
@@ -112,7 +113,7 @@ func TestExecRunsInEveryNamespace(t *testing.T) {
 		}
 	}
 	// Yet it is podsup's own child: the one reaper and pidfds apply.
-	if _, ppid, _ := procState(p.Pid); ppid != os.Getpid() {
+	if _, ppid, _ := testproc.State(p.Pid); ppid != os.Getpid() {
 		t.Errorf("process's parent is %d, want podsup (%d)", ppid, os.Getpid())
 	}
 }
@@ -120,7 +121,7 @@ func TestExecRunsInEveryNamespace(t *testing.T) {
 // Orphans inside a PID namespace go to the holder, its PID 1, which reaps
 // them: 1000 orphans, no zombie left.
 func TestHolderReapsOrphans(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	mustCreateSandbox(t, rt, "o", spec.Sandbox{Namespaces: []string{"pid", "mount"}})
 	st, _ := rt.SandboxStatus("o")
@@ -136,9 +137,9 @@ func TestHolderReapsOrphans(t *testing.T) {
 	if adopted == 0 {
 		t.Errorf("no orphan was reparented to the holder (pid %d)", holder)
 	}
-	if !eventually(20*time.Second, func() bool { return len(childrenOf(holder)) == 0 }) {
+	if !testproc.Eventually(20*time.Second, func() bool { return len(childrenOf(holder)) == 0 }) {
 		left := childrenOf(holder)
-		t.Fatalf("holder still has %d children (zombies: %d) 20s later", len(left), len(zombiesOf(holder)))
+		t.Fatalf("holder still has %d children (zombies: %d) 20s later", len(left), len(testproc.ZombiesOf(holder)))
 	}
 	t.Logf("%d orphans were the holder's at the maker's exit; all reaped", adopted)
 }
@@ -152,7 +153,7 @@ func childrenOf(ppid int) []int {
 		if err != nil {
 			continue
 		}
-		if _, parent, ok := procState(pid); ok && parent == ppid {
+		if _, parent, ok := testproc.State(pid); ok && parent == ppid {
 			out = append(out, pid)
 		}
 	}
@@ -162,7 +163,7 @@ func childrenOf(ppid int) []int {
 // The double-fork + setsid daemon escapes a process-group kill but not
 // StopProcess: the process's cgroup takes it along.
 func TestStopKillsSetsidDaemon(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	if !rt.CgroupsEnabled() {
 		t.Skip("needs cgroups: without them a setsid daemon escapes by design (process-group fallback)")
@@ -176,7 +177,7 @@ func TestStopKillsSetsidDaemon(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			cfg := ProcessConfig{Sandbox: id, Command: helperArgv(), RunAs: proc.RunAs{Env: helperEnv("daemon-and-wait")}, Stdout: w}
+			cfg := ProcessConfig{Sandbox: id, Command: helperArgv(), RunAs: proc.RunAs{Env: testproc.HelperEnv("daemon-and-wait")}, Stdout: w}
 			if err := rt.CreateProcess(testCtx(t), id, cfg); err != nil {
 				t.Fatal(err)
 			}
@@ -190,13 +191,13 @@ func TestStopKillsSetsidDaemon(t *testing.T) {
 			}
 			st, _ := rt.ProcessStatus(id)
 			daemon := daemonHostPid(t, st.Pid, strings.TrimSpace(line))
-			if !alive(daemon) {
+			if !testproc.Alive(daemon) {
 				t.Fatalf("daemon %d not running", daemon)
 			}
 			if err := rt.stopProcess(testCtx(t), id, 2*time.Second); err != nil {
 				t.Fatal(err)
 			}
-			if !eventually(5*time.Second, func() bool { return !alive(daemon) }) {
+			if !testproc.Eventually(5*time.Second, func() bool { return !testproc.Alive(daemon) }) {
 				t.Errorf("daemon %d still alive after StopProcess", daemon)
 			}
 			st, _ = rt.ProcessStatus(id)
@@ -250,7 +251,7 @@ func nsPidOK(pid int) int {
 
 // A memory limit kills a process that exceeds it, and the status says so.
 func TestMemoryLimitOOMKilled(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	if !rt.CgroupsEnabled() {
 		t.Skip("needs cgroups for a memory limit")
@@ -276,7 +277,7 @@ func TestMemoryLimitOOMKilled(t *testing.T) {
 
 // A pids limit stops a fork bomb, and podsup stays responsive meanwhile.
 func TestPidsLimitStopsForkBomb(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	if !rt.CgroupsEnabled() {
 		t.Skip("needs cgroups for a pids limit")
@@ -287,7 +288,7 @@ func TestPidsLimitStopsForkBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cfg := ProcessConfig{Sandbox: "f", Command: helperArgv("3000"), RunAs: proc.RunAs{Env: helperEnv("forkbomb")}, Stdout: w}
+	cfg := ProcessConfig{Sandbox: "f", Command: helperArgv("3000"), RunAs: proc.RunAs{Env: testproc.HelperEnv("forkbomb")}, Stdout: w}
 	if err := rt.CreateProcess(testCtx(t), "bomb", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -335,14 +336,14 @@ func cgroupProcs(dir string) []string {
 // A server in a network namespace is reachable from inside its sandbox (an
 // exec probe) and not from the host.
 func TestServerReachableOnlyInsideItsSandbox(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	mustCreateSandbox(t, rt, "web", spec.Sandbox{Namespaces: []string{"pid", "mount", "uts", "ipc", "net"}, Hostname: "web"})
 	portFile := filepath.Join(t.TempDir(), "port")
 	token := fmt.Sprintf("hello from the sandbox %d", os.Getpid())
 	runHelper(t, rt, "web", "server", "serve", portFile, token)
 	var port string
-	if !eventually(10*time.Second, func() bool { b, err := os.ReadFile(portFile); port = string(b); return err == nil }) {
+	if !testproc.Eventually(10*time.Second, func() bool { b, err := os.ReadFile(portFile); port = string(b); return err == nil }) {
 		t.Fatal("the server never wrote its port")
 	}
 	url := "http://127.0.0.1:" + port + "/"
@@ -367,7 +368,7 @@ func TestServerReachableOnlyInsideItsSandbox(t *testing.T) {
 // mounts, a read-only bind cannot be written, and programs are looked up
 // inside.
 func TestRootfsPivotRootAndReadOnlyBind(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	rootfs := t.TempDir()
 	for _, l := range []string{"bin", "lib", "lib64", "sbin"} {

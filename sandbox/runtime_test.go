@@ -12,39 +12,12 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/internal/execrun"
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"github.com/rs/zerolog"
 )
-
-// Every (state, event) pair, against the CRI-style lifecycle of state.go: the legal
-// moves land where the diagram says, every other pair is a
-// *TransitionError of class ErrFailedPrecondition (never a panic).
-func TestTransitionTablePairByPair(t *testing.T) {
-	states := []State{StateCreated, StateRunning, StateExited, StateRemoved}
-	events := []Event{EventStart, EventStartFailed, EventExit, EventStopCreated, EventRemove}
-	legal := map[State]map[Event]State{
-		StateCreated: {EventStart: StateRunning, EventStopCreated: StateExited, EventRemove: StateRemoved},
-		StateRunning: {EventStartFailed: StateExited, EventExit: StateExited},
-		StateExited:  {EventRemove: StateRemoved},
-	}
-	for _, from := range states {
-		for _, ev := range events {
-			to, err := transition("p", from, ev)
-			want, ok := legal[from][ev]
-			switch {
-			case ok && (err != nil || to != want):
-				t.Errorf("%s + %s: got %s, %v; want %s", from, ev, to, err, want)
-			case !ok:
-				var te *TransitionError
-				if !errors.As(err, &te) || !errors.Is(err, ErrFailedPrecondition) || to != from || te.From != from || te.Event != ev {
-					t.Errorf("%s + %s: got %s, %v; want a TransitionError and no move", from, ev, to, err)
-				}
-			}
-		}
-	}
-}
 
 // newHostRuntime is a runtime without cgroups: host sandboxes (no
 // namespaces) need no privileges, so the lifecycle runs anywhere.
@@ -176,7 +149,7 @@ func TestStartErrorLeavesProcessExited(t *testing.T) {
 
 // Deleting a sandbox kills what still runs in it, and kills it whole.
 func TestDeleteSandboxKillsRunningProcesses(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	for _, ns := range [][]string{nil, {"pid", "mount", "net"}} {
 		id := fmt.Sprintf("d%d", len(ns))
@@ -190,7 +163,7 @@ func TestDeleteSandboxKillsRunningProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, pid := range append(pids, st.HolderPid) {
-			if pid > 0 && alive(pid) {
+			if pid > 0 && testproc.Alive(pid) {
 				t.Errorf("%s: pid %d alive after DeleteSandbox", id, pid)
 			}
 		}
@@ -208,7 +181,7 @@ func TestDeleteSandboxKillsRunningProcesses(t *testing.T) {
 // When the holder dies the sandbox is failed, its processes are gone and
 // exited, podsup does not hang, and the sandbox can still be deleted.
 func TestHolderDeathFailsSandbox(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	for _, ns := range [][]string{{"pid", "mount"}, {"net"}} {
 		id := fmt.Sprintf("h%d", len(ns))
@@ -224,10 +197,10 @@ func TestHolderDeathFailsSandbox(t *testing.T) {
 		if err != nil || st.Signal != syscall.SIGKILL {
 			t.Errorf("%s: process after holder death: %+v %v", id, st, err)
 		}
-		if alive(p.Pid) {
+		if testproc.Alive(p.Pid) {
 			t.Errorf("%s: process %d alive", id, p.Pid)
 		}
-		if !eventually(5*time.Second, func() bool { s, _ := rt.SandboxStatus(id); return s.State == SandboxFailed }) {
+		if !testproc.Eventually(5*time.Second, func() bool { s, _ := rt.SandboxStatus(id); return s.State == SandboxFailed }) {
 			s, _ := rt.SandboxStatus(id)
 			t.Errorf("%s: sandbox %s after holder death", id, s.State)
 		}
@@ -244,7 +217,7 @@ func TestHolderDeathFailsSandbox(t *testing.T) {
 // Many goroutines driving processes of one sandbox at once (run with
 // -race): every process ends exited with its own code, nothing is lost.
 func TestConcurrentUse(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	mustCreateSandbox(t, rt, "c", spec.Sandbox{Namespaces: []string{"pid", "mount", "ipc"}})
 	ctx := testCtx(t)
@@ -341,7 +314,7 @@ func TestRunToCompletionInSandboxOutputCodeAndTimeout(t *testing.T) {
 
 // Status carries live usage from the cgroup while running.
 func TestStatusReportsUsage(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	if !rt.CgroupsEnabled() {
 		t.Skip("needs cgroups for live usage")
@@ -354,7 +327,7 @@ func TestStatusReportsUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st ProcessStatus
-	if !eventually(10*time.Second, func() bool { st, _ = rt.ProcessStatus("spin"); return st.Usage.CPU >= 50*time.Millisecond }) {
+	if !testproc.Eventually(10*time.Second, func() bool { st, _ = rt.ProcessStatus("spin"); return st.Usage.CPU >= 50*time.Millisecond }) {
 		t.Errorf("usage of a busy loop: %+v", st.Usage)
 	}
 	if err := rt.stopProcess(testCtx(t), "spin", 0); err != nil {
@@ -397,7 +370,7 @@ func TestCgroupsUnavailableFallsBackToProcessGroups(t *testing.T) {
 // DeleteSandbox during CreateSandbox waits for the creation and deletes
 // what it made: nothing is left, nothing hangs.
 func TestDeleteDuringCreate(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
 	created := make(chan error, 1)
 	go func() {

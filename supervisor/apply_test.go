@@ -18,7 +18,7 @@ func TestApplyReplacesOnlyChangedGroups(t *testing.T) {
 		return g
 	}
 	keep, change, drop := named("keep", "a"), named("change", "a"), named("drop", "a")
-	f := startFake(t, configOf(keep, change, drop), constant(simRun{runFor: -1, termExit: time.Second}))
+	f := startFake(t, configOf(keep, change, drop), constant(simRun{RunFor: -1, TermExit: time.Second}))
 	f.advanceTo(time.Second)
 	before := f.sup.Status()
 
@@ -68,7 +68,7 @@ func TestReloadOfTheSupervisorBlockRestartsNothing(t *testing.T) {
 	g.TerminationGracePeriod = spec.Durp(0) // K5: the minimum is the whole grace
 	cfg := configOf(g)
 	cfg.Supervisor.MinimumGrace = spec.Durp(time.Second)
-	f := startFake(t, cfg, constant(simRun{runFor: -1, ignoreTerm: true}))
+	f := startFake(t, cfg, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 	f.advanceTo(time.Second)
 	before := processStatus(t, f.sup, "g", "app")
 
@@ -109,7 +109,7 @@ func TestReloadOfTheSupervisorBlockRestartsNothing(t *testing.T) {
 // (podsup describe shows probes, hooks and limits from it).
 func TestConfigIsTheOneInForce(t *testing.T) {
 	g := oneProcess(spec.RestartAlways)
-	f := startFake(t, configOf(g), constant(simRun{runFor: -1}))
+	f := startFake(t, configOf(g), constant(simRun{RunFor: -1}))
 	if got := f.sup.Config(); len(got.Groups) != 1 || got.Groups[0].Processes[0].Command[0] != g.Processes[0].Command[0] {
 		t.Fatalf("Config() = %+v, want New's", got)
 	}

@@ -15,7 +15,7 @@ import (
 // growing delay is not in the message, which made each an event of its
 // own (10s, 20s, 40s, ...) that never folded.
 func TestBackOffEventsAggregate(t *testing.T) {
-	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{code: 1}))
+	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{Code: 1}))
 	f.advanceTo(400 * time.Second) // starts at 0, 0, 10, 30, 70, 150, 310
 	f.shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -51,7 +51,7 @@ func TestBackOffEventsAggregate(t *testing.T) {
 // start: restarts leave it, so AGE does not reset (kubectl's AGE is the
 // pod's).
 func TestCreatedAtSurvivesRestarts(t *testing.T) {
-	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{runFor: time.Second, code: 1}))
+	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{RunFor: time.Second, Code: 1}))
 	f.advanceTo(100 * time.Second)
 	ps, ok := f.sup.Status().Groups[0].Process("app")
 	if !ok || ps.RestartCount < 3 {

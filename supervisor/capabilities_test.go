@@ -71,7 +71,7 @@ func (d demand) config() spec.Config {
 }
 
 func (d demand) runtime() *fakeRuntime {
-	rt := newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{runFor: -1}))
+	rt := newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{RunFor: -1}))
 	d.lack(&rt.caps)
 	return rt
 }
@@ -111,7 +111,7 @@ func TestNewRefusesWhatTheRuntimeCannotHonour(t *testing.T) {
 			if _, err := New(configOf(webGroup()), Options{Clock: rt.clock, Runtime: rt}); err != nil {
 				t.Errorf("without the setting: %v", err)
 			}
-			full := newFakeRuntime(rt.clock, constant(simRun{runFor: -1}))
+			full := newFakeRuntime(rt.clock, constant(simRun{RunFor: -1}))
 			if _, err := New(d.config(), Options{Clock: rt.clock, Runtime: full}); err != nil {
 				t.Errorf("on a runtime with every capability: %v", err)
 			}
@@ -187,7 +187,7 @@ func TestRuntimeWithoutCapabilitiesRefusesEveryDemand(t *testing.T) {
 	for _, d := range demands {
 		d.ask(&g)
 	}
-	none := newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{runFor: -1}))
+	none := newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{RunFor: -1}))
 	none.caps = Capabilities{}
 	_, err := New(configOf(g), Options{Runtime: none})
 	if !errors.Is(err, ErrUnsupported) {

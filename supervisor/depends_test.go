@@ -41,7 +41,7 @@ func (f *fakeRun) drain() []string {
 }
 
 func TestGroupDependsOnThroughTheWorkers(t *testing.T) {
-	f := startFake(t, dbAndApp(""), constant(simRun{runFor: -1, termExit: time.Second}))
+	f := startFake(t, dbAndApp(""), constant(simRun{RunFor: -1, TermExit: time.Second}))
 	f.advanceTo(time.Second)
 	assertTimes(t, "db", f.rt.startsOf("db"), secs(0))
 	assertTimes(t, "app", f.rt.startsOf("app"), secs(0))
@@ -59,7 +59,7 @@ func TestGroupDependsOnThroughTheWorkers(t *testing.T) {
 }
 
 func TestGroupsStopInParallelWhenAsked(t *testing.T) {
-	f := startFake(t, dbAndApp(spec.StopParallel), constant(simRun{runFor: -1, termExit: time.Second}))
+	f := startFake(t, dbAndApp(spec.StopParallel), constant(simRun{RunFor: -1, TermExit: time.Second}))
 	f.advanceTo(time.Second)
 	f.drain()
 	f.shutdown()
@@ -76,9 +76,9 @@ func TestReaddedGroupDoesNotInheritItsFormerState(t *testing.T) {
 	db := spec.Group{Name: "db", RestartPolicy: spec.RestartNever, Processes: []spec.Process{{Name: "db", Command: []string{"x"}}}}
 	f := startFake(t, configOf(db), func(p string, n int) simRun {
 		if p == "db" && n == 0 {
-			return simRun{runFor: time.Second} // the first db completes
+			return simRun{RunFor: time.Second} // the first db completes
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	})
 	f.advanceTo(2 * time.Second)
 	other := spec.Group{Name: "other", Processes: []spec.Process{{Name: "o", Command: []string{"x"}}}}

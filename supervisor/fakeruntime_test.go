@@ -58,8 +58,8 @@ func (r *fakeRuntime) Start(_ context.Context, req StartRequest) (Instance, erro
 	r.starts[name] = append(r.starts[name], r.clock.Now().Sub(clock.Epoch))
 	r.pid++
 	inst := &fakeInstance{rt: r, pid: 1000 + r.pid, run: run, onExit: req.OnExit}
-	if run.runFor >= 0 {
-		inst.timer = r.clock.AfterFunc(run.runFor, func() { inst.exit(lifecycle.ExitStatus{Code: run.code}) })
+	if run.RunFor >= 0 {
+		inst.timer = r.clock.AfterFunc(run.RunFor, func() { inst.exit(lifecycle.ExitStatus{Code: run.Code}) })
 	}
 	return inst, nil
 }
@@ -98,11 +98,11 @@ func (i *fakeInstance) exit(st lifecycle.ExitStatus) {
 }
 
 func (i *fakeInstance) Signal(sig syscall.Signal) error {
-	if i.run.ignoreTerm {
+	if i.run.IgnoreTerm {
 		return nil
 	}
 	st := lifecycle.ExitStatus{Code: 128 + int(sig), Signal: sig}
-	if i.run.termExit == 0 {
+	if i.run.TermExit == 0 {
 		i.exit(st)
 		return nil
 	}
@@ -110,7 +110,7 @@ func (i *fakeInstance) Signal(sig syscall.Signal) error {
 	if i.timer != nil {
 		i.timer.Stop()
 	}
-	i.timer = i.rt.clock.AfterFunc(i.run.termExit, func() { i.exit(st) })
+	i.timer = i.rt.clock.AfterFunc(i.run.TermExit, func() { i.exit(st) })
 	i.mu.Unlock()
 	return nil
 }

@@ -115,7 +115,7 @@ func TestStartInFlightDoesNotHoldTheWorker(t *testing.T) {
 	// request is heard at once (and cancels the start), and the group
 	// ends without a process.
 	fc := clock.NewFake(clock.Epoch)
-	rt := &gatedRuntime{fakeRuntime: newFakeRuntime(fc, constant(simRun{runFor: -1})), release: make(chan struct{}), started: make(chan struct{})}
+	rt := &gatedRuntime{fakeRuntime: newFakeRuntime(fc, constant(simRun{RunFor: -1})), release: make(chan struct{}), started: make(chan struct{})}
 	started := rt.started
 	f := startGated(t, configOf(oneProcess(spec.RestartAlways)), rt, Options{})
 	defer close(rt.release)
@@ -172,7 +172,7 @@ func TestUnkillableTreeIsRetriedAndShutdownGivesUp(t *testing.T) {
 	// survives, the worker stays responsive, and a shutdown gives up after
 	// KillAttempts so it ends.
 	fc := clock.NewFake(clock.Epoch)
-	rt := &gatedRuntime{fakeRuntime: newFakeRuntime(fc, constant(simRun{runFor: -1})), unkillable: true}
+	rt := &gatedRuntime{fakeRuntime: newFakeRuntime(fc, constant(simRun{RunFor: -1})), unkillable: true}
 	g := oneProcess(spec.RestartAlways)
 	g.TerminationGracePeriod = spec.Durp(time.Second)
 	cfg := configOf(g, spec.Group{Name: "other", Processes: []spec.Process{{Name: "x", Command: []string{"/bin/true"}}}})
@@ -284,9 +284,9 @@ func TestNextStartWaitsForThePreviousInstancesCleanup(t *testing.T) {
 	fc := clock.NewFake(clock.Epoch)
 	rt := &slowCleanupRuntime{fakeRuntime: newFakeRuntime(fc, func(_ string, n int) simRun {
 		if n == 0 {
-			return simRun{runFor: time.Second, code: 1}
+			return simRun{RunFor: time.Second, Code: 1}
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	}), release: make(chan struct{}), killing: make(chan struct{}), started: make(chan struct{}, 4)}
 	sup, err := New(configOf(oneProcess(spec.RestartAlways)), Options{Clock: fc, Runtime: rt})
 	if err != nil {

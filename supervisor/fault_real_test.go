@@ -1,7 +1,6 @@
 package supervisor_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/internal/testfreeze"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/cgroups"
@@ -50,33 +48,13 @@ func startLocal(t *testing.T, cfg spec.Config, opts supervisor.Options, cg *cgro
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Runtime = stack.NewSandboxRuntime(rt, false)
-	sup, err := supervisor.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan supervisor.Result, 1)}
-	go func() {
-		res, err := sup.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		r.res <- res
-	}()
-	t.Cleanup(func() {
-		r.sub.Close()
-		sup.RequestShutdown(nil)
-		sup.RequestShutdown(nil)
-		select {
-		case res := <-r.res:
-			r.res <- res
-		case <-time.After(60 * time.Second):
-			t.Error("supervisor did not stop")
-		}
+	t.Cleanup(func() { // after the supervisor's shutdown (cleanups run last first)
 		if err := rt.Close(); err != nil {
 			t.Errorf("closing the runtime: %v", err)
 		}
 	})
+	opts.Runtime = stack.NewSandboxRuntime(rt, false)
+	r := runSupervisor(t, cfg, opts, 60*time.Second)
 	return &localRun{realRun: r, rt: rt, instance: inst}
 }
 
@@ -132,7 +110,7 @@ func TestLocalDeadSandboxIsRebuilt(t *testing.T) {
 	if err != nil || st.HolderPid <= 1 {
 		t.Fatalf("sandbox status %+v %v", st, err)
 	}
-	killPid(t, st.HolderPid)
+	testproc.KillPid(t, st.HolderPid)
 	e := r.next(lifecycle.EventSandboxChanged)
 	if !strings.Contains(e.Message, "holder ended") || !strings.Contains(e.Message, "re-created") {
 		t.Errorf("SandboxChanged message %q does not say why", e.Message)
@@ -239,22 +217,6 @@ func eventuallyTrue(cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cond()
-}
-
-// killPid SIGKILLs pid through a pidfd; never a pid <= 1.
-func killPid(t *testing.T, pid int) {
-	t.Helper()
-	if pid <= 1 {
-		t.Fatalf("refusing to signal pid %d", pid)
-	}
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatalf("pidfd of %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
-		t.Fatalf("SIGKILL of %d: %v", pid, err)
-	}
 }
 
 func TestLocalFailedCleanupAfterExitIsReported(t *testing.T) {

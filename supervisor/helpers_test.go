@@ -5,14 +5,15 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/internal/coresim"
 	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
@@ -40,15 +41,8 @@ var helpers = map[string]func(args []string) int{
 	// group and writes the child's pid to FILE; then dies on SIGTERM.
 	"fork-child": func(args []string) int {
 		exe, _ := os.Executable()
-		var env []string
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "PODSUP_TEST_HELPER=") {
-				env = append(env, kv)
-			}
-		}
-		env = append(env, "PODSUP_TEST_HELPER=ignore-term")
 		pid, err := syscall.ForkExec(exe, []string{exe, args[0] + ".child"}, &syscall.ProcAttr{
-			Env: env, Files: []uintptr{0, 1, 2},
+			Env: testproc.HelperEnv("ignore-term"), Files: []uintptr{0, 1, 2},
 		})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -75,14 +69,10 @@ func writePid(path string, pid int) {
 
 func TestMain(m *testing.M) {
 	stack.ReexecMain() // the test binary is its own sandbox holder
-	if name := os.Getenv("PODSUP_TEST_HELPER"); name != "" {
-		f, ok := helpers[name]
-		if !ok {
-			fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
-			os.Exit(2)
-		}
-		os.Exit(f(os.Args[1:]))
+	for name, f := range helpers {
+		testproc.Register(name, f)
 	}
+	testproc.RunHelper()
 	os.Exit(m.Run())
 }
 
@@ -118,32 +108,13 @@ func waitPidFile(t *testing.T, path string) int {
 
 // processGone reports whether pid no longer exists (or is a zombie about
 // to be reaped).
-func processGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	// The state follows the ")" that closes the command name.
-	for i := len(b) - 1; i > 0; i-- {
-		if b[i] == ')' && i+2 < len(b) {
-			return b[i+2] == 'Z'
-		}
-	}
-	return false
-}
+func processGone(pid int) bool { return !testproc.Alive(pid) }
 
-// scaled is kubelet's back-off divided by 100: 0.1 s, doubling, at most
-// 1.6 s, reset after 3.2 s of running.
-var scaled = spec.Backoff{Initial: 100 * time.Millisecond, Max: 1600 * time.Millisecond, Reset: 3200 * time.Millisecond}
-
-// secs turns seconds (with millisecond fractions) into durations.
-func secs(xs ...float64) []time.Duration {
-	out := make([]time.Duration, len(xs))
-	for i, x := range xs {
-		out[i] = time.Duration(x*1000+0.5) * time.Millisecond
-	}
-	return out
-}
+// The back-off and durations the worker's tests use (package coresim).
+var (
+	scaled = coresim.Scaled
+	secs   = coresim.Secs
+)
 
 // processStatus is the status of group's process name, which must exist.
 func processStatus(t *testing.T, sup *supervisor.Supervisor, group, name string) lifecycle.ProcessStatus {

@@ -29,7 +29,7 @@ func TestPreStartRunsBeforeTheStart(t *testing.T) {
 	// X5: the process starts only once pre_start returned; meanwhile it is
 	// waiting (ContainerCreating) and no Started event exists.
 	cfg := hookGroup(spec.RestartAlways, func(p *spec.Process) { p.PreStart = hookOf(0) })
-	r := startLifecycle(t, cfg, constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+	r := startLifecycle(t, cfg, constant(simRun{RunFor: -1}), func(spec.HookPoint, string, int) fakeHook {
 		return fakeHook{takes: 1500 * time.Millisecond}
 	})
 	r.advanceTo(time.Second)
@@ -52,7 +52,7 @@ func TestPreStartFailureFailsTheStartWithBackOff(t *testing.T) {
 	// the next attempt waits its back-off as after a crash: attempts at 0,
 	// 0 (B7), 0.1, 0.3, 0.7 with 100 ms / 1.6 s. The program never runs.
 	cfg := hookGroup(spec.RestartAlways, func(p *spec.Process) { p.PreStart = hookOf(0) })
-	r := startLifecycle(t, cfg, constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+	r := startLifecycle(t, cfg, constant(simRun{RunFor: -1}), func(spec.HookPoint, string, int) fakeHook {
 		return fakeHook{err: errHook}
 	})
 	r.advanceTo(800 * time.Millisecond)
@@ -83,7 +83,7 @@ func TestPreStartFailureFailsTheStartWithBackOff(t *testing.T) {
 
 func TestPreStartFailureUnderNeverTerminates(t *testing.T) {
 	cfg := hookGroup(spec.RestartNever, func(p *spec.Process) { p.PreStart = hookOf(0) })
-	r := startLifecycle(t, cfg, constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+	r := startLifecycle(t, cfg, constant(simRun{RunFor: -1}), func(spec.HookPoint, string, int) fakeHook {
 		return fakeHook{err: errHook}
 	})
 	r.advanceTo(5 * time.Second)
@@ -101,7 +101,7 @@ func TestStopDuringPreStartCancelsIt(t *testing.T) {
 	// A stop that finds no process yet drops the start and ends the hook;
 	// a shutdown is not held up by a hanging pre_start.
 	cfg := hookGroup(spec.RestartAlways, func(p *spec.Process) { p.PreStart = hookOf(0) })
-	r := startLifecycle(t, cfg, constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+	r := startLifecycle(t, cfg, constant(simRun{RunFor: -1}), func(spec.HookPoint, string, int) fakeHook {
 		return fakeHook{takes: -1}
 	})
 	r.advanceTo(time.Second)
@@ -134,7 +134,7 @@ func TestPostStartHoldsRunningAndStarted(t *testing.T) {
 	// H1: the process runs during post_start (Started event, a pid) but is
 	// neither running nor started, and not ready, until the hook returns.
 	cfg := hookGroup(spec.RestartAlways, func(p *spec.Process) { p.PostStart = hookOf(0) })
-	r := startLifecycle(t, cfg, constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+	r := startLifecycle(t, cfg, constant(simRun{RunFor: -1}), func(spec.HookPoint, string, int) fakeHook {
 		return fakeHook{takes: 2 * time.Second}
 	})
 	r.advanceTo(time.Second)
@@ -175,7 +175,7 @@ func TestPostStartFailureKillsThroughTheStopPath(t *testing.T) {
 		p.PostStart = hookOf(0)
 		p.PreStop = hookOf(0)
 	})
-	r := startLifecycle(t, cfg, constant(simRun{runFor: -1, ignoreTerm: true}), func(point spec.HookPoint, _ string, n int) fakeHook {
+	r := startLifecycle(t, cfg, constant(simRun{RunFor: -1, IgnoreTerm: true}), func(point spec.HookPoint, _ string, n int) fakeHook {
 		switch point {
 		case spec.PostStart:
 			return fakeHook{takes: 500 * time.Millisecond, err: errHook}
@@ -208,7 +208,7 @@ func TestPostStartFailureKillsThroughTheStopPath(t *testing.T) {
 
 func TestPostStartFailureUnderNeverDoesNotRestart(t *testing.T) {
 	cfg := hookGroup(spec.RestartNever, func(p *spec.Process) { p.PostStart = hookOf(0) })
-	r := startLifecycle(t, cfg, constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+	r := startLifecycle(t, cfg, constant(simRun{RunFor: -1}), func(spec.HookPoint, string, int) fakeHook {
 		return fakeHook{err: errHook}
 	})
 	r.advanceTo(10 * time.Second)
@@ -230,9 +230,9 @@ func TestPreStopChargedToGraceThroughTheWorker(t *testing.T) {
 			cfg := hookGroup(spec.RestartAlways, func(p *spec.Process) { p.PreStop = hookOf(0) })
 			r := startLifecycle(t, cfg, func(_ string, n int) simRun {
 				if n == 0 {
-					return simRun{runFor: time.Second, code: 1} // a natural exit: no pre_stop
+					return simRun{RunFor: time.Second, Code: 1} // a natural exit: no pre_stop
 				}
-				return simRun{runFor: -1, ignoreTerm: true}
+				return simRun{RunFor: -1, IgnoreTerm: true}
 			}, func(spec.HookPoint, string, int) fakeHook {
 				return fakeHook{takes: 2500 * time.Millisecond, err: c.err}
 			})
@@ -268,9 +268,9 @@ func TestPostStopOncePerExit(t *testing.T) {
 	cfg := hookGroup(spec.RestartAlways, func(p *spec.Process) { p.PostStop = hookOf(0) })
 	r := startLifecycle(t, cfg, func(_ string, n int) simRun {
 		if n < 2 {
-			return simRun{runFor: time.Second, code: 1}
+			return simRun{RunFor: time.Second, Code: 1}
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	}, func(_ spec.HookPoint, _ string, n int) fakeHook {
 		return fakeHook{takes: 3 * time.Second, err: errHook}
 	})
@@ -303,7 +303,7 @@ func TestShutdownWaitsForPostStop(t *testing.T) {
 	// X9 with X5: the post_stop of the last exit runs before Run returns;
 	// a second shutdown request cuts it short.
 	cfg := hookGroup(spec.RestartAlways, func(p *spec.Process) { p.PostStop = hookOf(0) })
-	r := startLifecycle(t, cfg, constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+	r := startLifecycle(t, cfg, constant(simRun{RunFor: -1}), func(spec.HookPoint, string, int) fakeHook {
 		return fakeHook{takes: 20 * time.Second}
 	})
 	r.advanceTo(time.Second)
@@ -345,7 +345,7 @@ func TestPreStopOutlivingTheGraceEndsWithTheSIGKILL(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := hookGroup(spec.RestartNever, func(p *spec.Process) { p.PreStop = c.hook })
-			r := startLifecycle(t, cfg, constant(simRun{runFor: -1, ignoreTerm: true}), func(spec.HookPoint, string, int) fakeHook {
+			r := startLifecycle(t, cfg, constant(simRun{RunFor: -1, IgnoreTerm: true}), func(spec.HookPoint, string, int) fakeHook {
 				return fakeHook{takes: -1} // hangs until its context ends
 			})
 			r.advanceTo(time.Second)

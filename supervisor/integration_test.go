@@ -26,9 +26,20 @@ type realRun struct {
 	res chan supervisor.Result
 }
 
+// startReal runs a supervisor of cfg over host processes until the test
+// ends.
 func startReal(t *testing.T, cfg spec.Config) *realRun {
 	t.Helper()
-	sup, err := supervisor.New(cfg, supervisor.Options{Runtime: hostrt.Runtime{}})
+	return runSupervisor(t, cfg, supervisor.Options{Runtime: hostrt.Runtime{}}, 10*time.Second)
+}
+
+// runSupervisor runs a supervisor of cfg with opts until the test ends,
+// then shuts it down, SIGKILLs whatever is left so that nothing stays
+// behind, and fails the test unless Run returned within stopWithin. The
+// run's result stays in r.res for whoever reads it later.
+func runSupervisor(t *testing.T, cfg spec.Config, opts supervisor.Options, stopWithin time.Duration) *realRun {
+	t.Helper()
+	sup, err := supervisor.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +56,9 @@ func startReal(t *testing.T, cfg spec.Config) *realRun {
 		sup.RequestShutdown(nil)
 		sup.RequestShutdown(nil) // SIGKILL whatever is left: leave nothing behind
 		select {
-		case <-r.res:
-		case <-time.After(10 * time.Second):
+		case res := <-r.res:
+			r.res <- res
+		case <-time.After(stopWithin):
 			t.Error("supervisor did not stop")
 		}
 	})

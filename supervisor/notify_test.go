@@ -20,7 +20,7 @@ func TestReadinessProtocolHoldsReadyAndStarted(t *testing.T) {
 	t.Parallel()
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].Readiness = "notify"
-	f := startFake(t, spec.Config{Groups: []spec.Group{g}}, constant(simRun{runFor: -1}))
+	f := startFake(t, spec.Config{Groups: []spec.Group{g}}, constant(simRun{RunFor: -1}))
 	f.settle()
 	ps := f.status(t)
 	if ps.State != lifecycle.StateRunning || ps.Ready || ps.Started {
@@ -68,7 +68,7 @@ func TestNotifyStatus(t *testing.T) {
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].Readiness = "fd:3"
 	fc := clock.NewFake(clock.Epoch)
-	sup, err := New(spec.Config{Groups: []spec.Group{g}}, Options{Clock: fc, Runtime: newFakeRuntime(fc, constant(simRun{runFor: -1}))})
+	sup, err := New(spec.Config{Groups: []spec.Group{g}}, Options{Clock: fc, Runtime: newFakeRuntime(fc, constant(simRun{RunFor: -1}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func (r *blockingRuntime) Start(ctx context.Context, req StartRequest) (Instance
 func TestPingNeedsEveryWorker(t *testing.T) {
 	t.Parallel()
 	fc := clock.NewFake(clock.Epoch)
-	rt := &blockingRuntime{fakeRuntime: *newFakeRuntime(fc, constant(simRun{runFor: -1})),
+	rt := &blockingRuntime{fakeRuntime: *newFakeRuntime(fc, constant(simRun{RunFor: -1})),
 		entered: make(chan struct{}), release: make(chan struct{})}
 	a, b := oneProcess(spec.RestartAlways), oneProcess(spec.RestartAlways)
 	a.Name, b.Name = "a", "b"

@@ -55,7 +55,7 @@ func TestWorkerTimelineT6ScaledLivenessWithProbeWorkers(t *testing.T) {
 	cfg := configOf(g)
 	cfg.Backoff = scaled
 	var calls atomic.Int64
-	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1, termExit: 200 * time.Millisecond}), nil, alwaysFailing(&calls))
+	r := startLifecycleWith(t, cfg, constant(simRun{RunFor: -1, TermExit: 200 * time.Millisecond}), nil, alwaysFailing(&calls))
 	r.advanceTo(9200 * time.Millisecond)
 	assertTimes(t, "T6 scaled-liveness starts", r.rt.startsOf("app"), secs(0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.8, 5.9, 6.4, 8.5, 9.0))
 	evs := r.events()
@@ -88,7 +88,7 @@ func TestLivenessEventsReadLikeKubectlDescribe(t *testing.T) {
 	cfg := configOf(g)
 	cfg.Backoff = scaled
 	var calls atomic.Int64
-	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1, termExit: 200 * time.Millisecond}), nil, alwaysFailing(&calls))
+	r := startLifecycleWith(t, cfg, constant(simRun{RunFor: -1, TermExit: 200 * time.Millisecond}), nil, alwaysFailing(&calls))
 	r.advanceTo(550 * time.Millisecond)
 	evs := r.events()
 	want := []string{lifecycle.EventCreated, lifecycle.EventStarted, lifecycle.EventUnhealthy, lifecycle.EventUnhealthy, lifecycle.EventUnhealthy, lifecycle.EventKilling, lifecycle.EventCreated, lifecycle.EventStarted} // E1, E2
@@ -129,7 +129,7 @@ func TestReadinessOnlySetsReady(t *testing.T) {
 	g := oneProcess(spec.RestartAlways)
 	g.Processes = append(g.Processes, spec.Process{Name: "side", Command: []string{"x"}})
 	g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080}}, Period: time.Second}
-	r := startLifecycleWith(t, configOf(g), constant(simRun{runFor: -1}), nil, handler)
+	r := startLifecycleWith(t, configOf(g), constant(simRun{RunFor: -1}), nil, handler)
 	r.advanceTo(5 * time.Second)
 	gs, _ := r.sup.Status().Group("g")
 	if ps, _ := gs.Process("app"); ps.Ready || gs.Ready {
@@ -187,7 +187,7 @@ func TestStartupGatesLivenessAndKillsWithItsGrace(t *testing.T) {
 	}
 	cfg := configOf(g)
 	cfg.Supervisor.MinimumGrace = spec.Durp(time.Second)
-	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1, ignoreTerm: true}), nil, handler)
+	r := startLifecycleWith(t, cfg, constant(simRun{RunFor: -1, IgnoreTerm: true}), nil, handler)
 	// Startup probes at 0 (a worker probes at once when it begins, as the
 	// kubelet's does), 1 and 2: the verdict at 2, SIGKILL at 2 + 4.
 	r.advanceTo(6500 * time.Millisecond)
@@ -212,7 +212,7 @@ func TestProbesBeginAfterPostStart(t *testing.T) {
 	g.Processes[0].LivenessProbe = execProbe(0, 100*time.Millisecond, 3)
 	g.Processes[0].PostStart = hookOf(0)
 	var calls atomic.Int64
-	r := startLifecycleWith(t, configOf(g), constant(simRun{runFor: -1}), func(spec.HookPoint, string, int) fakeHook {
+	r := startLifecycleWith(t, configOf(g), constant(simRun{RunFor: -1}), func(spec.HookPoint, string, int) fakeHook {
 		return fakeHook{takes: 1050 * time.Millisecond}
 	}, alwaysFailing(&calls))
 	r.advanceTo(time.Second)
@@ -238,9 +238,9 @@ func TestReadinessProbesANewInstanceAtOnce(t *testing.T) {
 	}
 	r := startLifecycleWith(t, configOf(g), func(_ string, n int) simRun {
 		if n == 0 {
-			return simRun{runFor: time.Second, code: 1}
+			return simRun{RunFor: time.Second, Code: 1}
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	}, nil, handler)
 	r.advanceTo(500 * time.Millisecond)
 	if ps := r.status("app"); !ps.Ready {
@@ -270,7 +270,7 @@ func TestReloadGivesAChangedProcessItsNewProbes(t *testing.T) {
 	handler := func(string, spec.ProbeKind) probes.Handler {
 		return detailHandler(func() probes.Detail { return probes.Detail{Result: probes.Failure, Message: "not ready"} })
 	}
-	r := startLifecycleWith(t, cfg, constant(simRun{runFor: -1}), nil, handler)
+	r := startLifecycleWith(t, cfg, constant(simRun{RunFor: -1}), nil, handler)
 	r.advanceTo(time.Second)
 	if ps := r.status("app"); !ps.Ready {
 		t.Fatalf("without a readiness probe the process is ready: %+v", ps)

@@ -27,34 +27,14 @@ func (packageHooks) Run(ctx context.Context, req supervisor.HookRequest) error {
 	return hooks.Run(ctx, req.Hook, req.Point, req.Budget).Err
 }
 
+// startRealWith is startReal with opts (over host processes when
+// opts.Runtime is nil).
 func startRealWith(t *testing.T, cfg spec.Config, opts supervisor.Options) *realRun {
 	t.Helper()
 	if opts.Runtime == nil {
 		opts.Runtime = hostrt.Runtime{}
 	}
-	sup, err := supervisor.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &realRun{t: t, sup: sup, sub: sup.Subscribe(), res: make(chan supervisor.Result, 1)}
-	go func() {
-		res, err := sup.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		r.res <- res
-	}()
-	t.Cleanup(func() {
-		r.sub.Close()
-		sup.RequestShutdown(nil)
-		sup.RequestShutdown(nil) // SIGKILL whatever is left: leave nothing behind
-		select {
-		case <-r.res:
-		case <-time.After(10 * time.Second):
-			t.Error("supervisor did not stop")
-		}
-	})
-	return r
+	return runSupervisor(t, cfg, opts, 10*time.Second)
 }
 
 func TestRealRecreateLeavesTheSidecarAlone(t *testing.T) {

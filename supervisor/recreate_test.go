@@ -23,7 +23,7 @@ func TestRecreateAPIErrors(t *testing.T) {
 	if _, err := sup.Recreate(lifecycle.RecreateSpec{Group: "g", Processes: []string{"app"}}); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("before Run: %v", err)
 	}
-	f := startFake(t, cfg, constant(simRun{runFor: -1}))
+	f := startFake(t, cfg, constant(simRun{RunFor: -1}))
 	f.advanceTo(time.Second)
 	cases := []struct {
 		spec lifecycle.RecreateSpec
@@ -54,7 +54,7 @@ func TestRecreateAPIErrors(t *testing.T) {
 func TestRecreateAPIFollowsARequest(t *testing.T) {
 	g := appAndSidecar()
 	g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
-	f := startFake(t, configOf(g), constant(simRun{runFor: -1, termExit: time.Second}))
+	f := startFake(t, configOf(g), constant(simRun{RunFor: -1, TermExit: time.Second}))
 	f.advanceTo(time.Second)
 	before, _ := f.sup.Status().Group("g")
 	app0, _ := before.Process("app")
@@ -138,7 +138,7 @@ func TestRecreateAPIFollowsARequest(t *testing.T) {
 }
 
 func TestRecreateAPIWaitEndsWithContext(t *testing.T) {
-	f := startFake(t, configOf(appAndSidecar()), constant(simRun{runFor: -1, ignoreTerm: true}))
+	f := startFake(t, configOf(appAndSidecar()), constant(simRun{RunFor: -1, IgnoreTerm: true}))
 	f.advanceTo(time.Second)
 	id, err := f.sup.Recreate(lifecycle.RecreateSpec{Group: "g", Processes: []string{"app"}})
 	if err != nil {

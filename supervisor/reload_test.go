@@ -80,7 +80,7 @@ func processStatus(t *testing.T, sup *Supervisor, group, name string) lifecycle.
 
 func TestReloadTouchesOnlyChangedProcesses(t *testing.T) {
 	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(30 * time.Second), Processes: procs("keep", "change", "drop")}
-	f, rt := startFakeWith(t, configOf(g), constant(simRun{runFor: -1, termExit: time.Second}), nil)
+	f, rt := startFakeWith(t, configOf(g), constant(simRun{RunFor: -1, TermExit: time.Second}), nil)
 	f.advanceTo(time.Second)
 	keep0 := processStatus(t, f.sup, "g", "keep")
 	change0 := processStatus(t, f.sup, "g", "change")
@@ -128,7 +128,7 @@ func TestReloadTouchesOnlyChangedProcesses(t *testing.T) {
 
 func TestReloadGroupLevelChangeReplacesTheGroup(t *testing.T) {
 	g := spec.Group{Name: "g", Processes: procs("a", "b")}
-	f, _ := startFakeWith(t, configOf(g), constant(simRun{runFor: -1}), nil)
+	f, _ := startFakeWith(t, configOf(g), constant(simRun{RunFor: -1}), nil)
 	f.advanceTo(time.Second)
 	a0 := processStatus(t, f.sup, "g", "a")
 	next := g
@@ -148,9 +148,9 @@ func TestReloadChangedCrashLoopGetsFreshBackoff(t *testing.T) {
 	g := spec.Group{Name: "g", Processes: procs("loop", "ok")}
 	f, rt := startFakeWith(t, configOf(g), func(p string, n int) simRun {
 		if p == "loop" && n < 4 {
-			return simRun{code: 1}
+			return simRun{Code: 1}
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	}, nil)
 	f.advanceTo(35 * time.Second) // loop: starts 0, 0, 10, 30; waiting until 70
 	if p := processStatus(t, f.sup, "g", "loop"); p.Reason != lifecycle.ReasonCrashLoopBackOff {
@@ -175,7 +175,7 @@ func TestReloadChangedCrashLoopGetsFreshBackoff(t *testing.T) {
 
 func TestReloadChangedStoppedProcessStaysStopped(t *testing.T) {
 	g := spec.Group{Name: "g", Processes: procs("a", "b")}
-	f, rt := startFakeWith(t, configOf(g), constant(simRun{runFor: -1}), nil)
+	f, rt := startFakeWith(t, configOf(g), constant(simRun{RunFor: -1}), nil)
 	f.advanceTo(time.Second)
 	if err := f.sup.Stop("g", "b", RequestOptions{}); err != nil {
 		t.Fatal(err)
@@ -228,7 +228,7 @@ func TestReloadReleasesARemovedProcessOnceItsLastInstanceExited(t *testing.T) {
 	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(30 * time.Second), Processes: procs("keep", "drop", "idle", "back")}
 	fc := clock.NewFake(clock.Epoch)
 	rt := &releasingRuntime{commandsRuntime: &commandsRuntime{
-		fakeRuntime: newFakeRuntime(fc, constant(simRun{runFor: -1, termExit: time.Second})), cmds: map[string][]string{}}}
+		fakeRuntime: newFakeRuntime(fc, constant(simRun{RunFor: -1, TermExit: time.Second})), cmds: map[string][]string{}}}
 	sup, err := New(configOf(g), Options{Clock: fc, Runtime: rt})
 	if err != nil {
 		t.Fatal(err)

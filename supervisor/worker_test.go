@@ -24,7 +24,7 @@ func configOf(groups ...spec.Group) spec.Config {
 func TestWorkerTimelineT1ExactTimers(t *testing.T) {
 	// T1 and X3 through the worker and its one timer: the restarts land at
 	// exactly F + back-off on the injected clock, never early.
-	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{code: 1}))
+	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{Code: 1}))
 	f.advanceTo(1300 * time.Second)
 	assertTimes(t, "T1 starts through the worker", f.rt.startsOf("app"), secs(0, 0, 10, 30, 70, 150, 310, 610, 910, 1210))
 	f.shutdown()
@@ -33,14 +33,14 @@ func TestWorkerTimelineT1ExactTimers(t *testing.T) {
 func TestWorkerTimelineT6ScaledRun500ms(t *testing.T) {
 	cfg := configOf(oneProcess(spec.RestartAlways))
 	cfg.Backoff = scaled
-	f := startFake(t, cfg, constant(simRun{runFor: 500 * time.Millisecond, code: 1}))
+	f := startFake(t, cfg, constant(simRun{RunFor: 500 * time.Millisecond, Code: 1}))
 	f.advanceTo(9 * time.Second)
 	assertTimes(t, "T6 scaled-run-500ms", f.rt.startsOf("app"), secs(0, 0.5, 1.1, 1.8, 2.7, 4.0, 6.1, 8.2))
 	f.shutdown()
 }
 
 func TestWorkerStatusAndEvents(t *testing.T) {
-	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{code: 1}))
+	f := startFake(t, configOf(oneProcess(spec.RestartAlways)), constant(simRun{Code: 1}))
 	sub := f.sub
 	f.advanceTo(5 * time.Second)
 	st, ok := f.sup.Status().Group("g")
@@ -108,7 +108,7 @@ func TestShutdownX9AndSecondEscalates(t *testing.T) {
 	g.Processes = append(g.Processes, spec.Process{Name: "b", Command: []string{"x"}})
 	g2 := oneProcess(spec.RestartAlways)
 	g2.Name = "h"
-	f := startFake(t, configOf(g, g2), constant(simRun{runFor: -1, ignoreTerm: true}))
+	f := startFake(t, configOf(g, g2), constant(simRun{RunFor: -1, IgnoreTerm: true}))
 	f.advanceTo(time.Second)
 	f.sup.RequestShutdown(nil)
 	f.advanceTo(2 * time.Second)
@@ -141,7 +141,7 @@ func TestCriticalExitEndsRun(t *testing.T) {
 	other := oneProcess(spec.RestartAlways)
 	other.Name = "other"
 	f := startFake(t, configOf(crit, other), func(p string, n int) simRun {
-		return simRun{runFor: time.Second, code: 42}
+		return simRun{RunFor: time.Second, Code: 42}
 	})
 	f.advanceTo(3 * time.Second)
 	select {
@@ -177,7 +177,7 @@ func TestProbeResultThroughTheAPI(t *testing.T) {
 		Handler:                spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}},
 		TerminationGracePeriod: spec.Durp(3 * time.Second),
 	}
-	f := startFake(t, configOf(g), constant(simRun{runFor: -1, ignoreTerm: true}))
+	f := startFake(t, configOf(g), constant(simRun{RunFor: -1, IgnoreTerm: true}))
 	f.advanceTo(time.Second)
 	p, _ := f.sup.Status().Groups[0].Process("app")
 	if err := f.sup.ProbeResult("g", p.InstanceID, spec.Liveness, false, "exit 1"); err != nil {
@@ -204,7 +204,7 @@ func TestEventsAreStructuredLogLines(t *testing.T) {
 	var buf bytes.Buffer
 	fc := clock.NewFake(clock.Epoch)
 	sup, err := New(configOf(oneProcess(spec.RestartNever)), Options{
-		Clock: fc, Logger: zerolog.New(&buf), Runtime: newFakeRuntime(fc, constant(simRun{runFor: -1})),
+		Clock: fc, Logger: zerolog.New(&buf), Runtime: newFakeRuntime(fc, constant(simRun{RunFor: -1})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func (b *lockedBuffer) String() string {
 func TestExitsAreLoggedNotPublished(t *testing.T) {
 	// E2: an exit is no event, but podsup's own log says how it ended.
 	var buf lockedBuffer
-	rt := newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{runFor: time.Second, code: 3}))
+	rt := newFakeRuntime(clock.NewFake(clock.Epoch), constant(simRun{RunFor: time.Second, Code: 3}))
 	sup, err := New(configOf(oneProcess(spec.RestartNever)), Options{Clock: rt.clock, Runtime: rt, Logger: zerolog.New(&buf)})
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/internal/testfreeze"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/proc"
@@ -138,7 +137,7 @@ group "sb" {
 `)
 	old := f.waitRunning(t, "sb", "app")
 	holder := holderOf(t, f.up.p.Pid())
-	killByPidfd(t, holder)
+	testproc.KillPid(t, holder)
 	begun := time.Now()
 	deadline := begun.Add(20 * time.Second)
 	var out string
@@ -281,22 +280,6 @@ func holderOf(t *testing.T, podsup int) int {
 		t.Fatalf("no sandbox holder among the children of podsup %d", podsup)
 	}
 	return found
-}
-
-// killByPidfd SIGKILLs pid through a pidfd; never a pid <= 1.
-func killByPidfd(t *testing.T, pid int) {
-	t.Helper()
-	if pid <= 1 {
-		t.Fatalf("refusing to signal pid %d", pid)
-	}
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatalf("pidfd of %d: %v", pid, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
-		t.Fatalf("SIGKILL of %d: %v", pid, err)
-	}
 }
 
 // sweepInstance removes what a podsup on socket left in its cgroups: a

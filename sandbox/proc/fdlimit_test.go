@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,7 +18,7 @@ import (
 // low ones, gives the last number (63) to a start as its stdout and prints
 // the start's error: the child of the fork needs fd 64 for its error pipe,
 // which the limit forbids.
-var _ = registerHelper("fdLimitStart", func([]string) int {
+var _ = testproc.Register("fdLimitStart", func([]string) int {
 	// The reaper and /dev/null first, so that they hold their fds already.
 	if p, err := Start(&Cmd{Path: "/bin/true"}); err == nil {
 		<-p.Done()
@@ -92,7 +93,7 @@ func TestStartOutOfFDNumbersIsEMFILE(t *testing.T) {
 
 // fdLimitDevNull starts a process with every fd taken, so that its
 // /dev/null cannot be opened, then frees some and starts one again.
-var _ = registerHelper("fdLimitDevNull", func([]string) int {
+var _ = testproc.Register("fdLimitDevNull", func([]string) int {
 	const limit = 64
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
 		fmt.Println("setrlimit:", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,10 +30,10 @@ func TestForkExecFloorRefusesBesideTheReaper(t *testing.T) {
 // floorAs runs ForkExecFloorAs like Start in the cgroup2 directory
 // args[0] for a moment, its children being floorChild, and appends to the
 // file args[1] how many it ran and its open fds before and after.
-var _ = registerHelper("floorAs", func(args []string) int {
+var _ = testproc.Register("floorAs", func(args []string) int {
 	dir, out := args[0], args[1]
 	exe, _ := os.Executable()
-	env := append(helperEnv("floorChild"), "FLOOR_OUT="+out, "FLOOR_CGROUP="+filepath.Base(dir))
+	env := append(testproc.HelperEnv("floorChild"), "FLOOR_OUT="+out, "FLOOR_CGROUP="+filepath.Base(dir))
 	before := openFDs()
 	n, err := ForkExecFloorAs([]string{exe}, 100*time.Millisecond, FloorSpawn{LikeStart: true, CgroupDir: dir, Env: env})
 	appendTo(out, fmt.Sprintf("ran %d %v fds %d %d", n, err, before, openFDs()))
@@ -42,7 +43,7 @@ var _ = registerHelper("floorAs", func(args []string) int {
 // floorChild appends "ok" to $FLOOR_OUT when it leads a process group of
 // its own and sits in the cgroup named $FLOOR_CGROUP, and what it found
 // otherwise.
-var _ = registerHelper("floorChild", func([]string) int {
+var _ = testproc.Register("floorChild", func([]string) int {
 	pgid, _ := unix.Getpgid(0)
 	cg, _ := os.ReadFile("/proc/self/cgroup")
 	var v2 string

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"golang.org/x/sys/unix"
 )
@@ -79,7 +80,7 @@ func exerciseReaper(tracked, orphans int, orphanCmd *Cmd) string {
 	}
 	// Every orphan has been reaped, so none can be a zombie now, and no
 	// tracked child may be one either.
-	if z := zombiesOf(os.Getpid()); len(z) > 0 {
+	if z := testproc.ZombiesOf(os.Getpid()); len(z) > 0 {
 		return fmt.Sprintf("%d zombies left: %v", len(z), z)
 	}
 	if n := Stats().Tracked; n != 0 {
@@ -88,24 +89,7 @@ func exerciseReaper(tracked, orphans int, orphanCmd *Cmd) string {
 	return ""
 }
 
-// orphanMaker forks n children that each exit after a short sleep, then
-// exits without waiting: they become orphans of the nearest subreaper.
-// orphans N [SECONDS] leaves N children sleeping SECONDS (default 0.2)
-// behind when it exits.
-var _ = registerHelper("orphans", func(args []string) int {
-	n, _ := strconv.Atoi(args[0])
-	life := "0.2"
-	if len(args) > 1 {
-		life = args[1]
-	}
-	for i := 0; i < n; i++ {
-		if _, err := syscall.ForkExec("/bin/sleep", []string{"sleep", life}, &syscall.ProcAttr{}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	return 0
-})
+var _ = testproc.Register("orphans", testproc.Orphans)
 
 func TestReaperAsSubreaperLosesNoStatusAndLeavesNoZombie(t *testing.T) {
 	if !Stats().Subreaper {
@@ -118,7 +102,7 @@ func TestReaperAsSubreaperLosesNoStatusAndLeavesNoZombie(t *testing.T) {
 
 // pid1Reaper runs inside a new PID and mount namespace as PID 1 and
 // repeats the reaper exercise there, with a private /proc.
-var _ = registerHelper("pid1-reaper", func(args []string) int {
+var _ = testproc.Register("pid1-reaper", func(args []string) int {
 	if err := mountPrivateProc(); err != nil {
 		fmt.Println("FAIL mount /proc:", err)
 		return 1
@@ -128,7 +112,7 @@ var _ = registerHelper("pid1-reaper", func(args []string) int {
 		return 1
 	}
 	exe, _ := os.Executable()
-	oc := &Cmd{Path: exe, Args: []string{exe, "1000"}, RunAs: RunAs{Env: helperEnv("orphans")}, Stderr: os.Stdout}
+	oc := &Cmd{Path: exe, Args: []string{exe, "1000"}, RunAs: RunAs{Env: testproc.HelperEnv("orphans")}, Stderr: os.Stdout}
 	if msg := exerciseReaper(100, 1000, oc); msg != "" {
 		fmt.Println("FAIL", msg)
 		return 1
@@ -148,7 +132,7 @@ func mountPrivateProc() error {
 // namespace and returns it with the read end of its stdout and stderr.
 func startInPidNamespace(t *testing.T, helper string) (*Process, *os.File) {
 	t.Helper()
-	needRoot(t)
+	testproc.NeedRoot(t)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +183,7 @@ func TestReaperAsPID1LosesNoStatusAndLeavesNoZombie(t *testing.T) {
 // staleSignal starts a process, lets it be reaped, forces the kernel to
 // hand its pid to a new process (ns_last_pid, possible only in our own
 // PID namespace) and signals the old handle.
-var _ = registerHelper("stale-pidfd", func(args []string) int {
+var _ = testproc.Register("stale-pidfd", func(args []string) int {
 	if err := mountPrivateProc(); err != nil {
 		fmt.Println("FAIL mount /proc:", err)
 		return 1
@@ -298,7 +282,7 @@ func frozenCgroup(t *testing.T) (fd int, thaw func()) {
 // directory for (why), where no cgroup2 hierarchy is mounted.
 func testCgroupDir(t *testing.T, suffix, why string) string {
 	t.Helper()
-	needRoot(t)
+	testproc.NeedRoot(t)
 	l, err := cgroups.Detect()
 	if err != nil || l.V2 == nil {
 		t.Skipf("needs a cgroup2 hierarchy %s (layout: %v, %v)", why, l, err)
@@ -312,7 +296,7 @@ func testCgroupDir(t *testing.T, suffix, why string) string {
 		t.Fatalf("creating %s: %v", dir, err)
 	}
 	t.Cleanup(func() {
-		if !eventually(30*time.Second, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
+		if !testproc.Eventually(30*time.Second, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
 			t.Errorf("removing %s: %v", dir, os.Remove(dir))
 		}
 	})
@@ -372,7 +356,7 @@ func TestStuckExecStallsNeitherOtherSpawnsNorExits(t *testing.T) {
 			t.Error("the stuck Start never returned")
 		}
 	})
-	if !eventually(30*time.Second, func() bool { return cgroupHasProcess(cgfd) }) {
+	if !testproc.Eventually(30*time.Second, func() bool { return cgroupHasProcess(cgfd) }) {
 		t.Fatal("the child never appeared in the frozen cgroup")
 	}
 
@@ -436,7 +420,7 @@ func TestStuckExecStallsNeitherOtherSpawnsNorExits(t *testing.T) {
 // It checks the two races of a spawn that registers its pid after the
 // exec: an exit reaped before the pid is registered still reaches its
 // owner, and the child of an exec that failed is not an orphan.
-var _ = registerHelper("spawn-races", func(args []string) int {
+var _ = testproc.Register("spawn-races", func(args []string) int {
 	if err := mountPrivateProc(); err != nil {
 		fmt.Println("FAIL mount /proc:", err)
 		return 1
@@ -463,7 +447,7 @@ var _ = registerHelper("spawn-races", func(args []string) int {
 func exitBeforeRegistration() string {
 	reaped := make(chan bool, 1)
 	testHookBeforeRegister = func(pid int) {
-		reaped <- eventually(30*time.Second, func() bool { _, _, ok := procState(pid); return !ok })
+		reaped <- testproc.Eventually(30*time.Second, func() bool { _, _, ok := testproc.State(pid); return !ok })
 	}
 	defer func() { testHookBeforeRegister = nil }()
 	var calls atomic.Int32
@@ -526,7 +510,7 @@ func failedExecsAmidExits(n int) string {
 	for e := range errs {
 		return e
 	}
-	if z := zombiesOf(os.Getpid()); len(z) > 0 {
+	if z := testproc.ZombiesOf(os.Getpid()); len(z) > 0 {
 		return fmt.Sprintf("%d zombies left: %v", len(z), z)
 	}
 	return ""
@@ -666,7 +650,7 @@ func TestHeldExitsAreBounded(t *testing.T) {
 
 // pid1Adopts runs as PID 1 of a new PID namespace with no child at all,
 // says READY and waits for an orphan it never forked to be reaped.
-var _ = registerHelper("pid1-adopts", func(args []string) int {
+var _ = testproc.Register("pid1-adopts", func(args []string) int {
 	if err := mountPrivateProc(); err != nil {
 		fmt.Println("FAIL mount /proc:", err)
 		return 1
@@ -681,7 +665,7 @@ var _ = registerHelper("pid1-adopts", func(args []string) int {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if z := zombiesOf(1); len(z) > 0 {
+	if z := testproc.ZombiesOf(1); len(z) > 0 {
 		fmt.Printf("FAIL: zombies left: %v\n", z)
 		return 1
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -130,7 +131,7 @@ func TestArgsEnvDirAndFilesPassVerbatim(t *testing.T) {
 }
 
 func TestUserAndGroup(t *testing.T) {
-	needRoot(t)
+	testproc.NeedRoot(t)
 	e, out := run(t, &Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "id -u; id -g"}, RunAs: RunAs{User: "nobody"}})
 	if e.Code() != 0 || strings.Fields(out)[0] != "65534" {
 		t.Fatalf("as nobody: %q (%s)", out, e)
@@ -173,10 +174,10 @@ func TestKillTreeReachesGrandchildren(t *testing.T) {
 	}
 	for _, k := range kids {
 		deadline := time.Now().Add(10 * time.Second)
-		for alive(k) && time.Now().Before(deadline) {
+		for testproc.Alive(k) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if alive(k) {
+		if testproc.Alive(k) {
 			t.Errorf("grandchild %d survived KillTree", k)
 		}
 	}

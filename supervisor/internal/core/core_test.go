@@ -37,7 +37,7 @@ func TestRestartPolicyDecision(t *testing.T) {
 		t.Run(c.rule, func(t *testing.T) {
 			g := oneProcess(c.group)
 			g.Processes[0].RestartPolicy = c.process
-			s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: time.Second, code: c.code}))
+			s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: time.Second, Code: c.code}))
 			s.runUntil(5 * time.Second)
 			if got := len(s.starts["app"]) > 1; got != c.restart {
 				t.Errorf("%s: restarted=%v, want %v", c.rule, got, c.restart)
@@ -49,7 +49,7 @@ func TestRestartPolicyDecision(t *testing.T) {
 func TestRestartCountAndEvents(t *testing.T) {
 	// R5, B12: restart count = previous instances, and it keeps counting
 	// through back-off; events carry group, process, instance, count, pid.
-	s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{code: 3}))
+	s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{Code: 3}))
 	s.runUntil(800 * time.Millisecond)
 	started := s.eventsWith(lifecycle.EventStarted)
 	if len(started) != 5 {
@@ -88,7 +88,7 @@ func TestEventsFollowKubelet(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	t.Run("crash loop", func(t *testing.T) {
-		s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{runFor: 50 * time.Millisecond, code: 1}))
+		s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{RunFor: 50 * time.Millisecond, Code: 1}))
 		s.runUntil(200 * time.Millisecond) // starts at 0, 0.05, 0.2 (0.1 after the exit at 0.1)
 		if got, want := seq(s), "Created Started Created Started BackOff Created Started"; got != want {
 			t.Fatalf("events %q, want %q", got, want)
@@ -106,7 +106,7 @@ func TestEventsFollowKubelet(t *testing.T) {
 	t.Run("one Killing for a stop that ends in SIGKILL", func(t *testing.T) {
 		g := oneProcess(spec.RestartAlways)
 		g.TerminationGracePeriod = spec.Durp(time.Second)
-		s := newSim(t, g, scaled, 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s := newSim(t, g, scaled, 0, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 		s.runUntil(time.Second)
 		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(5 * time.Second)
@@ -120,7 +120,7 @@ func TestEventsFollowKubelet(t *testing.T) {
 	t.Run("a second stop request is a second Killing", func(t *testing.T) {
 		g := oneProcess(spec.RestartAlways)
 		g.TerminationGracePeriod = spec.Durp(30 * time.Second)
-		s := newSim(t, g, scaled, 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s := newSim(t, g, scaled, 0, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 		s.runUntil(time.Second)
 		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(2 * time.Second)
@@ -133,7 +133,7 @@ func TestEventsFollowKubelet(t *testing.T) {
 	t.Run("a start that fails: Created, Failed", func(t *testing.T) {
 		// E1, E3: kubelet records Created before the runtime's start,
 		// which is where a missing command fails.
-		s := newSim(t, oneProcess(spec.RestartNever), scaled, 0, constant(simRun{runFor: -1}))
+		s := newSim(t, oneProcess(spec.RestartNever), scaled, 0, constant(simRun{RunFor: -1}))
 		var got []string
 		for _, in := range []func() Input{
 			func() Input { return TimerInput{} },
@@ -170,9 +170,9 @@ func TestInitProcesses(t *testing.T) {
 	t.Run("I1 one at a time, in order, mains after the last", func(t *testing.T) {
 		s := newSim(t, group(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, func(p string, n int) simRun {
 			if p == "i1" || p == "i2" {
-				return simRun{runFor: time.Second}
+				return simRun{RunFor: time.Second}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(10 * time.Second)
 		assertTimes(t, "i1", s.starts["i1"], secs(0))
@@ -184,7 +184,7 @@ func TestInitProcesses(t *testing.T) {
 		}
 	})
 	t.Run("I1 mains wait while an init runs", func(t *testing.T) {
-		s := newSim(t, group(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: time.Second}))
+		s := newSim(t, group(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: time.Second}))
 		s.runUntil(500 * time.Millisecond)
 		if ps := s.status("a"); ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonPodInitializing {
 			t.Errorf("I1: main status %s/%s, want waiting/PodInitializing", ps.State, ps.Reason)
@@ -199,11 +199,11 @@ func TestInitProcesses(t *testing.T) {
 			case p == "i1":
 				return simRun{}
 			case p == "i2" && n < 3:
-				return simRun{code: 1}
+				return simRun{Code: 1}
 			case p == "i2":
 				return simRun{}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(100 * time.Second)
 		assertTimes(t, "i1", s.starts["i1"], secs(0))
@@ -219,9 +219,9 @@ func TestInitProcesses(t *testing.T) {
 	t.Run("I2 failure under never fails the group", func(t *testing.T) {
 		s := newSim(t, group(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, func(p string, n int) simRun {
 			if p == "i1" {
-				return simRun{code: 2}
+				return simRun{Code: 2}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(100 * time.Second)
 		if len(s.starts["i1"]) != 1 || len(s.starts["i2"]) != 0 || len(s.starts["a"]) != 0 {
@@ -236,7 +236,7 @@ func TestInitProcesses(t *testing.T) {
 			if p == "i1" || p == "i2" {
 				return simRun{}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(time.Second)
 		s.command(CmdStop, "", nil, "test")
@@ -267,7 +267,7 @@ func graceGroup(preStop bool) spec.Group {
 }
 
 func TestGracefulStopK8(t *testing.T) {
-	ignoreTerm := constant(simRun{runFor: -1, ignoreTerm: true})
+	ignoreTerm := constant(simRun{RunFor: -1, IgnoreTerm: true})
 	cases := []struct {
 		rule       string
 		preStop    bool
@@ -313,7 +313,7 @@ func TestPreStopThatOutlivesTheGrace(t *testing.T) {
 	// and the stop goes on; the hook's later end changes nothing but is
 	// told when it failed: while the instance is signalled, and after it
 	// is gone (the hook ended with its SIGKILL), naming that instance.
-	s := newSim(t, graceGroup(true), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+	s := newSim(t, graceGroup(true), spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 	s.runUntil(0)
 	id := s.core.mains[0].inst.id
 	s.command(CmdStop, "app", nil, "test")
@@ -350,7 +350,7 @@ func TestPreStopThatOutlivesTheGrace(t *testing.T) {
 
 func TestStopSemantics(t *testing.T) {
 	t.Run("K6 honoured SIGTERM gives 143 and no SIGKILL of the main process", func(t *testing.T) {
-		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, termExit: time.Second}))
+		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: -1, TermExit: time.Second}))
 		s.runUntil(0)
 		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(100 * time.Second)
@@ -365,7 +365,7 @@ func TestStopSemantics(t *testing.T) {
 	t.Run("K6 custom stop signal", func(t *testing.T) {
 		g := graceGroup(false)
 		g.Processes[0].StopSignal = syscall.SIGINT
-		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1}))
+		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: -1}))
 		s.runUntil(0)
 		s.command(CmdStop, "", nil, "test")
 		s.runUntil(time.Second)
@@ -374,7 +374,7 @@ func TestStopSemantics(t *testing.T) {
 		}
 	})
 	t.Run("X9 second stop request escalates to SIGKILL at once", func(t *testing.T) {
-		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 		s.runUntil(0)
 		s.command(CmdShutdown, "", nil, "test")
 		s.runUntil(3 * time.Second)
@@ -388,7 +388,7 @@ func TestStopSemantics(t *testing.T) {
 		}
 	})
 	t.Run("X9 a restart in progress becomes a stop; the next stop escalates", func(t *testing.T) {
-		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s := newSim(t, graceGroup(false), spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 		s.runUntil(0)
 		s.command(CmdRestart, "app", nil, "test")
 		s.runUntil(time.Second)
@@ -406,7 +406,7 @@ func TestStopSemantics(t *testing.T) {
 	t.Run("group stop stops its processes in parallel", func(t *testing.T) {
 		g := graceGroup(false)
 		g.Processes = append(g.Processes, spec.Process{Name: "b", Command: []string{"x"}}, spec.Process{Name: "c", Command: []string{"x"}})
-		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true}))
+		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 		s.runUntil(time.Second)
 		s.command(CmdStop, "", nil, "test")
 		s.runUntil(100 * time.Second)
@@ -423,7 +423,7 @@ func TestStopSemantics(t *testing.T) {
 		}
 	})
 	t.Run("X10 the tree is killed after every exit", func(t *testing.T) {
-		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: time.Second}))
+		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: time.Second}))
 		var trees int
 		s.runUntil(0)
 		p := s.core.Step(s.now.Add(time.Second), ExitedInput{Instance: s.core.mains[0].inst.id, At: s.now.Add(time.Second)})
@@ -437,7 +437,7 @@ func TestStopSemantics(t *testing.T) {
 		}
 	})
 	t.Run("a stopped process in back-off stops waiting", func(t *testing.T) {
-		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{code: 1}))
+		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{Code: 1}))
 		s.runUntil(5 * time.Second)
 		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(100 * time.Second)
@@ -454,9 +454,9 @@ func TestExplicitRequestsX7(t *testing.T) {
 	t.Run("restart of a process waiting in back-off: at once, no advance", func(t *testing.T) {
 		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 0, func(_ string, n int) simRun {
 			if n < 3 {
-				return simRun{code: 1}
+				return simRun{Code: 1}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(11 * time.Second) // starts 0, 0, 10; waiting until 30
 		before := s.core.backoff.Get("app")
@@ -470,9 +470,9 @@ func TestExplicitRequestsX7(t *testing.T) {
 	t.Run("restart of a running process", func(t *testing.T) {
 		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 0, func(_ string, n int) simRun {
 			if n < 2 {
-				return simRun{code: 1}
+				return simRun{Code: 1}
 			}
-			return simRun{runFor: -1, termExit: 100 * time.Millisecond}
+			return simRun{RunFor: -1, TermExit: 100 * time.Millisecond}
 		})
 		s.runUntil(15 * time.Second) // starts 0, 0, 10; running since 10
 		before := s.core.backoff.Get("app")
@@ -495,9 +495,9 @@ func TestExplicitRequestsX7(t *testing.T) {
 	t.Run("start of a process waiting in CrashLoopBackOff is immediate", func(t *testing.T) {
 		s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 0, func(_ string, n int) simRun {
 			if n < 2 {
-				return simRun{code: 1}
+				return simRun{Code: 1}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(3 * time.Second)
 		before := s.core.backoff.Get("app")
@@ -509,7 +509,7 @@ func TestExplicitRequestsX7(t *testing.T) {
 		}
 	})
 	t.Run("start of a completed process", func(t *testing.T) {
-		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second}))
+		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{RunFor: time.Second}))
 		s.runUntil(2 * time.Second)
 		s.command(CmdStart, "", nil, "bob")
 		s.runUntil(2500 * time.Millisecond)
@@ -518,7 +518,7 @@ func TestExplicitRequestsX7(t *testing.T) {
 	t.Run("start of a stopped group restarts all its processes", func(t *testing.T) {
 		g := oneProcess(spec.RestartAlways)
 		g.Processes = append(g.Processes, spec.Process{Name: "b", Command: []string{"x"}})
-		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 		s.runUntil(time.Second)
 		s.command(CmdStop, "", nil, "bob")
 		s.runUntil(2 * time.Second)
@@ -536,28 +536,28 @@ func TestCriticalX11(t *testing.T) {
 		return g
 	}
 	t.Run("ends for good: critical action with its exit code", func(t *testing.T) {
-		s := newSim(t, crit(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second, code: 7}))
+		s := newSim(t, crit(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{RunFor: time.Second, Code: 7}))
 		s.runUntil(5 * time.Second)
 		if len(s.criticals) != 1 || s.criticals[0].Code != 7 {
 			t.Errorf("X11: %+v", s.criticals)
 		}
 	})
 	t.Run("killed by a signal: 128+N", func(t *testing.T) {
-		s := newSim(t, crit(spec.RestartOnFailure), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second, code: 0}))
+		s := newSim(t, crit(spec.RestartOnFailure), spec.DefaultBackoff(), 0, constant(simRun{RunFor: time.Second, Code: 0}))
 		s.runUntil(5 * time.Second)
 		if len(s.criticals) != 1 || s.criticals[0].Code != 0 {
 			t.Errorf("X11: exit 0 under on-failure ends for good: %+v", s.criticals)
 		}
 	})
 	t.Run("restarted by its policy: not critical", func(t *testing.T) {
-		s := newSim(t, crit(spec.RestartAlways), spec.DefaultBackoff(), 0, constant(simRun{runFor: time.Second, code: 7}))
+		s := newSim(t, crit(spec.RestartAlways), spec.DefaultBackoff(), 0, constant(simRun{RunFor: time.Second, Code: 7}))
 		s.runUntil(5 * time.Second)
 		if len(s.criticals) != 0 {
 			t.Errorf("X11: %+v", s.criticals)
 		}
 	})
 	t.Run("stopped on request: not critical", func(t *testing.T) {
-		s := newSim(t, crit(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s := newSim(t, crit(spec.RestartNever), spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 		s.runUntil(time.Second)
 		s.command(CmdStop, "app", nil, "test")
 		s.runUntil(5 * time.Second)
@@ -567,7 +567,7 @@ func TestCriticalX11(t *testing.T) {
 	})
 	t.Run("start failure that ends for good is critical (128, E3)", func(t *testing.T) {
 		g := crit(spec.RestartNever)
-		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 		s.core.Step(s.now, TimerInput{})
 		id := s.core.mains[0].inst.id
 		p := s.core.Step(s.now, StartFailedInput{Instance: id, Err: errString("not found"), Code: 128})
@@ -599,9 +599,9 @@ func TestProbeSeam(t *testing.T) {
 		}
 		s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, func(_ string, n int) simRun {
 			if n == 0 {
-				return simRun{runFor: -1, ignoreTerm: true, livenessFailAfter: time.Second}
+				return simRun{RunFor: -1, IgnoreTerm: true, LivenessFailAfter: time.Second}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(100 * time.Second)
 		if len(s.kills) == 0 || s.kills[0].at != 6*time.Second {
@@ -616,7 +616,7 @@ func TestProbeSeam(t *testing.T) {
 	t.Run("P12 S3 readiness drives ready only", func(t *testing.T) {
 		g := oneProcess(spec.RestartAlways)
 		g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
-		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 		s.runUntil(0)
 		if s.status("app").Ready {
 			t.Error("P4: readiness starts as not ready")

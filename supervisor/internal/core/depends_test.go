@@ -25,7 +25,7 @@ func dbAPI(cond spec.Condition, timeout time.Duration) spec.Group {
 	}
 }
 
-func runForever(string, int) simRun { return simRun{runFor: -1} }
+func runForever(string, int) simRun { return simRun{RunFor: -1} }
 
 // ready reports db's readiness probe's success at the current time.
 func (s *sim) ready(process string) {
@@ -148,9 +148,9 @@ func TestDependsOnCompleted(t *testing.T) {
 	t.Run("W4 gates until exit 0", func(t *testing.T) {
 		s := newSim(t, group(), scaled, 0, func(p string, n int) simRun {
 			if p == "migrate" {
-				return simRun{runFor: time.Second}
+				return simRun{RunFor: time.Second}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(3 * time.Second)
 		assertTimes(t, "api", s.starts["api"], secs(1))
@@ -158,12 +158,12 @@ func TestDependsOnCompleted(t *testing.T) {
 	t.Run("W4 failures retried: the wait goes on", func(t *testing.T) {
 		s := newSim(t, group(), scaled, 0, func(p string, n int) simRun {
 			if p == "migrate" && n < 2 {
-				return simRun{runFor: time.Second, code: 3}
+				return simRun{RunFor: time.Second, Code: 3}
 			}
 			if p == "migrate" {
-				return simRun{runFor: time.Second}
+				return simRun{RunFor: time.Second}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(5 * time.Second)
 		// migrate: 0–1 fails, 1–2 fails (first restart immediate), 2.1–3.1 exits 0.
@@ -177,9 +177,9 @@ func TestDependsOnCompleted(t *testing.T) {
 		g.Processes[1].RestartPolicy = spec.RestartNever
 		s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
 			if p == "migrate" {
-				return simRun{runFor: time.Second, code: 3}
+				return simRun{RunFor: time.Second, Code: 3}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(10 * time.Second)
 		if len(s.starts["api"]) != 0 {
@@ -202,9 +202,9 @@ func TestDependsOnAppliesToRestarts(t *testing.T) {
 	g := dbAPI(spec.ConditionReady, 0)
 	s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
 		if p == "db" && n == 0 {
-			return simRun{runFor: 2 * time.Second, code: 1}
+			return simRun{RunFor: 2 * time.Second, Code: 1}
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	})
 	s.runUntil(time.Second)
 	s.ready("db")
@@ -223,9 +223,9 @@ func TestDependsOnRestartTrue(t *testing.T) {
 	g.Processes[0].DependsOn[0].Restart = true
 	s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
 		if p == "db" && n == 0 {
-			return simRun{runFor: 2 * time.Second, code: 1}
+			return simRun{RunFor: 2 * time.Second, Code: 1}
 		}
-		return simRun{runFor: -1, termExit: 0}
+		return simRun{RunFor: -1, TermExit: 0}
 	})
 	s.runUntil(time.Second)
 	s.ready("db")
@@ -304,7 +304,7 @@ func signalOrder(s *sim) string {
 func TestOrderedShutdownStopsDependentsFirst(t *testing.T) {
 	// W8: each process receives its stop signal once what depends on it
 	// has exited; each step within its own grace.
-	s := newSim(t, chain(), scaled, 0, constant(simRun{runFor: -1, termExit: time.Second}))
+	s := newSim(t, chain(), scaled, 0, constant(simRun{RunFor: -1, TermExit: time.Second}))
 	s.runUntil(time.Second)
 	s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true})
 	s.runUntil(10 * time.Second)
@@ -323,7 +323,7 @@ func TestOrderedShutdownStepBoundedByGrace(t *testing.T) {
 	grace := 2 * time.Second
 	g.TerminationGracePeriod = &grace
 	s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
-		return simRun{runFor: -1, ignoreTerm: p == "c", termExit: 0}
+		return simRun{RunFor: -1, IgnoreTerm: p == "c", TermExit: 0}
 	})
 	s.runUntil(time.Second)
 	s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true})
@@ -335,7 +335,7 @@ func TestOrderedShutdownStepBoundedByGrace(t *testing.T) {
 
 func TestParallelShutdownAndSecondRequest(t *testing.T) {
 	t.Run("W9 parallel stops all at once", func(t *testing.T) {
-		s := newSim(t, chain(), scaled, 0, constant(simRun{runFor: -1, termExit: time.Second}))
+		s := newSim(t, chain(), scaled, 0, constant(simRun{RunFor: -1, TermExit: time.Second}))
 		s.runUntil(time.Second)
 		s.feed(CommandInput{Kind: CmdShutdown, By: "test"})
 		s.runUntil(10 * time.Second)
@@ -344,7 +344,7 @@ func TestParallelShutdownAndSecondRequest(t *testing.T) {
 		}
 	})
 	t.Run("W8 a second shutdown stops what still waits at once", func(t *testing.T) {
-		s := newSim(t, chain(), scaled, 0, constant(simRun{runFor: -1, termExit: 5 * time.Second}))
+		s := newSim(t, chain(), scaled, 0, constant(simRun{RunFor: -1, TermExit: 5 * time.Second}))
 		s.runUntil(time.Second)
 		s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true})
 		s.runUntil(2 * time.Second)
@@ -360,7 +360,7 @@ func TestParallelShutdownAndSecondRequest(t *testing.T) {
 
 func TestOrderedShutdownWaitsForDependentGroups(t *testing.T) {
 	// W8 between groups: db's processes stop once group app is gone.
-	s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{runFor: -1}))
+	s := newSim(t, oneProcess(spec.RestartAlways), scaled, 0, constant(simRun{RunFor: -1}))
 	s.runUntil(time.Second)
 	s.feed(DependencyInput{Group: "app", State: DepState{Alive: true}})
 	s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true, After: []string{"app"}})

@@ -17,7 +17,7 @@ func TestReadyWaitsForTheStartupProbe(t *testing.T) {
 		Name: "g", RestartPolicy: spec.RestartAlways, TerminationGracePeriod: spec.Durp(30 * time.Second),
 		Processes: []spec.Process{{Name: "app", Command: []string{"x"}, StartupProbe: tcpProbe}},
 	}
-	s := newSim(t, g, spec.DefaultBackoff(), 0, func(string, int) simRun { return simRun{runFor: -1} })
+	s := newSim(t, g, spec.DefaultBackoff(), 0, func(string, int) simRun { return simRun{RunFor: -1} })
 	s.schedule(3*time.Second, ProbeInput{Instance: "app-0", Probe: spec.Startup, Success: true})
 	s.runUntil(2 * time.Second)
 	if ps := s.status("app"); ps.State != lifecycle.StateRunning || ps.Started || ps.Ready {
@@ -45,7 +45,7 @@ func TestReadinessBeforeStartedIsHeldBack(t *testing.T) {
 		Name: "g", RestartPolicy: spec.RestartAlways, TerminationGracePeriod: spec.Durp(30 * time.Second),
 		Processes: []spec.Process{{Name: "app", Command: []string{"x"}, StartupProbe: tcpProbe, ReadinessProbe: tcpProbe}},
 	}
-	s := newSim(t, g, spec.DefaultBackoff(), 0, func(string, int) simRun { return simRun{runFor: -1} })
+	s := newSim(t, g, spec.DefaultBackoff(), 0, func(string, int) simRun { return simRun{RunFor: -1} })
 	s.schedule(1*time.Second, ProbeInput{Instance: "app-0", Probe: spec.Readiness, Success: true})
 	s.schedule(3*time.Second, ProbeInput{Instance: "app-0", Probe: spec.Startup, Success: true})
 	s.runUntil(2 * time.Second)

@@ -68,23 +68,15 @@ func reqPhases(st lifecycle.RecreateStatus) string {
 	return string(st.Phase) + " " + strings.Join(out, " ")
 }
 
-// appAndSidecar is a group with two long-running processes.
-func appAndSidecar() spec.Group {
-	return spec.Group{Name: "g", Processes: []spec.Process{
-		{Name: "app", Command: []string{"x"}},
-		{Name: "side", Command: []string{"x"}},
-	}}
-}
-
 func TestRecreateDuringCrashLoopX7(t *testing.T) {
 	// A recreate during a crash loop starts the new
 	// instance at once (X7: no back-off wait, no back-off advance), and the
 	// crash back-off continues unchanged afterwards.
 	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 0, func(_ string, n int) simRun {
 		if n == 4 { // the recreated instance runs 5 s, then crashes
-			return simRun{runFor: 5 * time.Second, code: 1}
+			return simRun{RunFor: 5 * time.Second, Code: 1}
 		}
-		return simRun{code: 1}
+		return simRun{Code: 1}
 	})
 	s.runUntil(35 * time.Second) // T1: starts 0, 0, 10, 30; waiting until 70
 	if ps := s.status("app"); ps.Reason != lifecycle.ReasonCrashLoopBackOff {
@@ -123,7 +115,7 @@ func TestRecreateKillPathC4(t *testing.T) {
 	g.TerminationGracePeriod = spec.Durp(30 * time.Second)
 	g.Processes[0].PreStop = &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: time.Second}}}
 	s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, func(p string, n int) simRun {
-		return simRun{runFor: -1, ignoreTerm: p == "app" && n == 0}
+		return simRun{RunFor: -1, IgnoreTerm: p == "app" && n == 0}
 	})
 	s.preStop["app"] = time.Second
 	s.runUntil(time.Second)
@@ -167,7 +159,7 @@ func TestRecreateKillPathC4(t *testing.T) {
 func TestRecreateQueueC2(t *testing.T) {
 	// C2, X8: one active request per group; later ones wait as Pending,
 	// in order.
-	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, termExit: time.Second}))
+	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1, TermExit: time.Second}))
 	s.runUntil(time.Second)
 	for i, p := range []string{"app", "side", "app"} {
 		if err := s.recreate(fmt.Sprintf("rc-%d", i+1), lifecycle.RecreateSpec{Processes: []string{p}}); err != nil {
@@ -193,7 +185,7 @@ func TestRecreateQueueC2(t *testing.T) {
 }
 
 func TestRecreateUnreadyWindowC3(t *testing.T) {
-	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 	s.runUntil(time.Second)
 	if st := s.core.Snapshot(); !st.Ready {
 		t.Fatalf("group not ready before the request: %+v", st)
@@ -226,7 +218,7 @@ func TestRecreateReadinessAndMinStartedC7(t *testing.T) {
 	// seam) and running strictly longer than min_started.
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
-	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 	s.runUntil(time.Second)
 	if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, MinStarted: 3 * time.Second}); err != nil {
 		t.Fatal(err)
@@ -245,9 +237,9 @@ func TestRecreateFailurePolicyC6(t *testing.T) {
 	// app's new instance exits 1 under never: it ended for good, a failure.
 	script := func(p string, n int) simRun {
 		if p == "app" && n == 1 {
-			return simRun{runFor: time.Second, code: 1}
+			return simRun{RunFor: time.Second, Code: 1}
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	}
 	group := func() spec.Group {
 		g := appAndSidecar()
@@ -282,7 +274,7 @@ func TestRecreateFailurePolicyC6(t *testing.T) {
 		assertTimes(t, "C5 side after app finished", s.signalsOf("side"), secs(2))
 	})
 	t.Run("a process stopped during its recreation fails it", func(t *testing.T) {
-		s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, termExit: 2 * time.Second}))
+		s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1, TermExit: 2 * time.Second}))
 		s.runUntil(time.Second)
 		if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}}); err != nil {
 			t.Fatal(err)
@@ -302,7 +294,7 @@ func TestRecreateFailurePolicyC6(t *testing.T) {
 func TestRecreateDeadlineAndTTLC8(t *testing.T) {
 	g := oneProcess(spec.RestartAlways)
 	g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
-	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 	s.runUntil(time.Second)
 	if err := s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, ActiveDeadline: 3 * time.Second, TTLAfterFinished: spec.Durp(10 * time.Second)}); err != nil {
 		t.Fatal(err)
@@ -331,9 +323,9 @@ func TestRecreateChecksC1(t *testing.T) {
 	g.Init = []spec.Process{{Name: "init", Command: []string{"x"}}}
 	s := newSim(t, g, spec.DefaultBackoff(), 0, func(p string, n int) simRun {
 		if p == "init" {
-			return simRun{runFor: time.Second}
+			return simRun{RunFor: time.Second}
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	})
 	s.runUntil(0)
 	if err := s.recreate("rc-0", lifecycle.RecreateSpec{Processes: []string{"app"}}); !errors.Is(err, lifecycle.ErrInvalidRecreate) || !strings.Contains(err.Error(), "never been started") {
@@ -382,7 +374,7 @@ func TestRecreateChecksC1(t *testing.T) {
 }
 
 func TestRecreateShutdownCompletesRequests(t *testing.T) {
-	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+	s := newSim(t, appAndSidecar(), spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 	s.runUntil(time.Second)
 	_ = s.recreate("rc-1", lifecycle.RecreateSpec{Processes: []string{"app"}, UnreadyGracePeriod: spec.Durp(time.Minute)})
 	_ = s.recreate("rc-2", lifecycle.RecreateSpec{Processes: []string{"side"}})
@@ -414,7 +406,7 @@ func TestRecreateClockDriftInTheCore(t *testing.T) {
 	play := func(skew func(elapsed time.Duration) time.Duration) (outcome, []lifecycle.Event) {
 		g := appAndSidecar()
 		g.Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
-		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, termExit: 500 * time.Millisecond}))
+		s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1, TermExit: 500 * time.Millisecond}))
 		s.core.wall = func() time.Time { return s.now.Add(skew(s.elapsed())) }
 		s.runUntil(time.Second)
 		s.feed(ProbeInput{Instance: s.core.mains[0].inst.id, Probe: spec.Readiness, Success: true})

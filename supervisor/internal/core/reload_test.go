@@ -20,7 +20,7 @@ func TestReloadStopsTheOldInstanceWithItsOwnSpec(t *testing.T) {
 	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(30 * time.Second), Processes: procs("a", "b")}
 	g.Processes[1].PreStop = &spec.Hook{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"old"}}}}
 	g.Processes[1].StopSignal = syscall.SIGINT
-	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 	s.preStop["b"] = 2 * time.Second
 	s.runUntil(time.Second)
 	old := s.status("b")
@@ -50,7 +50,7 @@ func TestReloadStopsTheOldInstanceWithItsOwnSpec(t *testing.T) {
 
 func TestReloadRemovedProcessStopsThroughTheKillPath(t *testing.T) {
 	g := spec.Group{Name: "g", TerminationGracePeriod: spec.Durp(5 * time.Second), Processes: procs("a", "b")}
-	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{runFor: -1, ignoreTerm: true}))
+	s := newSim(t, g, spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1, IgnoreTerm: true}))
 	s.runUntil(time.Second)
 	next := g
 	next.Processes = procs("a")

@@ -33,9 +33,9 @@ func sidecarGroup(policy spec.RestartPolicy) spec.Group {
 func forever(termExit time.Duration) simScript {
 	return func(p string, n int) simRun {
 		if p == "migrate" {
-			return simRun{runFor: time.Second}
+			return simRun{RunFor: time.Second}
 		}
-		return simRun{runFor: -1, termExit: termExit}
+		return simRun{RunFor: -1, TermExit: termExit}
 	}
 }
 
@@ -80,7 +80,7 @@ func TestSidecarStartOrder(t *testing.T) {
 		g.Init[0].StartupProbe = tcpProbe
 		s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
 			if p == "s1" && n == 0 {
-				return simRun{runFor: 500 * time.Millisecond, code: 1}
+				return simRun{RunFor: 500 * time.Millisecond, Code: 1}
 			}
 			return forever(0)(p, n)
 		})
@@ -101,11 +101,11 @@ func TestSidecarRestartsWhateverThePolicy(t *testing.T) {
 			s := newSim(t, sidecarGroup(policy), scaled, 0, func(p string, n int) simRun {
 				switch p {
 				case "s2":
-					return simRun{runFor: time.Second} // exits 0: a sidecar never completes
+					return simRun{RunFor: time.Second} // exits 0: a sidecar never completes
 				case "migrate":
-					return simRun{runFor: time.Second}
+					return simRun{RunFor: time.Second}
 				}
-				return simRun{runFor: -1}
+				return simRun{RunFor: -1}
 			})
 			s.runUntil(5 * time.Second)
 			// s2 starts at 1 and exits every second, with back-off
@@ -124,7 +124,7 @@ func TestSidecarRestartsWhateverThePolicy(t *testing.T) {
 		g.Init[0].LivenessProbe = tcpProbe
 		s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
 			if p == "s1" && n == 0 {
-				return simRun{runFor: -1, livenessFailAfter: 3 * time.Second}
+				return simRun{RunFor: -1, LivenessFailAfter: 3 * time.Second}
 			}
 			return forever(0)(p, n)
 		})
@@ -139,11 +139,11 @@ func TestSidecarsStopWhenTheGroupCompletes(t *testing.T) {
 			s := newSim(t, sidecarGroup(policy), scaled, 0, func(p string, n int) simRun {
 				switch p {
 				case "migrate":
-					return simRun{runFor: time.Second}
+					return simRun{RunFor: time.Second}
 				case "app":
-					return simRun{runFor: 4 * time.Second} // exits 0 at 5s
+					return simRun{RunFor: 4 * time.Second} // exits 0 at 5s
 				}
-				return simRun{runFor: -1, termExit: time.Second}
+				return simRun{RunFor: -1, TermExit: time.Second}
 			})
 			s.runUntil(4 * time.Second)
 			if st := s.core.Snapshot(); st.Phase != lifecycle.PhaseRunning {
@@ -182,11 +182,11 @@ func TestSidecarsStopWhenTheGroupCompletes(t *testing.T) {
 		s := newSim(t, sidecarGroup(spec.RestartOnFailure), scaled, 0, func(p string, n int) simRun {
 			switch {
 			case p == "migrate":
-				return simRun{runFor: time.Second}
+				return simRun{RunFor: time.Second}
 			case p == "app":
-				return simRun{runFor: time.Second, code: 1}
+				return simRun{RunFor: time.Second, Code: 1}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(10 * time.Second)
 		if len(s.signals) != 0 || len(s.starts["app"]) < 3 {
@@ -196,9 +196,9 @@ func TestSidecarsStopWhenTheGroupCompletes(t *testing.T) {
 	t.Run("O4 a failed plain init stops the sidecars started before it", func(t *testing.T) {
 		s := newSim(t, sidecarGroup(spec.RestartNever), scaled, 0, func(p string, n int) simRun {
 			if p == "migrate" {
-				return simRun{runFor: time.Second, code: 3}
+				return simRun{RunFor: time.Second, Code: 3}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(10 * time.Second)
 		if got := signalTimes(s, "s1"); len(got) != 1 || got[0] != time.Second {
@@ -338,11 +338,11 @@ func TestSidecarStopOrder(t *testing.T) {
 			s := newSim(t, g, scaled, 2*time.Second, func(p string, n int) simRun {
 				switch p {
 				case "migrate":
-					return simRun{runFor: time.Second}
+					return simRun{RunFor: time.Second}
 				case "app":
-					return simRun{runFor: -1, termExit: c.appExit, ignoreTerm: c.appExit < 0}
+					return simRun{RunFor: -1, TermExit: c.appExit, IgnoreTerm: c.appExit < 0}
 				}
-				return simRun{runFor: -1, termExit: c.sidecarExit, ignoreTerm: c.sidecarExit < 0}
+				return simRun{RunFor: -1, TermExit: c.sidecarExit, IgnoreTerm: c.sidecarExit < 0}
 			})
 			if c.s1PreStop > 0 {
 				s.preStop["s1"] = c.s1PreStop
@@ -374,9 +374,9 @@ func TestSidecarStopOrder(t *testing.T) {
 	t.Run("X9 a second shutdown kills a sidecar waiting for its turn", func(t *testing.T) {
 		s := newSim(t, sidecarGroup(spec.RestartAlways), scaled, 2*time.Second, func(p string, n int) simRun {
 			if p == "migrate" {
-				return simRun{runFor: time.Second}
+				return simRun{RunFor: time.Second}
 			}
-			return simRun{runFor: -1, ignoreTerm: true}
+			return simRun{RunFor: -1, IgnoreTerm: true}
 		})
 		s.runUntil(10 * time.Second)
 		s.command(CmdShutdown, "", nil, "test")
@@ -393,9 +393,9 @@ func TestSidecarStopOrder(t *testing.T) {
 	t.Run("O6 a group stop orders too; a stop of one sidecar does not", func(t *testing.T) {
 		s := newSim(t, sidecarGroup(spec.RestartAlways), scaled, 0, func(p string, n int) simRun {
 			if p == "migrate" {
-				return simRun{runFor: time.Second}
+				return simRun{RunFor: time.Second}
 			}
-			return simRun{runFor: -1, termExit: 2 * time.Second}
+			return simRun{RunFor: -1, TermExit: 2 * time.Second}
 		})
 		s.runUntil(10 * time.Second)
 		s.command(CmdStop, "", nil, "test")
@@ -416,9 +416,9 @@ func TestSidecarStopThatAmendsAnother(t *testing.T) {
 	g.Init[0].PreStop = &spec.Hook{Handler: spec.Handler{Sleep: &spec.SleepAction{Duration: time.Second}}}
 	s := newSim(t, g, scaled, 0, func(p string, n int) simRun {
 		if p == "migrate" {
-			return simRun{runFor: time.Second}
+			return simRun{RunFor: time.Second}
 		}
-		return simRun{runFor: -1, termExit: 3 * time.Second}
+		return simRun{RunFor: -1, TermExit: 3 * time.Second}
 	})
 	s.preStop["s1"] = time.Second
 	s.runUntil(10 * time.Second)
@@ -443,11 +443,11 @@ func TestSidecarInBackOffAfterExitZeroIsNotReady(t *testing.T) {
 	s := newSim(t, sidecarGroup(spec.RestartAlways), spec.DefaultBackoff(), 0, func(p string, n int) simRun {
 		switch {
 		case p == "s1" && n < 2:
-			return simRun{runFor: time.Second} // exits 0; the second exit waits out a back-off
+			return simRun{RunFor: time.Second} // exits 0; the second exit waits out a back-off
 		case p == "migrate":
-			return simRun{runFor: time.Second}
+			return simRun{RunFor: time.Second}
 		}
-		return simRun{runFor: -1}
+		return simRun{RunFor: -1}
 	})
 	s.runUntil(5 * time.Second)
 	if ps := s.status("s1"); ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonCrashLoopBackOff {

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"fmt"
 	"sort"
 	"syscall"
 	"testing"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor/internal/coresim"
 	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
@@ -18,22 +18,12 @@ import (
 // worker's loop without goroutines: start feeds "started" back at once,
 // exits and timers arrive as inputs at their instants.
 
-// simRun scripts one instance.
-type simRun struct {
-	// runFor is how long it runs before exiting on its own; negative:
-	// until killed.
-	runFor time.Duration
-	code   int
-	// ignoreTerm: the stop signal does nothing; only SIGKILL ends it.
-	ignoreTerm bool
-	// termExit is how long it takes to exit after the stop signal.
-	termExit time.Duration
-	// livenessFailAfter, when positive, sends a liveness Failure that long
-	// after the start.
-	livenessFailAfter time.Duration
-}
-
-type simScript func(process string, n int) simRun
+// How simulated instances behave is shared with the supervisor's worker
+// tests (package coresim).
+type (
+	simRun    = coresim.Run
+	simScript = coresim.Script
+)
 
 type simEvent struct {
 	at  time.Duration
@@ -113,18 +103,18 @@ func (s *sim) exec(a Action) Input {
 		s.starts[a.Process] = append(s.starts[a.Process], s.elapsed())
 		run := s.script(a.Process, n)
 		s.alive[a.Instance] = run
-		if run.runFor >= 0 {
-			s.schedule(run.runFor, ExitedInput{Instance: a.Instance, Status: lifecycle.ExitStatus{Code: run.code}})
+		if run.RunFor >= 0 {
+			s.schedule(run.RunFor, ExitedInput{Instance: a.Instance, Status: lifecycle.ExitStatus{Code: run.Code}})
 		}
-		if run.livenessFailAfter > 0 {
-			s.schedule(run.livenessFailAfter, ProbeInput{Instance: a.Instance, Probe: spec.Liveness, Message: "scripted"})
+		if run.LivenessFailAfter > 0 {
+			s.schedule(run.LivenessFailAfter, ProbeInput{Instance: a.Instance, Probe: spec.Liveness, Message: "scripted"})
 		}
 		s.pids++
 		return StartedInput{Instance: a.Instance, Pid: 1000 + s.pids}
 	case SignalAction:
 		s.signals = append(s.signals, simAt{s.elapsed(), a.Process})
-		if run, ok := s.alive[a.Instance]; ok && !run.ignoreTerm {
-			s.exitEarly(a.Instance, run.termExit, lifecycle.ExitStatus{Code: 128 + int(a.Sig), Signal: a.Sig})
+		if run, ok := s.alive[a.Instance]; ok && !run.IgnoreTerm {
+			s.exitEarly(a.Instance, run.TermExit, lifecycle.ExitStatus{Code: 128 + int(a.Sig), Signal: a.Sig})
 		}
 	case KillTreeAction:
 		if _, ok := s.alive[a.Instance]; ok {
@@ -228,33 +218,11 @@ func (s *sim) status(process string) lifecycle.ProcessStatus {
 	return ps
 }
 
-// secs turns seconds (with millisecond fractions) into durations.
-func secs(xs ...float64) []time.Duration {
-	out := make([]time.Duration, len(xs))
-	for i, x := range xs {
-		out[i] = time.Duration(x*1000+0.5) * time.Millisecond
-	}
-	return out
-}
-
-func assertTimes(t *testing.T, what string, got, want []time.Duration) {
-	t.Helper()
-	if len(got) > len(want) {
-		got = got[:len(want)]
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("%s:\n got %v\nwant %v", what, got, want)
-	}
-}
-
-// oneProcess is a group with a single process "app".
-func oneProcess(policy spec.RestartPolicy) spec.Group {
-	return spec.Group{
-		Name: "g", RestartPolicy: policy,
-		Processes: []spec.Process{{Name: "app", Command: []string{"/bin/true"}}},
-	}
-}
-
-func constant(r simRun) simScript { return func(string, int) simRun { return r } }
-
-var scaled = spec.Backoff{Initial: 100 * time.Millisecond, Max: 1600 * time.Millisecond, Reset: 3200 * time.Millisecond}
+var (
+	secs          = coresim.Secs
+	assertTimes   = coresim.AssertTimes
+	oneProcess    = coresim.OneProcess
+	constant      = coresim.Constant
+	appAndSidecar = coresim.AppAndSidecar
+	scaled        = coresim.Scaled
+)

@@ -28,19 +28,19 @@ func TestRequestedStopReason(t *testing.T) {
 		reason string
 		last   bool // the reason is the previous instance's (a new one runs)
 	}{
-		{"X13 stop", simRun{runFor: -1}, func(s *sim) { s.command(CmdStop, "app", nil, "test") }, lifecycle.ReasonStopped, false},
-		{"X13 stop that ends in SIGKILL", simRun{runFor: -1, ignoreTerm: true},
+		{"X13 stop", simRun{RunFor: -1}, func(s *sim) { s.command(CmdStop, "app", nil, "test") }, lifecycle.ReasonStopped, false},
+		{"X13 stop that ends in SIGKILL", simRun{RunFor: -1, IgnoreTerm: true},
 			func(s *sim) { s.command(CmdStop, "app", spec.Durp(0), "test") }, lifecycle.ReasonStopped, false},
-		{"X13 shutdown", simRun{runFor: -1}, func(s *sim) { s.command(CmdShutdown, "", nil, "test") }, lifecycle.ReasonStopped, false},
-		{"X13 restart (X7)", simRun{runFor: -1}, func(s *sim) { s.command(CmdRestart, "app", nil, "test") }, lifecycle.ReasonStopped, true},
-		{"X13 reload replacing the process", simRun{runFor: -1}, func(s *sim) {
+		{"X13 shutdown", simRun{RunFor: -1}, func(s *sim) { s.command(CmdShutdown, "", nil, "test") }, lifecycle.ReasonStopped, false},
+		{"X13 restart (X7)", simRun{RunFor: -1}, func(s *sim) { s.command(CmdRestart, "app", nil, "test") }, lifecycle.ReasonStopped, true},
+		{"X13 reload replacing the process", simRun{RunFor: -1}, func(s *sim) {
 			next := oneProcess(spec.RestartAlways)
 			next.TerminationGracePeriod = spec.Durp(30 * time.Second)
 			next.Processes[0].Command = []string{"v2"}
 			s.feed(ReloadInput{Group: next})
 		}, lifecycle.ReasonStopped, true},
-		{"R4 a liveness kill is a failure", simRun{runFor: -1, livenessFailAfter: 2 * time.Second}, func(*sim) {}, lifecycle.ReasonError, true},
-		{"E2 an exit of its own is Error", simRun{runFor: 2 * time.Second, code: 3}, func(*sim) {}, lifecycle.ReasonError, false},
+		{"R4 a liveness kill is a failure", simRun{RunFor: -1, LivenessFailAfter: 2 * time.Second}, func(*sim) {}, lifecycle.ReasonError, true},
+		{"E2 an exit of its own is Error", simRun{RunFor: 2 * time.Second, Code: 3}, func(*sim) {}, lifecycle.ReasonError, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestRequestedStopReason(t *testing.T) {
 			s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, func(string, int) simRun {
 				n++
 				if n > 1 {
-					return simRun{runFor: -1}
+					return simRun{RunFor: -1}
 				}
 				return c.run
 			})
@@ -80,9 +80,9 @@ func TestRequestedStopReasonExceptions(t *testing.T) {
 		g.Init = []spec.Process{{Name: "init", Command: []string{"x"}}}
 		s := newSim(t, g, spec.DefaultBackoff(), 0, func(p string, _ int) simRun {
 			if p == "init" {
-				return simRun{runFor: -1, termExit: 0}
+				return simRun{RunFor: -1, TermExit: 0}
 			}
-			return simRun{runFor: -1}
+			return simRun{RunFor: -1}
 		})
 		s.runUntil(time.Second)
 		// Exit 0 on SIGTERM: scripted by hand, the sim's exit is 143.
@@ -95,7 +95,7 @@ func TestRequestedStopReasonExceptions(t *testing.T) {
 		}
 	})
 	t.Run("OOMKilled during a stop", func(t *testing.T) {
-		s := newSim(t, drainGroup(), spec.DefaultBackoff(), 0, constant(simRun{runFor: -1}))
+		s := newSim(t, drainGroup(), spec.DefaultBackoff(), 0, constant(simRun{RunFor: -1}))
 		s.runUntil(time.Second)
 		id := s.status("app").InstanceID
 		s.command(CmdStop, "app", nil, "test")

@@ -14,7 +14,7 @@ import (
 // and not ready, its state still running (the process is alive), through
 // the whole pre_stop and grace; once it is gone, terminated: Stopped.
 func TestTerminatingFromTheStopOn(t *testing.T) {
-	s := newSim(t, drainGroup(), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1}))
+	s := newSim(t, drainGroup(), spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: -1}))
 	s.preStop["app"] = 8 * time.Second
 	s.runUntil(time.Second)
 	if ps := s.status("app"); ps.State != lifecycle.StateRunning || !ps.Ready || ps.Terminating != nil {
@@ -80,7 +80,7 @@ func TestTerminatingBeforeTheStopSignal(t *testing.T) {
 		}
 	})
 	t.Run("ordered shutdown waiting for dependents", func(t *testing.T) {
-		s := newSim(t, chain(), scaled, 0, constant(simRun{runFor: -1, termExit: time.Second}))
+		s := newSim(t, chain(), scaled, 0, constant(simRun{RunFor: -1, TermExit: time.Second}))
 		s.runUntil(time.Second)
 		s.feed(CommandInput{Kind: CmdShutdown, By: "test", Ordered: true})
 		for _, name := range []string{"a", "b", "c"} {

@@ -13,7 +13,7 @@ import (
 
 func TestTimelineT1CrashImmediate(t *testing.T) {
 	// T1, B11: exit 1 at once, default back-off.
-	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{code: 1}))
+	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{Code: 1}))
 	s.runUntil(1300 * time.Second)
 	assertTimes(t, "T1 starts", s.starts["app"], secs(0, 0, 10, 30, 70, 150, 310, 610, 910, 1210))
 
@@ -29,7 +29,7 @@ func TestTimelineT1StatusWhileWaiting(t *testing.T) {
 	// X3, S1, B11: right after restart 1 the process waits in
 	// CrashLoopBackOff with the time of its next start; never terminated
 	// while it will restart.
-	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{code: 1}))
+	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{Code: 1}))
 	s.runUntil(5 * time.Second)
 	ps := s.status("app")
 	if ps.State != lifecycle.StateWaiting || ps.Reason != lifecycle.ReasonCrashLoopBackOff {
@@ -53,7 +53,7 @@ func TestTimelineT1StatusWhileWaiting(t *testing.T) {
 
 func TestTimelineT2Crash42s(t *testing.T) {
 	// T2, B8 (natural exit): 42 s runs do not shorten the waits.
-	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: 42 * time.Second, code: 1}))
+	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: 42 * time.Second, Code: 1}))
 	s.runUntil(1000 * time.Second)
 	assertTimes(t, "T2 starts", s.starts["app"], secs(0, 42, 94, 156, 238, 360, 562, 904))
 	if b := s.eventsWith(lifecycle.EventBackOff); len(b) == 0 || b[0].Time.Sub(s.epoch) != 84*time.Second || b[0].RestartCount != 1 {
@@ -65,9 +65,9 @@ func TestTimelineT4LongRun(t *testing.T) {
 	long := func(d time.Duration) simScript {
 		return func(_ string, n int) simRun {
 			if n == 4 {
-				return simRun{runFor: d, code: 1}
+				return simRun{RunFor: d, Code: 1}
 			}
-			return simRun{code: 1}
+			return simRun{Code: 1}
 		}
 	}
 	t.Run("long-run-resets", func(t *testing.T) {
@@ -88,9 +88,9 @@ func TestTimelineT5FirstRun11m(t *testing.T) {
 	// T5, B7: the first restart is immediate whatever the first run was.
 	s := newSim(t, oneProcess(spec.RestartAlways), spec.DefaultBackoff(), 2*time.Second, func(_ string, n int) simRun {
 		if n == 0 {
-			return simRun{runFor: 660 * time.Second, code: 1}
+			return simRun{RunFor: 660 * time.Second, Code: 1}
 		}
-		return simRun{code: 1}
+		return simRun{Code: 1}
 	})
 	s.runUntil(900 * time.Second)
 	assertTimes(t, "T5 starts", s.starts["app"], secs(0, 660, 670, 690, 730, 810))
@@ -104,23 +104,23 @@ func TestTimelineT6Scaled(t *testing.T) {
 		until  float64
 		want   []float64
 	}{
-		{"scaled-crash-immediate", constant(simRun{code: 1}), 8, []float64{0, 0, 0.1, 0.3, 0.7, 1.5, 3.1, 4.7, 6.3, 7.9}},
-		{"scaled-run-500ms", constant(simRun{runFor: 500 * time.Millisecond, code: 1}), 9, []float64{0, 0.5, 1.1, 1.8, 2.7, 4.0, 6.1, 8.2}},
+		{"scaled-crash-immediate", constant(simRun{Code: 1}), 8, []float64{0, 0, 0.1, 0.3, 0.7, 1.5, 3.1, 4.7, 6.3, 7.9}},
+		{"scaled-run-500ms", constant(simRun{RunFor: 500 * time.Millisecond, Code: 1}), 9, []float64{0, 0.5, 1.1, 1.8, 2.7, 4.0, 6.1, 8.2}},
 		{"scaled-reset", func(_ string, n int) simRun {
 			if n == 4 {
-				return simRun{runFor: 4 * time.Second, code: 1}
+				return simRun{RunFor: 4 * time.Second, Code: 1}
 			}
-			return simRun{code: 1}
+			return simRun{Code: 1}
 		}, 5.05, []float64{0, 0, 0.1, 0.3, 0.7, 4.7, 4.8, 5.0}},
 		{"scaled-no-reset", func(_ string, n int) simRun {
 			if n == 4 {
-				return simRun{runFor: 3 * time.Second, code: 1}
+				return simRun{RunFor: 3 * time.Second, Code: 1}
 			}
-			return simRun{code: 1}
+			return simRun{Code: 1}
 		}, 6.5, []float64{0, 0, 0.1, 0.3, 0.7, 4.5, 6.1}},
 		// B8, X4, R4 through the probe seam: verdict 0.3 s after each
 		// start, exit 0.2 s after SIGTERM.
-		{"scaled-liveness", constant(simRun{runFor: -1, livenessFailAfter: 300 * time.Millisecond, termExit: 200 * time.Millisecond}),
+		{"scaled-liveness", constant(simRun{RunFor: -1, LivenessFailAfter: 300 * time.Millisecond, TermExit: 200 * time.Millisecond}),
 			9.2, []float64{0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.8, 5.9, 6.4, 8.5, 9.0}},
 	}
 	for _, c := range cases {
@@ -142,7 +142,7 @@ func TestTimelineT6Scaled(t *testing.T) {
 func TestTimelineT7RestartPolicies(t *testing.T) {
 	t.Run("never", func(t *testing.T) {
 		// T7, R1: a single start, no CrashLoopBackOff, terminated.
-		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, constant(simRun{code: 1}))
+		s := newSim(t, oneProcess(spec.RestartNever), spec.DefaultBackoff(), 2*time.Second, constant(simRun{Code: 1}))
 		s.runUntil(1000 * time.Second)
 		assertTimes(t, "never starts", s.starts["app"], secs(0))
 		if len(s.starts["app"]) != 1 || len(s.eventsWith(lifecycle.EventBackOff)) != 0 {
@@ -156,9 +156,9 @@ func TestTimelineT7RestartPolicies(t *testing.T) {
 		// T7, R2: exits 1, 1, then 0 (each after 1 s): starts 0, 1, 12.
 		s := newSim(t, oneProcess(spec.RestartOnFailure), spec.DefaultBackoff(), 2*time.Second, func(_ string, n int) simRun {
 			if n < 2 {
-				return simRun{runFor: time.Second, code: 1}
+				return simRun{RunFor: time.Second, Code: 1}
 			}
-			return simRun{runFor: time.Second}
+			return simRun{RunFor: time.Second}
 		})
 		s.runUntil(1000 * time.Second)
 		assertTimes(t, "onfailure starts", s.starts["app"], secs(0, 1, 12))
@@ -176,7 +176,7 @@ func TestTimelineT3Liveness42s(t *testing.T) {
 	// start, P3): TERM ignored, grace 30, so each instance lives 42 s.
 	g := graceGroup(false)
 	g.Processes[0].LivenessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"x"}}}}
-	s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{runFor: -1, ignoreTerm: true, livenessFailAfter: 12 * time.Second}))
+	s := newSim(t, g, spec.DefaultBackoff(), 2*time.Second, constant(simRun{RunFor: -1, IgnoreTerm: true, LivenessFailAfter: 12 * time.Second}))
 	s.runUntil(1300 * time.Second)
 	assertTimes(t, "T3 starts", s.starts["app"], secs(0, 42, 84, 126, 168, 210, 332, 534, 876, 918, 1260))
 	b := s.eventsWith(lifecycle.EventBackOff)
