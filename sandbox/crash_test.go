@@ -64,10 +64,7 @@ var _ = testproc.Register("crashy-podsup", func(args []string) int {
 	hs, _ := rt.SandboxStatus("host")
 	if rt.CgroupsEnabled() {
 		time.Sleep(50 * time.Millisecond) // let the daemon be forked
-		rep.OnHost = nil
-		for _, p := range cgroupProcsOf(hs.Cgroup) {
-			rep.OnHost = append(rep.OnHost, p)
-		}
+		rep.OnHost = cgroupProcsOf(hs.Cgroup)
 	}
 	_ = out.Encode(rep)
 	time.Sleep(5 * time.Minute)
