@@ -18,9 +18,10 @@ type mailbox struct {
 
 func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
 
-func (m *mailbox) put(in any) {
+// put appends the inputs in one step: a drain gets all of them or none.
+func (m *mailbox) put(in ...any) {
 	m.mu.Lock()
-	m.items = append(m.items, in)
+	m.items = append(m.items, in...)
 	m.mu.Unlock()
 	select {
 	case m.ready <- struct{}{}:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -347,7 +348,7 @@ func (w *worker) exec(a core.Action) {
 // startInstance starts an instance in a goroutine of its own: a start may
 // create the group's sandbox, which takes a holder's handshake. Its
 // outcome comes back as startDoneInput, and the instance's exit goes into
-// the mailbox only after it (posted), so the core hears "started" before
+// the mailbox only after it (startExitOrder), so the core hears "started" before
 // "exited" whenever the runtime reports the exit (Runtime: also before
 // Start returned). This is the one place that order is kept: only the
 // worker can order the exit after what it does once Start returned.
@@ -356,23 +357,15 @@ func (w *worker) startInstance(a core.StartAction) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.starting[id] = cancel
 	w.effects++
-	posted := make(chan struct{}) // closed once the start's outcome is in the mailbox
+	var order startExitOrder
 	req := StartRequest{
 		Group: w.name, InstanceID: id, Process: a.Spec, Sandbox: w.core.Spec().Sandbox,
 		OnExit: func(st lifecycle.ExitStatus) {
 			in := core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()}
-			select {
-			case <-posted:
-				w.mb.put(in)
-			default:
-				// Reaped before Start returned (a program that exits at
-				// once). OnExit must not block, so the exit waits for the
-				// start's outcome on a goroutine of its own.
-				go func() {
-					<-posted
-					w.mb.put(in)
-				}()
+			if order.hold(in) {
+				return // reaped before Start returned: posted with its outcome
 			}
+			w.mb.put(in)
 		},
 		Report: func(e lifecycle.RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
@@ -387,8 +380,15 @@ func (w *worker) startInstance(a core.StartAction) {
 			<-cleaned // ... killed by a goroutine of an earlier step
 		}
 		inst, err := w.rt.Start(ctx, req)
-		w.mb.put(startDoneInput{instance: id, inst: inst, err: err})
-		close(posted)
+		done := startDoneInput{instance: id, inst: inst, err: err}
+		if early, ok := order.release(); ok {
+			// One put for both: the worker never sees the start done
+			// without the exit that came before it (a barrier between
+			// the two would call the worker quiet too early).
+			w.mb.put(done, early)
+		} else {
+			w.mb.put(done)
+		}
 	}()
 	if restart {
 		// The restart path: let the new goroutine have this thread now,
@@ -506,6 +506,36 @@ func (w *worker) effectDone(item any) core.Input {
 func (w *worker) runPreStop(a core.PreStopAction) {
 	pr, _ := w.core.InstanceSpec(a.Instance)
 	w.startHook(pr, a.Instance, spec.PreStop, a.Budget, w.instanceContext(a.Instance))
+}
+
+// startExitOrder holds an exit reaped before its Start returned, so that
+// the start's outcome is posted first and the exit with it.
+type startExitOrder struct {
+	mu       sync.Mutex
+	returned bool // Start returned: exits go straight to the mailbox
+	early    *core.ExitedInput
+}
+
+// hold keeps in if Start has not returned yet, and says whether it did.
+func (o *startExitOrder) hold(in core.ExitedInput) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.returned {
+		return false
+	}
+	o.early = &in
+	return true
+}
+
+// release marks Start returned and hands over an exit held meanwhile.
+func (o *startExitOrder) release() (core.ExitedInput, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.returned = true
+	if o.early == nil {
+		return core.ExitedInput{}, false
+	}
+	return *o.early, true
 }
 
 // barrier waits until the worker has handled everything posted so far.
