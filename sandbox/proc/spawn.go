@@ -33,6 +33,9 @@ type Cmd struct {
 	// capabilities (nonewprivs.go). It needs /proc in the command's
 	// mount namespace.
 	NoNewPrivs bool
+	// Security, when not nil, narrows what the command may do
+	// (security.go).
+	Security *Security
 	// Stdin, Stdout and Stderr become fds 0-2; nil means /dev/null.
 	Stdin, Stdout, Stderr *os.File
 	// ExtraFiles become fds 3, 4, ...
@@ -162,6 +165,9 @@ func Start(c *Cmd) (*Process, error) {
 	}
 	if err != nil {
 		return nil, &StartError{Path: c.Path, Err: err}
+	}
+	if c.Security != nil {
+		return nil, &StartError{Path: c.Path, Err: errSecurityUnsupported}
 	}
 	args := c.Args
 	if len(args) == 0 {
