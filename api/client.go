@@ -99,37 +99,6 @@ func (c *Client) StatusUsage(ctx context.Context) (StatusResponse, error) {
 	return s, c.do(ctx, http.MethodGet, "/v1/status?usage=true", nil, &s)
 }
 
-// WatchStatus calls fn with the status of every group (of one, or of one
-// process) and then, until ctx ends, with each group that appeared or
-// changed, whole. wide fills in cgroups as StatusWide does. A watch of one
-// group or process ends with an error when a reload removes it.
-//
-// Deprecated: WatchStatus cannot say that one of several groups went
-// away; use Watch.
-func (c *Client) WatchStatus(ctx context.Context, group, process string, wide bool, fn func(StatusResponse) error) error {
-	first := &StatusResponse{Groups: []GroupStatus{}}
-	return c.Watch(ctx, group, process, wide, func(e WatchEvent) error {
-		switch {
-		case e.Type == WatchBookmark && first != nil:
-			st := *first
-			first = nil
-			return fn(st)
-		case e.Type == WatchDeleted && group != "":
-			what := group
-			if process != "" {
-				what += "/" + process
-			}
-			return fmt.Errorf("%s left podsup's configuration (a reload removed it)", what)
-		case e.Group == nil || e.Type == WatchDeleted:
-			return nil
-		case first != nil:
-			first.Groups = append(first.Groups, *e.Group)
-			return nil
-		}
-		return fn(StatusResponse{Groups: []GroupStatus{*e.Group}})
-	})
-}
-
 // Describe returns a group (or, with process, one of its processes) with
 // its configuration, cgroup usage and recent events.
 func (c *Client) Describe(ctx context.Context, group, process string) (DescribeResponse, error) {
@@ -145,11 +114,6 @@ func (c *Client) Describe(ctx context.Context, group, process string) (DescribeR
 // ctx ends.
 func (c *Client) Events(ctx context.Context, follow bool, fn func(Event) error) error {
 	return streamGet(c, ctx, "/v1/events?follow="+strconv.FormatBool(follow), fn)
-}
-
-// Logs calls fn for each line of a process's output.
-func (c *Client) Logs(ctx context.Context, group, process string, tail int, follow, previous bool, fn func(LogLine) error) error {
-	return c.ProcessLogs(ctx, group, process, LogsOptions{Tail: tail, Follow: follow, Previous: previous}, fn)
 }
 
 // LogsOptions select the lines of ProcessLogs and LogsOf.

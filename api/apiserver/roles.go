@@ -43,16 +43,6 @@ const AllRoles = Roles(roleEnd - 1)
 // Has reports whether r is in the set.
 func (rs Roles) Has(r Role) bool { return rs&Roles(r) != 0 }
 
-func (rs Roles) String() string {
-	var names []string
-	for r := Role(1); r < roleEnd; r <<= 1 {
-		if rs.Has(r) {
-			names = append(names, r.String())
-		}
-	}
-	return "[" + strings.Join(names, " ") + "]"
-}
-
 func (r Role) String() string {
 	switch r {
 	case RoleRead:

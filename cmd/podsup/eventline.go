@@ -9,15 +9,11 @@ import (
 	"github.com/podsup/podsup/internal/termsafe"
 )
 
-// printEventLine prints one event of `podsup events` as a table row, its
+// printEvent prints one event of `podsup events` as a table row, its
 // words quoted for the terminal (termsafe): a message holds what a probe
 // or a hook wrote ("Readiness probe failed: ..."), which must not retitle
-// the window, clear the screen or overwrite the line with a bare CR.
-func printEventLine(w io.Writer, e api.Event) error {
-	return printEvent(w, e, false)
-}
-
-// printEvent is printEventLine, with wide's RFC 3339 TIME.
+// the window, clear the screen or overwrite the line with a bare CR. wide
+// gives TIME in RFC 3339.
 func printEvent(w io.Writer, e api.Event, wide bool) error {
 	obj := e.Group
 	if e.Process != "" {

@@ -274,7 +274,7 @@ func TestEventsFilters(t *testing.T) {
 func TestEventTimeHasTheDateWhenNotToday(t *testing.T) {
 	old := time.Now().Add(-72 * time.Hour)
 	var b bytes.Buffer
-	if err := printEventLine(&b, api.Event{Time: old, Type: "Normal", Reason: "Started", Group: "web", Process: "api", Count: 1}); err != nil {
+	if err := printEvent(&b, api.Event{Time: old, Type: "Normal", Reason: "Started", Group: "web", Process: "api", Count: 1}, false); err != nil {
 		t.Fatal(err)
 	}
 	if want := old.Local().Format("2006-01-02 15:04:05"); !strings.HasPrefix(b.String(), want) {
@@ -282,7 +282,7 @@ func TestEventTimeHasTheDateWhenNotToday(t *testing.T) {
 	}
 	b.Reset()
 	now := time.Now()
-	if err := printEventLine(&b, api.Event{Time: now, Type: "Normal", Reason: "Started", Group: "web", Count: 1}); err != nil {
+	if err := printEvent(&b, api.Event{Time: now, Type: "Normal", Reason: "Started", Group: "web", Count: 1}, false); err != nil {
 		t.Fatal(err)
 	}
 	if want := now.Local().Format("15:04:05.000") + " "; !strings.HasPrefix(b.String(), want) && now.Local().Day() == time.Now().Local().Day() {
