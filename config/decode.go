@@ -169,6 +169,9 @@ func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
 	d.strList(as, p, "namespaces", `["pid", "mount", "uts", "ipc"]`, &s.Namespaces)
 	d.str(as, p, "hostname", &s.Hostname)
 	d.str(as, p, "rootfs", &s.Rootfs)
+	d.boolean(as, p, "read_only_root_filesystem", &s.ReadOnlyRootFilesystem)
+	d.boolean(as, p, "private_tmp", &s.PrivateTmp)
+	d.str(as, p, "proc_mount", &s.ProcMount)
 	for i, mb := range bs["mount"] {
 		mp := at(p, "mount", strconv.Itoa(i))
 		d.block(mb, mp)

@@ -99,7 +99,7 @@ var (
 		append(blocks("backoff", "sandbox"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
 
 	sandboxSchema = newSchema("sandbox",
-		[]string{"namespaces", "hostname", "rootfs"}, nil,
+		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount"}, nil,
 		blocks("mount", "resources"), "mount")
 
 	mountSchema = newSchema("mount", []string{"source", "readonly", "options"}, []string{"type", "target"}, nil)

@@ -423,6 +423,17 @@ func (ch *checker) sandbox(p []string, s *Sandbox) {
 	if s.Rootfs != "" && !filepath.IsAbs(s.Rootfs) {
 		ch.add(at(p, "rootfs"), "rootfs must be an absolute path, got %q", s.Rootfs)
 	}
+	if s.Rootfs != "" && filepath.Clean(s.Rootfs) == "/" {
+		ch.add(at(p, "rootfs"), "rootfs = \"/\" is the host's root, which a sandbox cannot pivot into: leave rootfs out to see the host's files (with read_only_root_filesystem = true for a read-only view)")
+	}
+	if (s.ReadOnlyRootFilesystem || s.PrivateTmp) && !has["mount"] {
+		ch.add(p, "read_only_root_filesystem and private_tmp need the \"mount\" namespace, or they would change the host's mounts")
+	}
+	switch s.ProcMount {
+	case "", ProcMountDefault, ProcMountUnmasked:
+	default:
+		ch.add(at(p, "proc_mount"), "proc_mount must be %q or %q, got %q", ProcMountDefault, ProcMountUnmasked, s.ProcMount)
+	}
 	for i, m := range s.Mounts {
 		mp := at(p, "mount", strconv.Itoa(i))
 		switch m.Type {
