@@ -393,6 +393,7 @@ var referenceDefaults = map[string]string{
 	"process.pre_stop":        "",
 	"process.post_stop":       "",
 	"process.log":             "capture",
+	"process.resources":       "",
 
 	"log.mode":             code("capture"),
 	"log.max_size":         size(logs.DefaultMaxFileSize),

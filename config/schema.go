@@ -110,7 +110,7 @@ var (
 		[]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
 			"critical", "readiness", "watchdog", "sockets"}, nil,
 		append(blocks("startup_probe", "liveness_probe", "readiness_probe",
-			"pre_start", "post_start", "pre_stop", "post_stop", "log"), named("depends_on")...), "depends_on")
+			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources"), named("depends_on")...), "depends_on")
 
 	// initSchema is processSchema under its own name: an init takes the same
 	// fields, and spec's validation says which of them make no sense there.

@@ -150,6 +150,10 @@ type Process struct {
 	RestartPolicy RestartPolicy
 	// Critical ends podsup when this process ends for good (X11).
 	Critical bool
+	// Resources limit the process's own cgroup, within the group's
+	// sandbox (Kubernetes' per-container limits under the pod's); they
+	// need the group's sandbox block.
+	Resources Resources
 
 	StartupProbe   *Probe
 	LivenessProbe  *Probe
