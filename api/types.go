@@ -165,7 +165,8 @@ type SandboxDescription struct {
 	Limits *Limits  `json:"limits,omitempty"`
 }
 
-// Limits are a group's cgroup limits; zero fields are unlimited.
+// Limits are a group's or a process's cgroup limits; zero fields are
+// unlimited.
 type Limits struct {
 	MemoryBytes int64   `json:"memory_bytes,omitempty"`
 	CPU         float64 `json:"cpu,omitempty"`
@@ -198,6 +199,9 @@ type ProcessDescription struct {
 	User          string   `json:"user,omitempty"`
 	RestartPolicy string   `json:"restart_policy,omitempty"`
 	Critical      bool     `json:"critical,omitempty"`
+	// Limits are the process's own cgroup limits (its resources block),
+	// within its group's (GroupDescription.Sandbox.Limits).
+	Limits *Limits `json:"limits,omitempty"`
 	// DependsOn is the process's depends_on blocks, each as
 	// "NAME CONDITION" with "(timeout D, restart)" when set.
 	DependsOn []string `json:"depends_on,omitempty"`

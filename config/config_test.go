@@ -103,6 +103,9 @@ group "web" {
     namespaces = ["pid", "mount", "uts"]
     hostname   = "web"
     rootfs     = "/srv/root"
+    read_only_root_filesystem = true
+    private_tmp               = true
+    proc_mount                = "Unmasked"
     mount {
       type = "proc"
       target = "/proc"
@@ -200,9 +203,12 @@ group "web" {
 			// The group's backoff merges over the top-level one.
 			Backoff: &spec.Backoff{Initial: time.Second, Max: 30 * time.Second, Reset: spec.DefaultBackoffReset},
 			Sandbox: &spec.Sandbox{
-				Namespaces: []string{"pid", "mount", "uts"},
-				Hostname:   "web",
-				Rootfs:     "/srv/root",
+				Namespaces:             []string{"pid", "mount", "uts"},
+				Hostname:               "web",
+				Rootfs:                 "/srv/root",
+				ReadOnlyRootFilesystem: true,
+				PrivateTmp:             true,
+				ProcMount:              spec.ProcMountUnmasked,
 				Mounts: []spec.Mount{
 					{Type: "proc", Target: "/proc"},
 					{Type: "bind", Source: "/data", Target: "/data", ReadOnly: true, Options: "nosuid"},

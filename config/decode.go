@@ -169,6 +169,9 @@ func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
 	d.strList(as, p, "namespaces", `["pid", "mount", "uts", "ipc"]`, &s.Namespaces)
 	d.str(as, p, "hostname", &s.Hostname)
 	d.str(as, p, "rootfs", &s.Rootfs)
+	d.boolean(as, p, "read_only_root_filesystem", &s.ReadOnlyRootFilesystem)
+	d.boolean(as, p, "private_tmp", &s.PrivateTmp)
+	d.str(as, p, "proc_mount", &s.ProcMount)
 	for i, mb := range bs["mount"] {
 		mp := at(p, "mount", strconv.Itoa(i))
 		d.block(mb, mp)
@@ -181,16 +184,21 @@ func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
 		d.str(mas, mp, "options", &m.Options)
 		s.Mounts = append(s.Mounts, m)
 	}
-	for _, rb := range bs["resources"] {
+	d.resources(bs["resources"], p, &s.Resources)
+	return s
+}
+
+// resources decodes the resources block of a sandbox or process at p.
+func (d *decoder) resources(bs hcl.Blocks, p []string, r *spec.Resources) {
+	for _, rb := range bs {
 		rp := at(p, "resources")
 		d.block(rb, rp)
 		ras, _ := d.content(rb.Body, resourcesSchema, rp)
-		d.size(ras, rp, "memory", &s.Resources.Memory)
-		d.cpu(ras, rp, "cpu", &s.Resources.CPU)
-		d.integerInt(ras, rp, "cpu_weight", &s.Resources.CPUWeight)
-		d.pids(ras, rp, "pids", &s.Resources.Pids)
+		d.size(ras, rp, "memory", &r.Memory)
+		d.cpu(ras, rp, "cpu", &r.CPU)
+		d.integerInt(ras, rp, "cpu_weight", &r.CPUWeight)
+		d.pids(ras, rp, "pids", &r.Pids)
 	}
-	return s
 }
 
 // process decodes a process or init block; groupEnv is its group's
@@ -234,6 +242,7 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEn
 		}
 	}
 	pr.DependsOn = d.dependsOn(bs["depends_on"], p)
+	d.resources(bs["resources"], p, &pr.Resources)
 	for _, lb := range bs["log"] {
 		lp := at(p, "log")
 		d.block(lb, lp)

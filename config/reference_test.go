@@ -352,11 +352,14 @@ var referenceDefaults = map[string]string{
 	"group.process":                  "",
 	"group.depends_on":               "",
 
-	"sandbox.namespaces": "none",
-	"sandbox.hostname":   "",
-	"sandbox.rootfs":     "",
-	"sandbox.mount":      "",
-	"sandbox.resources":  "",
+	"sandbox.namespaces":                "none",
+	"sandbox.hostname":                  "",
+	"sandbox.rootfs":                    "",
+	"sandbox.read_only_root_filesystem": code("false"),
+	"sandbox.private_tmp":               code("false"),
+	"sandbox.proc_mount":                code(spec.ProcMountDefault),
+	"sandbox.mount":                     "",
+	"sandbox.resources":                 "",
 
 	"mount.type":     "",
 	"mount.target":   "",
@@ -390,6 +393,7 @@ var referenceDefaults = map[string]string{
 	"process.pre_stop":        "",
 	"process.post_stop":       "",
 	"process.log":             "capture",
+	"process.resources":       "",
 
 	"log.mode":             code("capture"),
 	"log.max_size":         size(logs.DefaultMaxFileSize),

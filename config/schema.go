@@ -99,7 +99,7 @@ var (
 		append(blocks("backoff", "sandbox"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
 
 	sandboxSchema = newSchema("sandbox",
-		[]string{"namespaces", "hostname", "rootfs"}, nil,
+		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount"}, nil,
 		blocks("mount", "resources"), "mount")
 
 	mountSchema = newSchema("mount", []string{"source", "readonly", "options"}, []string{"type", "target"}, nil)
@@ -110,7 +110,7 @@ var (
 		[]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
 			"critical", "readiness", "watchdog", "sockets"}, nil,
 		append(blocks("startup_probe", "liveness_probe", "readiness_probe",
-			"pre_start", "post_start", "pre_stop", "post_stop", "log"), named("depends_on")...), "depends_on")
+			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources"), named("depends_on")...), "depends_on")
 
 	// initSchema is processSchema under its own name: an init takes the same
 	// fields, and spec's validation says which of them make no sense there.

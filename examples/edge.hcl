@@ -3,7 +3,8 @@
 # Group "sensors" runs in its own PID, mount, UTS, IPC and network
 # namespaces: it sees only its own processes (a fresh /proc), its own
 # hostname, a private tmpfs on /tmp and no network but loopback. A cgroup
-# caps it at 64 MiB, a quarter of a CPU and 32 tasks.
+# caps it at 64 MiB, a quarter of a CPU and 32 tasks, and the collector's
+# own cgroup at 48 MiB and 16 tasks of those.
 # Group "uplink" shares the host network (it forwards readings) but still
 # gets its own PID and mount namespaces and limits.
 #
@@ -52,6 +53,14 @@ group "sensors" {
   process "collector" {
     # Stands in for a sensor reader: one reading a second into the tmpfs.
     command = ["sh", "-c", "trap 'kill $! 2>/dev/null; exit 0' TERM; while :; do date +%s >> /tmp/readings; sleep 1 & wait $!; done"]
+
+    # The collector's own cgroup, inside the group's: the group's
+    # limits hold for the whole sandbox (probes and podsup exec too),
+    # these for the collector's tree alone.
+    resources {
+      memory = "48MiB"
+      pids   = 16
+    }
 
     liveness_probe {
       exec {

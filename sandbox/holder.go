@@ -105,6 +105,10 @@ func (h *holder) handshake(ctx context.Context, cfg spec.Sandbox, flags uintptr,
 		Hostname: cfg.Hostname,
 		Mounts:   cfg.Mounts,
 		Rootfs:   cfg.Rootfs,
+
+		ReadOnlyRoot: cfg.ReadOnlyRootFilesystem,
+		PrivateTmp:   cfg.PrivateTmp,
+		MaskProc:     cfg.MaskProc(),
 	}
 	b, err := json.Marshal(hc)
 	if err != nil {

@@ -70,7 +70,7 @@ func HolderMain() int {
 // holderSetup applies cfg inside the new namespaces.
 func holderSetup(cfg holderConfig) error {
 	if cfg.Mount {
-		if err := setupMounts(cfg.Rootfs, cfg.Mounts); err != nil {
+		if err := setupMounts(cfg); err != nil {
 			return err
 		}
 	}

@@ -23,7 +23,8 @@ const holderControlFD = 3
 //	socketpair; Start(holder, Cloneflags)
 //	holderConfig ─────────────────────────► read config
 //	                                        make every mount private,
-//	                                        mounts, pivot_root, hostname, lo up
+//	                                        mounts, pivot_root, read-only
+//	                                        root, masked paths, hostname, lo up
 //	             ◄───────────────────────── holderReply{} (or {Error})
 //	namespace thread: setns(pidfd, flags)
 //	... processes forked into the sandbox; the holder reaps their orphans ...
@@ -41,6 +42,11 @@ type holderConfig struct {
 	Hostname string       `json:"hostname,omitempty"`
 	Mounts   []spec.Mount `json:"mounts,omitempty"`
 	Rootfs   string       `json:"rootfs,omitempty"`
+	// ReadOnlyRoot, PrivateTmp and MaskProc are spec.Sandbox's
+	// ReadOnlyRootFilesystem, PrivateTmp and MaskProc().
+	ReadOnlyRoot bool `json:"read_only_root,omitempty"`
+	PrivateTmp   bool `json:"private_tmp,omitempty"`
+	MaskProc     bool `json:"mask_proc,omitempty"`
 }
 
 // holderReply ends the setup: an empty Error means ready.

@@ -17,23 +17,26 @@ import (
 // the host (on systemd hosts "/" is shared). With a rootfs, the mounts are
 // made under it (bind sources are host paths, reachable only before the
 // pivot) and then the holder pivot_roots into it and detaches the old one.
+// The masked and read-only paths of runc's default profile are applied
+// after the mounts (so that the sandbox's /proc is the one masked), and
+// the root becomes read-only last.
 //
 // Mount targets are paths inside the sandbox: each is resolved inside the
 // rootfs (inRoot), so a symlink of the rootfs, absolute or climbing with
 // "..", means what it will mean once the sandbox runs there, and a mount
 // point is never created, nor a mount made, outside the rootfs. Bind
 // sources are podsup's configuration and are resolved on the host.
-func setupMounts(rootfs string, mounts []spec.Mount) error {
+func setupMounts(cfg holderConfig) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
 	root := "/"
-	if rootfs != "" {
+	if cfg.Rootfs != "" {
 		// pivot_root wants the new root to be a mount point.
-		if err := unix.Mount(rootfs, rootfs, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind-mounting rootfs %s: %w", rootfs, err)
+		if err := unix.Mount(cfg.Rootfs, cfg.Rootfs, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mounting rootfs %s: %w", cfg.Rootfs, err)
 		}
-		root = rootfs
+		root = cfg.Rootfs
 	}
 	// Opened after the self-bind, so that it is the rootfs mount's root.
 	rootFD, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -41,13 +44,38 @@ func setupMounts(rootfs string, mounts []spec.Mount) error {
 		return fmt.Errorf("opening root %s: %w", root, err)
 	}
 	defer unix.Close(rootFD)
+	r := inRoot{fd: rootFD, path: root}
+	mounts := cfg.Mounts
+	if cfg.PrivateTmp {
+		// First, so that a mount of the configuration on /tmp wins.
+		mounts = append(privateTmpMounts(), mounts...)
+	}
+	var writable []string // targets of the sandbox's own writable mounts
 	for _, m := range mounts {
-		if err := mountOne(inRoot{fd: rootFD, path: root}, m); err != nil {
+		if err := mountOne(r, m); err != nil {
+			return err
+		}
+		if !m.ReadOnly {
+			writable = append(writable, m.Target)
+		}
+	}
+	if cfg.MaskProc {
+		// Before the pivot, while the host's /dev/null is in reach. The
+		// read-only root below never touches them: it leaves /proc and
+		// /sys alone, or (in a rootfs) changes the root mount only.
+		if err := maskPaths(r); err != nil {
+			return fmt.Errorf("proc_mount Default: %w", err)
+		}
+	}
+	if cfg.Rootfs != "" {
+		if err := pivotRoot(cfg.Rootfs); err != nil {
 			return err
 		}
 	}
-	if rootfs != "" {
-		return pivotRoot(rootfs)
+	if cfg.ReadOnlyRoot {
+		if err := readOnlyRoot(cfg.Rootfs != "", writable); err != nil {
+			return fmt.Errorf("read_only_root_filesystem: %w", err)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
 )
 
 // keptCgroup is a process cgroup that outlives the process records placed
@@ -35,6 +36,10 @@ type keptCgroup struct {
 	// whose own figures are the differences.
 	oomSeen uint64
 	cpuSeen time.Duration
+	// limits are the resources last written to it (guarded by the
+	// sandbox's keptMu): a holder with other limits (a reloaded process)
+	// rewrites them.
+	limits spec.Resources
 	// last (guarded by rt.mu) is the CPU figure of the latest exit, where
 	// the next instance's own CPU time begins; nil before any exit.
 	last *exitFigures
@@ -55,11 +60,11 @@ type exitFigures struct {
 	cpu  time.Duration // guarded by read
 }
 
-// keepCgroup finds or creates sb's kept cgroup name and makes pr its
-// holder. A cgroup whose holder has not exited yet is refused: two live
-// records in one cgroup could not tell their trees, OOM kills or usage
-// apart.
-func (rt *Runtime) keepCgroup(sb *sandboxRec, name string, pr *procRec) (*keptCgroup, error) {
+// keepCgroup finds or creates sb's kept cgroup name with limits r and
+// makes pr its holder. A cgroup whose holder has not exited yet is
+// refused: two live records in one cgroup could not tell their trees, OOM
+// kills or usage apart.
+func (rt *Runtime) keepCgroup(sb *sandboxRec, name string, r spec.Resources, pr *procRec) (*keptCgroup, error) {
 	if err := validID("cgroup", name); err != nil {
 		return nil, err
 	}
@@ -69,16 +74,34 @@ func (rt *Runtime) keepCgroup(sb *sandboxRec, name string, pr *procRec) (*keptCg
 	k := sb.kept[name]
 	rt.mu.Unlock()
 	if k != nil {
-		return k, rt.takeOver(k, pr)
+		if err := rt.takeOver(k, pr); err != nil {
+			return nil, err
+		}
+		if k.limits != r {
+			// Its holder has exited: nothing runs under the old limits.
+			if err := k.cg.SetResources(r); err != nil {
+				k.mu.Lock()
+				k.holder = nil // pr is not created: nothing holds it
+				k.mu.Unlock()
+				return nil, err
+			}
+			k.limits = r
+		}
+		return k, nil
 	}
 	cg, err := sb.group.NewProcess(name)
+	if err == nil && r != (spec.Resources{}) {
+		if err = cg.SetResources(r); err != nil {
+			_ = cg.Delete() // just made and empty; the limit's error is the one to report
+		}
+	}
 	if err != nil {
 		if errors.Is(err, cgroups.ErrExist) {
 			err = fmt.Errorf("%w: %w", ErrAlreadyExists, err)
 		}
 		return nil, err
 	}
-	k = &keptCgroup{name: name, cg: cg, holder: pr}
+	k = &keptCgroup{name: name, cg: cg, holder: pr, limits: r}
 	rt.mu.Lock()
 	sb.kept[name] = k
 	rt.mu.Unlock()

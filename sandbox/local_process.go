@@ -11,6 +11,7 @@ import (
 
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -121,6 +122,13 @@ func (rt *Runtime) CreateProcess(_ context.Context, id string, cfg ProcessConfig
 		rt.mu.Unlock()
 		return fmt.Errorf("creating process %q: %w", id, err)
 	}
+	if sb.group == nil && cfg.Resources != (spec.Resources{}) {
+		err = fmt.Errorf("%w: resource limits need cgroups, which are unavailable here", ErrUnavailable)
+	}
+	if err != nil {
+		rt.mu.Unlock()
+		return fmt.Errorf("creating process %q: %w", id, err)
+	}
 	pr.sb = sb
 	// Registered before its cgroup exists so the id is taken; a Start
 	// before CreateProcess returned would find it created, as it should.
@@ -130,7 +138,7 @@ func (rt *Runtime) CreateProcess(_ context.Context, id string, cfg ProcessConfig
 	sb.procs[id] = pr
 	rt.mu.Unlock()
 	if sb.group != nil && cfg.Cgroup != "" {
-		k, err := rt.keepCgroup(sb, cfg.Cgroup, pr)
+		k, err := rt.keepCgroup(sb, cfg.Cgroup, cfg.Resources, pr)
 		if err != nil {
 			rt.mu.Lock()
 			delete(rt.procs, id)
@@ -141,6 +149,11 @@ func (rt *Runtime) CreateProcess(_ context.Context, id string, cfg ProcessConfig
 		pr.cg, pr.kept = k.cg, k
 	} else if sb.group != nil {
 		cg, err := sb.group.NewProcess(id)
+		if err == nil && cfg.Resources != (spec.Resources{}) {
+			if err = cg.SetResources(cfg.Resources); err != nil {
+				_ = cg.Delete() // just made and empty; the limit's error is the one to report
+			}
+		}
 		if err != nil {
 			rt.mu.Lock()
 			delete(rt.procs, id)

@@ -32,6 +32,18 @@ func checkSandbox(cfg spec.Sandbox) error {
 	if cfg.Rootfs != "" && !filepath.IsAbs(cfg.Rootfs) {
 		return fmt.Errorf("%w: rootfs %q is not an absolute path", ErrInvalidArgument, cfg.Rootfs)
 	}
+	if cfg.Rootfs != "" && filepath.Clean(cfg.Rootfs) == "/" {
+		// pivot_root fails with EBUSY when the new root is the old one.
+		return fmt.Errorf("%w: rootfs \"/\" is the host's root: leave rootfs out to see the host's files", ErrInvalidArgument)
+	}
+	if (cfg.ReadOnlyRootFilesystem || cfg.PrivateTmp) && !has["mount"] {
+		return fmt.Errorf("%w: a read-only root and a private /tmp need the mount namespace", ErrInvalidArgument)
+	}
+	switch cfg.ProcMount {
+	case "", spec.ProcMountDefault, spec.ProcMountUnmasked:
+	default:
+		return fmt.Errorf("%w: proc_mount %q is not one of Default, Unmasked", ErrInvalidArgument, cfg.ProcMount)
+	}
 	for _, m := range cfg.Mounts {
 		if !filepath.IsAbs(m.Target) {
 			return fmt.Errorf("%w: mount target %q is not an absolute path", ErrInvalidArgument, m.Target)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
 )
 
 // SandboxState is a sandbox's condition.
@@ -67,6 +68,11 @@ type ProcessConfig struct {
 	// the cgroup's life. Empty: a cgroup of the process's own, named after
 	// its id, removed with it. Ignored without cgroups.
 	Cgroup string
+	// Resources are the limits of the process's own cgroup (the kept one
+	// with Cgroup), within the sandbox's: Kubernetes' per-container limits
+	// under the pod's. Zero fields are unlimited; a limit without cgroups
+	// is ErrUnavailable.
+	Resources spec.Resources
 	// NoFinalUsage spares the exit its read of the cgroup's usage figures,
 	// for a caller that reads usage from the cgroups itself (package
 	// stack). The exited process's Usage is then the kernel's rusage of it

@@ -150,6 +150,9 @@ func groupLevel(c *Config, g *Group) Group {
 		if len(sb.Mounts) == 0 {
 			sb.Mounts = nil
 		}
+		if sb.ProcMount == ProcMountDefault {
+			sb.ProcMount = ""
+		}
 		out.Sandbox = &sb
 	}
 	return out

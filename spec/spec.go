@@ -150,6 +150,10 @@ type Process struct {
 	RestartPolicy RestartPolicy
 	// Critical ends podsup when this process ends for good (X11).
 	Critical bool
+	// Resources limit the process's own cgroup, within the group's
+	// sandbox (Kubernetes' per-container limits under the pod's); they
+	// need the group's sandbox block.
+	Resources Resources
 
 	StartupProbe   *Probe
 	LivenessProbe  *Probe
@@ -341,6 +345,50 @@ type Sandbox struct {
 	// Rootfs, when set, is a directory the sandbox pivot_roots into.
 	Rootfs    string
 	Resources Resources
+	// ReadOnlyRootFilesystem makes the root read-only once the sandbox's
+	// mounts are made: the rootfs (runc's readonlyRootfs) or, without one,
+	// every mount of the host's tree (systemd's ProtectSystem=strict) but
+	// /dev, /proc, /sys and the sandbox's own writable mounts.
+	ReadOnlyRootFilesystem bool
+	// PrivateTmp mounts a fresh tmpfs (mode 1777) on /tmp and /var/tmp
+	// (systemd's PrivateTmp=).
+	PrivateTmp bool
+	// ProcMount is Kubernetes' procMount: "Default" (or empty) hides
+	// runc's masked paths (MaskedPaths) and makes its read-only paths
+	// (ReadOnlyPaths) read-only in every sandbox with a proc mount;
+	// "Unmasked" leaves /proc and /sys as they are.
+	ProcMount string
+}
+
+// The values of Sandbox.ProcMount.
+const (
+	ProcMountDefault  = "Default"
+	ProcMountUnmasked = "Unmasked"
+)
+
+// MaskedPaths are hidden in a sandbox with ProcMount Default: /dev/null
+// over a file, an empty read-only tmpfs over a directory (runc's default
+// maskedPaths, containerd's oci.WithMaskedPaths).
+var MaskedPaths = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+	"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"}
+
+// ReadOnlyPaths are read-only in a sandbox with ProcMount Default (runc's
+// default readonlyPaths).
+var ReadOnlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+
+// MaskProc says whether the sandbox hides MaskedPaths and protects
+// ReadOnlyPaths: with ProcMount Default, when it mounts a proc.
+func (s Sandbox) MaskProc() bool {
+	if s.ProcMount == ProcMountUnmasked {
+		return false
+	}
+	for _, m := range s.Mounts {
+		if m.Type == "proc" {
+			return true
+		}
+	}
+	return false
 }
 
 // Mount is one mount made inside the sandbox's mount namespace.

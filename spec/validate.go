@@ -192,6 +192,16 @@ func (ch *checker) group(g *Group) {
 		seen[pr.Name] = true
 		ch.process(pp, pr, false)
 	}
+	for _, list := range []struct {
+		kind  string
+		procs []Process
+	}{{"init", g.Init}, {"process", g.Processes}} {
+		for _, pr := range list.procs {
+			if pr.Resources != (Resources{}) && g.Sandbox == nil {
+				ch.add(at(p, list.kind, pr.Name, "resources"), "a process's resources limit its own cgroup, inside its group's: add a sandbox block to the group (sandbox {} alone gives it a cgroup and no namespaces)")
+			}
+		}
+	}
 	ch.sleepHooks(g)
 	ch.processDependencies(g)
 }
@@ -211,6 +221,7 @@ func (ch *checker) process(p []string, pr *Process, isInit bool) {
 	if len(pr.Command) == 0 || pr.Command[0] == "" {
 		ch.add(at(p, "command"), "command is empty: give the program and its arguments, e.g. [\"/usr/bin/env\", \"sleep\", \"60\"]")
 	}
+	ch.resources(at(p, "resources"), pr.Resources)
 	if pr.StopSignal < 0 || pr.StopSignal > 64 {
 		ch.add(at(p, "stop_signal"), "stop_signal %d is not a signal number (1-64)", int(pr.StopSignal))
 	}
@@ -423,6 +434,17 @@ func (ch *checker) sandbox(p []string, s *Sandbox) {
 	if s.Rootfs != "" && !filepath.IsAbs(s.Rootfs) {
 		ch.add(at(p, "rootfs"), "rootfs must be an absolute path, got %q", s.Rootfs)
 	}
+	if s.Rootfs != "" && filepath.Clean(s.Rootfs) == "/" {
+		ch.add(at(p, "rootfs"), "rootfs = \"/\" is the host's root, which a sandbox cannot pivot into: leave rootfs out to see the host's files (with read_only_root_filesystem = true for a read-only view)")
+	}
+	if (s.ReadOnlyRootFilesystem || s.PrivateTmp) && !has["mount"] {
+		ch.add(p, "read_only_root_filesystem and private_tmp need the \"mount\" namespace, or they would change the host's mounts")
+	}
+	switch s.ProcMount {
+	case "", ProcMountDefault, ProcMountUnmasked:
+	default:
+		ch.add(at(p, "proc_mount"), "proc_mount must be %q or %q, got %q", ProcMountDefault, ProcMountUnmasked, s.ProcMount)
+	}
 	for i, m := range s.Mounts {
 		mp := at(p, "mount", strconv.Itoa(i))
 		switch m.Type {
@@ -442,18 +464,22 @@ func (ch *checker) sandbox(p []string, s *Sandbox) {
 			ch.add(at(mp, "target"), "mount target must be an absolute path, got %q", m.Target)
 		}
 	}
-	r := s.Resources
+	ch.resources(at(p, "resources"), s.Resources)
+}
+
+// resources checks a resources block at p, a group's or a process's.
+func (ch *checker) resources(p []string, r Resources) {
 	if r.Memory < 0 {
-		ch.add(at(p, "resources", "memory"), "memory must not be negative")
+		ch.add(at(p, "memory"), "memory must not be negative")
 	}
 	if r.CPU < 0 {
-		ch.add(at(p, "resources", "cpu"), "cpu must not be negative")
+		ch.add(at(p, "cpu"), "cpu must not be negative")
 	}
 	if r.CPUWeight != 0 && (r.CPUWeight < 1 || r.CPUWeight > 10000) {
-		ch.add(at(p, "resources", "cpu_weight"), "cpu_weight must be 1-10000, got %d", r.CPUWeight)
+		ch.add(at(p, "cpu_weight"), "cpu_weight must be 1-10000, got %d", r.CPUWeight)
 	}
 	if r.Pids < 0 {
-		ch.add(at(p, "resources", "pids"), "pids must not be negative")
+		ch.add(at(p, "pids"), "pids must not be negative")
 	}
 }
 

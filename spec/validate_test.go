@@ -42,6 +42,16 @@ func TestValidateReportsEachProblemWithItsPath(t *testing.T) {
 		{"duplicate process", func(g *Group) { g.Processes = append(g.Processes, g.Processes[0]) }, "group.web.process.api", "duplicate"},
 		{"no process", func(g *Group) { g.Processes = nil }, "group.web", "no process"},
 		{"hostname without uts", func(g *Group) { g.Sandbox = &Sandbox{Hostname: "x"} }, "group.web.sandbox.hostname", "uts"},
+		{"rootfs is the host's root", func(g *Group) {
+			g.Sandbox = &Sandbox{Namespaces: []string{"mount"}, Rootfs: "/"}
+		}, "group.web.sandbox.rootfs", "leave rootfs out"},
+		{"read-only root without a mount namespace", func(g *Group) {
+			g.Sandbox = &Sandbox{Namespaces: []string{"pid"}, ReadOnlyRootFilesystem: true}
+		}, "group.web.sandbox", "need the \"mount\" namespace"},
+		{"private tmp without a mount namespace", func(g *Group) { g.Sandbox = &Sandbox{PrivateTmp: true} }, "group.web.sandbox", "need the \"mount\" namespace"},
+		{"unknown proc_mount", func(g *Group) {
+			g.Sandbox = &Sandbox{Namespaces: []string{"mount"}, ProcMount: "Masked"}
+		}, "group.web.sandbox.proc_mount", "Default"},
 		{"O1 init restart policy other than always", func(g *Group) {
 			g.Init = []Process{{Name: "migrate", Command: []string{"x"}, RestartPolicy: RestartOnFailure}}
 		}, "group.web.init.migrate.restart_policy", `only restart_policy = "always"`},

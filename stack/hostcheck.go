@@ -138,6 +138,11 @@ func CheckHost(cfg *spec.Config, env []string) spec.Errors {
 			if g.Sandbox.Resources != (spec.Resources{}) && caps.NoResourceLimits == "" {
 				caps.NoResourceLimits = predictLimits(g.Sandbox.Resources)
 			}
+			for _, pr := range append(append([]spec.Process(nil), g.Init...), g.Processes...) {
+				if pr.Resources != (spec.Resources{}) && caps.NoResourceLimits == "" {
+					caps.NoResourceLimits = predictLimits(pr.Resources)
+				}
+			}
 		}
 	}
 	if err := caps.Check(cfg); err != nil {

@@ -139,7 +139,8 @@ func (l *SandboxRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 	err := l.rt.CreateProcess(ctx, id, sandbox.ProcessConfig{
 		Sandbox: req.Group, Command: pr.Command, RunAs: supervisor.RunAs(pr),
 		Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
-		Cgroup: pr.Name, // one cgroup per process, whichever instance
+		Cgroup:    pr.Name, // one cgroup per process, whichever instance
+		Resources: pr.Resources,
 		// Usage is read from the cgroups by the API server (cumulative
 		// per process); the exit need not read it.
 		NoFinalUsage: true,

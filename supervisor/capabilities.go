@@ -96,6 +96,9 @@ func (c Capabilities) Check(cfg *spec.Config) error {
 
 // checkProcess is Check for one process at path p.
 func (c Capabilities) checkProcess(p []string, pr spec.Process, add func([]string, string, ...any)) {
+	if pr.Resources != (spec.Resources{}) && c.Sandboxes && c.NoResourceLimits != "" {
+		add(fieldPath(p, "resources"), "resource limits cannot be enforced: %s", c.NoResourceLimits)
+	}
 	if pr.Readiness != "" && !c.ReadinessProtocols {
 		add(fieldPath(p, "readiness"), "readiness = %q needs a runtime that serves readiness protocols, and this one serves none (notify.Runtime with a Server does)", pr.Readiness)
 	}

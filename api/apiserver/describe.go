@@ -187,6 +187,9 @@ func describeProcess(st api.ProcessStatus, ps *spec.Process, g *spec.Group, evs 
 	if ps != nil {
 		d.Command, d.WorkingDir, d.User, d.Critical = ps.Command, ps.WorkingDir, ps.User, ps.Critical
 		d.RestartPolicy = string(g.EffectiveRestartPolicy(ps))
+		if r := ps.Resources; r != (spec.Resources{}) {
+			d.Limits = &api.Limits{MemoryBytes: r.Memory, CPU: r.CPU, CPUWeight: r.CPUWeight, Pids: r.Pids}
+		}
 		d.DependsOn = describeDependencies(ps.DependsOn)
 		for _, k := range []struct {
 			kind  spec.ProbeKind

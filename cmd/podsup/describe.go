@@ -168,6 +168,9 @@ func (d *describer) process(level int, p api.ProcessDescription, named bool) {
 	if p.RestartPolicy != "" {
 		d.line(level, "Restart Policy", "%s", p.RestartPolicy)
 	}
+	if l := p.Limits; l != nil {
+		d.line(level, "Limits", "%s", limitsLine(*l))
+	}
 	if len(p.DependsOn) > 0 {
 		d.line(level, "Depends On", "%s", strings.Join(p.DependsOn, ", "))
 	}

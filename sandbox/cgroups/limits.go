@@ -42,10 +42,10 @@ func (w limitWrite) apply(fs fsOps) error {
 	return fs.write(w.file, w.value)
 }
 
-// limitWrites lists, in order, the writes that give the group exactly r.
-// Every controller the group's cgroup has is written, so changing a limit
-// back to zero (unlimited) takes effect too.
-func (g *Group) limitWrites(r spec.Resources) []limitWrite {
+// limitWrites lists, in order, the writes that give the cgroup exactly r.
+// Every controller the cgroup has is written, so changing a limit back to
+// zero (unlimited) takes effect too.
+func (g *node) limitWrites(r spec.Resources) []limitWrite {
 	var ws []limitWrite
 	if h := g.ctl("memory"); h != nil {
 		ws = append(ws, memoryWrites(h.Version, g.dir(h), r.Memory)...)

@@ -111,25 +111,36 @@ func (g *Group) Delete() error {
 // SetResources writes r's limits (zero fields: unlimited) to the group. It
 // may be called again to change them.
 func (g *Group) SetResources(r spec.Resources) error {
-	if err := g.m.Check(r); err != nil {
-		return fmt.Errorf("setting limits of %s: %w", g.Path(), err)
+	return g.setResources(r, "the group was created without them; create it anew")
+}
+
+// SetResources writes r's limits (zero fields: unlimited) to the process's
+// own cgroup, within its group's: Kubernetes' per-container limits under
+// the pod's. It may be called again to change them.
+func (p *Process) SetResources(r spec.Resources) error {
+	return p.setResources(r, "its group was created without them: give the group's resources a limit of that kind too, or none")
+}
+
+func (n *node) setResources(r spec.Resources, fix string) error {
+	if err := n.m.Check(r); err != nil {
+		return fmt.Errorf("setting limits of %s: %w", n.Path(), err)
 	}
-	if err := g.check(r); err != nil {
-		return fmt.Errorf("setting limits of %s: %w (the group was created without them; create it anew)", g.Path(), err)
+	if err := n.check(r); err != nil {
+		return fmt.Errorf("setting limits of %s: %w (%s)", n.Path(), err, fix)
 	}
-	for _, w := range g.limitWrites(r) {
-		if err := w.apply(g.m.fs); err != nil {
-			return fmt.Errorf("setting limits of %s: %w", g.Path(), err)
+	for _, w := range n.limitWrites(r) {
+		if err := w.apply(n.m.fs); err != nil {
+			return fmt.Errorf("setting limits of %s: %w", n.Path(), err)
 		}
 	}
 	return nil
 }
 
-// check is Manager.Check for the hierarchies the group lives in.
-func (g *Group) check(r spec.Resources) error {
+// check is Manager.Check for the hierarchies the cgroup lives in.
+func (n *node) check(r spec.Resources) error {
 	var missing []string
 	need := func(c string, want bool) {
-		if want && g.ctl(c) == nil {
+		if want && n.ctl(c) == nil {
 			missing = append(missing, c)
 		}
 	}
