@@ -78,7 +78,7 @@ func startHolder(ctx context.Context, cfg spec.Sandbox, o holderOptions) (*holde
 		return nil, err
 	}
 	err = p.WithPidfd(func(pidfd int) (err error) {
-		h.ns, err = startNSThread(pidfd, int(flags))
+		h.ns, err = startNSThread(p, pidfd, int(flags))
 		return err
 	})
 	if err != nil {

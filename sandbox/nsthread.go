@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,6 +32,11 @@ type nsThread struct {
 	mu     sync.RWMutex // guards closed and sending on jobs
 	closed bool
 	jobs   chan nsJob
+	// holder is the process whose namespaces the thread entered: a
+	// security profile's thread enters them through it (Enter).
+	holder  *proc.Process
+	nsFlags int
+	gone    chan struct{} // closed by Close
 }
 
 type nsJob struct {
@@ -39,9 +45,9 @@ type nsJob struct {
 }
 
 // startNSThread starts the thread and returns once it is inside. pidfd is
-// the holder's; it is used only before startNSThread returns.
-func startNSThread(pidfd int, nsFlags int) (*nsThread, error) {
-	t := &nsThread{jobs: make(chan nsJob)}
+// holder's; it is used only before startNSThread returns.
+func startNSThread(holder *proc.Process, pidfd int, nsFlags int) (*nsThread, error) {
+	t := &nsThread{jobs: make(chan nsJob), holder: holder, nsFlags: nsFlags, gone: make(chan struct{})}
 	ready := make(chan error, 1)
 	go t.run(pidfd, nsFlags, ready)
 	if err := <-ready; err != nil {
@@ -118,8 +124,24 @@ func (t *nsThread) Close() {
 	if !t.closed {
 		t.closed = true
 		close(t.jobs)
+		close(t.gone)
 	}
 }
+
+// Enter moves the calling thread into the sandbox's namespaces
+// (proc.Namespaces): a security profile's thread for this sandbox, which
+// has unshared its fs attributes already.
+func (t *nsThread) Enter() error {
+	return t.holder.WithPidfd(func(pidfd int) error {
+		if err := unix.Setns(pidfd, t.nsFlags); err != nil {
+			return fmt.Errorf("entering the sandbox's namespaces: %w", err)
+		}
+		return nil
+	})
+}
+
+// Gone is closed when the sandbox's namespaces go (proc.Namespaces).
+func (t *nsThread) Gone() <-chan struct{} { return t.gone }
 
 // placer is the part of a cgroups.Placement a fork needs.
 type placer interface {
@@ -145,6 +167,24 @@ func (f sandboxForker) Fork(fn func() error) error {
 		return f.ns.Fork(inner)
 	}
 	return inner()
+}
+
+// Namespaces are the sandbox's (proc.NamespaceForker): nil for a fork in
+// podsup's own.
+func (f sandboxForker) Namespaces() proc.Namespaces {
+	if f.ns == nil {
+		return nil
+	}
+	return f.ns
+}
+
+// ForkHere runs fn with the cgroup placement alone, on the calling thread
+// (proc.NamespaceForker): a security profile's thread, already inside.
+func (f sandboxForker) ForkHere(fn func() error) error {
+	if f.pl != nil {
+		return f.pl.Fork(fn)
+	}
+	return fn()
 }
 
 func (f sandboxForker) Resolve(fn func() error) error {

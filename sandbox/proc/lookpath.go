@@ -218,5 +218,5 @@ func modeOwner(st unix.Stat_t) string {
 // CredentialOf is the credential a Cmd with this User and Group runs
 // with: nil for podsup's own, an error for an unknown user or group.
 func CredentialOf(userName, groupName string) (*syscall.Credential, error) {
-	return credential(userName, groupName)
+	return credential(userName, groupName, nil)
 }

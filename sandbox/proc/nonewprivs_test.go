@@ -68,10 +68,9 @@ func TestNoNewPrivsCommandsCannotGainPrivileges(t *testing.T) {
 	if got := statusField(out, "NoNewPrivs"); got != "0" {
 		t.Errorf("a command without NoNewPrivs has it: %q", got)
 	}
-	// A missing command is still a missing command (127 from the
-	// trampoline, which looked for it).
-	if out, code := runOut(t, &Cmd{Path: "/nonexistent/x", NoNewPrivs: true}); code != 127 || !strings.Contains(out, "/nonexistent/x") {
-		t.Errorf("a missing command: %d %q", code, out)
+	// A missing command is still a missing command, named.
+	if _, err := Start(&Cmd{Path: "/nonexistent/x", NoNewPrivs: true}); !errors.Is(err, ErrCommandNotFound) || !strings.Contains(err.Error(), "/nonexistent/x") {
+		t.Errorf("a missing command: %v, want ErrCommandNotFound naming it", err)
 	}
 }
 

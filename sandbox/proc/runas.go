@@ -14,4 +14,7 @@ type RunAs struct {
 	// User and Group are names or numeric ids; empty means podsup's own.
 	// A user brings its primary group and supplementary groups.
 	User, Group string
+	// Groups are supplementary groups, names or numeric ids, added to
+	// those User brings (Kubernetes' supplementalGroups).
+	Groups []string
 }

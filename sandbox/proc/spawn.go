@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -30,8 +32,8 @@ type Cmd struct {
 	NotRoot bool
 	// NoNewPrivs starts the command with PR_SET_NO_NEW_PRIVS: neither it
 	// nor anything it execs gains privileges through setuid or file
-	// capabilities (nonewprivs.go). It needs /proc in the command's
-	// mount namespace.
+	// capabilities. It is Security.NoNewPrivs for a caller that sets
+	// nothing else.
 	NoNewPrivs bool
 	// Security, when not nil, narrows what the command may do
 	// (security.go).
@@ -122,6 +124,9 @@ type Process struct {
 	done   chan struct{}
 	exit   Exit
 	onExit func(Exit)
+	// onEnd, when set, releases the profile thread the process was
+	// started from (profilethread.go).
+	onEnd func()
 }
 
 // testHookBeforeRegister, when set by a test, runs between a successful
@@ -144,7 +149,7 @@ func Start(c *Cmd) (*Process, error) {
 	resolve := func() (err error) {
 		if c.Credential != nil {
 			cred = c.Credential
-		} else if cred, err = credential(c.User, c.Group); err != nil {
+		} else if cred, err = credential(c.User, c.Group, c.Groups); err != nil {
 			return err
 		}
 		// The command is looked up as the user it runs as: a PATH entry
@@ -166,15 +171,9 @@ func Start(c *Cmd) (*Process, error) {
 	if err != nil {
 		return nil, &StartError{Path: c.Path, Err: err}
 	}
-	if c.Security != nil {
-		return nil, &StartError{Path: c.Path, Err: errSecurityUnsupported}
-	}
 	args := c.Args
 	if len(args) == 0 {
 		args = []string{c.Path}
-	}
-	if c.NoNewPrivs {
-		path, args = noNewPrivsArgv(path, args)
 	}
 	files, err := stdFiles(c)
 	if err != nil {
@@ -193,9 +192,56 @@ func Start(c *Cmd) (*Process, error) {
 		sys.Foreground = true
 		sys.Ctty = int(c.Stdin.Fd())
 	}
+	sec := c.security()
+	var (
+		thread *profileThread
+		nsf    NamespaceForker
+		pre    preexec
+		procfd = -1
+	)
+	if sec != nil {
+		if err := sec.validate(); err != nil {
+			return nil, &StartError{Path: c.Path, Err: err}
+		}
+		tp := threadProfile{caps: sec.Capabilities, nnp: sec.NoNewPrivs, umask: sec.Umask, seccomp: sec.Seccomp}
+		pre.rlimits = sec.Rlimits
+		if sec.Seccomp != nil && (len(sec.Rlimits) > 0 || c.UseCgroupFD && !sec.Seccomp.AllowsClone3) {
+			// The shim runs anyway, or the fork is a clone3 the filter
+			// would deny: the shim installs it (preexec.go).
+			tp.seccomp, pre.seccomp = nil, sec.Seccomp
+		}
+		if sec.Capabilities != nil && !runsAsRoot(cred) {
+			sys.AmbientCaps = sec.Capabilities.list()
+		}
+		if sec.OOMScoreAdj != nil {
+			if procfd, err = procDir(); err != nil {
+				return nil, &StartError{Path: c.Path, Err: &SecurityError{Setting: "oom_score_adj", Err: err}}
+			}
+		}
+		if !tp.empty() {
+			var ns Namespaces
+			if c.Forker != nil {
+				var ok bool
+				if nsf, ok = c.Forker.(NamespaceForker); !ok {
+					return nil, &StartError{Path: c.Path, Err: &SecurityError{Setting: "thread", Err: fmt.Errorf("%T cannot fork on a thread of a security profile: it is not a NamespaceForker", c.Forker)}}
+				}
+				ns = nsf.Namespaces()
+			}
+			if thread, err = acquireProfileThread(ns, tp); err != nil {
+				return nil, &StartError{Path: c.Path, Err: err}
+			}
+		}
+	}
+	if pre.needed() {
+		path, args = preexecArgv(pre, path, args)
+	}
 	attr := &syscall.ProcAttr{Dir: c.Dir, Env: env, Files: files, Sys: sys}
 	p := &Process{done: make(chan struct{}), onExit: c.OnExit}
+	if thread != nil {
+		p.onEnd = thread.release
+	}
 
+	registered := false
 	fork := func() error {
 		s := r.subscribe()
 		release := theForkGate.enter()
@@ -206,31 +252,58 @@ func Start(c *Cmd) (*Process, error) {
 			return err
 		}
 		p.pid, p.pgid, p.pidfd = pid, pid, pidfd
+		var oomErr error
+		if procfd >= 0 {
+			if oomErr = writeOOMScoreAdj(procfd, pid, *sec.OOMScoreAdj); oomErr != nil {
+				// Not started as asked: it goes, and its exit with it.
+				_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+				p.onExit = nil
+			}
+		}
 		if testHookBeforeRegister != nil {
 			testHookBeforeRegister(pid)
 		}
 		r.register(s, p)
+		registered = true
 		// The pidfd told this child's exit from an earlier process's with
 		// the same pid while registering; signals open their own
 		// (WithPidfd), so a running process holds no fd.
 		_ = unix.Close(pidfd) // a pidfd: nothing to flush
 		p.pidfd = -1
+		if oomErr != nil {
+			return &SecurityError{Setting: "oom_score_adj", Err: oomErr}
+		}
 		return nil
 	}
-	if c.Forker != nil {
+	switch {
+	case thread != nil && nsf != nil:
+		err = thread.do(func() error { return nsf.ForkHere(fork) })
+	case thread != nil:
+		err = thread.do(fork)
+	case c.Forker != nil:
 		err = c.Forker.Fork(fork)
-	} else {
+	default:
 		err = fork()
 	}
 	if err != nil {
-		if c.NoNewPrivs && (err == syscall.ENOENT || err == syscall.ENOTDIR) {
+		if thread != nil && !registered {
+			thread.release()
+		}
+		var se *SecurityError
+		if errors.As(err, &se) {
+			return nil, &StartError{Path: c.Path, Err: err}
+		}
+		if pre.needed() && (err == syscall.ENOENT || err == syscall.ENOTDIR) {
 			// The command itself was not looked at: the working
 			// directory and /proc/self/exe were.
-			why := fmt.Sprintf("without privileges, a command starts through %s, and there is no /proc here: mount one in the sandbox (mount \"proc\" \"/proc\" {})", selfExe)
+			why := fmt.Sprintf("with rlimits or this seccomp filter, a command starts through %s, and there is no /proc here: mount one in the sandbox (mount \"proc\" \"/proc\" {})", selfExe)
 			if c.Dir != "" {
 				why = fmt.Sprintf("its working directory %s does not exist, or %s", c.Dir, why)
 			}
 			return nil, &StartError{Path: c.Path, Err: fmt.Errorf("%w: %s", ErrNotExecutable, why)}
+		}
+		if err == syscall.ENOENT && c.Dir != "" && c.missingDir() {
+			return nil, &StartError{Path: c.Path, Err: fmt.Errorf("%w: its working directory %s does not exist", ErrCommandNotFound, c.Dir)}
 		}
 		return nil, &StartError{Path: c.Path, Err: classifyExecError(forkFDError(err, files))}
 	}
@@ -326,6 +399,9 @@ func (p *Process) Close() error { return nil }
 func (p *Process) exited(e Exit) {
 	p.exit = e
 	close(p.done)
+	if p.onEnd != nil {
+		p.onEnd()
+	}
 	if p.onExit != nil {
 		p.onExit(e)
 	}
@@ -368,8 +444,8 @@ func isControllingTTY(fd int) bool {
 	return err == nil
 }
 
-func credential(userName, groupName string) (*syscall.Credential, error) {
-	if userName == "" && groupName == "" {
+func credential(userName, groupName string, groups []string) (*syscall.Credential, error) {
+	if userName == "" && groupName == "" && len(groups) == 0 {
 		return nil, nil
 	}
 	cred := &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), NoSetGroups: true}
@@ -396,6 +472,27 @@ func credential(userName, groupName string) (*syscall.Credential, error) {
 			return nil, err
 		}
 		cred.Gid = gid
+	}
+	if len(groups) > 0 {
+		if cred.NoSetGroups { // podsup's own user: its groups are podsup's
+			cred.NoSetGroups = false
+			own, err := unix.Getgroups()
+			if err != nil {
+				return nil, fmt.Errorf("reading podsup's groups: %w", err)
+			}
+			for _, g := range own {
+				cred.Groups = append(cred.Groups, uint32(g))
+			}
+		}
+		for _, name := range groups {
+			gid, err := lookupGroup(name)
+			if err != nil {
+				return nil, fmt.Errorf("supplementary group: %w", err)
+			}
+			if !slices.Contains(cred.Groups, gid) {
+				cred.Groups = append(cred.Groups, gid)
+			}
+		}
 	}
 	return cred, nil
 }
@@ -425,4 +522,64 @@ func lookupGroup(name string) (uint32, error) {
 	}
 	n, _ := strconv.ParseUint(g.Gid, 10, 32)
 	return uint32(n), nil
+}
+
+// security is c's Security, with NoNewPrivs folded in; nil when neither
+// asks for anything.
+func (c *Cmd) security() *Security {
+	if !c.NoNewPrivs {
+		return c.Security
+	}
+	s := Security{}
+	if c.Security != nil {
+		s = *c.Security
+	}
+	s.NoNewPrivs = true
+	return &s
+}
+
+// runsAsRoot reports whether a command started with cred runs as uid 0.
+func runsAsRoot(cred *syscall.Credential) bool {
+	if cred == nil {
+		return os.Getuid() == 0
+	}
+	return cred.Uid == 0
+}
+
+// missingDir reports whether c's working directory is missing, looked at
+// where the command would have started (a sandbox's files).
+func (c *Cmd) missingDir() bool {
+	missing := false
+	look := func() error {
+		_, err := os.Stat(c.Dir)
+		missing = errors.Is(err, fs.ErrNotExist)
+		return nil
+	}
+	if r, ok := c.Forker.(Resolver); ok {
+		_ = r.Resolve(look) // its error is look's: none
+	} else {
+		_ = look()
+	}
+	return missing
+}
+
+// procDir is an fd of podsup's own /proc, opened once on a thread in
+// podsup's namespaces: a fork on a sandbox's thread sees the sandbox's
+// /proc, where podsup's pids mean nothing.
+var procDir = sync.OnceValues(func() (int, error) {
+	fd, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening /proc: %w", err)
+	}
+	return fd, nil
+})
+
+func writeOOMScoreAdj(procfd, pid, adj int) error {
+	fd, err := unix.Openat(procfd, strconv.Itoa(pid)+"/oom_score_adj", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd) // a proc file: the write below is what counts
+	_, err = unix.Write(fd, []byte(strconv.Itoa(adj)))
+	return err
 }
