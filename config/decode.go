@@ -159,6 +159,7 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 		g.Processes = append(g.Processes, d.process(pb, d.named(p, "process", pb.Labels[0]), processSchema, env))
 	}
 	g.DependsOn = d.dependsOn(bs["depends_on"], p)
+	g.Security = d.security(as, bs, p)
 	return g
 }
 
@@ -243,6 +244,7 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEn
 	}
 	pr.DependsOn = d.dependsOn(bs["depends_on"], p)
 	d.resources(bs["resources"], p, &pr.Resources)
+	pr.Security = d.security(as, bs, p)
 	for _, lb := range bs["log"] {
 		lp := at(p, "log")
 		d.block(lb, lp)

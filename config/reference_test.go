@@ -179,23 +179,25 @@ func schemaFields(s *blockSchema, types map[string]string) []schemaField {
 // probeTemplates place a block of each schema in a configuration, the
 // probed argument at %s. A new block kind needs one.
 var probeTemplates = map[string]string{
-	"top-level":  "%s",
-	"variable":   "variable \"v\" {\n%s\n}",
-	"supervisor": "supervisor {\n%s\n}",
-	"backoff":    "backoff {\n%s\n}",
-	"group":      "group \"g\" {\n%s\n}",
-	"sandbox":    inGroup("sandbox {\n%s\n}"),
-	"mount":      inGroup("sandbox {\nmount {\n%s\n}\n}"),
-	"resources":  inGroup("sandbox {\nresources {\n%s\n}\n}"),
-	"process":    inProcess("%s"),
-	"log":        inProcess("log {\n%s\n}"),
-	"probe":      inProcess("liveness_probe {\n%s\n}"),
-	"hook":       inProcess("pre_stop {\n%s\n}"),
-	"exec":       inProcess("liveness_probe {\nexec {\n%s\n}\n}"),
-	"http_get":   inProcess("liveness_probe {\nhttp_get {\n%s\n}\n}"),
-	"tcp_socket": inProcess("liveness_probe {\ntcp_socket {\n%s\n}\n}"),
-	"sleep":      inProcess("pre_stop {\nsleep {\n%s\n}\n}"),
-	"depends_on": inGroup("process \"q\" {\ncommand = [\"q\"]\n}\nprocess \"p\" {\ncommand = [\"p\"]\ndepends_on \"q\" {\n%s\n}\n}"),
+	"top-level":    "%s",
+	"variable":     "variable \"v\" {\n%s\n}",
+	"supervisor":   "supervisor {\n%s\n}",
+	"backoff":      "backoff {\n%s\n}",
+	"group":        "group \"g\" {\n%s\n}",
+	"sandbox":      inGroup("sandbox {\n%s\n}"),
+	"mount":        inGroup("sandbox {\nmount {\n%s\n}\n}"),
+	"resources":    inGroup("sandbox {\nresources {\n%s\n}\n}"),
+	"process":      inProcess("%s"),
+	"log":          inProcess("log {\n%s\n}"),
+	"probe":        inProcess("liveness_probe {\n%s\n}"),
+	"hook":         inProcess("pre_stop {\n%s\n}"),
+	"exec":         inProcess("liveness_probe {\nexec {\n%s\n}\n}"),
+	"http_get":     inProcess("liveness_probe {\nhttp_get {\n%s\n}\n}"),
+	"tcp_socket":   inProcess("liveness_probe {\ntcp_socket {\n%s\n}\n}"),
+	"sleep":        inProcess("pre_stop {\nsleep {\n%s\n}\n}"),
+	"capabilities": inProcess("capabilities {\n%s\n}"),
+	"rlimits":      inProcess("rlimits {\n%s\n}"),
+	"depends_on":   inGroup("process \"q\" {\ncommand = [\"q\"]\n}\nprocess \"p\" {\ncommand = [\"p\"]\ndepends_on \"q\" {\n%s\n}\n}"),
 }
 
 func inGroup(s string) string   { return "group \"g\" {\n" + s + "\n}" }
@@ -211,6 +213,7 @@ var decoderTypes = []struct{ says, typ string }{
 	{"a number", "number"},
 	{"a duration string", "duration"},
 	{"a size", "size"},
+	{"a limit", "limit"},
 }
 
 // probeTypes returns the type of each of s's arguments, as the decoder
@@ -351,6 +354,18 @@ var referenceDefaults = map[string]string{
 	"group.init":                     "",
 	"group.process":                  "",
 	"group.depends_on":               "",
+	"group.run_as_non_root":          code("false"),
+	"group.supplemental_groups":      "",
+	"group.umask":                    "podsup's",
+	"group.privileged":               "unset: by where it runs",
+	"group.no_new_privileges":        code("false"),
+	"group.seccomp":                  code(spec.SeccompUnconfined),
+	"group.oom_score_adj":            "podsup's",
+	"group.capabilities":             "",
+	"group.rlimits":                  "podsup's",
+
+	"capabilities.add":  "",
+	"capabilities.drop": "",
 
 	"sandbox.namespaces":                "none",
 	"sandbox.hostname":                  "",
@@ -372,28 +387,38 @@ var referenceDefaults = map[string]string{
 	"resources.cpu_weight": "100", // what sandbox/cgroups writes to cpu.weight when unset: the kernel's default
 	"resources.pids":       "no limit",
 
-	"process.command":         "",
-	"process.env":             "",
-	"process.env_file":        "",
-	"process.working_dir":     "podsup's",
-	"process.user":            "podsup's",
-	"process.group":           "the user's",
-	"process.stop_signal":     code(unix.SignalName((&spec.Process{}).EffectiveStopSignal())),
-	"process.restart_policy":  "the group's",
-	"process.critical":        code("false"),
-	"process.readiness":       "probes only",
-	"process.watchdog":        "none",
-	"process.sockets":         "",
-	"process.depends_on":      "",
-	"process.startup_probe":   "",
-	"process.liveness_probe":  "",
-	"process.readiness_probe": "",
-	"process.pre_start":       "",
-	"process.post_start":      "",
-	"process.pre_stop":        "",
-	"process.post_stop":       "",
-	"process.log":             "capture",
-	"process.resources":       "",
+	"process.command":        "",
+	"process.env":            "",
+	"process.env_file":       "",
+	"process.working_dir":    "podsup's",
+	"process.user":           "podsup's",
+	"process.group":          "the user's",
+	"process.stop_signal":    code(unix.SignalName((&spec.Process{}).EffectiveStopSignal())),
+	"process.restart_policy": "the group's",
+	"process.critical":       code("false"),
+	"process.readiness":      "probes only",
+	"process.watchdog":       "none",
+	"process.sockets":        "",
+
+	"process.run_as_non_root":     "the group's",
+	"process.supplemental_groups": "the group's",
+	"process.umask":               "the group's",
+	"process.privileged":          "the group's",
+	"process.no_new_privileges":   "the group's",
+	"process.seccomp":             "the group's",
+	"process.oom_score_adj":       "the group's",
+	"process.capabilities":        "the group's",
+	"process.rlimits":             "the group's",
+	"process.depends_on":          "",
+	"process.startup_probe":       "",
+	"process.liveness_probe":      "",
+	"process.readiness_probe":     "",
+	"process.pre_start":           "",
+	"process.post_start":          "",
+	"process.pre_stop":            "",
+	"process.post_stop":           "",
+	"process.log":                 "capture",
+	"process.resources":           "",
 
 	"log.mode":             code("capture"),
 	"log.max_size":         size(logs.DefaultMaxFileSize),
@@ -494,4 +519,11 @@ func size(n int64) string {
 		}
 	}
 	return code(fmt.Sprint(n))
+}
+
+func init() {
+	// Every limit of the rlimits block is, unset, what podsup's own is.
+	for _, n := range spec.RlimitNames {
+		referenceDefaults["rlimits."+n] = "podsup's"
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/podsup/podsup/spec"
 )
 
 // blockSchema is the schema of one kind of block plus what error messages
@@ -81,6 +82,12 @@ func named(types ...string) []hcl.BlockHeaderSchema {
 	return out
 }
 
+// securityAttrs are the flat arguments of a security context
+// (spec.Security), in a process, an init or a group (its processes'
+// defaults).
+var securityAttrs = []string{"run_as_non_root", "supplemental_groups", "umask", "privileged",
+	"no_new_privileges", "seccomp", "oom_score_adj"}
+
 // The whole schema, top down. Field names are Kubernetes' in snake_case
 // (docs/semantics.md X1); the attribute lists are the contract users see.
 var (
@@ -95,8 +102,8 @@ var (
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 
 	groupSchema = newSchema("group",
-		[]string{"restart_policy", "termination_grace_period", "env", "env_file"}, nil,
-		append(blocks("backoff", "sandbox"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
+		append([]string{"restart_policy", "termination_grace_period", "env", "env_file"}, securityAttrs...), nil,
+		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
 
 	sandboxSchema = newSchema("sandbox",
 		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount"}, nil,
@@ -107,14 +114,19 @@ var (
 	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids"}, nil, nil)
 
 	processSchema = newSchema("process",
-		[]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
-			"critical", "readiness", "watchdog", "sockets"}, nil,
+		append([]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
+			"critical", "readiness", "watchdog", "sockets"}, securityAttrs...), nil,
 		append(blocks("startup_probe", "liveness_probe", "readiness_probe",
-			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources"), named("depends_on")...), "depends_on")
+			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources", "capabilities", "rlimits"), named("depends_on")...), "depends_on")
 
 	// initSchema is processSchema under its own name: an init takes the same
 	// fields, and spec's validation says which of them make no sense there.
 	initSchema = &blockSchema{name: "init", schema: processSchema.schema, single: processSchema.single}
+
+	// capabilitiesSchema and rlimitsSchema are blocks of a security
+	// context, in a process or a group.
+	capabilitiesSchema = newSchema("capabilities", []string{"add", "drop"}, nil, nil)
+	rlimitsSchema      = newSchema("rlimits", spec.RlimitNames, nil, nil)
 
 	dependsOnSchema = newSchema("depends_on", []string{"condition", "timeout", "restart"}, nil, nil)
 

@@ -191,6 +191,9 @@ func overlayGroup(g, frag *spec.Group) {
 	if frag.DependsOn != nil {
 		g.DependsOn = frag.DependsOn
 	}
+	if !frag.Security.IsZero() {
+		g.Security = frag.Security // whole: the export writes it whole
+	}
 }
 
 // overlayProcess sets on p every field that frag sets, but its name and

@@ -122,6 +122,7 @@ func (c *converter) group() spec.Group {
 			g.Processes = append(g.Processes, p)
 		}
 	}
+	g.Security = c.podSecurity()
 	g.Sandbox = c.sandbox()
 	c.annotations(&g)
 	return g
@@ -322,6 +323,7 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 	}
 	p.WorkingDir = ct.WorkingDir
 	p.User, p.Group = c.identity(ct)
+	p.Security = c.containerSecurity(ct.SecurityContext, at+".securityContext")
 	p.StartupProbe = c.probe(ct.StartupProbe, at+".startupProbe", ct)
 	p.LivenessProbe = c.probe(ct.LivenessProbe, at+".livenessProbe", ct)
 	p.ReadinessProbe = c.probe(ct.ReadinessProbe, at+".readinessProbe", ct)

@@ -101,6 +101,7 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 		}
 		ps.Resources = podResources(s.Resources)
 	}
+	ps.SecurityContext = podSecurityContext(g.Security)
 	for i := range g.Init {
 		ct := container(&g.Init[i])
 		if spec.IsSidecar(&g.Init[i]) {
@@ -144,6 +145,9 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 			gd.Sandbox = &spec.Sandbox{}
 		}
 	}
+	if !reflect.DeepEqual(g.Security, back.Security) {
+		gd.Security = g.Security
+	}
 	if len(g.DependsOn) > 0 { // a Pod has no start order: always podsup's own
 		gd.DependsOn = g.DependsOn
 	}
@@ -178,6 +182,7 @@ func container(p *spec.Process) corev1.Container {
 		}
 		c.SecurityContext.RunAsGroup = &g
 	}
+	c.SecurityContext = containerSecurityContext(c.SecurityContext, p.Security)
 	c.StartupProbe = probe(p.StartupProbe)
 	c.LivenessProbe = probe(p.LivenessProbe)
 	c.ReadinessProbe = probe(p.ReadinessProbe)

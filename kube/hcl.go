@@ -104,6 +104,7 @@ func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 	writeDependsOn(b, g.DependsOn)
 	str(b, "restart_policy", string(g.RestartPolicy))
 	durp(b, "termination_grace_period", g.TerminationGracePeriod)
+	writeSecurity(b, g.Security)
 	if g.Backoff != nil {
 		writeBackoff(b, *g.Backoff)
 	}
@@ -156,6 +157,7 @@ func writeProcess(b *hclwrite.Body, p *spec.Process) {
 	str(b, "working_dir", p.WorkingDir)
 	str(b, "user", p.User)
 	str(b, "group", p.Group)
+	writeSecurity(b, p.Security)
 	if p.StopSignal != 0 {
 		str(b, "stop_signal", spec.SignalName(p.StopSignal))
 	}

@@ -26,6 +26,9 @@ var (
 		// is what they get.
 		"spec.hostNetwork",
 		"spec.securityContext.runAsUser", "spec.securityContext.runAsGroup",
+		"spec.securityContext.runAsNonRoot", "spec.securityContext.supplementalGroups",
+		"spec.securityContext.seccompProfile.type", "spec.securityContext.seccompProfile.localhostProfile",
+		"spec.hostUsers",
 		"spec.resources.limits", "spec.resources.requests",
 	}
 	containerFields = []string{
@@ -35,6 +38,11 @@ var (
 		"lifecycle.stopSignal",
 		"resources.limits", "resources.requests",
 		"securityContext.runAsUser", "securityContext.runAsGroup",
+		"securityContext.runAsNonRoot", "securityContext.privileged",
+		"securityContext.capabilities.add", "securityContext.capabilities.drop",
+		"securityContext.allowPrivilegeEscalation", "securityContext.readOnlyRootFilesystem",
+		"securityContext.seccompProfile.type", "securityContext.seccompProfile.localhostProfile",
+		"securityContext.procMount",
 	}
 	probeFields = []string{
 		"initialDelaySeconds", "periodSeconds", "timeoutSeconds",

@@ -172,7 +172,7 @@ spec:
 func checkEveryUnmappedFieldIsReported(t *testing.T, base string, obj any, prefix string, own []string) {
 	table := newFieldTable(append(append(mappedPodPatterns(prefix), "apiVersion", "kind"), own...), nil)
 	fields := frontier(reflect.TypeOf(obj).Elem(), table)
-	if len(fields) < 100 {
+	if len(fields) < 80 {
 		t.Fatalf("only %d unmapped fields found in %T: the type walk is broken", len(fields), obj)
 	}
 	for _, pattern := range fields {

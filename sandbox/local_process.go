@@ -229,7 +229,7 @@ func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 	}
 	c := pr.cfg
 	cmd := &proc.Cmd{
-		Path: c.Command[0], Args: c.Command, RunAs: c.RunAs,
+		Path: c.Command[0], Args: c.Command, RunAs: c.RunAs, Security: c.Security,
 
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr, ExtraFiles: c.ExtraFiles,
 		Forker: forker, UseCgroupFD: fd >= 0, CgroupFD: fd,

@@ -53,6 +53,9 @@ type ProcessConfig struct {
 	// RunAs's Dir is inside the sandbox; "" is podsup's own (the
 	// sandbox's root with a rootfs).
 	proc.RunAs
+	// Security, when not nil, narrows what the process may do
+	// (proc.Cmd.Security).
+	Security *proc.Security
 	// Stdin, Stdout, Stderr become fds 0–2 (nil: /dev/null); ExtraFiles
 	// fds 3, 4, ….
 	Stdin, Stdout, Stderr *os.File

@@ -92,7 +92,7 @@ func Diff(old, new *Config) Changes {
 			continue
 		}
 		groupChanged := !reflect.DeepEqual(groupLevel(old, og), groupLevel(new, &ng))
-		gc := diffProcesses(og.Processes, ng.Processes)
+		gc := diffProcesses(effectiveProcesses(og), effectiveProcesses(&ng))
 		c.Groups[ng.Name] = gc
 		switch {
 		case groupChanged:
@@ -135,9 +135,13 @@ func groupLevel(c *Config, g *Group) Group {
 	bo := g.EffectiveBackoff(def)
 	out.Backoff = &bo
 	out.Processes = nil
+	// The group's security context is its processes' defaults: a change
+	// restarts the processes it changes (effectiveProcesses), not the
+	// whole group; the inits it changes change the init list.
+	out.Security = Security{}
 	out.Init = make([]Process, len(g.Init))
 	for i := range g.Init {
-		out.Init[i] = normalize(g.Init[i])
+		out.Init[i] = normalize(WithGroupSecurity(g, g.Init[i]))
 	}
 	if len(out.Init) == 0 {
 		out.Init = nil
@@ -154,6 +158,16 @@ func groupLevel(c *Config, g *Group) Group {
 			sb.ProcMount = ""
 		}
 		out.Sandbox = &sb
+	}
+	return out
+}
+
+// effectiveProcesses are g's processes with their security contexts made
+// effective: a process restarts when what it is started with changes.
+func effectiveProcesses(g *Group) []Process {
+	out := make([]Process, len(g.Processes))
+	for i, p := range g.Processes {
+		out[i] = WithGroupSecurity(g, p)
 	}
 	return out
 }
@@ -237,6 +251,12 @@ func normalize(p Process) Process {
 	}
 	if len(p.Sockets) == 0 {
 		p.Sockets = nil
+	}
+	if len(p.Security.SupplementalGroups) == 0 {
+		p.Security.SupplementalGroups = nil
+	}
+	if len(p.Security.Rlimits) == 0 {
+		p.Security.Rlimits = nil
 	}
 	for _, pr := range []**Probe{&p.StartupProbe, &p.LivenessProbe, &p.ReadinessProbe} {
 		if *pr != nil {

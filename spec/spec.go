@@ -132,6 +132,10 @@ type Group struct {
 	// group meets its condition (the group's Ready, or all its processes
 	// started or completed).
 	DependsOn []Dependency
+	// Security is the default security context of the group's processes
+	// and inits (a pod-level securityContext); each process's own fields
+	// override it (EffectiveSecurity).
+	Security Security
 }
 
 // Process is a container: one command, supervised.
@@ -144,6 +148,9 @@ type Process struct {
 	// User and Group are names or numeric ids; empty means podsup's own.
 	User  string
 	Group string
+	// Security narrows what the process may do, over its group's
+	// Security (EffectiveSecurity).
+	Security Security
 	// StopSignal defaults to SIGTERM (K6).
 	StopSignal syscall.Signal
 	// RestartPolicy overrides the group's when set.

@@ -170,6 +170,7 @@ func (ch *checker) group(g *Group) {
 	if g.Sandbox != nil {
 		ch.sandbox(at(p, "sandbox"), g.Sandbox)
 	}
+	ch.security(p, &g.Security, "")
 	if len(g.Processes) == 0 {
 		ch.add(p, "group %q has no process: add at least one process block", g.Name)
 	}
@@ -182,6 +183,7 @@ func (ch *checker) group(g *Group) {
 		}
 		seen[pr.Name] = true
 		ch.process(pp, pr, true)
+		ch.groupSecurity(pp, g, pr)
 	}
 	for i := range g.Processes {
 		pr := &g.Processes[i]
@@ -191,6 +193,7 @@ func (ch *checker) group(g *Group) {
 		}
 		seen[pr.Name] = true
 		ch.process(pp, pr, false)
+		ch.groupSecurity(pp, g, pr)
 	}
 	for _, list := range []struct {
 		kind  string
@@ -204,6 +207,15 @@ func (ch *checker) group(g *Group) {
 	}
 	ch.sleepHooks(g)
 	ch.processDependencies(g)
+}
+
+// groupSecurity checks pr's security context, and what its group's
+// defaults make of it.
+func (ch *checker) groupSecurity(p []string, g *Group, pr *Process) {
+	ch.security(p, &pr.Security, pr.User)
+	if pr.Security.RunAsNonRoot == nil && IsSet(g.Security.RunAsNonRoot) && (pr.User == "0" || pr.User == "root") {
+		ch.add(at(p, "user"), "the group sets run_as_non_root, which refuses a process that runs as root, and user = %q is root: set another user, or run_as_non_root = false on this process", pr.User)
+	}
 }
 
 func (ch *checker) restartPolicy(p []string, r RestartPolicy) {

@@ -136,8 +136,12 @@ func (l *SandboxRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 	pr := req.Process
 	id := req.InstanceID
 	onExit := req.OnExit
-	err := l.rt.CreateProcess(ctx, id, sandbox.ProcessConfig{
-		Sandbox: req.Group, Command: pr.Command, RunAs: supervisor.RunAs(pr),
+	sec, err := supervisor.StartSecurity(pr, true)
+	if err != nil {
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
+	}
+	err = l.rt.CreateProcess(ctx, id, sandbox.ProcessConfig{
+		Sandbox: req.Group, Command: pr.Command, RunAs: supervisor.RunAs(pr), Security: sec,
 		Stdout: req.Stdout, Stderr: req.Stderr, ExtraFiles: req.ExtraFiles,
 		Cgroup:    pr.Name, // one cgroup per process, whichever instance
 		Resources: pr.Resources,

@@ -359,7 +359,9 @@ func (w *worker) startInstance(a core.StartAction) {
 	w.effects++
 	var order startExitOrder
 	req := StartRequest{
-		Group: w.name, InstanceID: id, Process: a.Spec, Sandbox: w.core.Spec().Sandbox,
+		Group: w.name, InstanceID: id, Sandbox: w.core.Spec().Sandbox,
+		// The process as it starts: its group's security context under its own.
+		Process: spec.WithGroupSecurity(new(w.core.Spec()), a.Spec),
 		OnExit: func(st lifecycle.ExitStatus) {
 			in := core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()}
 			if order.hold(in) {

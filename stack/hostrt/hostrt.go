@@ -66,9 +66,13 @@ func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor
 	if stderr == nil {
 		stderr = os.Stderr
 	}
+	sec, err := supervisor.StartSecurity(pr, false)
+	if err != nil {
+		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
+	}
 	onExit := req.OnExit
 	cmd := &proc.Cmd{
-		Path: pr.Command[0], Args: pr.Command, RunAs: supervisor.RunAs(pr),
+		Path: pr.Command[0], Args: pr.Command, RunAs: supervisor.RunAs(pr), Security: sec,
 		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
 		OnExit: func(e proc.Exit) {
 			onExit(lifecycle.ExitStatus{Code: e.Code(), Signal: e.Signal()})

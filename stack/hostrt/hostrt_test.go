@@ -3,6 +3,7 @@ package hostrt_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,5 +54,18 @@ func TestStartDeliversTheExitAndNotFound(t *testing.T) {
 	var se *supervisor.StartError
 	if !errors.As(err, &se) || se.Code != 128 || !errors.Is(err, proc.ErrCommandNotFound) {
 		t.Errorf("start of a missing command: %v, want a StartError with code 128 wrapping ErrCommandNotFound", err)
+	}
+}
+
+// A security context reaches the spawn: run_as_non_root refuses a process
+// that would run as root, with a StartError that names the setting.
+func TestStartAppliesTheSecurityContext(t *testing.T) {
+	_, err := hostrt.Runtime{}.Start(context.Background(), supervisor.StartRequest{
+		Group: "g", Process: spec.Process{Name: "p", Command: []string{"true"}, User: "0",
+			Security: spec.Security{RunAsNonRoot: spec.Bool(true)}},
+		OnExit: func(lifecycle.ExitStatus) {}})
+	var se *supervisor.StartError
+	if !errors.As(err, &se) || se.Code != 128 || !strings.Contains(err.Error(), "run_as_non_root") {
+		t.Errorf("start as root with run_as_non_root: %v, want a StartError naming run_as_non_root", err)
 	}
 }

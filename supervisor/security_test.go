@@ -1,0 +1,121 @@
+package supervisor
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
+	"golang.org/x/sys/unix"
+)
+
+func capsOf(names ...string) proc.CapSet {
+	var s proc.CapSet
+	for _, n := range names {
+		i, _ := spec.CapabilityNumber(n)
+		s |= 1 << i
+	}
+	return s
+}
+
+func TestSecurityOfCapabilities(t *testing.T) {
+	t.Parallel()
+	all := AllCaps()
+	def := DefaultCapSet()
+	if n := len(CapNames(def)); n != 14 {
+		t.Fatalf("the default set has %d capabilities, want runc's 14: %v", n, CapNames(def))
+	}
+	drop := func(names ...string) *spec.Capabilities { return &spec.Capabilities{Drop: names} }
+	cases := []struct {
+		name            string
+		s               spec.Security
+		sandboxed, root bool
+		want            *proc.CapSet // nil: podsup's own
+	}{
+		{"root in a sandbox: the default set", spec.Security{NoNewPrivileges: spec.Bool(true)}, true, true, &def},
+		{"root on the host: podsup's", spec.Security{NoNewPrivileges: spec.Bool(true)}, false, true, nil},
+		{"root on the host, privileged = false: the default set", spec.Security{Privileged: spec.Bool(false)}, false, true, &def},
+		{"privileged in a sandbox: podsup's", spec.Security{Privileged: spec.Bool(true)}, true, true, nil},
+		{"drop on the host: from all", spec.Security{Capabilities: drop("NET_RAW")}, false, true, ptr(all &^ capsOf("NET_RAW"))},
+		{"drop in a sandbox: from the default set", spec.Security{Capabilities: drop("cap_net_raw", "KILL")}, true, true, ptr(def &^ capsOf("NET_RAW", "KILL"))},
+		{"drop ALL then add", spec.Security{Capabilities: &spec.Capabilities{Drop: []string{"ALL"}, Add: []string{"NET_BIND_SERVICE"}}}, false, true, ptr(capsOf("NET_BIND_SERVICE"))},
+		{"add beyond the default set", spec.Security{Capabilities: &spec.Capabilities{Add: []string{"SYS_PTRACE"}}}, true, true, ptr(def | capsOf("SYS_PTRACE"))},
+		{"add ALL", spec.Security{Capabilities: &spec.Capabilities{Drop: []string{"ALL"}, Add: []string{"ALL"}}}, true, true, &all},
+		{"non-root without a block: podsup's bounding set", spec.Security{NoNewPrivileges: spec.Bool(true)}, true, false, nil},
+		{"non-root: only what add names", spec.Security{Capabilities: &spec.Capabilities{Add: []string{"NET_BIND_SERVICE"}}}, true, false, ptr(capsOf("NET_BIND_SERVICE"))},
+		{"non-root, privileged = false: none", spec.Security{Privileged: spec.Bool(false)}, false, false, ptr(proc.CapSet(0))},
+	}
+	for _, tc := range cases {
+		got, err := SecurityOf(tc.s, tc.sandboxed, tc.root)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		switch {
+		case tc.want == nil && got.Capabilities != nil:
+			t.Errorf("%s: capabilities %v, want podsup's", tc.name, CapNames(*got.Capabilities))
+		case tc.want != nil && (got.Capabilities == nil || *got.Capabilities != *tc.want):
+			t.Errorf("%s: capabilities %v, want %v", tc.name, got.Capabilities, CapNames(*tc.want))
+		}
+	}
+}
+
+func ptr(s proc.CapSet) *proc.CapSet { return &s }
+
+func TestSecurityOfTheRest(t *testing.T) {
+	umask, oom := uint32(0o27), -100
+	s := spec.Security{
+		NoNewPrivileges: spec.Bool(true), Umask: &umask, OOMScoreAdj: &oom, Seccomp: spec.SeccompUnconfined,
+		Rlimits: map[string]spec.Rlimit{"nofile": {Soft: 10, Hard: 20}, "core": {}},
+	}
+	got, err := SecurityOf(s, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []proc.Rlimit{{Resource: unix.RLIMIT_CORE}, {Resource: unix.RLIMIT_NOFILE, Soft: 10, Hard: 20}}
+	if !got.NoNewPrivs || *got.Umask != 0o27 || *got.OOMScoreAdj != -100 || got.Seccomp != nil || !slices.Equal(got.Rlimits, want) {
+		t.Errorf("SecurityOf = %+v, rlimits %v", got, got.Rlimits)
+	}
+
+	if _, err := SecurityOf(spec.Security{RunAsNonRoot: spec.Bool(true)}, true, true); err == nil || !strings.Contains(err.Error(), "run_as_non_root") {
+		t.Errorf("run_as_non_root as root: %v", err)
+	}
+	if _, err := SecurityOf(spec.Security{RunAsNonRoot: spec.Bool(true)}, true, false); err != nil {
+		t.Errorf("run_as_non_root as another user: %v", err)
+	}
+	if _, err := SecurityOf(spec.Security{SupplementalGroups: []string{"video"}}, false, false); err == nil {
+		t.Error("supplemental_groups silently not applied")
+	}
+}
+
+func TestSecurityOfSeccompGoesThroughTheCompiler(t *testing.T) {
+	// Not parallel: SeccompCompiler is the stack's to set.
+	defer func(c func(string) (*proc.SeccompFilter, error)) { SeccompCompiler = c }(SeccompCompiler)
+	SeccompCompiler = nil
+	if _, err := SecurityOf(spec.Security{Seccomp: spec.SeccompRuntimeDefault}, true, true); err == nil || !strings.Contains(err.Error(), "seccomp") {
+		t.Errorf("without a compiler: %v", err)
+	}
+	SeccompCompiler = func(name string) (*proc.SeccompFilter, error) {
+		return &proc.SeccompFilter{Name: name, Program: []proc.SockFilter{{Code: 6, K: 0x7fff0000}}}, nil
+	}
+	got, err := SecurityOf(spec.Security{Seccomp: spec.SeccompRuntimeDefault}, true, true)
+	if err != nil || got.Seccomp == nil || got.Seccomp.Name != spec.SeccompRuntimeDefault {
+		t.Errorf("with a compiler: %+v, %v", got, err)
+	}
+}
+
+func TestStartSecurityLeavesTodaysProcessesAlone(t *testing.T) {
+	t.Parallel()
+	if s, err := StartSecurity(spec.Process{Name: "p", Command: []string{"x"}}, true); s != nil || err != nil {
+		t.Errorf("a process without a security context gets %+v, %v", s, err)
+	}
+	if s, err := StartSecurity(spec.Process{Security: spec.Security{NoNewPrivileges: spec.Bool(true)}, User: "0"}, true); err != nil || s == nil || s.Capabilities == nil || *s.Capabilities != DefaultCapSet() {
+		t.Errorf("a root process in a sandbox with a context: %+v, %v", s, err)
+	}
+	for u, want := range map[string]bool{"0": true, "root": true, "65534": false, "nobody": false, "no-such-user-x": false} {
+		if RunsAsRoot(u) != want {
+			t.Errorf("RunsAsRoot(%q) = %v", u, !want)
+		}
+	}
+}
