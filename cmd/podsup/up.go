@@ -256,13 +256,10 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	reloadOnSignal := startReloadQueue(func() { _, _ = d.reload() }) // reload tells of a refusal
 	// sup.RequestShutdown's second call escalates to SIGKILL (X9).
 	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal.request, func() { sup.RequestShutdown(nil) }, func() { sup.RequestShutdown(nil) }, log)
-	// Start-up is over: give back the executable's pages it alone needed
-	// (docs/benchmarks.md, S2). The first events of Run fault in what the
-	// steady state uses.
-	go func() {
-		time.Sleep(time.Second)
-		memtrim.TrimExecutable()
-	}()
+	// Once the first starts are over, give back the executable's pages and
+	// the heap that start-up alone needed (docs/benchmarks.md, S2). What
+	// the steady state uses is faulted in again.
+	go memtrim.AfterStartup(memtrim.DefaultSettling, bg.Done())
 	res, err := st.Run(context.Background()) // publishes what it recovered first: history hears it
 	svc.Stop()                               // STOPPING=1 is out before podsup exits, whoever asked
 	if err != nil {
