@@ -15,7 +15,7 @@ func TestAfterStartupTrimsOnceQuiet(t *testing.T) {
 	sink = nil
 	done := make(chan struct{})
 	go func() {
-		AfterStartup(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: time.Minute}, nil)
+		AfterStartup(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: time.Minute}, func() bool { return true }, nil)
 		close(done)
 	}()
 	select {
@@ -30,18 +30,18 @@ func TestAfterStartupTrimsOnceQuiet(t *testing.T) {
 	}
 }
 
-// TestAfterStartupGivesUp: a heap that never settles is trimmed after Max
+// TestAfterStartupGivesUp: a start-up that never ends is trimmed after Max
 // all the same, and a closed stop ends the wait at once.
 func TestAfterStartupGivesUp(t *testing.T) {
 	start := time.Now()
-	AfterStartup(Settling{Poll: 10 * time.Millisecond, Quiet: 0, Max: 100 * time.Millisecond}, nil)
+	AfterStartup(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: 100 * time.Millisecond}, func() bool { return false }, nil)
 	if d := time.Since(start); d < 100*time.Millisecond || d > 10*time.Second {
 		t.Errorf("AfterStartup returned after %v, want Max (100ms)", d)
 	}
 	stop := make(chan struct{})
 	close(stop)
 	start = time.Now()
-	AfterStartup(Settling{Poll: time.Hour, Quiet: 0, Max: time.Hour}, stop)
+	AfterStartup(Settling{Poll: time.Hour, Quiet: 0, Max: time.Hour}, nil, stop)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("AfterStartup ignored stop for %v", d)
 	}
