@@ -259,7 +259,8 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	// Once the first starts are over, give back the executable's pages and
 	// the heap that start-up alone needed (docs/benchmarks.md, S2). What
 	// the steady state uses is faulted in again.
-	go memtrim.AfterStartup(memtrim.DefaultSettling, func() bool { return firstStartsOver(sup.Status()) }, bg.Done())
+	startup := memtrim.StartupBegins(memtrim.DefaultSettling)
+	go startup.Settle(func() bool { return firstStartsOver(sup.Status()) }, bg.Done())
 	res, err := st.Run(context.Background()) // publishes what it recovered first: history hears it
 	svc.Stop()                               // STOPPING=1 is out before podsup exits, whoever asked
 	if err != nil {

@@ -1,27 +1,29 @@
 package memtrim
 
 import (
+	"os"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 )
 
-// TestAfterStartupTrimsOnceQuiet: a burst's garbage is given back once a
-// poll sees the heap quiet.
-func TestAfterStartupTrimsOnceQuiet(t *testing.T) {
+// TestSettleTrimsOnceQuiet: a burst's garbage is given back once a poll
+// sees the heap quiet and the first starts over.
+func TestSettleTrimsOnceQuiet(t *testing.T) {
 	for range 256 {
 		sink = append(sink, make([]byte, 1<<20))
 	}
 	sink = nil
 	done := make(chan struct{})
 	go func() {
-		AfterStartup(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: time.Minute}, func() bool { return true }, nil)
+		StartupBegins(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: time.Minute}).Settle(func() bool { return true }, nil)
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("AfterStartup did not see a quiet heap")
+		t.Fatal("Settle did not see a quiet heap")
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -30,19 +32,76 @@ func TestAfterStartupTrimsOnceQuiet(t *testing.T) {
 	}
 }
 
-// TestAfterStartupGivesUp: a start-up that never ends is trimmed after Max
-// all the same, and a closed stop ends the wait at once.
-func TestAfterStartupGivesUp(t *testing.T) {
+// TestSettleGivesUp: a start-up that never ends is trimmed after Max all
+// the same, and a closed stop ends the wait at once.
+func TestSettleGivesUp(t *testing.T) {
 	start := time.Now()
-	AfterStartup(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: 100 * time.Millisecond}, func() bool { return false }, nil)
+	StartupBegins(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: 100 * time.Millisecond}).Settle(func() bool { return false }, nil)
 	if d := time.Since(start); d < 100*time.Millisecond || d > 10*time.Second {
-		t.Errorf("AfterStartup returned after %v, want Max (100ms)", d)
+		t.Errorf("Settle returned after %v, want Max (100ms)", d)
 	}
 	stop := make(chan struct{})
 	close(stop)
 	start = time.Now()
-	AfterStartup(Settling{Poll: time.Hour, Quiet: 0, Max: time.Hour}, nil, stop)
+	StartupBegins(Settling{Poll: time.Hour, Max: time.Hour}).Settle(nil, stop)
 	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("AfterStartup ignored stop for %v", d)
+		t.Errorf("Settle ignored stop for %v", d)
 	}
+}
+
+// TestStartupGCPercent: the GC percent is the start-up's until the first
+// starts are over, then the one before, also when stop ends the wait; a
+// GOGC in the environment is left alone.
+func TestStartupGCPercent(t *testing.T) {
+	t.Setenv("GOGC", "") // restored after the test; unset for it below
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	os.Unsetenv("GOGC")
+
+	over := make(chan struct{})
+	st := StartupBegins(Settling{Poll: 5 * time.Millisecond, Quiet: 0, Max: time.Minute, GCPercent: 25})
+	if p := debug.SetGCPercent(25); p != 25 {
+		t.Fatalf("GC percent %d during start-up, want 25", p)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		st.Settle(func() bool {
+			select {
+			case <-over:
+				return true
+			default:
+				return false
+			}
+		}, stop)
+		close(done)
+	}()
+	close(over)
+	deadline := time.Now().Add(10 * time.Second)
+	for gcPercent() != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("GC percent %d after the first starts, want 100 back", gcPercent())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop) // Quiet 0: the heap never settles
+	<-done
+
+	StartupBegins(Settling{Poll: time.Hour, Max: time.Hour, GCPercent: 25}).Settle(nil, stop)
+	if p := gcPercent(); p != 100 {
+		t.Errorf("GC percent %d after a stopped start-up, want 100", p)
+	}
+
+	t.Setenv("GOGC", "100")
+	StartupBegins(Settling{GCPercent: 25})
+	if p := gcPercent(); p != 100 {
+		t.Errorf("GC percent %d with GOGC set, want it left alone (100)", p)
+	}
+}
+
+// gcPercent reads the GC percent (SetGCPercent is its only reader).
+func gcPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
 }
