@@ -54,8 +54,8 @@ func StartupBegins(s Settling) *Startup {
 }
 
 // Settle waits until start-up's burst of work is over, then gives back
-// what only the burst needed: the executable's pages (TrimExecutable) and
-// the free heap (debug.FreeOSMemory). started tells whether the first
+// what only the burst needed: the free heap (debug.FreeOSMemory) and the
+// executable's pages (TrimExecutable). started tells whether the first
 // starts are over (nil: at once); the GC percent goes back to its own once
 // it does, whatever the heap does. The burst is over when started says so
 // and a poll saw the heap quiet, or after Max at the latest; started is
@@ -96,8 +96,12 @@ func (st *Startup) Settle(started func() bool, stop <-chan struct{}) {
 		}
 		last = HeapAllocated()
 	}
-	TrimExecutable()
+	// The collection first: it reads the tables of every function on a
+	// goroutine's stack (the executable's read-only data), which the trim
+	// then gives back with the rest. The next collection, two minutes
+	// later at the latest, reads them in again.
 	debug.FreeOSMemory()
+	TrimExecutable()
 }
 
 func (st *Startup) restoreGC() {
