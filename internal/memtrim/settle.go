@@ -59,7 +59,8 @@ func StartupBegins(s Settling) *Startup {
 // starts are over (nil: at once); the GC percent goes back to its own once
 // it does, whatever the heap does. The burst is over when started says so
 // and a poll saw the heap quiet, or after Max at the latest; started is
-// asked at each poll and what it allocates is not counted. Settle returns
+// asked at each quiet poll and at a few busy ones, and what it allocates
+// is not counted. Settle returns
 // early, trimming nothing, when stop is closed, and restores the GC percent
 // either way.
 //
@@ -77,6 +78,10 @@ func (st *Startup) Settle(started func() bool, stop <-chan struct{}) {
 	defer t.Stop()
 	deadline := time.Now().Add(st.s.Max)
 	last := HeapAllocated()
+	// While the heap is busy, started is asked at polls 1, 2, 4, 8, …:
+	// a status of ten thousand processes is MBs, and the answer then only
+	// restores the GC percent.
+	polls, nextAsk := 0, 1
 	for {
 		select {
 		case <-stop:
@@ -86,8 +91,15 @@ func (st *Startup) Settle(started func() bool, stop <-chan struct{}) {
 		if time.Now().After(deadline) {
 			break
 		}
+		polls++
 		quiet := HeapAllocated()-last < st.s.Quiet
-		over := started == nil || started()
+		over := false
+		if quiet || polls >= nextAsk {
+			over = started == nil || started()
+			if !quiet {
+				nextAsk = 2 * polls
+			}
+		}
 		if over {
 			st.restoreGC()
 		}
