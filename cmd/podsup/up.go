@@ -259,7 +259,7 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	// Once the first starts are over, give back the executable's pages and
 	// the heap that start-up alone needed (docs/benchmarks.md, S2). What
 	// the steady state uses is faulted in again.
-	startup := memtrim.StartupBegins(memtrim.DefaultSettling)
+	startup := memtrim.StartupBegins(memtrim.DefaultSettling, processCount(cfg))
 	go startup.Settle(func() bool { return firstStartsOver(sup.Status()) }, bg.Done())
 	res, err := st.Run(context.Background()) // publishes what it recovered first: history hears it
 	svc.Stop()                               // STOPPING=1 is out before podsup exits, whoever asked
@@ -454,4 +454,13 @@ func firstStartsOver(st supervisor.Status) bool {
 		}
 	}
 	return true
+}
+
+// processCount is how many processes and init processes cfg declares.
+func processCount(cfg *spec.Config) int {
+	n := 0
+	for _, g := range cfg.Groups {
+		n += len(g.Init) + len(g.Processes)
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package memtrim
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 )
 
@@ -10,12 +11,13 @@ import (
 // it reads the heap's allocations every Poll, and the burst may be over
 // once a Poll allocated less than Quiet bytes; it is after Max at the
 // latest. GCPercent is the GC's percent while the first starts are under
-// way (0: left alone).
+// way (0: left alone), when there are at least GCPercentFrom of them.
 type Settling struct {
-	Poll      time.Duration
-	Quiet     uint64
-	Max       time.Duration
-	GCPercent int
+	Poll          time.Duration
+	Quiet         uint64
+	Max           time.Duration
+	GCPercent     int
+	GCPercentFrom int
 }
 
 // DefaultSettling suits podsup up: starting a process allocates kBs, so
@@ -32,8 +34,12 @@ type Settling struct {
 // object). Collecting four times as often while the first starts run
 // packs them closer: at 1000 processes about 1.3 MB less heap resident
 // (docs/benchmarks.md, "PSS with 100 and 1000 processes"), for GC cycles
-// of a heap of a few MB during the burst alone.
-var DefaultSettling = Settling{Poll: 500 * time.Millisecond, Quiet: 256 << 10, Max: 2 * time.Minute, GCPercent: 25}
+// of a heap of a few MB during the burst alone. Not for a few processes:
+// the percent scales the runtime's smallest goal too (4 MB at 100), and a
+// podsup that never collected stays without the GC's pages and its
+// forced collection every two minutes.
+var DefaultSettling = Settling{Poll: 500 * time.Millisecond, Quiet: 256 << 10, Max: 2 * time.Minute,
+	GCPercent: 25, GCPercentFrom: 64}
 
 // Startup is start-up's memory regime, from StartupBegins to Settle.
 type Startup struct {
@@ -42,20 +48,22 @@ type Startup struct {
 	restore int
 }
 
-// StartupBegins sets the GC percent for the first starts (s.GCPercent),
-// unless GOGC in the environment chose one, and returns the Startup whose
-// Settle ends it. Call it before the first starts.
-func StartupBegins(s Settling) *Startup {
+// StartupBegins sets the GC percent for the first starts (s.GCPercent)
+// when there are at least s.GCPercentFrom of them, unless GOGC in the
+// environment chose one, and returns the Startup whose Settle ends it.
+// Call it before the first starts.
+func StartupBegins(s Settling, starts int) *Startup {
 	st := &Startup{s: s, restore: -1}
-	if _, set := os.LookupEnv("GOGC"); !set && s.GCPercent > 0 {
+	if _, set := os.LookupEnv("GOGC"); !set && s.GCPercent > 0 && starts >= s.GCPercentFrom {
 		st.restore = debug.SetGCPercent(s.GCPercent)
 	}
 	return st
 }
 
 // Settle waits until start-up's burst of work is over, then gives back
-// what only the burst needed: the free heap (debug.FreeOSMemory) and the
-// executable's pages (TrimExecutable). started tells whether the first
+// what only the burst needed: the free heap (debug.FreeOSMemory, when the
+// runtime has collected at all: before its first collection nothing is
+// free) and the executable's pages (TrimExecutable). started tells whether the first
 // starts are over (nil: at once); the GC percent goes back to its own once
 // it does, whatever the heap does. The burst is over when started says so
 // and a poll saw the heap quiet, or after Max at the latest; started is
@@ -112,8 +120,17 @@ func (st *Startup) Settle(started func() bool, stop <-chan struct{}) {
 	// goroutine's stack (the executable's read-only data), which the trim
 	// then gives back with the rest. The next collection, two minutes
 	// later at the latest, reads them in again.
-	debug.FreeOSMemory()
+	if collected() {
+		debug.FreeOSMemory()
+	}
 	TrimExecutable()
+}
+
+// collected tells whether the runtime has run a collection yet.
+func collected() bool {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Kind() == metrics.KindUint64 && s[0].Value.Uint64() > 0
 }
 
 func (st *Startup) restoreGC() {

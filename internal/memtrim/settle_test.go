@@ -17,7 +17,7 @@ func TestSettleTrimsOnceQuiet(t *testing.T) {
 	sink = nil
 	done := make(chan struct{})
 	go func() {
-		StartupBegins(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: time.Minute}).Settle(func() bool { return true }, nil)
+		StartupBegins(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: time.Minute}, 0).Settle(func() bool { return true }, nil)
 		close(done)
 	}()
 	select {
@@ -36,14 +36,14 @@ func TestSettleTrimsOnceQuiet(t *testing.T) {
 // the same, and a closed stop ends the wait at once.
 func TestSettleGivesUp(t *testing.T) {
 	start := time.Now()
-	StartupBegins(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: 100 * time.Millisecond}).Settle(func() bool { return false }, nil)
+	StartupBegins(Settling{Poll: 10 * time.Millisecond, Quiet: 1 << 40, Max: 100 * time.Millisecond}, 0).Settle(func() bool { return false }, nil)
 	if d := time.Since(start); d < 100*time.Millisecond || d > 10*time.Second {
 		t.Errorf("Settle returned after %v, want Max (100ms)", d)
 	}
 	stop := make(chan struct{})
 	close(stop)
 	start = time.Now()
-	StartupBegins(Settling{Poll: time.Hour, Max: time.Hour}).Settle(nil, stop)
+	StartupBegins(Settling{Poll: time.Hour, Max: time.Hour}, 0).Settle(nil, stop)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("Settle ignored stop for %v", d)
 	}
@@ -51,7 +51,7 @@ func TestSettleGivesUp(t *testing.T) {
 
 // TestStartupGCPercent: the GC percent is the start-up's until the first
 // starts are over, then the one before, also when stop ends the wait; a
-// GOGC in the environment is left alone.
+// few starts, or a GOGC in the environment, leave it alone.
 func TestStartupGCPercent(t *testing.T) {
 	t.Setenv("GOGC", "") // restored after the test; unset for it below
 	before := debug.SetGCPercent(100)
@@ -59,7 +59,7 @@ func TestStartupGCPercent(t *testing.T) {
 	os.Unsetenv("GOGC")
 
 	over := make(chan struct{})
-	st := StartupBegins(Settling{Poll: 5 * time.Millisecond, Quiet: 0, Max: time.Minute, GCPercent: 25})
+	st := StartupBegins(Settling{Poll: 5 * time.Millisecond, Quiet: 0, Max: time.Minute, GCPercent: 25, GCPercentFrom: 10}, 10)
 	if p := debug.SetGCPercent(25); p != 25 {
 		t.Fatalf("GC percent %d during start-up, want 25", p)
 	}
@@ -87,13 +87,18 @@ func TestStartupGCPercent(t *testing.T) {
 	close(stop) // Quiet 0: the heap never settles
 	<-done
 
-	StartupBegins(Settling{Poll: time.Hour, Max: time.Hour, GCPercent: 25}).Settle(nil, stop)
+	StartupBegins(Settling{Poll: time.Hour, Max: time.Hour, GCPercent: 25}, 1).Settle(nil, stop)
 	if p := gcPercent(); p != 100 {
 		t.Errorf("GC percent %d after a stopped start-up, want 100", p)
 	}
 
+	StartupBegins(Settling{GCPercent: 25, GCPercentFrom: 10}, 9)
+	if p := gcPercent(); p != 100 {
+		t.Errorf("GC percent %d for 9 starts (from 10), want it left alone (100)", p)
+	}
+
 	t.Setenv("GOGC", "100")
-	StartupBegins(Settling{GCPercent: 25})
+	StartupBegins(Settling{GCPercent: 25}, 1)
 	if p := gcPercent(); p != 100 {
 		t.Errorf("GC percent %d with GOGC set, want it left alone (100)", p)
 	}
