@@ -63,13 +63,13 @@ func StartupBegins(s Settling, starts int) *Startup {
 // Settle waits until start-up's burst of work is over, then gives back
 // what only the burst needed: the free heap (debug.FreeOSMemory, when the
 // runtime has collected at all: before its first collection nothing is
-// free) and the executable's pages (TrimExecutable). started tells whether the first
-// starts are over (nil: at once); the GC percent goes back to its own once
-// it does, whatever the heap does. The burst is over when started says so
-// and a poll saw the heap quiet, or after Max at the latest; started is
-// asked at each quiet poll and at a few busy ones, and what it allocates
-// is not counted. Settle returns
-// early, trimming nothing, when stop is closed, and restores the GC percent
+// free) and the executable's pages (TrimExecutable). started tells
+// whether the first starts are over (nil: at once); the GC percent goes
+// back to its own once they are, whatever the heap does. The burst is
+// over when started says so and a poll saw the heap quiet, or after Max
+// at the latest; started is asked at each quiet poll and at a few busy
+// ones, and what it allocates is not counted. Settle returns early,
+// trimming nothing, when stop is closed, and restores the GC percent
 // either way.
 //
 // Why wait for the end of the burst: starting a thousand processes takes
