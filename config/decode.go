@@ -152,8 +152,16 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	for _, sb := range bs["sandbox"] {
 		g.Sandbox = d.sandbox(sb, at(p, "sandbox"))
 	}
+	// Sized at once: the running configuration keeps these for podsup's
+	// life, and append's doubling would keep up to twice the room.
+	if n := len(bs["init"]); n > 0 {
+		g.Init = make([]spec.Process, 0, n)
+	}
 	for _, ib := range bs["init"] {
 		g.Init = append(g.Init, d.process(ib, d.named(p, "init", ib.Labels[0]), initSchema, env))
+	}
+	if n := len(bs["process"]); n > 0 {
+		g.Processes = make([]spec.Process, 0, n)
 	}
 	for _, pb := range bs["process"] {
 		g.Processes = append(g.Processes, d.process(pb, d.named(p, "process", pb.Labels[0]), processSchema, env))

@@ -23,7 +23,8 @@ type History struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every append
 	// events is oldest first, in Seq order; the last max are kept (it is
-	// trimmed back to max when it reaches twice that).
+	// trimmed back to max when it reaches a quarter more: each trim copies
+	// max events, and every event beyond max is memory held for nothing).
 	events []lifecycle.Event
 	max    int
 }
@@ -67,7 +68,7 @@ func (h *History) add(e lifecycle.Event) {
 		}
 	}
 	h.events = append(h.events, e)
-	if len(h.events) >= 2*h.max {
+	if len(h.events) >= h.max+max(h.max/4, 1) {
 		h.events = slices.Delete(h.events, 0, len(h.events)-h.max)
 	}
 	close(h.changed)

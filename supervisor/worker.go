@@ -258,11 +258,21 @@ func (w *worker) publish() {
 	for _, e := range w.events {
 		w.bus.publish(e)
 	}
-	w.events = w.events[:0]
+	// The room is kept for the next step's few events; a burst's (a group
+	// of a thousand starting) is not kept for the group's life.
+	if cap(w.events) > keptEventRoom {
+		w.events = nil
+	} else {
+		clear(w.events)
+		w.events = w.events[:0]
+	}
 	// After the events: a dependent's Started follows its dependency's
 	// Ready in the event stream too.
 	w.deps.publish(w, w.core.DepState())
 }
+
+// keptEventRoom is how many events' room a worker keeps between steps.
+const keptEventRoom = 16
 
 func (w *worker) arm(wake time.Time) {
 	if wake.Equal(w.wake) {

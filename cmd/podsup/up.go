@@ -256,13 +256,11 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	reloadOnSignal := startReloadQueue(func() { _, _ = d.reload() }) // reload tells of a refusal
 	// sup.RequestShutdown's second call escalates to SIGKILL (X9).
 	go handleUpSignals(sigs, clock.Real{}, reloadOnSignal.request, func() { sup.RequestShutdown(nil) }, func() { sup.RequestShutdown(nil) }, log)
-	// Start-up is over: give back the executable's pages it alone needed
-	// (docs/benchmarks.md, S2). The first events of Run fault in what the
-	// steady state uses.
-	go func() {
-		time.Sleep(time.Second)
-		memtrim.TrimExecutable()
-	}()
+	// Once the first starts are over, give back the executable's pages and
+	// the heap that start-up alone needed (docs/benchmarks.md, S2). What
+	// the steady state uses is faulted in again.
+	startup := memtrim.StartupBegins(memtrim.DefaultSettling, processCount(cfg))
+	go startup.Settle(func() bool { return firstStartsOver(sup.Status()) }, bg.Done())
 	res, err := st.Run(context.Background()) // publishes what it recovered first: history hears it
 	svc.Stop()                               // STOPPING=1 is out before podsup exits, whoever asked
 	if err != nil {
@@ -439,4 +437,30 @@ func instanceName(socket string) string {
 	h := fnv.New32a()
 	h.Write([]byte(socket))
 	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// firstStartsOver tells whether every process has been started once, or
+// is not going to be soon: none is waiting for its first start
+// (ContainerCreating, or PodInitializing for its turn). One held back by a
+// dependency or in back-off counts as over.
+func firstStartsOver(st supervisor.Status) bool {
+	for _, g := range st.Groups {
+		for _, list := range [][]lifecycle.ProcessStatus{g.Init, g.Processes} {
+			for _, p := range list {
+				if p.State == lifecycle.StateWaiting && (p.Reason == lifecycle.ReasonContainerCreating || p.Reason == lifecycle.ReasonPodInitializing) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// processCount is how many processes and init processes cfg declares.
+func processCount(cfg *spec.Config) int {
+	n := 0
+	for _, g := range cfg.Groups {
+		n += len(g.Init) + len(g.Processes)
+	}
+	return n
 }

@@ -10,9 +10,11 @@
 // Code that runs again is faulted back in, from the page cache when it is
 // still there; what never runs stays out. Nothing writable is touched.
 //
-// It also gives back the heap that a one-off burst of work left free, the
-// reload of a large configuration (ReturnHeapAfter), which the Go runtime
-// would otherwise return only over minutes.
+// It also gives back the heap that a one-off burst of work left free: the
+// reload of a large configuration (ReturnHeapAfter), and start-up itself
+// once the first starts are over (AfterStartup, which trims the executable
+// too). The Go runtime would otherwise return it only over minutes, or
+// not at all while it stays under the next GC's goal.
 package memtrim
 
 import (

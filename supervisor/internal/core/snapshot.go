@@ -10,8 +10,16 @@ import (
 func (g *Group) Snapshot() lifecycle.GroupStatus {
 	gs := lifecycle.GroupStatus{Name: g.name, Phase: g.phase()}
 	gs.Ready, gs.ReadinessHeldBy = g.readiness()
+	// Sized at once: a worker keeps its group's last snapshot, and
+	// append's doubling would keep up to twice the room per process.
+	if len(g.inits) > 0 {
+		gs.Init = make([]lifecycle.ProcessStatus, 0, len(g.inits))
+	}
 	for _, p := range g.inits {
 		gs.Init = append(gs.Init, g.procStatus(p))
+	}
+	if len(g.mains) > 0 {
+		gs.Processes = make([]lifecycle.ProcessStatus, 0, len(g.mains))
 	}
 	for _, p := range g.mains {
 		gs.Processes = append(gs.Processes, g.procStatus(p))
