@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // errThreadClosed is Fork on a namespace thread after Close.
@@ -125,6 +127,7 @@ func (t *nsThread) Close() {
 type placer interface {
 	Fork(fn func() error) error
 	CgroupFD() int
+	MovesThread() bool
 }
 
 // sandboxForker composes the two things a fork into a sandbox needs: the
@@ -143,6 +146,11 @@ func (f sandboxForker) Fork(fn func() error) error {
 	}
 	if f.ns != nil {
 		return f.ns.Fork(inner)
+	}
+	if f.pl == nil || !f.pl.MovesThread() {
+		// In podsup's namespaces, on no particular thread: proc's own
+		// choice, which avoids copying a large fd table per fork.
+		return proc.HostForker.Fork(inner)
 	}
 	return inner()
 }
