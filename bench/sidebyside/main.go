@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,7 +60,10 @@ func main() {
 		window     = flag.Duration("window", 3*time.Second, "S1: measured window per contestant per round (after 1s of warm-up)")
 		scenarios  = flag.String("s", "S5,S1", "scenarios to run")
 		wrappersFl = flag.String("wrappers", "podsup,tini,dumb-init,catatonit,none", "S5 contestants (those not installed are skipped)")
-		baseline   = flag.String("baseline", "", "another podsup binary to measure beside in S5 and S1 (e.g. a build of main), shown as podsup-base")
+		baseline   = flag.String("baseline", "", "another podsup binary to measure beside in S5, S1, S2 and SCALE (e.g. a build of main), shown as podsup-base")
+		s2N        = flag.String("s2-n", "100,1000", "S2: process counts")
+		scaleN     = flag.String("scale-n", "3000,10000", "SCALE: process counts")
+		massRounds = flag.Int("mass-rounds", 3, "S2 and SCALE: rounds")
 	)
 	flag.Parse()
 	if os.Geteuid() != 0 {
@@ -90,8 +94,14 @@ func main() {
 			runS5(self, work, ws, *rounds, *trials)
 		case "S1":
 			runS1(self, *podsup, *baseline, work, *rounds, *window)
+		case "S2":
+			runMass("S2", *podsup, *baseline, work, counts(*s2N), *massRounds)
+		case "SCALE":
+			runMass("SCALE", *podsup, *baseline, work, counts(*scaleN), *massRounds)
+		case "SIZE":
+			runSize(*podsup, *baseline)
 		default:
-			fatalf("unknown scenario %q (S1, S5)", s)
+			fatalf("unknown scenario %q (S5, S1, S2, SCALE, SIZE)", s)
 		}
 	}
 }
@@ -116,6 +126,18 @@ func buildPodsup(dir string) (string, error) {
 		return "", fmt.Errorf("go build: %s (run from the repository's root)", e)
 	}
 	return out, nil
+}
+
+func counts(list string) []int {
+	var ns []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fatalf("bad process count %q", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns
 }
 
 func fatalf(format string, args ...any) {
