@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,6 +165,20 @@ func measureMass(n int, startSupervisor func() (*proc.Process, error)) (res mass
 	}
 	tr.add(int32(sup.Pid()))
 	defer tr.killAll() // whatever is left after a failure, by pid
+	// Interrupted, the harness leaves nothing of the round behind.
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(interrupted)
+	stopWatching := make(chan struct{})
+	defer close(stopWatching)
+	go func() {
+		select {
+		case <-interrupted:
+			tr.killAll()
+			fatalf("interrupted")
+		case <-stopWatching:
+		}
+	}()
 	if !tr.waitFor(func() bool { return tr.running() >= n }, 10*time.Minute, sup) {
 		_ = sup.Signal(syscall.SIGTERM)
 		return res, fmt.Errorf("%d of %d running after 10 minutes or the supervisor ended", tr.running(), n)
