@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -160,6 +161,11 @@ func measureMass(n int, startSupervisor func() (*proc.Process, error)) (res mass
 	t0 := time.Now()
 	sup, err := startSupervisor()
 	_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+	defer func() {
+		if tr.rescans > 0 {
+			fmt.Printf("  (events were lost: the tree was read from /proc %d times)\n", tr.rescans)
+		}
+	}()
 	if err != nil {
 		return res, err
 	}
@@ -179,6 +185,9 @@ func measureMass(n int, startSupervisor func() (*proc.Process, error)) (res mass
 		case <-stopWatching:
 		}
 	}()
+	// A busy machine can overflow the events socket: then the tree is
+	// read again from /proc.
+	tr.lost = &l.lost
 	if !tr.waitFor(func() bool { return tr.running() >= n }, 10*time.Minute, sup) {
 		_ = sup.Signal(syscall.SIGTERM)
 		return res, fmt.Errorf("%d of %d running after 10 minutes or the supervisor ended", tr.running(), n)
@@ -198,9 +207,6 @@ func measureMass(n int, startSupervisor func() (*proc.Process, error)) (res mass
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, _ = sup.Wait(ctx) // gone already: its exit is reaped here
-	if l.lost.Load() {
-		return res, fmt.Errorf("the events socket overflowed: figures unreliable")
-	}
 	return res, nil
 }
 
@@ -212,15 +218,20 @@ type tree struct {
 	// early are forks by processes not (yet) in the tree: the
 	// supervisor's first forks may be seen before add has its pid.
 	early map[int32][]int32
+	root  int32
+	// lost is set when events were lost: the next wait rescans /proc.
+	lost    *atomic.Bool
+	rescans int
 }
 
 func newTree() *tree { return &tree{procs: map[int32]bool{}, early: map[int32][]int32{}} }
 
 func (t *tree) add(pid int32) {
 	t.mu.Lock()
-	t.procs[pid] = false
-	for _, c := range t.early[pid] {
-		t.procs[c] = false
+	t.root = pid
+	for queue := []int32{pid}; len(queue) > 0; queue = queue[1:] {
+		t.procs[queue[0]] = false
+		queue = append(queue, t.early[queue[0]]...)
 	}
 	t.early = nil
 	t.mu.Unlock()
@@ -301,7 +312,22 @@ func (t *tree) pss() int64 {
 // sup (if not nil) ends.
 func (t *tree) waitFor(cond func() bool, timeout time.Duration, sup *proc.Process) bool {
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	last, lastChange := -1, time.Now()
+	for {
+		if t.lost != nil && t.lost.CompareAndSwap(true, false) {
+			t.rescan()
+		}
+		// No change for seconds on a loaded machine: make sure no
+		// event went unseen.
+		if now := t.size() + t.running(); now != last {
+			last, lastChange = now, time.Now()
+		} else if time.Since(lastChange) > 3*time.Second {
+			t.rescan()
+			lastChange = time.Now()
+		}
+		if cond() {
+			return true
+		}
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -314,7 +340,52 @@ func (t *tree) waitFor(cond func() bool, timeout time.Duration, sup *proc.Proces
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return true
+}
+
+// rescan rebuilds the tree from /proc: the root and its descendants, and
+// which of them run sleep.
+func (t *tree) rescan() {
+	ents, _ := os.ReadDir("/proc")
+	kids := map[int32][]int32{}
+	sleeps := map[int32]bool{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		kids[int32(ppid)] = append(kids[int32(ppid)], int32(pid))
+		sleeps[int32(pid)] = s[open+1:end] == "sleep" && f[0] != "Z"
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rescans++
+	procs := map[int32]bool{}
+	nrun := 0
+	if _, alive := sleeps[t.root]; alive {
+		for queue := []int32{t.root}; len(queue) > 0; queue = queue[1:] {
+			p := queue[0]
+			procs[p] = sleeps[p]
+			if sleeps[p] {
+				nrun++
+			}
+			queue = append(queue, kids[p]...)
+		}
+	}
+	t.procs, t.nrun = procs, nrun
 }
 
 // killAll SIGKILLs what is left of the tree, pid by pid (never a pid <= 1).
