@@ -14,6 +14,11 @@
 //     placement at fork into a cgroup2 directory of its own); each
 //     latency is split at the next child's fork, and each supervisor's
 //     CPU per restart is summed over its threads.
+//   - S2 and SCALE: N `sleep 100000` under `podsup up` and under
+//     s6-svscan: the time until all run, the supervisor's PSS, the time
+//     from SIGTERM until all are gone (scale.go); S2 at N = 100 and 1000
+//     for the PSS, SCALE at 3000 and 10,000 for the times.
+//   - SIZE: the binaries' sizes.
 //
 // Rounds interleave the contestants so that the machine's noise hits all
 // of them alike; each figure is the median over rounds of per-round
@@ -22,6 +27,11 @@
 //	go run ./bench/sidebyside                     # 5 rounds, 30 S5 trials, 3 s S1 windows
 //	go run ./bench/sidebyside -rounds 1 -trials 5 -window 1s   # a quick check
 //	go run ./bench/sidebyside -s S5 -baseline /tmp/podsup-main  # A/B against another build
+//	go run ./bench/sidebyside -s SIZE,S2,SCALE -baseline /tmp/podsup-main  # issue #28's figures
+//
+// SCALE at 10,000 needs pids for 20,000 processes beside the machine's
+// own (s6 runs an s6-supervise per process: kernel.pid_max, ulimit -u) and
+// the hard RLIMIT_NOFILE of 20,000 it gives the supervisors.
 //
 // Run it as root (PID namespaces, the kernel's process-events connector)
 // from the repository's root; it builds podsup from ./cmd/podsup unless
