@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -118,5 +119,43 @@ func TestLeanForkPlacesTheChildInItsCgroup(t *testing.T) {
 	<-p.Done()
 	if !strings.Contains(string(out), "/"+filepath.Base(dir)+"\n") {
 		t.Fatalf("the child's cgroup: %q, want it in %s", out, dir)
+	}
+}
+
+// A fork stuck on the lean thread (an exec on a hung filesystem) holds
+// the other forks only for the fork gate's patience: they then run on
+// their own threads, as at the gate.
+func TestLeanThreadStuckHoldsNoOtherFork(t *testing.T) {
+	forceLeanFork(t)
+	release, entered := make(chan struct{}), make(chan struct{})
+	stuck := make(chan error, 1)
+	go func() {
+		stuck <- HostForker.Fork(func() error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	other := make(chan error, 1)
+	go func() {
+		other <- HostForker.Fork(func() error {
+			if onLeanThread() != nil {
+				t.Error("the second fork ran on the lean thread, which was stuck")
+			}
+			return nil
+		})
+	}()
+	select {
+	case err := <-other:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a fork waited 20s behind one stuck on the lean thread")
+	}
+	close(release)
+	if err := <-stuck; err != nil {
+		t.Fatal(err)
 	}
 }
