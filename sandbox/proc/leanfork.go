@@ -142,7 +142,7 @@ func startLeanThread() (*leanThread, error) {
 	w.Close()
 	ready := make(chan error, 1)
 	t := &leanThread{work: make(chan leanWork)}
-	go t.run(ready)
+	go t.run(ready, nil)
 	if err := <-ready; err != nil {
 		return nil, err
 	}
@@ -151,13 +151,22 @@ func startLeanThread() (*leanThread, error) {
 
 // run locks its goroutine to a thread other than the main one (whose fd
 // table pidfd_getfd reads), gives that thread a table of its own and
-// serves forks on it forever.
-func (t *leanThread) run(ready chan<- error) {
+// serves forks on it forever. locked, when not nil, is closed once the
+// goroutine has its thread.
+func (t *leanThread) run(ready chan<- error, locked chan<- struct{}) {
 	runtime.LockOSThread()
+	if locked != nil {
+		close(locked)
+	}
 	if unix.Gettid() == os.Getpid() {
-		// The main thread stays ours until another thread has the work.
-		go t.run(ready)
-		return // unlocks: nothing of the main thread was changed
+		// Keep the main thread until another goroutine holds a thread
+		// of its own, which then cannot be this one; nothing of the main
+		// thread was changed.
+		other := make(chan struct{})
+		go t.run(ready, other)
+		<-other
+		runtime.UnlockOSThread()
+		return
 	}
 	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
 		runtime.UnlockOSThread() // the thread is as it was
