@@ -48,6 +48,7 @@ type leanThread struct {
 	work chan leanWork
 	// busySince is when the work under way began (UnixNano), 0 while idle.
 	busySince atomic.Int64
+	probe     int // an fd of the main table while the thread starts
 }
 
 type leanWork struct {
@@ -134,14 +135,22 @@ func startLeanThread() (*leanThread, error) {
 	// The runtime's poller fds must exist before the table is copied:
 	// the runtime writes to its eventfd from whichever thread adds a
 	// timer, this one included. A pollable file brings the poller up.
+	// Its read end, open in the main table until the thread is ready,
+	// is what the thread tries pidfd_getfd on.
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	r.Close()
-	w.Close()
+	defer r.Close()
+	defer w.Close()
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	probe := -1
+	_ = rc.Control(func(fd uintptr) { probe = int(fd) })
 	ready := make(chan error, 1)
-	t := &leanThread{work: make(chan leanWork)}
+	t := &leanThread{work: make(chan leanWork), probe: probe}
 	go t.run(ready, nil)
 	if err := <-ready; err != nil {
 		return nil, err
@@ -182,7 +191,7 @@ func (t *leanThread) run(ready chan<- error, locked chan<- struct{}) {
 		return
 	}
 	// pidfd_getfd may be missing, or refused (seccomp).
-	if fd, err := unix.PidfdGetfd(self, 0, 0); err != nil {
+	if fd, err := unix.PidfdGetfd(self, t.probe, 0); err != nil {
 		ready <- err
 		return
 	} else {
