@@ -58,7 +58,7 @@ type leanWork struct {
 
 var lean struct {
 	once sync.Once
-	t    *leanThread // nil: unavailable
+	t    atomic.Pointer[leanThread] // nil: unavailable, or not started
 }
 
 // HostForker is a Forker for forks in podsup's own namespaces and
@@ -125,10 +125,10 @@ func leanThreadOnce() *leanThread {
 	lean.once.Do(func() {
 		t, err := startLeanThread()
 		if err == nil {
-			lean.t = t
+			lean.t.Store(t)
 		}
 	})
-	return lean.t
+	return lean.t.Load()
 }
 
 func startLeanThread() (*leanThread, error) {
@@ -234,7 +234,7 @@ func closeAllButRuntimeFDs() {
 
 // onLeanThread reports whether the caller runs on the lean thread.
 func onLeanThread() *leanThread {
-	t := lean.t
+	t := lean.t.Load()
 	if t == nil || unix.Gettid() != t.tid {
 		return nil
 	}
