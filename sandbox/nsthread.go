@@ -5,8 +5,9 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/podsup/podsup/sandbox/proc"
 	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // errThreadClosed is Fork on a namespace thread after Close.
@@ -147,6 +148,7 @@ func (t *nsThread) Gone() <-chan struct{} { return t.gone }
 type placer interface {
 	Fork(fn func() error) error
 	CgroupFD() int
+	MovesThread() bool
 }
 
 // sandboxForker composes the two things a fork into a sandbox needs: the
@@ -165,6 +167,11 @@ func (f sandboxForker) Fork(fn func() error) error {
 	}
 	if f.ns != nil {
 		return f.ns.Fork(inner)
+	}
+	if f.pl == nil || !f.pl.MovesThread() {
+		// In podsup's namespaces, on no particular thread: proc's own
+		// choice, which avoids copying a large fd table per fork.
+		return proc.HostForker.Fork(inner)
 	}
 	return inner()
 }

@@ -14,6 +14,11 @@
 //     placement at fork into a cgroup2 directory of its own); each
 //     latency is split at the next child's fork, and each supervisor's
 //     CPU per restart is summed over its threads.
+//   - S2 and SCALE: N `sleep 100000` under `podsup up` and under
+//     s6-svscan: the time until all run, the supervisor's PSS, the time
+//     from SIGTERM until all are gone (scale.go); S2 at N = 100 and 1000
+//     for the PSS, SCALE at 3000 and 10,000 for the times.
+//   - SIZE: the binaries' sizes.
 //
 // Rounds interleave the contestants so that the machine's noise hits all
 // of them alike; each figure is the median over rounds of per-round
@@ -22,6 +27,11 @@
 //	go run ./bench/sidebyside                     # 5 rounds, 30 S5 trials, 3 s S1 windows
 //	go run ./bench/sidebyside -rounds 1 -trials 5 -window 1s   # a quick check
 //	go run ./bench/sidebyside -s S5 -baseline /tmp/podsup-main  # A/B against another build
+//	go run ./bench/sidebyside -s SIZE,S2,SCALE -baseline /tmp/podsup-main  # issue #28's figures
+//
+// SCALE at 10,000 needs pids for 20,000 processes beside the machine's
+// own (s6 runs an s6-supervise per process: kernel.pid_max, ulimit -u) and
+// the hard RLIMIT_NOFILE of 20,000 it gives the supervisors.
 //
 // Run it as root (PID namespaces, the kernel's process-events connector)
 // from the repository's root; it builds podsup from ./cmd/podsup unless
@@ -36,6 +46,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,7 +70,10 @@ func main() {
 		window     = flag.Duration("window", 3*time.Second, "S1: measured window per contestant per round (after 1s of warm-up)")
 		scenarios  = flag.String("s", "S5,S1", "scenarios to run")
 		wrappersFl = flag.String("wrappers", "podsup,tini,dumb-init,catatonit,none", "S5 contestants (those not installed are skipped)")
-		baseline   = flag.String("baseline", "", "another podsup binary to measure beside in S5 and S1 (e.g. a build of main), shown as podsup-base")
+		baseline   = flag.String("baseline", "", "another podsup binary to measure beside in S5, S1, S2 and SCALE (e.g. a build of main), shown as podsup-base")
+		s2N        = flag.String("s2-n", "100,1000", "S2: process counts")
+		scaleN     = flag.String("scale-n", "3000,10000", "SCALE: process counts")
+		massRounds = flag.Int("mass-rounds", 3, "S2 and SCALE: rounds")
 	)
 	flag.Parse()
 	if os.Geteuid() != 0 {
@@ -90,8 +104,14 @@ func main() {
 			runS5(self, work, ws, *rounds, *trials)
 		case "S1":
 			runS1(self, *podsup, *baseline, work, *rounds, *window)
+		case "S2":
+			runMass("S2", *podsup, *baseline, work, counts(*s2N), *massRounds)
+		case "SCALE":
+			runMass("SCALE", *podsup, *baseline, work, counts(*scaleN), *massRounds)
+		case "SIZE":
+			runSize(*podsup, *baseline)
 		default:
-			fatalf("unknown scenario %q (S1, S5)", s)
+			fatalf("unknown scenario %q (S5, S1, S2, SCALE, SIZE)", s)
 		}
 	}
 }
@@ -116,6 +136,18 @@ func buildPodsup(dir string) (string, error) {
 		return "", fmt.Errorf("go build: %s (run from the repository's root)", e)
 	}
 	return out, nil
+}
+
+func counts(list string) []int {
+	var ns []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fatalf("bad process count %q", f)
+		}
+		ns = append(ns, n)
+	}
+	return ns
 }
 
 func fatalf(format string, args ...any) {

@@ -306,6 +306,11 @@ func listenProcEvents() (*procEvents, error) {
 }
 
 func (l *procEvents) run() {
+	l.each(func(ev procEvent) { l.got = append(l.got, ev) })
+}
+
+// each calls fn with every event until stop.
+func (l *procEvents) each(fn func(procEvent)) {
 	defer close(l.stopped)
 	buf := make([]byte, 1<<16)
 	for !l.done.Load() {
@@ -323,7 +328,7 @@ func (l *procEvents) run() {
 				break
 			}
 			if ev, ok := parseProcEvent(b[16:size]); ok {
-				l.got = append(l.got, ev)
+				fn(ev)
 			}
 			b = b[(size+3)&^3:]
 		}

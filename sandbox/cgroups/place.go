@@ -135,6 +135,10 @@ func (pl *Placement) moveBack(n int, tid []byte) error {
 	return errors.Join(errs...)
 }
 
+// MovesThread reports whether Fork moves the calling thread (into v1
+// cgroups): the fork must then run on the thread that called Fork.
+func (pl *Placement) MovesThread() bool { return len(pl.enter) > 0 }
+
 // Close releases the files.
 func (pl *Placement) Close() error {
 	var errs []error

@@ -53,7 +53,8 @@ type Cmd struct {
 	UseCgroupFD bool
 	CgroupFD    int
 	// Forker runs the fork on a thread of its choosing (a sandbox's
-	// namespace thread); nil forks from the calling goroutine.
+	// namespace thread, or HostForker's lean thread); nil forks from the
+	// calling goroutine.
 	Forker Forker
 	// Tree, when set, replaces the process group as the way KillTree
 	// reaches every descendant (a cgroup, say).
@@ -245,7 +246,7 @@ func Start(c *Cmd) (*Process, error) {
 	fork := func() error {
 		s := r.subscribe()
 		release := theForkGate.enter()
-		pid, err := syscall.ForkExec(path, args, attr)
+		pid, err := forkExecLean(path, args, attr)
 		release()
 		if err != nil {
 			r.abandon(s)

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 
@@ -45,5 +46,79 @@ func BenchmarkSpawnUntilExitKnown(b *testing.B) {
 			b.Fatal(err)
 		}
 		<-p.Done()
+	}
+}
+
+// BenchmarkSpawnBesideManyFDs is the linearity guard of a start at scale:
+// Start of /bin/true until its exit is known while this process holds
+// 0 or 10,000 more fds, as podsup holds one or two per running process.
+// Forked on the calling thread ("inline") the kernel copies the fd table
+// at the fork and closes every close-on-exec fd of the copy at the exec,
+// so the time grows with the fds; through HostForker ("lean", forced here
+// whatever the number of processes) it should not
+// (docs/benchmarks.md, "Start and stop at scale"):
+//
+//	go test -run '^$' -bench SpawnBesideManyFDs -benchtime 500x -count 3 ./sandbox/proc
+func BenchmarkSpawnBesideManyFDs(b *testing.B) {
+	StartReaper()
+	for _, fds := range []int{0, 10000} {
+		for _, how := range []string{"inline", "lean"} {
+			b.Run(fmt.Sprintf("fds=%d/%s", fds, how), func(b *testing.B) {
+				held := holdFDs(b, fds)
+				defer closeFDs(held)
+				c := &Cmd{Path: "/bin/true", Args: []string{"true"}}
+				if how == "lean" {
+					old := leanForkAbove.Swap(0)
+					defer leanForkAbove.Store(old)
+					if leanThreadOnce() == nil {
+						b.Skip("no lean thread here")
+					}
+					c.Forker = HostForker
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					p, err := Start(c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					<-p.Done()
+				}
+			})
+		}
+	}
+}
+
+// holdFDs opens n close-on-exec fds of /dev/null, raising the soft
+// RLIMIT_NOFILE as far as needed.
+func holdFDs(b *testing.B, n int) []int {
+	b.Helper()
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		b.Fatal(err)
+	}
+	if want := uint64(n + 256); lim.Cur < want {
+		if lim.Max < want {
+			b.Skipf("RLIMIT_NOFILE's hard limit %d is under %d", lim.Max, want)
+		}
+		lim.Cur = want
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fds := make([]int, 0, n)
+	for range n {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeFDs(fds)
+			b.Fatal(err)
+		}
+		fds = append(fds, fd)
+	}
+	return fds
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
 	}
 }

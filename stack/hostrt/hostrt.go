@@ -74,6 +74,7 @@ func (Runtime) Start(_ context.Context, req supervisor.StartRequest) (supervisor
 	cmd := &proc.Cmd{
 		Path: pr.Command[0], Args: pr.Command, RunAs: supervisor.RunAs(pr), Security: sec,
 		Stdout: stdout, Stderr: stderr, ExtraFiles: req.ExtraFiles,
+		Forker: proc.HostForker,
 		OnExit: func(e proc.Exit) {
 			onExit(lifecycle.ExitStatus{Code: e.Code(), Signal: e.Signal()})
 		},
