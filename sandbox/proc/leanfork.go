@@ -74,6 +74,14 @@ var HostForker Forker = hostForker{}
 
 type hostForker struct{}
 
+// Namespaces is podsup's own (NamespaceForker): a Cmd with a security
+// profile forks on that profile's thread instead, in podsup's namespaces.
+func (hostForker) Namespaces() Namespaces { return nil }
+
+// ForkHere runs fn on the calling thread, the profile's: HostForker adds
+// nothing else to a fork.
+func (hostForker) ForkHere(fn func() error) error { return fn() }
+
 func (hostForker) Fork(fn func() error) error {
 	if tracked() < leanForkAbove.Load() {
 		return fn()

@@ -110,6 +110,25 @@ func TestSecurityReachesTheCommand(t *testing.T) {
 	}
 }
 
+// hostrt starts every host process with Forker: HostForker; a Security
+// then forks on its profile's thread in podsup's own namespaces, whether
+// or not the lean thread is in use.
+func TestSecurityWithTheHostForker(t *testing.T) {
+	requireRoot(t)
+	for _, above := range []int64{1 << 30, 0} { // lean thread unused, then used
+		old := leanForkAbove.Swap(above)
+		nnp := &Security{NoNewPrivs: true}
+		out, code := runOut(t, &Cmd{Path: "/bin/cat", Args: []string{"cat", "/proc/self/status"}, Forker: HostForker, Security: nnp})
+		leanForkAbove.Store(old)
+		if code != 0 {
+			t.Fatalf("lean above %d: exit %d: %s", above, code, out)
+		}
+		if got := statusField(out, "NoNewPrivs"); got != "1" {
+			t.Errorf("lean above %d: NoNewPrivs %q, want 1", above, got)
+		}
+	}
+}
+
 func contains(l []string, s string) bool {
 	for _, x := range l {
 		if x == s {
