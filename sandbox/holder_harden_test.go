@@ -47,8 +47,13 @@ func isTmpfsOfItsOwn(t *testing.T, p, host string) bool {
 func TestReadOnlyHostViewPrivateTmpAndMaskedPaths(t *testing.T) {
 	testproc.NeedRoot(t)
 	rt := newTestRuntime(t)
-	// Not under /tmp: the sandbox has a /tmp of its own.
-	host, err := os.MkdirTemp(".", "podsup-ro-test-")
+	// Not under /tmp: the sandbox has a /tmp of its own (a checkout under
+	// /tmp, as CI's may be, makes its directory under /var/lib).
+	parent, _ := filepath.Abs(".")
+	if strings.HasPrefix(parent+"/", "/tmp/") || strings.HasPrefix(parent+"/", "/var/tmp/") {
+		parent = "/var/lib"
+	}
+	host, err := os.MkdirTemp(parent, "podsup-ro-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +131,33 @@ func TestReadOnlyHostViewPrivateTmpAndMaskedPaths(t *testing.T) {
 	}
 	if out := string(res.Output); !strings.HasPrefix(out, "0\n") || !strings.Contains(out, "Read-only file system") {
 		t.Errorf("inside: %q; want /proc/keys and /proc/timer_list empty, the write to /proc/sys refused with EROFS", out)
+	}
+}
+
+// A bind whose source is in the host's /tmp still binds it with
+// private_tmp: the source is the host's, not the private /tmp's.
+func TestPrivateTmpBindsAHostTmpSource(t *testing.T) {
+	testproc.NeedRoot(t)
+	rt := newTestRuntime(t)
+	src := t.TempDir() // under the host's /tmp
+	if err := os.WriteFile(filepath.Join(src, "from-host"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The target outside /tmp, made here: a sandbox without a rootfs
+	// makes a missing target on the host's file system.
+	target, err := os.MkdirTemp("/var/lib", "podsup-tmpbind-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(target) })
+	mustCreateSandbox(t, rt, "tmpbind", spec.Sandbox{Namespaces: []string{"mount"}, PrivateTmp: true,
+		Mounts: []spec.Mount{{Type: "bind", Source: src, Target: target, ReadOnly: true}}})
+	root := holderRoot(t, rt, "tmpbind")
+	if _, err := os.Stat(filepath.Join(root, target, "from-host")); err != nil {
+		t.Errorf("the bind of the host's %s: %v", src, err)
+	}
+	if !isTmpfsOfItsOwn(t, filepath.Join(root, "/tmp"), "/tmp") {
+		t.Error("/tmp is not private")
 	}
 }
 

@@ -47,6 +47,13 @@ func setupMounts(cfg holderConfig) error {
 	r := inRoot{fd: rootFD, path: root}
 	mounts := cfg.Mounts
 	if cfg.PrivateTmp {
+		// A bind's source is the host's: one under /tmp must not be
+		// looked for in the private /tmp about to hide it. Each is
+		// opened now and bound from its fd.
+		if mounts, err = openBindSources(mounts); err != nil {
+			return err
+		}
+		defer closeBindSources(mounts)
 		// First, so that a mount of the configuration on /tmp wins.
 		mounts = append(privateTmpMounts(), mounts...)
 	}
@@ -83,6 +90,37 @@ func setupMounts(cfg holderConfig) error {
 // mountOne makes m on its target, resolved inside root. The mount goes
 // onto the resolved file through /proc/self/fd/N (runc's way), never
 // through the path again, so what was resolved is what is mounted on.
+// openBindSources returns mounts with each bind's Source replaced by an
+// O_PATH fd of it (/proc/self/fd/N), opened in the view before any of the
+// sandbox's mounts is made.
+func openBindSources(mounts []spec.Mount) ([]spec.Mount, error) {
+	out := append([]spec.Mount(nil), mounts...)
+	for i, m := range out {
+		if m.Type != "bind" {
+			continue
+		}
+		fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			closeBindSources(out[:i])
+			return nil, fmt.Errorf("bind mount source: %s: %w", m.Source, err)
+		}
+		out[i].Source = fmt.Sprintf("/proc/self/fd/%d", fd)
+	}
+	return out, nil
+}
+
+// closeBindSources closes the fds openBindSources opened.
+func closeBindSources(mounts []spec.Mount) {
+	for _, m := range mounts {
+		var fd int
+		if m.Type == "bind" {
+			if _, err := fmt.Sscanf(m.Source, "/proc/self/fd/%d", &fd); err == nil {
+				_ = unix.Close(fd) // O_PATH: nothing to flush
+			}
+		}
+	}
+}
+
 func mountOne(root inRoot, m spec.Mount) error {
 	var flags uintptr
 	if m.ReadOnly {
