@@ -209,9 +209,60 @@ type ProcessDescription struct {
 	Probes []ProbeDescription `json:"probes,omitempty"`
 	// Hooks are in the order pre_start, post_start, pre_stop, post_stop.
 	Hooks []HookDescription `json:"hooks,omitempty"`
-	Usage *Usage            `json:"usage,omitempty"`
+	// Security is the process's security context: what the kernel reports
+	// of its running process and what its configuration sets.
+	Security *SecurityDescription `json:"security,omitempty"`
+	Usage    *Usage               `json:"usage,omitempty"`
 	// Events are the process's events, oldest first, at most the last 20.
 	Events []Event `json:"events"`
+}
+
+// SecurityDescription is a process's effective security context. Live
+// is read from /proc/PID/status of its running process, so it is what
+// the kernel applies, not what was asked; the other fields are from the
+// configuration (its group's context under its own, its group's
+// sandbox), where /proc cannot tell.
+type SecurityDescription struct {
+	// Live is absent while the process is not running, or when its
+	// status could not be read.
+	Live *LiveSecurity `json:"live,omitempty"`
+	// RunAsNonRoot, Privileged, NoNewPrivileges, Seccomp (a profile:
+	// "runtime/default", "unconfined", a path; empty when unset) and
+	// SupplementalGroups are the configuration's.
+	RunAsNonRoot       bool     `json:"run_as_non_root,omitempty"`
+	Privileged         bool     `json:"privileged,omitempty"`
+	NoNewPrivileges    bool     `json:"no_new_privileges,omitempty"`
+	Seccomp            string   `json:"seccomp,omitempty"`
+	SupplementalGroups []string `json:"supplemental_groups,omitempty"`
+	// ReadOnlyRootFilesystem, PrivateTmp and ProcMount are the sandbox's
+	// (ProcMount "Default" or "Unmasked", empty without a sandbox);
+	// MaskedProc says whether runc's masked and read-only /proc paths are
+	// hidden: a sandbox with a proc mount and ProcMount Default.
+	ReadOnlyRootFilesystem bool   `json:"read_only_root_filesystem"`
+	PrivateTmp             bool   `json:"private_tmp"`
+	ProcMount              string `json:"proc_mount,omitempty"`
+	MaskedProc             bool   `json:"masked_proc"`
+	// UserNamespace is whether root in the process is mapped to an
+	// unprivileged user on the host: always false, as podsup does not
+	// implement user namespaces yet.
+	UserNamespace bool `json:"user_namespace"`
+}
+
+// LiveSecurity is what /proc/PID/status says of a running process:
+// effective uid and gid, supplementary groups, capability sets by name
+// (without CAP_; a number the kernel has and podsup does not know is
+// "CAP_N"), no_new_privs and the seccomp mode ("disabled", "strict" or
+// "filter").
+type LiveSecurity struct {
+	Pid          int      `json:"pid"`
+	UID          int      `json:"uid"`
+	GID          int      `json:"gid"`
+	Groups       []int    `json:"groups"`
+	CapEffective []string `json:"cap_effective"`
+	CapBounding  []string `json:"cap_bounding"`
+	CapAmbient   []string `json:"cap_ambient"`
+	NoNewPrivs   bool     `json:"no_new_privs"`
+	Seccomp      string   `json:"seccomp"`
 }
 
 // ProbeDescription is one probe with kubelet's parameters (defaults

@@ -87,7 +87,7 @@ func (c *converter) annotations(g *spec.Group) {
 // validates on its own (W2); they end with the fragment.
 func groupFragment(body string) string {
 	s := fmt.Sprintf("group \"fragment\" {\n%s\nprocess \"fragment\" {\ncommand = %s\n}\n}\n", body, hclList(placeholderCommand))
-	labels, _ := readBody(body)
+	labels, _, _ := readBody(body)
 	for _, name := range labels {
 		if name != "fragment" {
 			s += fmt.Sprintf("group %q {\nprocess \"stub\" {\ncommand = %s\nrestart_policy = \"never\"\n}\n}\n", name, hclList(placeholderCommand))
@@ -98,20 +98,22 @@ func groupFragment(body string) string {
 
 // readBody reads an annotation's body without validating it (the
 // fragment's parse reports what is wrong with it): the names its
-// depends_on blocks give, and whether it sets restart_policy itself.
-func readBody(body string) (labels []string, setsRestart bool) {
+// depends_on blocks give, whether it sets restart_policy itself, and
+// whether it has a resources block.
+func readBody(body string) (labels []string, setsRestart, hasResources bool) {
 	f, diags := hclsyntax.ParseConfig([]byte(body), "annotation", hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil, false
+		return nil, false, false
 	}
 	b := f.Body.(*hclsyntax.Body)
 	for _, blk := range b.Blocks {
 		if blk.Type == "depends_on" && len(blk.Labels) == 1 && !slices.Contains(labels, blk.Labels[0]) {
 			labels = append(labels, blk.Labels[0])
 		}
+		hasResources = hasResources || blk.Type == "resources"
 	}
 	_, setsRestart = b.Attributes["restart_policy"]
-	return labels, setsRestart
+	return labels, setsRestart, hasResources
 }
 
 // stubProcesses are the processes (or, for an init, the inits before it)
@@ -134,14 +136,15 @@ func stubProcesses(labels []string, kind string) string {
 
 // processFragment is an annotation's body as a whole file. For a
 // sidecar's, the fragment is a sidecar too, so that the probes a sidecar
-// may have validate (O5); the line goes after the body, which keeps the
-// positions of its errors.
+// may have validate (O5), and a process with resources is in a group with
+// a sandbox; the lines go after the body, which keeps the positions of
+// its errors.
 func processFragment(body string, isInit, sidecar bool) string {
 	kind := "process"
 	if isInit {
 		kind = "init"
 	}
-	labels, setsRestart := readBody(body)
+	labels, setsRestart, hasResources := readBody(body)
 	if sidecar && !setsRestart {
 		body += "\nrestart_policy = \"always\""
 	}
@@ -152,6 +155,11 @@ func processFragment(body string, isInit, sidecar bool) string {
 		before = stubProcesses(labels, "init")
 	} else {
 		after = stubProcesses(labels, "process")
+	}
+	if hasResources {
+		// A process's own cgroup is inside its group's: the group the
+		// annotation belongs to has a sandbox (its annotation says so).
+		after += "sandbox {}\n"
 	}
 	s := fmt.Sprintf("group \"fragment\" {\n%s%s \"fragment\" {\ncommand = %s\n%s\n}\n%s", before, kind, hclList(placeholderCommand), body, after)
 	if isInit {

@@ -129,7 +129,8 @@ func (c *converter) group() spec.Group {
 }
 
 // sandbox is the group's: namespaces for hostname and
-// shareProcessNamespace, the cgroup limits, the rootfs of --rootfs.
+// shareProcessNamespace, the cgroup limits, the rootfs of --rootfs, the
+// read-only root and proc mount of the containers' securityContexts.
 func (c *converter) sandbox() *spec.Sandbox {
 	pod := &c.w.pod
 	s := &spec.Sandbox{Resources: c.resources()}
@@ -148,12 +149,13 @@ func (c *converter) sandbox() *spec.Sandbox {
 		ns["mount"] = true
 		s.Rootfs = c.rootfs
 	}
+	c.filesystem(s, ns)
 	for _, n := range spec.Namespaces {
 		if ns[n] {
 			s.Namespaces = append(s.Namespaces, n)
 		}
 	}
-	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) {
+	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" {
 		return nil
 	}
 	return s

@@ -113,6 +113,9 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 	for i := range g.Processes {
 		ps.Containers = append(ps.Containers, container(&g.Processes[i]))
 	}
+	if s := g.Sandbox; s != nil {
+		sandboxSecurity(ps, s)
+	}
 
 	// What a Pod holds of g, read back the way Convert reads it.
 	w := &workload{kind: "Pod", name: g.Name, pod: *ps.DeepCopy()}
@@ -166,6 +169,31 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 		}
 	}
 	return pod, warns
+}
+
+// sandboxSecurity writes the sandbox's read-only root and proc mount into
+// every container's securityContext, where Kubernetes has them: Convert
+// gives them back to the sandbox only when every container sets them.
+func sandboxSecurity(ps *corev1.PodSpec, s *spec.Sandbox) {
+	if !s.ReadOnlyRootFilesystem && s.ProcMount != spec.ProcMountUnmasked {
+		return
+	}
+	for _, list := range [][]corev1.Container{ps.InitContainers, ps.Containers} {
+		for i := range list {
+			sc := list[i].SecurityContext
+			if sc == nil {
+				sc = &corev1.SecurityContext{}
+				list[i].SecurityContext = sc
+			}
+			if s.ReadOnlyRootFilesystem {
+				sc.ReadOnlyRootFilesystem = spec.Bool(true)
+			}
+			if s.ProcMount == spec.ProcMountUnmasked {
+				pm := corev1.UnmaskedProcMount
+				sc.ProcMount = &pm
+			}
+		}
+	}
 }
 
 func container(p *spec.Process) corev1.Container {

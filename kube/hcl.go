@@ -123,16 +123,26 @@ func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 			boolean(mb, "readonly", m.ReadOnly)
 			str(mb, "options", m.Options)
 		}
-		if r := s.Resources; r != (spec.Resources{}) {
-			rb := sb.AppendNewBlock("resources", nil).Body()
-			size(rb, "memory", r.Memory)
-			if r.CPU != 0 {
-				rb.SetAttributeValue("cpu", cty.NumberFloatVal(r.CPU))
-			}
-			integer(rb, "cpu_weight", int64(r.CPUWeight))
-			integer(rb, "pids", r.Pids)
-		}
+		boolean(sb, "read_only_root_filesystem", s.ReadOnlyRootFilesystem)
+		boolean(sb, "private_tmp", s.PrivateTmp)
+		str(sb, "proc_mount", s.ProcMount)
+		writeResources(sb, s.Resources)
 	}
+}
+
+// writeResources writes a resources block, a sandbox's or a process's,
+// when r sets a limit.
+func writeResources(b *hclwrite.Body, r spec.Resources) {
+	if r == (spec.Resources{}) {
+		return
+	}
+	rb := b.AppendNewBlock("resources", nil).Body()
+	size(rb, "memory", r.Memory)
+	if r.CPU != 0 {
+		rb.SetAttributeValue("cpu", cty.NumberFloatVal(r.CPU))
+	}
+	integer(rb, "cpu_weight", int64(r.CPUWeight))
+	integer(rb, "pids", r.Pids)
 }
 
 func writeBackoff(b *hclwrite.Body, bo spec.Backoff) {
@@ -163,6 +173,7 @@ func writeProcess(b *hclwrite.Body, p *spec.Process) {
 	}
 	str(b, "restart_policy", string(p.RestartPolicy))
 	boolean(b, "critical", p.Critical)
+	writeResources(b, p.Resources)
 	str(b, "readiness", p.Readiness)
 	dur(b, "watchdog", p.Watchdog)
 	if len(p.Sockets) > 0 {

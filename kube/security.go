@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,7 +24,7 @@ func (c *converter) podSecurity() spec.Security {
 	var s spec.Security
 	sc := c.w.pod.SecurityContext
 	if h := c.w.pod.HostUsers; h != nil && !*h {
-		c.r.warn(c.path("spec.hostUsers"), "a user namespace needs the sandbox's user_namespace, which this podsup lacks: the processes run in the host's user namespace")
+		c.r.warn(c.path("spec.hostUsers"), "podsup does not implement user namespaces yet (a sandbox's user_namespace): the processes run in the host's user namespace, root as root")
 	}
 	if sc == nil {
 		return s
@@ -58,13 +59,59 @@ func (c *converter) containerSecurity(sc *corev1.SecurityContext, at string) spe
 		}
 	}
 	s.Seccomp = c.seccomp(sc.SeccompProfile, at+".seccompProfile")
-	if sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
-		c.r.warn(c.path(at+".readOnlyRootFilesystem"), "a read-only root is the sandbox's read_only_root_filesystem, which this podsup lacks: the root stays writable")
-	}
-	if pm := sc.ProcMount; pm != nil && *pm == corev1.UnmaskedProcMount {
-		c.r.warn(c.path(at+".procMount"), "podsup masks no /proc paths to unmask: Unmasked is what the processes get")
-	}
 	return s
+}
+
+// filesystem sets the sandbox's read-only root and proc mount from the
+// containers' readOnlyRootFilesystem and procMount. A group's processes
+// share one mount namespace, so each is the sandbox's only when every
+// container (init containers too) asks for it; a container that asks
+// alone is warned of by path, and gets what the others get.
+func (c *converter) filesystem(s *spec.Sandbox, ns map[string]bool) {
+	type ctr struct {
+		sc *corev1.SecurityContext
+		at string
+	}
+	var all []ctr
+	pod := &c.w.pod
+	for i := range pod.InitContainers {
+		all = append(all, ctr{pod.InitContainers[i].SecurityContext, fmt.Sprintf("spec.initContainers[%d].securityContext", i)})
+	}
+	for i := range pod.Containers {
+		all = append(all, ctr{pod.Containers[i].SecurityContext, fmt.Sprintf("spec.containers[%d].securityContext", i)})
+	}
+	readOnly := func(sc *corev1.SecurityContext) bool {
+		return sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+	}
+	unmasked := func(sc *corev1.SecurityContext) bool {
+		return sc != nil && sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount
+	}
+	every := func(f func(*corev1.SecurityContext) bool) bool {
+		for _, ct := range all {
+			if !f(ct.sc) {
+				return false
+			}
+		}
+		return len(all) > 0
+	}
+	if every(readOnly) {
+		s.ReadOnlyRootFilesystem, ns["mount"] = true, true
+	} else {
+		for _, ct := range all {
+			if readOnly(ct.sc) {
+				c.r.warn(c.path(ct.at+".readOnlyRootFilesystem"), "the pod's containers share one root, read-only only when every container sets readOnlyRootFilesystem: the root stays writable")
+			}
+		}
+	}
+	if every(unmasked) {
+		s.ProcMount = spec.ProcMountUnmasked
+	} else {
+		for _, ct := range all {
+			if unmasked(ct.sc) {
+				c.r.warn(c.path(ct.at+".procMount"), "the pod's containers share one /proc, unmasked only when every container sets procMount: Unmasked: its paths stay masked")
+			}
+		}
+	}
 }
 
 // seccomp is a seccompProfile as podsup's seccomp setting.

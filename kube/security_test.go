@@ -176,6 +176,9 @@ spec:
     securityContext:
       appArmorProfile: {type: RuntimeDefault}
       procMount: Unmasked
+      readOnlyRootFilesystem: true
+  - name: d
+    command: ["sleep", "1"]
 `
 	res, err := Convert(strings.NewReader(src), Options{})
 	if err != nil {
@@ -185,9 +188,67 @@ spec:
 	for _, fd := range res.Findings {
 		paths = append(paths, fd.Path)
 	}
-	for _, p := range []string{"spec.hostUsers", "spec.securityContext.seLinuxOptions", "spec.securityContext.sysctls", "spec.containers[0].securityContext.appArmorProfile", "spec.containers[0].securityContext.procMount"} {
+	for _, p := range []string{"spec.hostUsers", "spec.securityContext.seLinuxOptions", "spec.securityContext.sysctls", "spec.containers[0].securityContext.appArmorProfile",
+		"spec.containers[0].securityContext.procMount", "spec.containers[0].securityContext.readOnlyRootFilesystem"} {
 		if !slices.ContainsFunc(paths, func(s string) bool { return strings.HasPrefix(s, p) }) {
 			t.Errorf("no warning at %s: %v", p, paths)
 		}
+	}
+	if i := slices.IndexFunc(res.Findings, func(f Finding) bool { return f.Path == "spec.hostUsers" }); i < 0 || !strings.Contains(res.Findings[i].Msg, "user namespaces") {
+		t.Errorf("hostUsers: false does not name what is missing: %v", res.Findings)
+	}
+	if sb := res.Config.Groups[0].Sandbox; sb != nil && (sb.ReadOnlyRootFilesystem || sb.ProcMount != "") {
+		t.Errorf("one container's wish became the sandbox's: %+v", sb)
+	}
+}
+
+// readOnlyRootFilesystem and procMount: Unmasked set by every container
+// are the sandbox's, and export back onto every container.
+func TestSandboxFilesystemBothWays(t *testing.T) {
+	t.Parallel()
+	src := `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  initContainers:
+  - name: i
+    command: ["true"]
+    securityContext: {readOnlyRootFilesystem: true, procMount: Unmasked}
+  containers:
+  - name: a
+    command: ["sleep", "1"]
+    securityContext: {readOnlyRootFilesystem: true, procMount: Unmasked}
+  - name: b
+    command: ["sleep", "1"]
+    securityContext: {readOnlyRootFilesystem: true, procMount: Unmasked}
+`
+	res, err := Convert(strings.NewReader(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range res.Findings {
+		t.Errorf("finding: %s", fd)
+	}
+	sb := res.Config.Groups[0].Sandbox
+	if sb == nil || !sb.ReadOnlyRootFilesystem || sb.ProcMount != spec.ProcMountUnmasked || !slices.Contains(sb.Namespaces, "mount") {
+		t.Fatalf("sandbox: %+v", sb)
+	}
+	var out bytes.Buffer
+	warns, err := Export(&out, res.Config, ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warns) > 0 {
+		t.Errorf("export warns: %v\n%s", warns, out.String())
+	}
+	if n := strings.Count(out.String(), "readOnlyRootFilesystem: true"); n != 3 {
+		t.Errorf("readOnlyRootFilesystem on %d containers, want 3:\n%s", n, out.String())
+	}
+	back, err := Convert(&out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back.Config.Groups[0].Sandbox, sb) {
+		t.Errorf("export and convert changed the sandbox: %+v, want %+v", back.Config.Groups[0].Sandbox, sb)
 	}
 }

@@ -11,9 +11,12 @@ import (
 
 // RunAs is the context pr's command runs in, and so do its exec probes
 // and hooks and a podsup exec as pr: its environment (Environ of its
-// Env), working directory, user and group.
+// Env), working directory, user, group and supplementary groups (its
+// security context's supplemental_groups: give pr with its group's
+// context made effective, spec.WithGroupSecurity).
 func RunAs(pr spec.Process) proc.RunAs {
-	return proc.RunAs{Env: Environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group}
+	return proc.RunAs{Env: Environ(pr.Env), Dir: pr.WorkingDir, User: pr.User, Group: pr.Group,
+		Groups: pr.Security.SupplementalGroups}
 }
 
 // Environ is podsup's environment with extra on top, in a stable order:

@@ -156,7 +156,9 @@ func (w *worker) startHook(pr spec.Process, instance string, point spec.HookPoin
 		w.mb.put(done(errNoHookRunner))
 		return
 	}
-	req := HookRequest{Group: w.name, InstanceID: instance, Process: pr, Point: point, Budget: budget, Spawn: w.spawner()}
+	// A hook runs as its process does, with the group's security context
+	// under the process's (its supplementary groups).
+	req := HookRequest{Group: w.name, InstanceID: instance, Process: spec.WithGroupSecurity(new(w.core.Spec()), pr), Point: point, Budget: budget, Spawn: w.spawner()}
 	if h := hookAt(pr, point); h != nil {
 		req.Hook = *h
 	}

@@ -112,7 +112,7 @@ func (w *worker) reconcileProbes() {
 func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*proc.Cmd) (*proc.Process, error), clk clock.Clock) (*probeWorker, error) {
 	h, err := probes.NewHandler(probe, probes.ExecContext{
 		Runner: execrun.SandboxRunner{Spawn: spawn},
-		RunAs:  RunAs(pr),
+		RunAs:  RunAs(spec.WithGroupSecurity(new(w.core.Spec()), pr)), // as its process runs
 	})
 	if err != nil {
 		return nil, err

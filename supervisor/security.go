@@ -9,19 +9,10 @@ import (
 	"strings"
 
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/seccomp"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
-
-// SeccompCompiler compiles a seccomp setting other than "unconfined"
-// ("runtime/default", a profile's path) for the running architecture.
-// The stack sets it to package sandbox/seccomp's compiler; nil refuses
-// such a setting at the start, saying so.
-var SeccompCompiler func(name string) (*proc.SeccompFilter, error)
-
-// errSupplementalGroups refuses supplemental_groups until proc.RunAs can
-// carry them: a setting silently not applied would be worse than none.
-var errSupplementalGroups = errors.New("supplemental_groups cannot be applied yet: the spawn path has no supplementary groups to set")
 
 // StartSecurity is the proc.Security pr's command starts with: what
 // SecurityOf makes of its (effective) security context, or nil for a
@@ -68,9 +59,6 @@ func SecurityOf(s spec.Security, sandboxed, root bool) (*proc.Security, error) {
 	if spec.IsSet(s.RunAsNonRoot) && root {
 		return nil, errors.New("run_as_non_root: the process would run as uid 0: set user to another user")
 	}
-	if len(s.SupplementalGroups) > 0 {
-		return nil, errSupplementalGroups
-	}
 	out := &proc.Security{NoNewPrivs: spec.IsSet(s.NoNewPrivileges), Umask: s.Umask, OOMScoreAdj: s.OOMScoreAdj}
 	caps, err := capabilitiesOf(s, sandboxed, root)
 	if err != nil {
@@ -88,16 +76,29 @@ func SecurityOf(s spec.Security, sandboxed, root bool) (*proc.Security, error) {
 	switch s.Seccomp {
 	case "", spec.SeccompUnconfined:
 	default:
-		if SeccompCompiler == nil {
-			return nil, fmt.Errorf("seccomp = %q: this podsup has no seccomp compiler", s.Seccomp)
-		}
-		f, err := SeccompCompiler(s.Seccomp)
+		// The profile is compiled for the capabilities the process keeps:
+		// runtime/default allows, as Docker's does, the calls that a
+		// capability it holds grants (CAP_SYS_ADMIN's mount, ...).
+		f, err := seccomp.Named(s.Seccomp, keptCaps(caps, root))
 		if err != nil {
 			return nil, fmt.Errorf("seccomp = %q: %w", s.Seccomp, err)
 		}
 		out.Seccomp = f
 	}
 	return out, nil
+}
+
+// keptCaps is what a process with capability set caps (nil: podsup's
+// own, left alone) holds after its exec: a root process keeps podsup's,
+// every one; another user none but its ambient ones.
+func keptCaps(caps *proc.CapSet, root bool) proc.CapSet {
+	switch {
+	case caps != nil:
+		return *caps
+	case root:
+		return AllCaps()
+	}
+	return 0
 }
 
 // capabilitiesOf is SecurityOf's capability set: nil to keep podsup's.

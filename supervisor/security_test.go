@@ -84,24 +84,36 @@ func TestSecurityOfTheRest(t *testing.T) {
 	if _, err := SecurityOf(spec.Security{RunAsNonRoot: spec.Bool(true)}, true, false); err != nil {
 		t.Errorf("run_as_non_root as another user: %v", err)
 	}
-	if _, err := SecurityOf(spec.Security{SupplementalGroups: []string{"video"}}, false, false); err == nil {
-		t.Error("supplemental_groups silently not applied")
+	sg := spec.Process{User: "65534", Security: spec.Security{SupplementalGroups: []string{"video", "4242"}}}
+	if sec, err := SecurityOf(sg.Security, false, false); err != nil || sec == nil {
+		t.Errorf("supplemental_groups refused: %+v, %v", sec, err)
+	}
+	if ra := RunAs(sg); !slices.Equal(ra.Groups, []string{"video", "4242"}) {
+		t.Errorf("RunAs carries supplementary groups %q", ra.Groups)
 	}
 }
 
-func TestSecurityOfSeccompGoesThroughTheCompiler(t *testing.T) {
-	// Not parallel: SeccompCompiler is the stack's to set.
-	defer func(c func(string) (*proc.SeccompFilter, error)) { SeccompCompiler = c }(SeccompCompiler)
-	SeccompCompiler = nil
-	if _, err := SecurityOf(spec.Security{Seccomp: spec.SeccompRuntimeDefault}, true, true); err == nil || !strings.Contains(err.Error(), "seccomp") {
-		t.Errorf("without a compiler: %v", err)
-	}
-	SeccompCompiler = func(name string) (*proc.SeccompFilter, error) {
-		return &proc.SeccompFilter{Name: name, Program: []proc.SockFilter{{Code: 6, K: 0x7fff0000}}}, nil
-	}
+// The seccomp setting is compiled where the context is made, by package
+// seccomp, for the capabilities the process keeps: an embedder of the
+// supervisor sets nothing for it.
+func TestSecurityOfCompilesSeccomp(t *testing.T) {
+	t.Parallel()
 	got, err := SecurityOf(spec.Security{Seccomp: spec.SeccompRuntimeDefault}, true, true)
-	if err != nil || got.Seccomp == nil || got.Seccomp.Name != spec.SeccompRuntimeDefault {
-		t.Errorf("with a compiler: %+v, %v", got, err)
+	if err != nil || got.Seccomp == nil || got.Seccomp.Name != spec.SeccompRuntimeDefault || len(got.Seccomp.Program) == 0 {
+		t.Fatalf("runtime/default: %+v, %v", got, err)
+	}
+	// Docker's default allows mount and friends to CAP_SYS_ADMIN alone:
+	// root on the host (every capability) gets a wider filter than a
+	// sandbox's default set.
+	host, err := SecurityOf(spec.Security{Seccomp: spec.SeccompRuntimeDefault}, false, true)
+	if err != nil || host.Seccomp == nil {
+		t.Fatalf("on the host: %+v, %v", host, err)
+	}
+	if slices.Equal(host.Seccomp.Program, got.Seccomp.Program) {
+		t.Error("the filter does not follow the capabilities kept")
+	}
+	if _, err := SecurityOf(spec.Security{Seccomp: "/nonexistent/profile.json"}, true, true); err == nil || !strings.Contains(err.Error(), "seccomp") {
+		t.Errorf("a missing profile: %v", err)
 	}
 }
 

@@ -212,6 +212,13 @@ func describeProcess(st api.ProcessStatus, ps *spec.Process, g *spec.Group, evs 
 			}
 		}
 	}
+	if ps != nil {
+		pid := 0
+		if st.State == string(lifecycle.StateRunning) {
+			pid = st.Pid
+		}
+		d.Security = describeSecurity(pid, spec.EffectiveSecurity(g, ps), g.Sandbox) // ps is g's
+	}
 	if st.State == string(lifecycle.StateRunning) && st.Pid > 0 {
 		if dir, ok := readCgroup(st.Pid); ok && dir.podsupOwned() {
 			d.Cgroup, d.Usage = dir.name(), dir.usage()

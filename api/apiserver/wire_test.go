@@ -25,6 +25,11 @@ var updateWire = flag.Bool("update-wire", false, "rewrite testdata/wire.json fro
 func TestWireFormatIsStable(t *testing.T) {
 	readCgroup = func(int) (cgroupDirs, bool) { return cgroupDirs{}, false } // pid 4242 is not the sample's
 	defer func() { readCgroup = processCgroup }()
+	readSecurity = func(pid int) (*api.LiveSecurity, bool) {
+		return &api.LiveSecurity{Pid: pid, UID: 1000, GID: 1000, Groups: []int{1000, 44}, CapEffective: []string{"NET_BIND_SERVICE"},
+			CapBounding: []string{"NET_BIND_SERVICE"}, CapAmbient: []string{"NET_BIND_SERVICE"}, NoNewPrivs: true, Seccomp: "filter"}, true
+	}
+	defer func() { readSecurity = procSecurity }()
 	got, err := json.MarshalIndent(wireSample(), "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -53,9 +58,11 @@ func describedSpec() *spec.Group {
 		Backoff: &spec.Backoff{Initial: time.Second, Max: time.Minute, Reset: time.Hour},
 		Sandbox: &spec.Sandbox{Namespaces: []string{"pid", "mount"}, Hostname: "web",
 			Mounts:    []spec.Mount{{Type: "tmpfs", Target: "/tmp"}, {Type: "bind", Source: "/data", Target: "/data", ReadOnly: true}},
-			Resources: spec.Resources{Memory: 64 << 20, CPU: 0.5, Pids: 100}},
-		Init: []spec.Process{{Name: "migrate", Command: []string{"migrate", "up"}}},
+			Resources: spec.Resources{Memory: 64 << 20, CPU: 0.5, Pids: 100}, ReadOnlyRootFilesystem: true, PrivateTmp: true},
+		Security: spec.Security{RunAsNonRoot: spec.Bool(true), Seccomp: spec.SeccompRuntimeDefault, SupplementalGroups: []string{"44"}},
+		Init:     []spec.Process{{Name: "migrate", Command: []string{"migrate", "up"}}},
 		Processes: []spec.Process{{Name: "api", Command: []string{"api", "--port", "8080"}, User: "app", WorkingDir: "/srv", Critical: true,
+			Security:       spec.Security{NoNewPrivileges: spec.Bool(true), Capabilities: &spec.Capabilities{Drop: []string{"ALL"}, Add: []string{"NET_BIND_SERVICE"}}},
 			StartupProbe:   &spec.Probe{Handler: spec.Handler{TCPSocket: &spec.TCPSocketAction{Port: 8080}}},
 			LivenessProbe:  &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"/bin/true"}}}},
 			ReadinessProbe: &spec.Probe{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080, Path: "/ready"}}, InitialDelay: time.Second, Period: 5 * time.Second},

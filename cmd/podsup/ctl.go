@@ -84,7 +84,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func addCtlCommands(root *cobra.Command, f *ctlFlags) {
-	root.AddCommand(newStatusCmd(f), newDescribeCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f), newRecreateCmd(f), newMetricsCmd(f), newTopCmd(f))
+	root.AddCommand(newStatusCmd(f), newDescribeCmd(f), newEventsCmd(f), newLogsCmd(f), newExecCmd(f), newReloadCmd(f), newShutdownCmd(f), newRecreateCmd(f), newMetricsCmd(f), newTopCmd(f), newSecurityCmd(f))
 	for _, action := range []string{"start", "stop", "restart"} {
 		root.AddCommand(newActionCmd(f, action))
 	}

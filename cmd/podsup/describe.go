@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/internal/termsafe"
+	"github.com/podsup/podsup/spec"
 )
 
 func newDescribeCmd(f *ctlFlags) *cobra.Command {
@@ -207,6 +209,9 @@ func (d *describer) process(level int, p api.ProcessDescription, named bool) {
 			d.line(level+1, h.Point, "%s", line)
 		}
 	}
+	if p.Security != nil {
+		d.security(level, *p.Security)
+	}
 	if p.Cgroup != "" {
 		d.line(level, "Cgroup", "%s", p.Cgroup)
 	}
@@ -214,6 +219,64 @@ func (d *describer) process(level int, p api.ProcessDescription, named bool) {
 		d.line(level, "Usage", "%s", usageLine(*p.Usage))
 	}
 	d.events(level, p.Events)
+}
+
+// security prints a process's security context: what /proc says of the
+// running process, then the sandbox's filesystem settings, which /proc
+// does not show.
+func (d *describer) security(level int, s api.SecurityDescription) {
+	d.head(level, "Security")
+	level++
+	if l := s.Live; l != nil {
+		groups := make([]string, len(l.Groups))
+		for i, g := range l.Groups {
+			groups[i] = strconv.Itoa(g)
+		}
+		d.line(level, "User", "uid=%d gid=%d groups=%s", l.UID, l.GID, orNone(strings.Join(groups, ",")))
+		d.line(level, "Cap Effective", "%s", capList(l.CapEffective))
+		d.line(level, "Cap Bounding", "%s", capList(l.CapBounding))
+		d.line(level, "Cap Ambient", "%s", capList(l.CapAmbient))
+		d.line(level, "No New Privs", "%s", trueFalse(l.NoNewPrivs))
+		seccomp := l.Seccomp
+		if s.Seccomp != "" && l.Seccomp == "filter" {
+			seccomp += " (" + s.Seccomp + ")"
+		}
+		d.line(level, "Seccomp", "%s", seccomp)
+	} else {
+		// Not running: what its start will ask for.
+		d.line(level, "No New Privs", "%s (configured)", trueFalse(s.NoNewPrivileges))
+		d.line(level, "Seccomp", "%s (configured)", orNone(s.Seccomp))
+	}
+	d.line(level, "Read-only Root", "%s", trueFalse(s.ReadOnlyRootFilesystem))
+	d.line(level, "Private Tmp", "%s", trueFalse(s.PrivateTmp))
+	switch {
+	case s.ProcMount == "":
+		d.line(level, "Proc Mount", "host's")
+	case s.MaskedProc:
+		d.line(level, "Proc Mount", "%s (masked paths hidden)", s.ProcMount)
+	default:
+		d.line(level, "Proc Mount", "%s", s.ProcMount)
+	}
+	d.line(level, "User Namespace", "no (not implemented yet)")
+}
+
+// capList is a capability set as describe shows it: "none", "all (N)"
+// for every capability podsup knows, or the names.
+func capList(names []string) string {
+	switch {
+	case len(names) == 0:
+		return "none"
+	case len(names) >= len(spec.CapabilityNames):
+		return fmt.Sprintf("all (%d)", len(names))
+	}
+	return strings.Join(names, ",")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // state prints kubectl's State block: the state, then its reason, message

@@ -29,9 +29,6 @@ func TestExamplesRun(t *testing.T) {
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel() // each has its own socket, so its own instance and cgroups
-			if filepath.Base(file) == "hardened.hcl" && !securityApplies(t) {
-				t.Skip("proc.Start does not apply security contexts yet (issue #29)")
-			}
 			socket := filepath.Join(t.TempDir(), "podsup.sock")
 			args := []string{"up", "-f", file, "--socket", socket}
 			if filepath.Base(file) == "conf.d" {
@@ -92,17 +89,4 @@ func socketActivated(t *testing.T, c *proc.Cmd) {
 	c.Args = append([]string{c.Args[0], "__listenpid", testExe(t)}, c.Args[1:]...)
 	c.Env = append(c.Env, "LISTEN_FDS=1", "LISTEN_FDNAMES=web")
 	c.ExtraFiles = []*os.File{lf}
-}
-
-// securityApplies reports whether proc.Start takes a Cmd with Security, as
-// examples/hardened.hcl's processes need: it refused every one before the
-// spawn path applied them.
-func securityApplies(t *testing.T) bool {
-	t.Helper()
-	p, err := proc.Start(&proc.Cmd{Path: "/bin/true", Args: []string{"true"}, Security: &proc.Security{}})
-	if err != nil {
-		return !strings.Contains(err.Error(), "cannot be applied yet")
-	}
-	<-p.Done()
-	return true
 }

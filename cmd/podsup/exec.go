@@ -28,7 +28,7 @@ func execCmd(g *spec.Group, process string, argv []string) (*proc.Cmd, error) {
 	if pr == nil {
 		return nil, fmt.Errorf("group %q has no process %q", g.Name, process)
 	}
-	c.RunAs = supervisor.RunAs(*pr) // what the process itself gets
+	c.RunAs = supervisor.RunAs(spec.WithGroupSecurity(g, *pr)) // what the process itself gets
 	return c, nil
 }
 

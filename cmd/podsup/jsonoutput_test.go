@@ -32,6 +32,7 @@ func TestEveryCommandHonoursOrRefusesJSON(t *testing.T) {
 		{"podsup version", []string{"version"}},
 		{"podsup status", []string{"status"}},
 		{"podsup describe", []string{"describe", "web/api"}},
+		{"podsup security", []string{"security", "web"}},
 		{"podsup events", []string{"events"}},
 		{"podsup logs", []string{"logs", "web/api"}},
 		{"podsup top", []string{"top"}},

@@ -79,7 +79,7 @@ var jsonOutput = map[string]bool{
 	"podsup status": true, "podsup describe": true, "podsup events": true, "podsup logs": true,
 	"podsup start": true, "podsup stop": true, "podsup restart": true, "podsup reload": true,
 	"podsup recreate": true, "podsup recreate list": true, "podsup recreate status": true,
-	"podsup version": true, "podsup top": true,
+	"podsup version": true, "podsup top": true, "podsup security": true,
 }
 
 // noJSONWhy says, for the commands that refuse -o json, what to use instead.

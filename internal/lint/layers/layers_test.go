@@ -19,7 +19,7 @@ var mustNotDependOn = []struct {
 	{
 		pkgs:      []string{"supervisor/..."},
 		forbidden: []string{"sandbox", "sandbox/cgroups", "stack/...", "config", "api/..."},
-		why:       "the supervisor reaches processes only through its Runtime (package stack adapts the sandbox runtime to it); of package sandbox it may use only the process primitives, sandbox/proc",
+		why:       "the supervisor reaches processes only through its Runtime (package stack adapts the sandbox runtime to it); of package sandbox it may use only the process primitives, sandbox/proc, and the pure seccomp compiler, sandbox/seccomp",
 	},
 	{
 		pkgs:      []string{"pid1", "internal/execrun", "hooks", "probes"},
