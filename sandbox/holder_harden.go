@@ -1,12 +1,11 @@
 package sandbox
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
+	"github.com/podsup/podsup/internal/mountinfo"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -200,39 +199,13 @@ func mountPoints() ([]mountPoint, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []mountPoint
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 ..."
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 5 {
-			continue
-		}
-		id, err := strconv.ParseUint(fs[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, mountPoint{id: id, path: unescapeMountinfo(fs[4])})
+	all, err := mountinfo.Parse(f)
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
+	out := make([]mountPoint, len(all))
+	for i, m := range all {
+		out[i] = mountPoint{id: m.ID, path: m.MountPoint}
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }

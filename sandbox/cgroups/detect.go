@@ -8,8 +8,9 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/podsup/podsup/internal/mountinfo"
 )
 
 // Hierarchy is one mounted cgroup hierarchy and podsup's place in it.
@@ -177,50 +178,17 @@ func pickMount(mounts []mountEntry, own string, match func(mountEntry) bool) *mo
 	return first
 }
 
-// parseMountinfo keeps the cgroup and cgroup2 mounts. A line is
-// "id parent maj:min root mountpoint opts [optional...] - fstype source superopts".
+// parseMountinfo keeps the cgroup and cgroup2 mounts.
 func parseMountinfo(r io.Reader) ([]mountEntry, error) {
-	var out []mountEntry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if sep < 6 || len(fields) < sep+4 {
-			continue
-		}
-		fstype := fields[sep+1]
-		if fstype != "cgroup" && fstype != "cgroup2" {
-			continue
-		}
-		out = append(out, mountEntry{
-			root:      unescapeMountinfo(fields[3]),
-			mount:     unescapeMountinfo(fields[4]),
-			fstype:    fstype,
-			superOpts: strings.Split(fields[sep+3], ","),
-		})
+	all, err := mountinfo.Parse(r)
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading mounts: %w", err)
+	var out []mountEntry
+	for _, m := range all {
+		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
+			out = append(out, mountEntry{root: m.Root, mount: m.MountPoint, fstype: m.FSType, superOpts: m.SuperOptions})
+		}
 	}
 	return out, nil
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
