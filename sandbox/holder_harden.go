@@ -158,7 +158,7 @@ func setMountReadOnly(fd int) error {
 	for st, ms := range map[int64]uintptr{unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV,
 		unix.ST_NOEXEC: unix.MS_NOEXEC, unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME,
 		unix.ST_RELATIME: unix.MS_RELATIME} {
-		if fs.Flags&st != 0 {
+		if int64(fs.Flags)&st != 0 { // Flags is int32 on 32-bit arches
 			flags |= ms
 		}
 	}
