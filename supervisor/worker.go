@@ -250,8 +250,9 @@ func (w *worker) step(item any) {
 // a status snapshot and the events of the steps since the last publish.
 func (w *worker) publish() {
 	w.syncLifecycle()
-	st := w.core.Snapshot()
-	w.status.Store(&st)
+	// The same snapshot again when nothing in it changed: readers may
+	// hold the last one, which is never written to.
+	w.status.Store(w.core.SnapshotSince(w.status.Load()))
 	rs := w.core.RecreateSnapshot()
 	w.recreates.Store(&rs)
 	w.onStatus()

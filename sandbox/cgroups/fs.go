@@ -25,8 +25,17 @@ type fsOps struct {
 
 var kernelFS = fsOps{
 	mkdir: func(dir string) error { return os.Mkdir(dir, 0o755) },
-	rmdir: os.Remove,
+	rmdir: rmdir,
 	write: writeFile,
+}
+
+// rmdir removes a cgroup directory with one syscall: os.Remove tries
+// unlink first, a second path walk through cgroupfs for every cgroup.
+func rmdir(dir string) error {
+	if err := unix.Rmdir(dir); err != nil {
+		return &os.PathError{Op: "rmdir", Path: dir, Err: err}
+	}
+	return nil
 }
 
 // writeFile writes one value to an existing control file. It never creates
@@ -175,6 +184,21 @@ func readPids(file string) ([]int, error) {
 func exists(file string) bool {
 	_, err := os.Stat(file)
 	return err == nil
+}
+
+// childDirs lists the child cgroups of dir, one level.
+func childDirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
 }
 
 // subdirs lists the child cgroups of dir, depth first, children before

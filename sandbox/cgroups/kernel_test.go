@@ -339,6 +339,36 @@ func TestSweepRemovesWhatACrashedPodsupLeft(t *testing.T) {
 	}
 }
 
+// A process may make cgroups of its own below its cgroup (a nested
+// supervisor, say): Delete, which tries each cgroup's rmdir before it
+// lists the cgroup's children, still removes them, deepest first.
+func TestDeleteRemovesNestedCgroups(t *testing.T) {
+	m := newTestManager(t, Options{Timeout: 300 * time.Millisecond})
+	g, p := newGroupProcess(t, m, spec.Resources{})
+	var nested []string
+	for _, d := range p.Dirs() {
+		deep := filepath.Join(d, "a", "b")
+		if err := os.MkdirAll(deep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(d, "c"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		nested = append(nested, deep, filepath.Join(d, "c"))
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	for _, d := range append(append(g.Dirs(), p.Dirs()...), nested...) {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind", d)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestDeleteLeavesNothingAndWaitsForKill(t *testing.T) {
 	m := newTestManager(t, Options{Timeout: 300 * time.Millisecond})
 	g, p := newGroupProcess(t, m, spec.Resources{Pids: 10})

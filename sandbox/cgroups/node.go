@@ -203,17 +203,8 @@ func (n *node) Delete() error {
 	deadline := time.Now().Add(n.m.timeout)
 	var errs []error
 	for _, h := range n.hiers() {
-		top := n.dir(h)
-		dirs, err := subdirs(top)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("removing %s: %w", top, err))
-			continue
-		}
-		for _, d := range append(dirs, top) {
-			if err := n.m.rmdirUntil(d, deadline); err != nil {
-				errs = append(errs, err)
-				break
-			}
+		if err := n.m.removeTree(n.dir(h), deadline); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

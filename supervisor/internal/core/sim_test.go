@@ -1,6 +1,7 @@
 package core
 
 import (
+	"reflect"
 	"sort"
 	"syscall"
 	"testing"
@@ -52,6 +53,9 @@ type sim struct {
 	kills     []simAt
 	criticals []CriticalAction
 	snapshots []lifecycle.GroupStatus
+	// published is the status as a worker publishes it (SnapshotSince
+	// its last), checked against Snapshot after every feed.
+	published *lifecycle.GroupStatus
 }
 
 type simAt struct {
@@ -93,7 +97,12 @@ func (s *sim) feed(in Input) {
 			}
 		}
 	}
-	s.snapshots = append(s.snapshots, s.core.Snapshot())
+	snap := s.core.Snapshot()
+	s.snapshots = append(s.snapshots, snap)
+	s.published = s.core.SnapshotSince(s.published)
+	if !reflect.DeepEqual(*s.published, snap) {
+		s.t.Fatalf("at %s SnapshotSince the last published status is\n%+v\nSnapshot is\n%+v", s.elapsed(), *s.published, snap)
+	}
 }
 
 func (s *sim) exec(a Action) Input {

@@ -8,26 +8,114 @@ import (
 // Snapshot builds the group's status from the core's state. The result
 // shares nothing with the core.
 func (g *Group) Snapshot() lifecycle.GroupStatus {
-	gs := lifecycle.GroupStatus{Name: g.name, Phase: g.phase()}
-	gs.Ready, gs.ReadinessHeldBy = g.readiness()
-	// Sized at once: a worker keeps its group's last snapshot, and
-	// append's doubling would keep up to twice the room per process.
-	if len(g.inits) > 0 {
-		gs.Init = make([]lifecycle.ProcessStatus, 0, len(g.inits))
-	}
-	for _, p := range g.inits {
-		gs.Init = append(gs.Init, g.procStatus(p))
-	}
-	if len(g.mains) > 0 {
-		gs.Processes = make([]lifecycle.ProcessStatus, 0, len(g.mains))
-	}
-	for _, p := range g.mains {
-		gs.Processes = append(gs.Processes, g.procStatus(p))
-	}
-	return gs
+	return *g.SnapshotSince(nil)
 }
 
-func (g *Group) procStatus(p *proc) lifecycle.ProcessStatus {
+// SnapshotSince is Snapshot for a caller that keeps the last status it
+// published, prev (nil for none): it returns prev itself when the status
+// equals it, and otherwise a new status that shares with prev the parts
+// that did not change (a published status is never written to, so both
+// may share them; neither shares anything with the core).
+//
+// A worker publishes its group's status after every batch of inputs, and
+// a status is O(processes of the group): when a group of a hundred stops,
+// most batches (a cleanup's outcome, say) change nothing, or one process,
+// and copying every process's status for each was a good part of
+// podsup's CPU and garbage in the stop.
+func (g *Group) SnapshotSince(prev *lifecycle.GroupStatus) *lifecycle.GroupStatus {
+	gs := lifecycle.GroupStatus{Name: g.name, Phase: g.phase()}
+	gs.Ready, gs.ReadinessHeldBy = g.readiness()
+	var prevInit, prevMains []lifecycle.ProcessStatus
+	if prev != nil {
+		prevInit, prevMains = prev.Init, prev.Processes
+	}
+	inits, initsSame := g.statuses(g.inits, prevInit)
+	mains, mainsSame := g.statuses(g.mains, prevMains)
+	if prev != nil && initsSame && mainsSame && gs.Name == prev.Name && gs.Phase == prev.Phase &&
+		gs.Ready == prev.Ready && gs.ReadinessHeldBy == prev.ReadinessHeldBy {
+		return prev
+	}
+	gs.Init, gs.Processes = inits, mains
+	return &gs
+}
+
+// statuses is the status of each of procs, with prev the last published
+// statuses of the same list; same reports that every status equals its
+// entry of prev, and then the list is prev itself. A status that did not
+// change is prev's, shared; only a changed one is copied from the core.
+// A new list is sized at once: a worker keeps its group's last status,
+// and append's doubling would keep up to twice the room per process.
+func (g *Group) statuses(procs []*proc, prev []lifecycle.ProcessStatus) (out []lifecycle.ProcessStatus, same bool) {
+	if len(procs) == 0 {
+		return nil, len(prev) == 0
+	}
+	start := 0 // procs before it have prev's status
+	if len(prev) == len(procs) {
+		for start < len(procs) && g.view(procs[start]).equals(prev[start]) {
+			start++
+		}
+		if start == len(procs) {
+			return prev, true
+		}
+	}
+	out = make([]lifecycle.ProcessStatus, len(procs))
+	copy(out, prev[:start])
+	for i := start; i < len(procs); i++ {
+		if v := g.view(procs[i]); i < len(prev) && v.equals(prev[i]) {
+			out[i] = prev[i]
+		} else {
+			out[i] = v.status()
+		}
+	}
+	return out, false
+}
+
+// procView is a process's status as the core sees it: its Terminated
+// and LastTermination point into the core and its Terminating is held
+// apart, so that it can be compared with a published status without
+// copying anything.
+type procView struct {
+	ps          lifecycle.ProcessStatus
+	terminating lifecycle.Terminating
+	stopping    bool // terminating applies
+}
+
+// status is v as a status that shares nothing with the core.
+func (v procView) status() lifecycle.ProcessStatus {
+	ps := v.ps
+	ps.Terminated = ps.Terminated.Clone()
+	ps.LastTermination = ps.LastTermination.Clone()
+	if v.stopping {
+		t := v.terminating
+		ps.Terminating = &t
+	}
+	return ps
+}
+
+// equals reports whether ps, a published status, says what v says.
+func (v procView) equals(ps lifecycle.ProcessStatus) bool {
+	if v.stopping != (ps.Terminating != nil) || v.stopping && v.terminating != *ps.Terminating {
+		return false
+	}
+	if !sameTermination(v.ps.Terminated, ps.Terminated) || !sameTermination(v.ps.LastTermination, ps.LastTermination) {
+		return false
+	}
+	a := v.ps
+	a.Terminated, a.LastTermination = nil, nil
+	ps.Terminated, ps.LastTermination, ps.Terminating = nil, nil, nil
+	return a == ps
+}
+
+func sameTermination(a, b *lifecycle.Termination) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// view is p's status as the core sees it.
+func (g *Group) view(p *proc) procView {
+	var v procView
 	ps := lifecycle.ProcessStatus{Name: p.spec.Name, Init: p.init, Sidecar: p.sidecar, RestartCount: max(p.starts-1, 0), OOMKills: p.oomKills}
 	ps.CreatedAt = p.created
 	switch {
@@ -37,35 +125,35 @@ func (g *Group) procStatus(p *proc) lifecycle.ProcessStatus {
 		ps.StartedAt = p.inst.startedAt
 		ps.Ready, ps.Started = p.inst.ready, p.inst.started
 		ps.StatusText = p.inst.statusText
-		ps.LastTermination = p.last.Clone()
-		if ps.Terminating = terminating(p); ps.Terminating != nil {
+		ps.LastTermination = p.last
+		if v.terminating, v.stopping = terminating(p); v.stopping {
 			ps.Ready = false // S6: not ready from the moment the stop is decided
 		}
 	case p.inst != nil:
 		ps.State, ps.Reason = lifecycle.StateWaiting, lifecycle.ReasonContainerCreating
 		ps.InstanceID = p.inst.id
-		ps.LastTermination = p.last.Clone()
-		ps.Terminating = terminating(p)
+		ps.LastTermination = p.last
+		v.terminating, v.stopping = terminating(p)
 	case p.wait != nil:
 		ps.State, ps.Reason = lifecycle.StateWaiting, lifecycle.ReasonDependencyWait // W3
 		ps.Message = "waiting for " + p.wait.on
 		if p.last != nil {
 			ps.InstanceID = p.last.InstanceID
 		}
-		ps.LastTermination = p.last.Clone()
+		ps.LastTermination = p.last
 	case !p.nextStart.IsZero():
 		ps.State, ps.Reason = lifecycle.StateWaiting, lifecycle.ReasonCrashLoopBackOff // S1
 		ps.NextStartAt = p.nextStart
 		ps.Message = fmt.Sprintf("back-off %s restarting failed process %s", g.backoff.Get(p.spec.Name), p.spec.Name)
 		ps.InstanceID = p.last.InstanceID
-		ps.LastTermination = p.last.Clone()
+		ps.LastTermination = p.last
 	case p.last != nil:
 		ps.State = lifecycle.StateTerminated // S2
 		ps.Reason, ps.Message = p.last.Reason, p.last.Message
 		ps.InstanceID = p.last.InstanceID
 		ps.StartedAt, ps.FinishedAt = p.last.StartedAt, p.last.FinishedAt
-		ps.Terminated = p.last.Clone()
-		ps.LastTermination = p.prev.Clone()
+		ps.Terminated = p.last
+		ps.LastTermination = p.prev
 	default:
 		ps.State = lifecycle.StateWaiting
 		switch {
@@ -77,23 +165,24 @@ func (g *Group) procStatus(p *proc) lifecycle.ProcessStatus {
 			ps.Reason = lifecycle.ReasonContainerCreating
 		}
 	}
-	return ps
+	v.ps = ps
+	return v
 }
 
 // terminating is S6: the stop of p's live instance that is under way, or
 // decided and waiting (a start in flight, an ordered shutdown's turn);
-// nil when none is.
-func terminating(p *proc) *lifecycle.Terminating {
+// ok is false when none is.
+func terminating(p *proc) (t lifecycle.Terminating, ok bool) {
 	inst := p.inst
 	switch {
 	case inst.stop != nil && inst.phase.stopping():
-		return &lifecycle.Terminating{Since: inst.stopDecidedWall, Reason: inst.stop.reason, By: inst.stop.by}
+		return lifecycle.Terminating{Since: inst.stopDecidedWall, Reason: inst.stop.reason, By: inst.stop.by}, true
 	case inst.deferred != nil:
-		return &lifecycle.Terminating{Since: inst.stopDecidedWall, Reason: inst.deferred.reason, By: inst.deferred.by}
+		return lifecycle.Terminating{Since: inst.stopDecidedWall, Reason: inst.deferred.reason, By: inst.deferred.by}, true
 	case p.pendingStop != nil:
-		return &lifecycle.Terminating{Since: p.pendingStop.since, Reason: lifecycle.KillShutdown, By: p.pendingStop.by}
+		return lifecycle.Terminating{Since: p.pendingStop.since, Reason: lifecycle.KillShutdown, By: p.pendingStop.by}, true
 	}
-	return nil
+	return lifecycle.Terminating{}, false
 }
 
 // phase summarises the group like a pod phase.
