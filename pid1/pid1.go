@@ -53,7 +53,9 @@
 //     which re-sends them to the signal thread (redirect.go): they are
 //     forwarded however busy podsup is. On other architectures 34 is
 //     ignored there rather than fatal, and one of the two that lands there
-//     is lost, which happens only while the signal thread is not waiting.
+//     is lost: mostly while the signal thread is not waiting, but it was
+//     also seen with podsup idle (1 in 20 runs of a test sending each
+//     signal once).
 //
 // # The assembly, and how to do without it
 //

@@ -146,14 +146,21 @@ func needBash(t *testing.T) string {
 
 // TestRunForwardsURGPROFAndRealtimeOnce: each of SIGURG, SIGPROF and
 // SIGRTMIN..SIGRTMAX (34-64) sent to an idle podsup from outside reaches
-// the child exactly once. (Sent to a busy podsup, see
+// the child exactly once (SIGPROF and 34 only with pid1's assembly). (Sent to a busy podsup, see
 // TestRunForwardsSIGURGOnAnyThread.)
 func TestRunForwardsURGPROFAndRealtimeOnce(t *testing.T) {
 	t.Parallel()
 	bash := needBash(t)
-	sigs := []syscall.Signal{syscall.SIGURG, syscall.SIGPROF}
-	names := []string{"URG", "PROF"}
-	for s := syscall.Signal(34); s <= 64; s++ {
+	sigs := []syscall.Signal{syscall.SIGURG}
+	names := []string{"URG"}
+	if signalAssembly {
+		// Without pid1's handler a SIGPROF or 34 the kernel hands to
+		// another thread is lost (pid1's doc): it happened in 1 of 20 runs
+		// of this test with -tags podsup_portable, podsup idle.
+		sigs = append(sigs, syscall.SIGPROF, 34)
+		names = append(names, "PROF", "34")
+	}
+	for s := syscall.Signal(35); s <= 64; s++ {
 		sigs = append(sigs, s)
 		names = append(names, strconv.Itoa(int(s)))
 	}
