@@ -60,9 +60,14 @@ func (w *worker) reconcileProbes() {
 	}
 	w.lc.probesBuilt, w.lc.probesReload, w.lc.probesPending = true, w.core.Reloads(), false
 	targets := w.core.ProbeTargets()
+	// Each process as it runs, with its group's security defaults: a
+	// reload that changes only those (supplemental_groups, say) changes
+	// what an exec probe runs as, so its workers are rebuilt too.
+	group := w.core.Spec()
 	current := map[string]spec.Process{}
-	for _, t := range targets {
-		current[t.Spec.Name] = t.Spec
+	for i, t := range targets {
+		targets[i].Spec = spec.WithGroupSecurity(&group, t.Spec)
+		current[t.Spec.Name] = targets[i].Spec
 		if t.Pending {
 			w.lc.probesPending = true
 		}
@@ -112,7 +117,7 @@ func (w *worker) reconcileProbes() {
 func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*proc.Cmd) (*proc.Process, error), clk clock.Clock) (*probeWorker, error) {
 	h, err := probes.NewHandler(probe, probes.ExecContext{
 		Runner: execrun.SandboxRunner{Spawn: spawn},
-		RunAs:  RunAs(spec.WithGroupSecurity(new(w.core.Spec()), pr)), // as its process runs
+		RunAs:  RunAs(pr), // pr has its group's security (reconcileProbes): as its process runs
 	})
 	if err != nil {
 		return nil, err

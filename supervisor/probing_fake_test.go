@@ -291,3 +291,37 @@ func TestReloadGivesAChangedProcessItsNewProbes(t *testing.T) {
 	}
 	r.stop()
 }
+
+// A reload that changes only the group's supplemental_groups changes what
+// an exec probe runs as: its probe worker is rebuilt with the new groups,
+// not kept with the old ones.
+func TestReloadOfGroupSecurityRebuildsProbes(t *testing.T) {
+	withProbe := func(groups ...string) spec.Config {
+		cfg := configOf(oneProcess(spec.RestartAlways))
+		cfg.Groups[0].Security.SupplementalGroups = groups
+		cfg.Groups[0].Processes[0].ReadinessProbe = &spec.Probe{Handler: spec.Handler{Exec: &spec.ExecAction{Command: []string{"true"}}}, Period: time.Second}
+		return cfg
+	}
+	handler := func(string, spec.ProbeKind) probes.Handler {
+		return detailHandler(func() probes.Detail { return probes.Detail{Result: probes.Success} })
+	}
+	r := startLifecycleWith(t, withProbe("4242"), constant(simRun{RunFor: -1}), nil, handler)
+	r.probes = 1
+	r.advanceTo(time.Second)
+	if err := r.sup.Apply(withProbe("4343")); err != nil {
+		t.Fatal(err)
+	}
+	r.advanceTo(5 * time.Second)
+	r.sup.mu.Lock()
+	w := r.sup.workers["g"]
+	r.sup.mu.Unlock()
+	w.barrier()
+	var got [][]string
+	for _, pw := range w.lc.probes {
+		got = append(got, pw.spec.Security.SupplementalGroups)
+	}
+	if len(got) != 1 || len(got[0]) != 1 || got[0][0] != "4343" {
+		t.Errorf("the probe workers after the reload run with supplemental groups %v, want [[4343]]", got)
+	}
+	r.stop()
+}
