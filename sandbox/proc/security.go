@@ -85,6 +85,11 @@ type SeccompFilter struct {
 	// namespace flags are out of a filter's reach) is installed by the
 	// pre-exec shim instead (preexec.go).
 	AllowsClone3 bool
+	// KillsUnlisted says the filter kills (or traps) a call it does not
+	// list. Such a filter is installed by the pre-exec shim, in the child,
+	// never on a podsup thread: a call of the Go runtime's that the list
+	// lacks would kill podsup itself.
+	KillsUnlisted bool
 }
 
 // SockFilter is one classic BPF instruction (struct sock_filter).

@@ -206,7 +206,7 @@ func Start(c *Cmd) (*Process, error) {
 		}
 		tp := threadProfile{caps: sec.Capabilities, nnp: sec.NoNewPrivs, umask: sec.Umask, seccomp: sec.Seccomp}
 		pre.rlimits = sec.Rlimits
-		if sec.Seccomp != nil && (len(sec.Rlimits) > 0 || c.UseCgroupFD && !sec.Seccomp.AllowsClone3) {
+		if sec.Seccomp != nil && (len(sec.Rlimits) > 0 || sec.Seccomp.KillsUnlisted || c.UseCgroupFD && !sec.Seccomp.AllowsClone3) {
 			// The shim runs anyway, or the fork is a clone3 the filter
 			// would deny: the shim installs it (preexec.go).
 			tp.seccomp, pre.seccomp = nil, sec.Seccomp

@@ -154,6 +154,10 @@ func Compile(p *Profile, name string, caps proc.CapSet) (*proc.SeccompFilter, er
 		return nil, fmt.Errorf("seccomp profile %s: %w", name, err)
 	}
 	f := &proc.SeccompFilter{Program: prog, Name: name}
+	switch def {
+	case unix.SECCOMP_RET_KILL_THREAD, unix.SECCOMP_RET_KILL_PROCESS, unix.SECCOMP_RET_TRAP:
+		f.KillsUnlisted = true
+	}
 	if err := checkFork(prog); err != nil {
 		return nil, fmt.Errorf("seccomp profile %s %w", name, err)
 	}

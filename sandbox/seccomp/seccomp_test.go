@@ -184,6 +184,23 @@ func TestProfileDenyingForkSyscallsIsRefused(t *testing.T) {
 	}
 }
 
+// A profile that kills what it does not list must never be installed on a
+// podsup thread (a Go runtime call it lacks would end podsup): it is
+// marked for the pre-exec shim. runtime/default answers EPERM instead.
+func TestKillByDefaultProfilesAreMarked(t *testing.T) {
+	var allow []string
+	allow = append(allow, proc.ForkSyscalls...)
+	for _, def := range []string{"SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL", "SCMP_ACT_TRAP"} {
+		f, err := Compile(&Profile{DefaultAction: def, Syscalls: []Syscall{{Names: allow, Action: "SCMP_ACT_ALLOW"}}}, "p", 0)
+		if err != nil || !f.KillsUnlisted {
+			t.Errorf("defaultAction %s: %+v %v, want KillsUnlisted", def, f, err)
+		}
+	}
+	if f, err := Named(RuntimeDefault, 0); err != nil || f.KillsUnlisted {
+		t.Errorf("runtime/default: KillsUnlisted %v (%v), want false", f != nil && f.KillsUnlisted, err)
+	}
+}
+
 // A real process under runtime/default: what Docker denies fails with
 // EPERM, the rest runs.
 func TestRuntimeDefaultInTheKernel(t *testing.T) {
