@@ -136,7 +136,9 @@ func (l *SandboxRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 	pr := req.Process
 	id := req.InstanceID
 	onExit := req.OnExit
-	sec, err := supervisor.StartSecurity(pr, true)
+	// A group without a sandbox block is here for its cgroup alone: its
+	// processes are host processes (capabilities as on the host).
+	sec, err := supervisor.StartSecurity(pr, req.Sandbox != nil)
 	if err != nil {
 		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}

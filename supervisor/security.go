@@ -15,15 +15,19 @@ import (
 )
 
 // StartSecurity is the proc.Security pr's command starts with: what
-// SecurityOf makes of its (effective) security context, or nil for a
-// process that sets none, which starts as it did before there were
-// security contexts, with every capability podsup has. The start fails
-// with the error, which names the setting.
+// SecurityOf makes of its (effective) security context. A process that
+// sets none starts with nil (every capability podsup has, as before there
+// were security contexts) unless it runs as root in a sandbox, where it
+// gets the container engines' default capability set as it would in a
+// container (docs/security.md, "The default capability set"). sandboxed
+// is whether pr's group has a sandbox block, not only a cgroup. The start
+// fails with the error, which names the setting.
 func StartSecurity(pr spec.Process, sandboxed bool) (*proc.Security, error) {
-	if pr.Security.IsZero() {
+	root := RunsAsRoot(pr.User)
+	if pr.Security.IsZero() && !(sandboxed && root) {
 		return nil, nil
 	}
-	return SecurityOf(pr.Security, sandboxed, RunsAsRoot(pr.User))
+	return SecurityOf(pr.Security, sandboxed, root)
 }
 
 // RunsAsRoot reports whether a process of user u runs as uid 0: u is

@@ -117,10 +117,22 @@ func TestSecurityOfCompilesSeccomp(t *testing.T) {
 	}
 }
 
-func TestStartSecurityLeavesTodaysProcessesAlone(t *testing.T) {
+// TestStartSecurityDefaults (docs/security.md, "The default capability
+// set"): a root process in a sandbox that sets nothing gets the container
+// engines' default set, as in a container; on the host, and as another
+// user, a process that sets nothing starts as before security contexts.
+func TestStartSecurityDefaults(t *testing.T) {
 	t.Parallel()
-	if s, err := StartSecurity(spec.Process{Name: "p", Command: []string{"x"}}, true); s != nil || err != nil {
-		t.Errorf("a process without a security context gets %+v, %v", s, err)
+	bare := spec.Process{Name: "p", Command: []string{"x"}, User: "0"}
+	if s, err := StartSecurity(bare, true); err != nil || s == nil || s.Capabilities == nil || *s.Capabilities != DefaultCapSet() {
+		t.Errorf("a root process in a sandbox without a security context gets %+v, %v; want the default set", s, err)
+	}
+	if s, err := StartSecurity(bare, false); s != nil || err != nil {
+		t.Errorf("a root host process without a security context gets %+v, %v; want nil (podsup's own)", s, err)
+	}
+	bare.User = "65534"
+	if s, err := StartSecurity(bare, true); s != nil || err != nil {
+		t.Errorf("a non-root process in a sandbox without a security context gets %+v, %v; want nil", s, err)
 	}
 	if s, err := StartSecurity(spec.Process{Security: spec.Security{NoNewPrivileges: spec.Bool(true)}, User: "0"}, true); err != nil || s == nil || s.Capabilities == nil || *s.Capabilities != DefaultCapSet() {
 		t.Errorf("a root process in a sandbox with a context: %+v, %v", s, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/podsup/podsup/internal/testusers"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // securityE2EConfig: "locked" is issue #29's acceptance process (drop
@@ -44,6 +45,19 @@ group "open" {
   termination_grace_period = "5s"
   process "app" {
     command = ["sleep", "100001"]
+  }
+}
+group "boxed" {
+  termination_grace_period = "5s"
+  sandbox {
+    namespaces = ["pid", "mount"]
+    mount {
+      type   = "proc"
+      target = "/proc"
+    }
+  }
+  process "app" {
+    command = ["sleep", "100003"]
   }
 }
 group "ambient" {
@@ -105,6 +119,23 @@ func TestUpSecurityContextInProcDescribeAndSecurity(t *testing.T) {
 	}
 	if code, out := f.ctl(t, "exec", "locked", "--", "sh", "-c", "echo x > /podsup-ro-root-test"); code == 0 || !strings.Contains(out, "Read-only file system") {
 		t.Errorf("a write to the read-only root: exit %d, %s", code, out)
+	}
+	// Nothing set: root in a sandbox gets the container engines' default
+	// set, root on the host every capability podsup has.
+	boxed := execedStatus(t, f.waitRunning(t, "boxed", "app"))
+	if want := fmt.Sprintf("%016x", uint64(supervisor.DefaultCapSet())); boxed["CapBnd"] != want || boxed["CapEff"] != want {
+		t.Errorf("boxed/app (root in a sandbox, no security field): CapBnd %q CapEff %q, want the default set %s", boxed["CapBnd"], boxed["CapEff"], want)
+	}
+	own := map[string]string{}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok {
+				own[k] = strings.TrimSpace(v)
+			}
+		}
+	}
+	if open := execedStatus(t, f.waitRunning(t, "open", "app")); open["CapBnd"] != own["CapBnd"] || open["CapEff"] != own["CapEff"] {
+		t.Errorf("open/app (root on the host, no security field): CapBnd %q CapEff %q, want podsup's %q %q", open["CapBnd"], open["CapEff"], own["CapBnd"], own["CapEff"])
 	}
 	amb := execedStatus(t, f.waitRunning(t, "ambient", "app"))
 	const netBind = "0000000000000400"
