@@ -50,11 +50,21 @@ var devNull struct {
 }
 
 // sharedDevNull is the /dev/null given to every process as the stdio it
-// was not given otherwise: opened on first use and kept. A failed open is
-// not kept. A sync.Once kept it: when podsup's fds were full at its first
-// start, every later start failed with "open /dev/null: too many open
-// files" for the rest of podsup's life, however many fds had been freed
-// (40 processes under a limit of 64 then started none at all).
+// was not given otherwise: opened when the reaper is installed, before
+// any start, and kept. A failed open is not kept. A sync.Once kept it:
+// when podsup's fds were full at its first start, every later start
+// failed with "open /dev/null: too many open files" for the rest of
+// podsup's life, however many fds had been freed (40 processes under a
+// limit of 64 then started none at all).
+//
+// Nor is one kept at a number in the upper half of RLIMIT_NOFILE. The
+// child of a fork dups onto numbers above the highest fd it is given
+// (forkFDError), so a /dev/null kept at the last number failed every
+// later start, fds free or not: opened on first use while a burst of
+// starts held every lower number, it got 63 of 64, and 60 processes
+// under that limit then started none (a 1-in-10 flake of
+// TestUpOutOfFDsStartsWhatFitsEveryTime). Refused there, the start fails
+// as what it is, out of fds, and a later one opens it lower.
 func sharedDevNull() (*os.File, error) {
 	devNull.mu.Lock()
 	defer devNull.mu.Unlock()
@@ -62,6 +72,12 @@ func sharedDevNull() (*os.File, error) {
 		f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 		if err != nil {
 			return nil, err
+		}
+		var lim unix.Rlimit
+		if fd := f.Fd(); unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && uint64(fd) >= lim.Cur/2 {
+			_ = f.Close()
+			return nil, fmt.Errorf("open %s: %w (it would be fd %d, and every process given it would need fds above podsup's RLIMIT_NOFILE of %d)",
+				os.DevNull, syscall.EMFILE, fd, lim.Cur)
 		}
 		devNull.f = f
 	}

@@ -153,3 +153,80 @@ func TestStartAfterFDsFreedAgain(t *testing.T) {
 		t.Fatalf("a start once fds were free again: %q (helper %s), want it started", got, e)
 	}
 }
+
+// fdLimitDevNullHigh starts a process when the only free fd number below
+// a RLIMIT_NOFILE of 64 is the last one, so that a /dev/null opened then
+// gets it, then frees every fd and starts one again. It runs before
+// anything else of the package has started a process: /dev/null is first
+// opened inside that start.
+var _ = testproc.Register("fdLimitDevNullHigh", func([]string) int {
+	// The runtime's poller first (its epoll fd), as a podsup has it
+	// before any start: without a free fd for it, opening a file crashes.
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	const limit = 64
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
+		fmt.Println("setrlimit:", err)
+		return 2
+	}
+	var held []int
+	for {
+		fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			break
+		}
+		held = append(held, fd)
+	}
+	if len(held) < 8 || held[len(held)-1] != limit-1 {
+		fmt.Printf("could not fill the fds: %v\n", held)
+		return 2
+	}
+	_ = unix.Close(limit - 1)
+	held = held[:len(held)-1]
+	if p, err := Start(&Cmd{Path: "/bin/true"}); err == nil {
+		<-p.Done() // it may start: what matters is the next one
+	}
+	for _, fd := range held {
+		_ = unix.Close(fd)
+	}
+	p, err := Start(&Cmd{Path: "/bin/true"})
+	if err != nil {
+		fmt.Println("with fds free again:", err)
+		return 1
+	}
+	<-p.Done()
+	fmt.Println("started")
+	return 0
+})
+
+// TestStartAfterDevNullOpenedAtTheLastFD: a /dev/null first opened while
+// only the last fd number was free does not fail every later start once
+// fds are free (each child needed a number above the limit for it).
+func TestStartAfterDevNullOpenedAtTheLastFD(t *testing.T) {
+	t.Parallel()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	c := helperCmd(t, "fdLimitDevNullHigh")
+	c.Stdout, c.Stderr = out, out
+	p, err := Start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := p.Wait(ctx)
+	if err != nil {
+		_ = p.Signal(unix.SIGKILL)
+		<-p.Done()
+		t.Fatal("the helper did not end")
+	}
+	b, _ := os.ReadFile(out.Name())
+	if got := strings.TrimSpace(string(b)); e.Code() != 0 || got != "started" {
+		t.Fatalf("a start once fds were free again: %q (helper %s), want it started", got, e)
+	}
+}

@@ -103,6 +103,9 @@ func installReaper(subreaper bool) (installed bool) {
 		}
 		go r.loop()
 		theReaper = r
+		// Before any start, while podsup's fd numbers are low: a
+		// child dups onto numbers above every fd it is given.
+		_, _ = sharedDevNull()
 	})
 	return installed
 }
