@@ -3,7 +3,6 @@ package kube
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +35,9 @@ type Result struct {
 	// HCL output's comments, with where they run from: "IMAGE" (this
 	// machine's files) or "IMAGE=DIR" (a --rootfs).
 	Images map[[2]string]string
+	// EnvOrder is the order in which each container declares its
+	// variables, by group and process name, for the HCL output.
+	EnvOrder map[[2]string][]string
 }
 
 // Convert reads a manifest (one or more YAML documents) and returns the
@@ -47,13 +49,13 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}}
+	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}, EnvOrder: map[[2]string][]string{}}
 	var all []Finding
 	usedImages := map[string]bool{}
 	for _, w := range ws {
 		r := &reporter{object: w.label()}
 		w.unmappedFields(r)
-		c := &converter{r: r, w: w, o: o, images: res.Images, usedImages: usedImages}
+		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages}
 		g := c.group()
 		res.Config.Groups = append(res.Config.Groups, g)
 		all = append(all, r.findings...)
@@ -86,6 +88,7 @@ type converter struct {
 	w          *workload
 	o          Options
 	images     map[[2]string]string
+	envOrder   map[[2]string][]string
 	usedImages map[string]bool
 	rootfs     string
 	rootfsFrom string // path of the container that chose rootfs
@@ -311,17 +314,11 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		}
 		c.r.fail(c.path(at+".command"), "container %q has no command: %s; write the full command line in command (and args)", ct.Name, what)
 	}
-	p.Command = append(append([]string(nil), ct.Command...), ct.Args...)
-	c.expansions(ct, at)
-	for i, e := range ct.Env {
-		if e.ValueFrom != nil {
-			c.r.fail(c.path(fmt.Sprintf("%s.env[%d].valueFrom", at, i)), "podsup has no downward API, ConfigMaps or Secrets: write the value of %s", e.Name)
-			continue
-		}
-		if p.Env == nil {
-			p.Env = map[string]string{}
-		}
-		p.Env[e.Name] = e.Value // a later entry wins, as in kubelet
+	env := c.environment(ct, at)
+	p.Env = env.values()
+	c.envOrder[[2]string{c.w.name, ct.Name}] = env.names
+	for _, arg := range append(append([]string(nil), ct.Command...), ct.Args...) {
+		p.Command = append(p.Command, expand(arg, env.lookup))
 	}
 	p.WorkingDir = ct.WorkingDir
 	p.User, p.Group = c.identity(ct)
@@ -341,32 +338,6 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		}
 	}
 	return p, true
-}
-
-// varRef is Kubernetes' $(VAR) reference in command, args and env
-// values.
-var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)`)
-
-// expansions warns about the $(VAR) references kubelet would expand: those
-// naming a variable of the container's env (kubelet leaves any other as
-// written, as podsup does; a shell's $(command) is one of those).
-func (c *converter) expansions(ct *corev1.Container, at string) {
-	defined := map[string]bool{}
-	for _, e := range ct.Env {
-		defined[e.Name] = true
-	}
-	check := func(field string, list []string) {
-		for i, arg := range list {
-			for _, m := range varRef.FindAllStringSubmatch(arg, -1) {
-				if defined[m[1]] {
-					c.r.warn(c.path(fmt.Sprintf("%s.%s[%d]", at, field, i)), "kubelet would replace $(%s) with its value; podsup passes the argument as written", m[1])
-					break
-				}
-			}
-		}
-	}
-	check("command", ct.Command)
-	check("args", ct.Args)
 }
 
 // identity is the container's runAsUser and runAsGroup, else the pod's.

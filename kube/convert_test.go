@@ -431,27 +431,107 @@ spec:
 	}
 }
 
-// kubelet expands $(VAR) when VAR is the container's; a shell's
-// $(command) it leaves alone, as podsup does.
-func TestConvertWarnsAboutVariableReferences(t *testing.T) {
+// kubelet expands $(VAR) in env values, command and args: each env value
+// with the entries before it, command and args with all of them; an
+// undefined name (a shell's $(command) among them) stays as written and
+// $$ is a $. The HCL keeps the manifest's env order.
+func TestConvertExpandsVariableReferences(t *testing.T) {
 	t.Parallel()
-	_, res := convertAndParse(t, `apiVersion: v1
+	cfg, res := convertAndParse(t, `apiVersion: v1
 kind: Pod
 metadata: {name: p}
 spec:
   containers:
   - name: c
-    command: ["sh", "-c", "echo $(hostname)"]
-    args: ["$(GREETING) world"]
+    command: ["sh", "-c", "echo $(hostname) $$(GREETING) $HOME"]
+    args: ["$(GREETING) world", "$(URL)", "$(NOPE)"]
     env:
+    - {name: ZED, value: "$(GREETING)-early"}
     - {name: GREETING, value: hello}
+    - {name: URL, value: "http://$(HOST):$(PORT)/$(GREETING)"}
+    - {name: HOST, value: db}
+    - {name: PRICE, value: "$$5 $(GREETING"}
+    - {name: EMPTY, value: ""}
 `, Options{})
-	got := findingsText(res.Findings)
-	if !strings.Contains(got, "Pod/p: spec.containers[0].args[0]: kubelet would replace $(GREETING) with its value") {
-		t.Errorf("no warning for $(GREETING):\n%s", got)
+	p := cfg.Groups[0].Processes[0]
+	wantCmd := []string{"sh", "-c", "echo $(hostname) $(GREETING) $HOME", "hello world", "http://$(HOST):$(PORT)/hello", "$(NOPE)"}
+	if !equal(p.Command, wantCmd) {
+		t.Errorf("command = %q, want %q", p.Command, wantCmd)
 	}
-	if strings.Contains(got, "command[2]") {
-		t.Errorf("$(hostname) names no variable, kubelet leaves it:\n%s", got)
+	wantEnv := map[string]string{"ZED": "$(GREETING)-early", "GREETING": "hello", "URL": "http://$(HOST):$(PORT)/hello", "HOST": "db", "PRICE": "$5 $(GREETING", "EMPTY": ""}
+	for k, v := range wantEnv {
+		if p.Env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, p.Env[k], v)
+		}
+	}
+	if got := findingsText(res.Findings); strings.Contains(got, "$(") {
+		t.Errorf("a warning about references kubelet expands:\n%s", got)
+	}
+	var hcl bytes.Buffer
+	if err := WriteHCL(&hcl, res, "test.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	text := hcl.String()
+	last := -1
+	for _, name := range []string{"ZED", "GREETING", "URL", "HOST", "PRICE", "EMPTY"} {
+		i := strings.Index(text, name+" ")
+		if i < last {
+			t.Errorf("the env is not in the manifest's order (%s):\n%s", name, text)
+		}
+		last = i
+	}
+}
+
+// What podsup passes as written, export escapes, so that the Pod's
+// container gets the same and converting it back gives the same process.
+func TestExportEscapesVariableReferences(t *testing.T) {
+	t.Parallel()
+	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{Name: "g", Processes: []spec.Process{{
+		Name: "p", Command: []string{"sh", "-c", "echo $(A) $$ $(date) $HOME $", "$$(A)"},
+		Env: map[string]string{"A": "1", "B": "$(A)$$", "C": "$(", "D": "$"},
+	}}}}}
+	back, yml := roundTrip(t, cfg, "pod")
+	if !equal(back.Groups[0].Processes[0].Command, cfg.Groups[0].Processes[0].Command) || !equal(back.Groups[0].Processes[0].Env, cfg.Groups[0].Processes[0].Env) {
+		t.Errorf("round trip: want %s\ngot %s\nYAML:\n%s", show(cfg.Groups[0].Processes[0]), show(back.Groups[0].Processes[0]), yml)
+	}
+	if !strings.Contains(yml, "echo $$(A) $$$ $$(date) $HOME $") {
+		t.Errorf("the command is not escaped as kubelet reads it:\n%s", yml)
+	}
+}
+
+func TestExpandAsKubelet(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"VAR_A": "A", "VAR_B": "B", "VAR_C": "C", "VAR_REF": "$(VAR_A)", "VAR_EMPTY": ""}
+	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
+	// Cases from kubelet's expansion tests.
+	for in, want := range map[string]string{
+		"$(VAR_A)":                 "A",
+		"___$(VAR_B)___":           "___B___",
+		"$(VAR_A)-$(VAR_A)":        "A-A",
+		"$(VAR_A)$(VAR_B)$(VAR_C)": "ABC",
+		"$(VAR_REF)":               "$(VAR_A)",
+		"foo\\$(VAR_C)bar":         "foo\\Cbar",
+		"$(VAR_EMPTY)":             "",
+		"$(UNKNOWN)":               "$(UNKNOWN)",
+		"$$(VAR_A)":                "$(VAR_A)",
+		"$$$(VAR_A)":               "$A",
+		"$$$$(VAR_A)":              "$$(VAR_A)",
+		"$$":                       "$",
+		"$":                        "$",
+		"$VAR_A":                   "$VAR_A",
+		"$(VAR_A":                  "$(VAR_A",
+		"$(VAR_A$(VAR_B)":          "$(VAR_A$(VAR_B)",
+		"$()":                      "$()",
+		"f$(":                      "f$(",
+		"$(VAR_A)$":                "A$",
+		"x$$$":                     "x$$",
+	} {
+		if got := expand(in, lookup); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+		if got := expand(escapeExpansion(in), lookup); got != in {
+			t.Errorf("expand(escapeExpansion(%q)) = %q", in, got)
+		}
 	}
 }
 

@@ -27,6 +27,11 @@
 //	containers[]                        process; initContainers[] → init
 //	initContainers[].restartPolicy      Always: a sidecar, restart_policy = "always"
 //	  name, command + args, env[].value, workingDir
+//	                                    $(VAR) expanded as kubelet does: each env
+//	                                    value with the entries before it, command
+//	                                    and args with all; $$ is $, an undefined
+//	                                    name stays as written (export escapes $
+//	                                    so that kubelet passes podsup's text)
 //	  startupProbe, livenessProbe, readinessProbe: exec, httpGet (named ports
 //	    resolved through ports[]), tcpSocket and every timing field;
 //	    httpGet.protocol other than HTTP1 (1.37) a warning: podsup speaks HTTP/1.1

@@ -119,7 +119,7 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 
 	// What a Pod holds of g, read back the way Convert reads it.
 	w := &workload{kind: "Pod", name: g.Name, pod: *ps.DeepCopy()}
-	c := &converter{r: &reporter{}, w: w, images: map[[2]string]string{}, usedImages: map[string]bool{}}
+	c := &converter{r: &reporter{}, w: w, images: map[[2]string]string{}, envOrder: map[[2]string][]string{}, usedImages: map[string]bool{}}
 	back := c.group()
 
 	var warns []Finding
@@ -197,9 +197,14 @@ func sandboxSecurity(ps *corev1.PodSpec, s *spec.Sandbox) {
 }
 
 func container(p *spec.Process) corev1.Container {
-	c := corev1.Container{Name: p.Name, Command: p.Command, WorkingDir: p.WorkingDir}
+	// kubelet expands $(VAR) and $$ in these: escaped, they reach the
+	// process as podsup would pass them.
+	c := corev1.Container{Name: p.Name, WorkingDir: p.WorkingDir}
+	for _, arg := range p.Command {
+		c.Command = append(c.Command, escapeExpansion(arg))
+	}
 	for _, k := range sortedEnv(p.Env) {
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: p.Env[k]})
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: escapeExpansion(p.Env[k])})
 	}
 	if u, err := strconv.ParseInt(p.User, 10, 64); err == nil {
 		c.SecurityContext = &corev1.SecurityContext{RunAsUser: &u}
