@@ -23,6 +23,13 @@ type Options struct {
 	// Rootfs maps an image to an unpacked root filesystem: a group whose
 	// containers run that image gets a sandbox that pivot_roots into it.
 	Rootfs map[string]string
+	// EnvSources are ConfigMaps and Secrets beside the manifest's own
+	// documents, for env[].valueFrom and envFrom.
+	EnvSources []EnvSource
+	// NodeName is the downward API's spec.nodeName when the pod names no
+	// node; empty, it is this machine's hostname (the name kubelet would
+	// register the node under).
+	NodeName string
 }
 
 // Result is a converted manifest.
@@ -52,10 +59,19 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}, EnvOrder: map[[2]string][]string{}}
 	var all []Finding
 	usedImages := map[string]bool{}
+	sources := slices.Clone(o.EnvSources)
 	for _, w := range ws {
+		if w.source != nil {
+			sources = append(sources, *w.source)
+		}
+	}
+	for _, w := range ws {
+		if w.source != nil {
+			continue
+		}
 		r := &reporter{object: w.label()}
 		w.unmappedFields(r)
-		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages}
+		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages, sources: sources}
 		g := c.group()
 		res.Config.Groups = append(res.Config.Groups, g)
 		all = append(all, r.findings...)
@@ -90,6 +106,7 @@ type converter struct {
 	images     map[[2]string]string
 	envOrder   map[[2]string][]string
 	usedImages map[string]bool
+	sources    []EnvSource
 	rootfs     string
 	rootfsFrom string // path of the container that chose rootfs
 }

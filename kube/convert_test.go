@@ -566,10 +566,15 @@ func TestConvertRefusals(t *testing.T) {
   - name: app
     command: [sleep, "1"]
     env:
-    - name: NODE
+    - name: IP
       valueFrom:
-        fieldRef: {fieldPath: spec.nodeName}
-`), Options{}, []string{"error: Pod/p: spec.containers[0].env[0].valueFrom: podsup has no downward API, ConfigMaps or Secrets: write the value of NODE"}},
+        fieldRef: {fieldPath: status.podIP}
+    - name: KEY
+      valueFrom:
+        secretKeyRef: {name: creds, key: token}
+`), Options{}, []string{
+			`error: Pod/p: spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: "status.podIP": podsup gives a pod no address of its own`,
+			`error: Pod/p: spec.containers[0].env[1].valueFrom.secretKeyRef: no Secret "creds": add it to the manifest as a document of its own, or give its file with --secret FILE`}},
 		{"grpc", pod(`  containers:
   - name: app
     command: [sleep, "1"]

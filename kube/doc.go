@@ -32,6 +32,19 @@
 //	                                    and args with all; $$ is $, an undefined
 //	                                    name stays as written (export escapes $
 //	                                    so that kubelet passes podsup's text)
+//	  envFrom, env[].valueFrom          resolved at convert time, as kubelet does:
+//	                                    configMapKeyRef, secretKeyRef, envFrom's
+//	                                    configMapRef and secretRef (with prefix) from
+//	                                    the ConfigMap and Secret documents of the
+//	                                    input or Options.EnvSources (--configmap,
+//	                                    --secret), optional honoured; fieldRef
+//	                                    metadata.name (the group's), namespace
+//	                                    ("default" when none), uid (metadata.uid,
+//	                                    else a new one), labels['K'],
+//	                                    annotations['K'], spec.nodeName (else
+//	                                    Options.NodeName, else this machine's
+//	                                    hostname), spec.serviceAccountName;
+//	                                    resourceFieldRef of a set limit or request
 //	  startupProbe, livenessProbe, readinessProbe: exec, httpGet (named ports
 //	    resolved through ports[]), tcpSocket and every timing field;
 //	    httpGet.protocol other than HTTP1 (1.37) a warning: podsup speaks HTTP/1.1
@@ -41,7 +54,9 @@
 //	  image                             a comment and a warning; with Options.Rootfs,
 //	                                    the sandbox's rootfs
 //
-// Refused (errors): env valueFrom, grpc probes, an init container's
+// Refused (errors): what valueFrom or envFrom cannot know (a ConfigMap,
+// Secret or key that is missing and not optional, status.podIP and
+// status.hostIP, a limit the container does not set), grpc probes, an init container's
 // restartPolicy other than Always, a container without command (podsup runs no image, so it knows no
 // entrypoint), a named port the container does not have, two images
 // mapped to different root filesystems in one pod. Labels and selectors

@@ -66,17 +66,48 @@ the workload does); --strict makes warnings errors.`,
 
 // convertFlags are convert's and play's.
 type convertFlags struct {
-	strict bool
-	rootfs []string
+	strict     bool
+	rootfs     []string
+	configMaps []string
+	secrets    []string
 }
 
 func (f *convertFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "fail on any field podsup cannot honour, not only on those it refuses")
 	cmd.Flags().StringArrayVar(&f.rootfs, "rootfs", nil, "run the containers of image IMAGE in the unpacked root filesystem DIR (IMAGE=DIR, repeatable)")
+	cmd.Flags().StringArrayVar(&f.configMaps, "configmap", nil, "a YAML file of ConfigMaps for valueFrom and envFrom (repeatable)")
+	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "a YAML file of Secrets for valueFrom and envFrom (repeatable; their values are written into the HCL)")
+}
+
+// envSources reads the --configmap and --secret files.
+func (f *convertFlags) envSources() ([]kube.EnvSource, error) {
+	var out []kube.EnvSource
+	for _, l := range []struct {
+		flag, kind string
+		files      []string
+	}{{"--configmap", "ConfigMap", f.configMaps}, {"--secret", "Secret", f.secrets}} {
+		for _, name := range l.files {
+			file, err := os.Open(name)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", l.flag, err)
+			}
+			srcs, err := kube.DecodeEnvSources(file, l.kind)
+			file.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", l.flag, name, err)
+			}
+			out = append(out, srcs...)
+		}
+	}
+	return out, nil
 }
 
 func (f *convertFlags) options() (kube.Options, error) {
 	o := kube.Options{Strict: f.strict}
+	var err error
+	if o.EnvSources, err = f.envSources(); err != nil {
+		return o, err
+	}
 	for _, v := range f.rootfs {
 		img, dir, ok := strings.Cut(v, "=")
 		if !ok || img == "" || dir == "" {

@@ -84,6 +84,42 @@ func TestConvertCommandRootfs(t *testing.T) {
 	}
 }
 
+// --configmap and --secret give the ConfigMaps and Secrets that
+// valueFrom and envFrom read.
+func TestConvertCommandConfigMapAndSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	cm, sec := filepath.Join(dir, "cm.yaml"), filepath.Join(dir, "secret.yaml")
+	if err := os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {LEVEL: debug}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sec, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {token: t0k}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pod := `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: app
+    command: [app]
+    envFrom: [{configMapRef: {name: settings}}]
+    env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: creds, key: token}}}]
+`
+	out, _, err := cli(t, pod, "convert", "--configmap", cm, "--secret", sec, "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `LEVEL = "debug"`) || !strings.Contains(out, `TOKEN = "t0k"`) {
+		t.Errorf("the variables are not resolved:\n%s", out)
+	}
+	if _, _, err := cli(t, pod, "convert", "--configmap", sec, "-"); err == nil || !strings.Contains(err.Error(), "--configmap "+sec+": document 1: a Secret, not a ConfigMap") {
+		t.Errorf("a Secret given as --configmap: err = %v", err)
+	}
+	if _, _, err := cli(t, pod, "convert", "--configmap", cm, "-"); err == nil || !strings.Contains(err.Error(), "--secret FILE") {
+		t.Errorf("no Secret: err = %v", err)
+	}
+}
+
 // export | convert - gives back the file's groups.
 func TestExportPipesIntoConvert(t *testing.T) {
 	yml, stderr, err := cli(t, "", "export", "-f", "../../../examples/edge.hcl", "--kind", "deployment")
