@@ -332,11 +332,12 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		c.r.fail(c.path(at+".command"), "container %q has no command: %s; write the full command line in command (and args)", ct.Name, what)
 	}
 	env := c.environment(ct, at)
-	p.Env = env.values()
-	c.envOrder[[2]string{c.w.name, ct.Name}] = env.names
 	for _, arg := range append(append([]string(nil), ct.Command...), ct.Args...) {
 		p.Command = append(p.Command, expand(arg, env.lookup))
 	}
+	c.standardEnv(env)
+	p.Env = env.values()
+	c.envOrder[[2]string{c.w.name, ct.Name}] = env.names
 	p.WorkingDir = ct.WorkingDir
 	p.User, p.Group = c.identity(ct)
 	p.Security = c.containerSecurity(ct.SecurityContext, at+".securityContext")

@@ -491,8 +491,8 @@ func TestExportEscapesVariableReferences(t *testing.T) {
 		Env: map[string]string{"A": "1", "B": "$(A)$$", "C": "$(", "D": "$"},
 	}}}}}
 	back, yml := roundTrip(t, cfg, "pod")
-	if !equal(back.Groups[0].Processes[0].Command, cfg.Groups[0].Processes[0].Command) || !equal(back.Groups[0].Processes[0].Env, cfg.Groups[0].Processes[0].Env) {
-		t.Errorf("round trip: want %s\ngot %s\nYAML:\n%s", show(cfg.Groups[0].Processes[0]), show(back.Groups[0].Processes[0]), yml)
+	if want := asConverted(cfg.Groups); !equal(back.Groups, want) {
+		t.Errorf("round trip: want %s\ngot %s\nYAML:\n%s", show(want), show(back.Groups), yml)
 	}
 	if !strings.Contains(yml, "echo $$(A) $$$ $$(date) $HOME $") {
 		t.Errorf("the command is not escaped as kubelet reads it:\n%s", yml)

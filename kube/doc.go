@@ -45,6 +45,14 @@
 //	                                    Options.NodeName, else this machine's
 //	                                    hostname), spec.serviceAccountName;
 //	                                    resourceFieldRef of a set limit or request
+//	  (the runtime's variables)         HOSTNAME, the pod's hostname (spec.hostname,
+//	                                    else its name), unless the container sets
+//	                                    it or the pod is hostNetwork (the node's,
+//	                                    unknown here); not set: service links
+//	                                    (NAME_SERVICE_HOST, ...), KUBERNETES_SERVICE_*
+//	                                    and KUBERNETES_PORT* (no Service, no API
+//	                                    server), and an image's PATH or HOME
+//	                                    unless --image gives its Env
 //	  startupProbe, livenessProbe, readinessProbe: exec, httpGet (named ports
 //	    resolved through ports[]), tcpSocket and every timing field;
 //	    httpGet.protocol other than HTTP1 (1.37) a warning: podsup speaks HTTP/1.1

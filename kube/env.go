@@ -57,6 +57,36 @@ func (e *environment) values() map[string]string {
 	return e.vars
 }
 
+// standardEnv adds what the container runtime under kubelet sets in
+// every container and that has a meaning here: HOSTNAME, the pod's
+// hostname (a hostNetwork pod's is the node's, which podsup-kube cannot
+// know, so it gets none). The manifest's own variables win, as they do
+// over the runtime's, and none of these is seen by $(VAR) expansion:
+// kubelet expands before the runtime adds them. Not set: service links
+// and KUBERNETES_SERVICE_* (there is no Service and no API server).
+func (c *converter) standardEnv(env *environment) {
+	if c.w.pod.HostNetwork {
+		return
+	}
+	if _, ok := env.lookup("HOSTNAME"); !ok {
+		env.set("HOSTNAME", podHostname(&c.w.pod, c.w.name))
+	}
+}
+
+// podHostname is the hostname kubelet gives a pod: spec.hostname, else
+// the pod's name, cut to 63 bytes without a trailing '-' or '.'
+// (truncatePodHostnameIfNeeded).
+func podHostname(ps *corev1.PodSpec, name string) string {
+	h := name
+	if ps.Hostname != "" {
+		h = ps.Hostname
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
 // environment follows kubelet's makeEnvironmentVariables: envFrom's
 // sources first, in order, then each env entry, its value expanded with
 // the variables before it (a reference to a later or unknown one stays as

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"errors"
 	"regexp"
 	"strings"
@@ -161,5 +162,79 @@ func TestDecodeEnvSourcesWantsThatKind(t *testing.T) {
 	}
 	if _, err := Convert(strings.NewReader("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), Options{}); err == nil || !strings.Contains(err.Error(), "holds no object") {
 		t.Errorf("a ConfigMap alone: err = %v", err)
+	}
+}
+
+// Every container gets HOSTNAME, the pod's hostname, as under kubelet,
+// unless it sets its own; $(HOSTNAME) is not expanded (kubelet expands
+// before the runtime adds it); a hostNetwork pod's is the node's, unknown
+// here. Export leaves the implied one out, and export → convert → export
+// is byte-identical.
+func TestConvertSetsKubernetesStandardEnv(t *testing.T) {
+	t.Parallel()
+	cfg, _ := convertAndParse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: command-demo}
+spec:
+  containers:
+  - name: a
+    command: [printenv, HOSTNAME, "$(HOSTNAME)"]
+  - name: b
+    command: [b]
+    env: [{name: HOSTNAME, value: mine}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p2}
+spec:
+  hostname: custom
+  initContainers: [{name: i, command: [i]}]
+  containers: [{name: c, command: [c]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: host}
+spec:
+  hostNetwork: true
+  containers: [{name: c, command: [c]}]
+`, Options{})
+	g := cfg.Groups
+	for _, c := range []struct {
+		got, want string
+	}{
+		{g[0].Processes[0].Env["HOSTNAME"], "command-demo"},
+		{g[0].Processes[1].Env["HOSTNAME"], "mine"},
+		{g[1].Init[0].Env["HOSTNAME"], "custom"},
+		{g[1].Processes[0].Env["HOSTNAME"], "custom"},
+	} {
+		if c.got != c.want {
+			t.Errorf("HOSTNAME = %q, want %q", c.got, c.want)
+		}
+	}
+	if _, ok := g[2].Processes[0].Env["HOSTNAME"]; ok {
+		t.Errorf("a hostNetwork pod's HOSTNAME is set: %q", g[2].Processes[0].Env["HOSTNAME"])
+	}
+	if got := g[0].Processes[0].Command[2]; got != "$(HOSTNAME)" {
+		t.Errorf("$(HOSTNAME) expanded to %q: kubelet does not see the runtime's variables", got)
+	}
+	var y1, y2 bytes.Buffer
+	if _, err := Export(&y1, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(y1.String(), "value: command-demo") || strings.Contains(y1.String(), "value: custom") {
+		t.Errorf("export writes the HOSTNAME kubelet sets anyway:\n%s", y1.String())
+	}
+	if !strings.Contains(y1.String(), "value: mine") {
+		t.Errorf("export drops a HOSTNAME of the container's own:\n%s", y1.String())
+	}
+	back, err := Convert(bytes.NewReader(y1.Bytes()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Export(&y2, back.Config, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if y1.String() != y2.String() {
+		t.Errorf("export → convert → export changed the YAML:\n%s\n---- then ----\n%s", y1.String(), y2.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, `LEVEL = "debug"`) || !strings.Contains(out, `TOKEN = "t0k"`) {
+	if !regexp.MustCompile(`LEVEL += "debug"`).MatchString(out) || !regexp.MustCompile(`TOKEN += "t0k"`).MatchString(out) {
 		t.Errorf("the variables are not resolved:\n%s", out)
 	}
 	if _, _, err := cli(t, pod, "convert", "--configmap", sec, "-"); err == nil || !strings.Contains(err.Error(), "--configmap "+sec+": document 1: a Secret, not a ConfigMap") {
