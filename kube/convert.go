@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,13 @@ type Options struct {
 	// EnvSources are ConfigMaps and Secrets beside the manifest's own
 	// documents, for env[].valueFrom and envFrom.
 	EnvSources []EnvSource
+	// Images are images' configurations (ReadImage) by image name: a
+	// container of one gets its Entrypoint and Cmd by kubelet's rules,
+	// and its Env, WorkingDir and User where the container sets none.
+	Images map[string]*Image
+	// Entrypoints are images' entrypoints by image name, where no image
+	// directory is at hand (--entrypoint): over Images', and with no Cmd.
+	Entrypoints map[string][]string
 	// NodeName is the downward API's spec.nodeName when the pod names no
 	// node; empty, it is this machine's hostname (the name kubelet would
 	// register the node under).
@@ -58,7 +66,7 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	}
 	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}, EnvOrder: map[[2]string][]string{}}
 	var all []Finding
-	usedImages := map[string]bool{}
+	usedImages, usedImageConfigs := map[string]bool{}, map[string]bool{}
 	sources := slices.Clone(o.EnvSources)
 	for _, w := range ws {
 		if w.source != nil {
@@ -71,7 +79,7 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 		}
 		r := &reporter{object: w.label()}
 		w.unmappedFields(r)
-		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages, sources: sources}
+		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages, usedImageConfigs: usedImageConfigs, sources: sources}
 		g := c.group()
 		res.Config.Groups = append(res.Config.Groups, g)
 		all = append(all, r.findings...)
@@ -79,6 +87,16 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	for img := range o.Rootfs {
 		if !usedImages[img] {
 			all = append(all, Finding{Path: "--rootfs", Msg: fmt.Sprintf("no container runs image %q", img)})
+		}
+	}
+	for _, img := range slices.Sorted(maps.Keys(o.Images)) {
+		if !usedImageConfigs[img] {
+			all = append(all, Finding{Path: "--image", Msg: fmt.Sprintf("no container runs image %q", img)})
+		}
+	}
+	for _, img := range slices.Sorted(maps.Keys(o.Entrypoints)) {
+		if !usedImageConfigs[img] {
+			all = append(all, Finding{Path: "--entrypoint", Msg: fmt.Sprintf("no container runs image %q", img)})
 		}
 	}
 	var refused []Finding
@@ -106,9 +124,12 @@ type converter struct {
 	images     map[[2]string]string
 	envOrder   map[[2]string][]string
 	usedImages map[string]bool
-	sources    []EnvSource
-	rootfs     string
-	rootfsFrom string // path of the container that chose rootfs
+	// usedImageConfigs are the images whose Options.Images or
+	// Options.Entrypoints entry a container read.
+	usedImageConfigs map[string]bool
+	sources          []EnvSource
+	rootfs           string
+	rootfsFrom       string // path of the container that chose rootfs
 }
 
 func (c *converter) path(rel string) string { return c.w.prefix + rel }
@@ -324,22 +345,15 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		c.r.warn(c.path(at+".restartPolicy"), "a container's restart policy is for sidecar init containers only: ignored")
 	}
 	c.image(ct, at, &p)
-	if len(ct.Command) == 0 {
-		what := "podsup runs no image, so there is no entrypoint to fall back on"
-		if ct.Image == "" {
-			what = "the container has no image"
-		}
-		c.r.fail(c.path(at+".command"), "container %q has no command: %s; write the full command line in command (and args)", ct.Name, what)
-	}
+	img := c.imageFor(ct)
 	env := c.environment(ct, at)
-	for _, arg := range append(append([]string(nil), ct.Command...), ct.Args...) {
-		p.Command = append(p.Command, expand(arg, env.lookup))
-	}
+	p.Command = c.command(ct, at, env, img)
+	p.WorkingDir = ct.WorkingDir
+	p.User, p.Group = c.identity(ct)
+	imageDefaults(&p, env, img, p.User != "", p.Group != "")
 	c.standardEnv(env)
 	p.Env = env.values()
 	c.envOrder[[2]string{c.w.name, ct.Name}] = env.names
-	p.WorkingDir = ct.WorkingDir
-	p.User, p.Group = c.identity(ct)
 	p.Security = c.containerSecurity(ct.SecurityContext, at+".securityContext")
 	p.StartupProbe = c.probe(ct.StartupProbe, at+".startupProbe", ct)
 	p.LivenessProbe = c.probe(ct.LivenessProbe, at+".livenessProbe", ct)

@@ -587,7 +587,7 @@ func TestConvertRefusals(t *testing.T) {
     args: ["-g", "daemon off;"]
   - name: bare
 `), Options{}, []string{
-			`error: Pod/p: spec.containers[0].command: container "app" has no command: podsup runs no image, so there is no entrypoint to fall back on`,
+			`error: Pod/p: spec.containers[0].command: container "app" has no command: podsup runs no image, so it knows no entrypoint for "nginx": give the image's directory with --image nginx=DIR (an OCI image layout or an unpacked bundle), or its entrypoint with --entrypoint nginx=CMD`,
 			`error: Pod/p: spec.containers[1].command: container "bare" has no command: the container has no image`}},
 		{"named port", pod(`  containers:
   - name: app

@@ -60,13 +60,20 @@
 //	  lifecycle.stopSignal              stop_signal
 //	  securityContext.runAsUser/Group   user/group
 //	  image                             a comment and a warning; with Options.Rootfs,
-//	                                    the sandbox's rootfs
+//	                                    the sandbox's rootfs; with Options.Images
+//	                                    (--image IMAGE=DIR: an OCI image layout or an
+//	                                    unpacked bundle, ReadImage) its Entrypoint and
+//	                                    Cmd by kubelet's rules (command and args; else
+//	                                    Entrypoint and args; else Entrypoint and Cmd),
+//	                                    its Env under the container's, its WorkingDir
+//	                                    and User where the container sets none;
+//	                                    Options.Entrypoints (--entrypoint) without one
 //
 // Refused (errors): what valueFrom or envFrom cannot know (a ConfigMap,
 // Secret or key that is missing and not optional, status.podIP and
 // status.hostIP, a limit the container does not set), grpc probes, an init container's
-// restartPolicy other than Always, a container without command (podsup runs no image, so it knows no
-// entrypoint), a named port the container does not have, two images
+// restartPolicy other than Always, a container without command whose image
+// podsup-kube was given no configuration or entrypoint for, a named port the container does not have, two images
 // mapped to different root filesystems in one pod. Labels and selectors
 // mean nothing outside Kubernetes and are not read, nor is a StatefulSet's
 // serviceName (the Service that names its pods in the cluster's DNS). A

@@ -121,7 +121,7 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 
 	// What a Pod holds of g, read back the way Convert reads it.
 	w := &workload{kind: "Pod", name: g.Name, pod: *ps.DeepCopy()}
-	c := &converter{r: &reporter{}, w: w, images: map[[2]string]string{}, envOrder: map[[2]string][]string{}, usedImages: map[string]bool{}}
+	c := &converter{r: &reporter{}, w: w, images: map[[2]string]string{}, envOrder: map[[2]string][]string{}, usedImages: map[string]bool{}, usedImageConfigs: map[string]bool{}}
 	back := c.group()
 
 	var warns []Finding

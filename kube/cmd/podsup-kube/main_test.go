@@ -121,6 +121,34 @@ spec:
 	}
 }
 
+// --image reads an image's configuration; --entrypoint stands in for it;
+// without either, the refusal names both.
+func TestConvertCommandImageAndEntrypoint(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"config":{"Entrypoint":["/bin/echo"],"Cmd":["from","image"],"WorkingDir":"/tmp"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: \"echo:1\"}\n  - {name: b, image: \"sh:1\", args: [-c, \"true\"]}\n"
+	out, _, err := cli(t, pod, "convert", "--image", "echo:1="+dir, "--entrypoint", `sh:1=["/bin/sh"]`, "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `command = ["/bin/echo", "from", "image"]`) || !strings.Contains(out, `command = ["/bin/sh", "-c", "true"]`) {
+		t.Errorf("the image's entrypoint is not used:\n%s", out)
+	}
+	_, _, err = cli(t, pod, "convert", "-")
+	for _, want := range []string{"--image echo:1=DIR", "--entrypoint echo:1=CMD", "--image sh:1=DIR"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err lacks %q: %v", want, err)
+		}
+	}
+	for _, bad := range [][]string{{"--image", "nodir"}, {"--image", "x=" + t.TempDir()}, {"--entrypoint", "x="}, {"--entrypoint", "x=[1]"}} {
+		if _, _, err := cli(t, pod, append([]string{"convert"}, append(bad, "-")...)...); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: err = %v", bad, err)
+		}
+	}
+}
+
 // export | convert - gives back the file's groups.
 func TestExportPipesIntoConvert(t *testing.T) {
 	yml, stderr, err := cli(t, "", "export", "-f", "../../../examples/edge.hcl", "--kind", "deployment")
