@@ -3,7 +3,7 @@ package kube
 import (
 	"fmt"
 	"io"
-	"regexp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +24,20 @@ type Options struct {
 	// Rootfs maps an image to an unpacked root filesystem: a group whose
 	// containers run that image gets a sandbox that pivot_roots into it.
 	Rootfs map[string]string
+	// EnvSources are ConfigMaps and Secrets beside the manifest's own
+	// documents, for env[].valueFrom and envFrom.
+	EnvSources []EnvSource
+	// Images are images' configurations (ReadImage) by image name: a
+	// container of one gets its Entrypoint and Cmd by kubelet's rules,
+	// and its Env, WorkingDir and User where the container sets none.
+	Images map[string]*Image
+	// Entrypoints are images' entrypoints by image name, where no image
+	// directory is at hand (--entrypoint): over Images', and with no Cmd.
+	Entrypoints map[string][]string
+	// NodeName is the downward API's spec.nodeName when the pod names no
+	// node; empty, it is this machine's hostname (the name kubelet would
+	// register the node under).
+	NodeName string
 }
 
 // Result is a converted manifest.
@@ -36,6 +50,9 @@ type Result struct {
 	// HCL output's comments, with where they run from: "IMAGE" (this
 	// machine's files) or "IMAGE=DIR" (a --rootfs).
 	Images map[[2]string]string
+	// EnvOrder is the order in which each container declares its
+	// variables, by group and process name, for the HCL output.
+	EnvOrder map[[2]string][]string
 }
 
 // Convert reads a manifest (one or more YAML documents) and returns the
@@ -47,13 +64,22 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}}
+	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}, EnvOrder: map[[2]string][]string{}}
 	var all []Finding
-	usedImages := map[string]bool{}
+	usedImages, usedImageConfigs := map[string]bool{}, map[string]bool{}
+	sources := slices.Clone(o.EnvSources)
 	for _, w := range ws {
+		if w.source != nil {
+			sources = append(sources, *w.source)
+		}
+	}
+	for _, w := range ws {
+		if w.source != nil {
+			continue
+		}
 		r := &reporter{object: w.label()}
 		w.unmappedFields(r)
-		c := &converter{r: r, w: w, o: o, images: res.Images, usedImages: usedImages}
+		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages, usedImageConfigs: usedImageConfigs, sources: sources}
 		g := c.group()
 		res.Config.Groups = append(res.Config.Groups, g)
 		all = append(all, r.findings...)
@@ -61,6 +87,16 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	for img := range o.Rootfs {
 		if !usedImages[img] {
 			all = append(all, Finding{Path: "--rootfs", Msg: fmt.Sprintf("no container runs image %q", img)})
+		}
+	}
+	for _, img := range slices.Sorted(maps.Keys(o.Images)) {
+		if !usedImageConfigs[img] {
+			all = append(all, Finding{Path: "--image", Msg: fmt.Sprintf("no container runs image %q", img)})
+		}
+	}
+	for _, img := range slices.Sorted(maps.Keys(o.Entrypoints)) {
+		if !usedImageConfigs[img] {
+			all = append(all, Finding{Path: "--entrypoint", Msg: fmt.Sprintf("no container runs image %q", img)})
 		}
 	}
 	var refused []Finding
@@ -86,9 +122,14 @@ type converter struct {
 	w          *workload
 	o          Options
 	images     map[[2]string]string
+	envOrder   map[[2]string][]string
 	usedImages map[string]bool
-	rootfs     string
-	rootfsFrom string // path of the container that chose rootfs
+	// usedImageConfigs are the images whose Options.Images or
+	// Options.Entrypoints entry a container read.
+	usedImageConfigs map[string]bool
+	sources          []EnvSource
+	rootfs           string
+	rootfsFrom       string // path of the container that chose rootfs
 }
 
 func (c *converter) path(rel string) string { return c.w.prefix + rel }
@@ -304,27 +345,15 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		c.r.warn(c.path(at+".restartPolicy"), "a container's restart policy is for sidecar init containers only: ignored")
 	}
 	c.image(ct, at, &p)
-	if len(ct.Command) == 0 {
-		what := "podsup runs no image, so there is no entrypoint to fall back on"
-		if ct.Image == "" {
-			what = "the container has no image"
-		}
-		c.r.fail(c.path(at+".command"), "container %q has no command: %s; write the full command line in command (and args)", ct.Name, what)
-	}
-	p.Command = append(append([]string(nil), ct.Command...), ct.Args...)
-	c.expansions(ct, at)
-	for i, e := range ct.Env {
-		if e.ValueFrom != nil {
-			c.r.fail(c.path(fmt.Sprintf("%s.env[%d].valueFrom", at, i)), "podsup has no downward API, ConfigMaps or Secrets: write the value of %s", e.Name)
-			continue
-		}
-		if p.Env == nil {
-			p.Env = map[string]string{}
-		}
-		p.Env[e.Name] = e.Value // a later entry wins, as in kubelet
-	}
+	img := c.imageFor(ct)
+	env := c.environment(ct, at)
+	p.Command = c.command(ct, at, env, img)
 	p.WorkingDir = ct.WorkingDir
 	p.User, p.Group = c.identity(ct)
+	imageDefaults(&p, env, img, p.User != "", p.Group != "")
+	c.standardEnv(env)
+	p.Env = env.values()
+	c.envOrder[[2]string{c.w.name, ct.Name}] = env.names
 	p.Security = c.containerSecurity(ct.SecurityContext, at+".securityContext")
 	p.StartupProbe = c.probe(ct.StartupProbe, at+".startupProbe", ct)
 	p.LivenessProbe = c.probe(ct.LivenessProbe, at+".livenessProbe", ct)
@@ -341,32 +370,6 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		}
 	}
 	return p, true
-}
-
-// varRef is Kubernetes' $(VAR) reference in command, args and env
-// values.
-var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)`)
-
-// expansions warns about the $(VAR) references kubelet would expand: those
-// naming a variable of the container's env (kubelet leaves any other as
-// written, as podsup does; a shell's $(command) is one of those).
-func (c *converter) expansions(ct *corev1.Container, at string) {
-	defined := map[string]bool{}
-	for _, e := range ct.Env {
-		defined[e.Name] = true
-	}
-	check := func(field string, list []string) {
-		for i, arg := range list {
-			for _, m := range varRef.FindAllStringSubmatch(arg, -1) {
-				if defined[m[1]] {
-					c.r.warn(c.path(fmt.Sprintf("%s.%s[%d]", at, field, i)), "kubelet would replace $(%s) with its value; podsup passes the argument as written", m[1])
-					break
-				}
-			}
-		}
-	}
-	check("command", ct.Command)
-	check("args", ct.Args)
 }
 
 // identity is the container's runAsUser and runAsGroup, else the pod's.

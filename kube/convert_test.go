@@ -431,27 +431,107 @@ spec:
 	}
 }
 
-// kubelet expands $(VAR) when VAR is the container's; a shell's
-// $(command) it leaves alone, as podsup does.
-func TestConvertWarnsAboutVariableReferences(t *testing.T) {
+// kubelet expands $(VAR) in env values, command and args: each env value
+// with the entries before it, command and args with all of them; an
+// undefined name (a shell's $(command) among them) stays as written and
+// $$ is a $. The HCL keeps the manifest's env order.
+func TestConvertExpandsVariableReferences(t *testing.T) {
 	t.Parallel()
-	_, res := convertAndParse(t, `apiVersion: v1
+	cfg, res := convertAndParse(t, `apiVersion: v1
 kind: Pod
 metadata: {name: p}
 spec:
   containers:
   - name: c
-    command: ["sh", "-c", "echo $(hostname)"]
-    args: ["$(GREETING) world"]
+    command: ["sh", "-c", "echo $(hostname) $$(GREETING) $HOME"]
+    args: ["$(GREETING) world", "$(URL)", "$(NOPE)"]
     env:
+    - {name: ZED, value: "$(GREETING)-early"}
     - {name: GREETING, value: hello}
+    - {name: URL, value: "http://$(HOST):$(PORT)/$(GREETING)"}
+    - {name: HOST, value: db}
+    - {name: PRICE, value: "$$5 $(GREETING"}
+    - {name: EMPTY, value: ""}
 `, Options{})
-	got := findingsText(res.Findings)
-	if !strings.Contains(got, "Pod/p: spec.containers[0].args[0]: kubelet would replace $(GREETING) with its value") {
-		t.Errorf("no warning for $(GREETING):\n%s", got)
+	p := cfg.Groups[0].Processes[0]
+	wantCmd := []string{"sh", "-c", "echo $(hostname) $(GREETING) $HOME", "hello world", "http://$(HOST):$(PORT)/hello", "$(NOPE)"}
+	if !equal(p.Command, wantCmd) {
+		t.Errorf("command = %q, want %q", p.Command, wantCmd)
 	}
-	if strings.Contains(got, "command[2]") {
-		t.Errorf("$(hostname) names no variable, kubelet leaves it:\n%s", got)
+	wantEnv := map[string]string{"ZED": "$(GREETING)-early", "GREETING": "hello", "URL": "http://$(HOST):$(PORT)/hello", "HOST": "db", "PRICE": "$5 $(GREETING", "EMPTY": ""}
+	for k, v := range wantEnv {
+		if p.Env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, p.Env[k], v)
+		}
+	}
+	if got := findingsText(res.Findings); strings.Contains(got, "$(") {
+		t.Errorf("a warning about references kubelet expands:\n%s", got)
+	}
+	var hcl bytes.Buffer
+	if err := WriteHCL(&hcl, res, "test.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	text := hcl.String()
+	last := -1
+	for _, name := range []string{"ZED", "GREETING", "URL", "HOST", "PRICE", "EMPTY"} {
+		i := strings.Index(text, name+" ")
+		if i < last {
+			t.Errorf("the env is not in the manifest's order (%s):\n%s", name, text)
+		}
+		last = i
+	}
+}
+
+// What podsup passes as written, export escapes, so that the Pod's
+// container gets the same and converting it back gives the same process.
+func TestExportEscapesVariableReferences(t *testing.T) {
+	t.Parallel()
+	cfg := &spec.Config{Backoff: spec.DefaultBackoff(), Groups: []spec.Group{{Name: "g", Processes: []spec.Process{{
+		Name: "p", Command: []string{"sh", "-c", "echo $(A) $$ $(date) $HOME $", "$$(A)"},
+		Env: map[string]string{"A": "1", "B": "$(A)$$", "C": "$(", "D": "$"},
+	}}}}}
+	back, yml := roundTrip(t, cfg, "pod")
+	if want := asConverted(cfg.Groups); !equal(back.Groups, want) {
+		t.Errorf("round trip: want %s\ngot %s\nYAML:\n%s", show(want), show(back.Groups), yml)
+	}
+	if !strings.Contains(yml, "echo $$(A) $$$ $$(date) $HOME $") {
+		t.Errorf("the command is not escaped as kubelet reads it:\n%s", yml)
+	}
+}
+
+func TestExpandAsKubelet(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"VAR_A": "A", "VAR_B": "B", "VAR_C": "C", "VAR_REF": "$(VAR_A)", "VAR_EMPTY": ""}
+	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
+	// Cases from kubelet's expansion tests.
+	for in, want := range map[string]string{
+		"$(VAR_A)":                 "A",
+		"___$(VAR_B)___":           "___B___",
+		"$(VAR_A)-$(VAR_A)":        "A-A",
+		"$(VAR_A)$(VAR_B)$(VAR_C)": "ABC",
+		"$(VAR_REF)":               "$(VAR_A)",
+		"foo\\$(VAR_C)bar":         "foo\\Cbar",
+		"$(VAR_EMPTY)":             "",
+		"$(UNKNOWN)":               "$(UNKNOWN)",
+		"$$(VAR_A)":                "$(VAR_A)",
+		"$$$(VAR_A)":               "$A",
+		"$$$$(VAR_A)":              "$$(VAR_A)",
+		"$$":                       "$",
+		"$":                        "$",
+		"$VAR_A":                   "$VAR_A",
+		"$(VAR_A":                  "$(VAR_A",
+		"$(VAR_A$(VAR_B)":          "$(VAR_A$(VAR_B)",
+		"$()":                      "$()",
+		"f$(":                      "f$(",
+		"$(VAR_A)$":                "A$",
+		"x$$$":                     "x$$",
+	} {
+		if got := expand(in, lookup); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+		if got := expand(escapeExpansion(in), lookup); got != in {
+			t.Errorf("expand(escapeExpansion(%q)) = %q", in, got)
+		}
 	}
 }
 
@@ -486,10 +566,15 @@ func TestConvertRefusals(t *testing.T) {
   - name: app
     command: [sleep, "1"]
     env:
-    - name: NODE
+    - name: IP
       valueFrom:
-        fieldRef: {fieldPath: spec.nodeName}
-`), Options{}, []string{"error: Pod/p: spec.containers[0].env[0].valueFrom: podsup has no downward API, ConfigMaps or Secrets: write the value of NODE"}},
+        fieldRef: {fieldPath: status.podIP}
+    - name: KEY
+      valueFrom:
+        secretKeyRef: {name: creds, key: token}
+`), Options{}, []string{
+			`error: Pod/p: spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: "status.podIP": podsup gives a pod no address of its own`,
+			`error: Pod/p: spec.containers[0].env[1].valueFrom.secretKeyRef: no Secret "creds": add it to the manifest as a document of its own, or give its file with --secret FILE`}},
 		{"grpc", pod(`  containers:
   - name: app
     command: [sleep, "1"]
@@ -502,7 +587,7 @@ func TestConvertRefusals(t *testing.T) {
     args: ["-g", "daemon off;"]
   - name: bare
 `), Options{}, []string{
-			`error: Pod/p: spec.containers[0].command: container "app" has no command: podsup runs no image, so there is no entrypoint to fall back on`,
+			`error: Pod/p: spec.containers[0].command: container "app" has no command: podsup runs no image, so it knows no entrypoint for "nginx": give the image's directory with --image nginx=DIR (an OCI image layout or an unpacked bundle), or its entrypoint with --entrypoint nginx=CMD`,
 			`error: Pod/p: spec.containers[1].command: container "bare" has no command: the container has no image`}},
 		{"named port", pod(`  containers:
   - name: app

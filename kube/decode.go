@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -33,6 +35,9 @@ type workload struct {
 	// selector), and why reports fields with a message of their own.
 	ownFields []string
 	why       map[string]string
+	// source is set, and the rest empty, for a ConfigMap or a Secret:
+	// data for the workloads' env, not a workload.
+	source *EnvSource
 	// replicas is the workload's spec.replicas, when it has one: podsup
 	// runs one copy, so only another number is worth a warning.
 	replicas *int32
@@ -46,6 +51,18 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 		return &corev1.Pod{}, func(o any) *workload {
 			p := o.(*corev1.Pod)
 			return &workload{kind: "Pod", name: p.Name, meta: p.ObjectMeta, pod: p.Spec}
+		}
+	},
+	{"v1", "ConfigMap"}: func() (any, func(any) *workload) {
+		return &corev1.ConfigMap{}, func(o any) *workload {
+			m := o.(*corev1.ConfigMap)
+			return &workload{kind: "ConfigMap", name: m.Name, source: &EnvSource{Kind: "ConfigMap", Name: m.Name, Namespace: m.Namespace, Data: m.Data}}
+		}
+	},
+	{"v1", "Secret"}: func() (any, func(any) *workload) {
+		return &corev1.Secret{}, func(o any) *workload {
+			m := o.(*corev1.Secret)
+			return &workload{kind: "Secret", name: m.Name, source: &EnvSource{Kind: "Secret", Name: m.Name, Namespace: m.Namespace, Data: secretData(m)}}
 		}
 	},
 	{"apps/v1", "Deployment"}: func() (any, func(any) *workload) {
@@ -95,7 +112,10 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 func templated(kind string, meta metav1.ObjectMeta, t corev1.PodTemplateSpec, prefix string, own ...string) *workload {
 	m := t.ObjectMeta
 	m.Name = meta.Name
-	return &workload{kind: kind, name: meta.Name, meta: m, pod: t.Spec, prefix: prefix, ownFields: append(own, "metadata.name", "metadata.labels", prefix+"metadata.labels"),
+	if m.Namespace == "" { // the pods are in the workload's
+		m.Namespace = meta.Namespace
+	}
+	return &workload{kind: kind, name: meta.Name, meta: m, pod: t.Spec, prefix: prefix, ownFields: append(own, "metadata.name", "metadata.namespace", "metadata.labels", prefix+"metadata.labels"),
 		why: map[string]string{
 			"spec.replicas":          "podsup runs one copy of the pod",
 			"metadata.annotations":   "the workload's own annotations are not read: podsup.dev/ annotations belong on the pod template",
@@ -133,8 +153,50 @@ func decodeAll(src io.Reader) ([]*workload, error) {
 			out = append(out, w)
 		}
 	}
-	if len(out) == 0 {
+	if !slices.ContainsFunc(out, func(w *workload) bool { return w.source == nil }) {
 		return nil, errors.New("the manifest holds no object: want a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob")
+	}
+	return out, nil
+}
+
+// secretData is a Secret's data as the API server stores it: data
+// (base64 in the manifest) with stringData written over it.
+func secretData(m *corev1.Secret) map[string]string {
+	out := map[string]string{}
+	for k, v := range m.Data {
+		out[k] = string(v)
+	}
+	maps.Copy(out, m.StringData)
+	return out
+}
+
+// DecodeEnvSources reads the ConfigMaps (kind "ConfigMap") or Secrets
+// (kind "Secret") of a YAML stream, for Options.EnvSources: every
+// document must be one.
+func DecodeEnvSources(src io.Reader, kind string) ([]EnvSource, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(src))
+	var out []EnvSource
+	for n := 1; ; n++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading document %d: %w", n, err)
+		}
+		w, err := decodeOne(doc)
+		if err == nil && w != nil && (w.source == nil || w.kind != kind) {
+			err = fmt.Errorf("a %s, not a %s", w.kind, kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		if w != nil {
+			out = append(out, *w.source)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no %s in it", kind)
 	}
 	return out, nil
 }
@@ -153,7 +215,7 @@ func decodeOne(doc []byte) (*workload, error) {
 	}
 	mk, ok := kinds[[2]string{tm.APIVersion, tm.Kind}]
 	if !ok {
-		return nil, fmt.Errorf("apiVersion %q kind %q is not something podsup runs: want a Pod (v1), a Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), or a Job or CronJob (batch/v1)", tm.APIVersion, tm.Kind)
+		return nil, fmt.Errorf("apiVersion %q kind %q is not something podsup runs: want a Pod, ConfigMap or Secret (v1), a Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), or a Job or CronJob (batch/v1)", tm.APIVersion, tm.Kind)
 	}
 	obj, extract := mk()
 	strict, err := kjson.UnmarshalStrict(js, obj)
@@ -205,7 +267,6 @@ var fieldWhy = map[string]string{
 	"spec.containers[].ports":                           "podsup publishes no ports: processes listen on the host's network: ignored",
 	"spec.containers[].imagePullPolicy":                 "podsup pulls no images: ignored",
 	"spec.hostNetwork":                                  "podsup's processes always use the host's network: ignored",
-	"spec.containers[].envFrom":                         "podsup has no ConfigMaps or Secrets: write the variables in env: ignored",
 	"spec.initContainers[].volumeMounts":                "podsup has no volumes: use a sandbox mount: ignored",
 	"spec.containers[].lifecycle.postStart.tcpSocket":   "kubelet never runs a tcpSocket hook (deprecated): ignored",
 	"spec.containers[].lifecycle.preStop.tcpSocket":     "kubelet never runs a tcpSocket hook (deprecated): ignored",

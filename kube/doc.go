@@ -27,6 +27,32 @@
 //	containers[]                        process; initContainers[] → init
 //	initContainers[].restartPolicy      Always: a sidecar, restart_policy = "always"
 //	  name, command + args, env[].value, workingDir
+//	                                    $(VAR) expanded as kubelet does: each env
+//	                                    value with the entries before it, command
+//	                                    and args with all; $$ is $, an undefined
+//	                                    name stays as written (export escapes $
+//	                                    so that kubelet passes podsup's text)
+//	  envFrom, env[].valueFrom          resolved at convert time, as kubelet does:
+//	                                    configMapKeyRef, secretKeyRef, envFrom's
+//	                                    configMapRef and secretRef (with prefix) from
+//	                                    the ConfigMap and Secret documents of the
+//	                                    input or Options.EnvSources (--configmap,
+//	                                    --secret), optional honoured; fieldRef
+//	                                    metadata.name (the group's), namespace
+//	                                    ("default" when none), uid (metadata.uid,
+//	                                    else a new one), labels['K'],
+//	                                    annotations['K'], spec.nodeName (else
+//	                                    Options.NodeName, else this machine's
+//	                                    hostname), spec.serviceAccountName;
+//	                                    resourceFieldRef of a set limit or request
+//	  (the runtime's variables)         HOSTNAME, the pod's hostname (spec.hostname,
+//	                                    else its name), unless the container sets
+//	                                    it or the pod is hostNetwork (the node's,
+//	                                    unknown here); not set: service links
+//	                                    (NAME_SERVICE_HOST, ...), KUBERNETES_SERVICE_*
+//	                                    and KUBERNETES_PORT* (no Service, no API
+//	                                    server), and an image's PATH or HOME
+//	                                    unless --image gives its Env
 //	  startupProbe, livenessProbe, readinessProbe: exec, httpGet (named ports
 //	    resolved through ports[]), tcpSocket and every timing field;
 //	    httpGet.protocol other than HTTP1 (1.37) a warning: podsup speaks HTTP/1.1
@@ -34,11 +60,20 @@
 //	  lifecycle.stopSignal              stop_signal
 //	  securityContext.runAsUser/Group   user/group
 //	  image                             a comment and a warning; with Options.Rootfs,
-//	                                    the sandbox's rootfs
+//	                                    the sandbox's rootfs; with Options.Images
+//	                                    (--image IMAGE=DIR: an OCI image layout or an
+//	                                    unpacked bundle, ReadImage) its Entrypoint and
+//	                                    Cmd by kubelet's rules (command and args; else
+//	                                    Entrypoint and args; else Entrypoint and Cmd),
+//	                                    its Env under the container's, its WorkingDir
+//	                                    and User where the container sets none;
+//	                                    Options.Entrypoints (--entrypoint) without one
 //
-// Refused (errors): env valueFrom, grpc probes, an init container's
-// restartPolicy other than Always, a container without command (podsup runs no image, so it knows no
-// entrypoint), a named port the container does not have, two images
+// Refused (errors): what valueFrom or envFrom cannot know (a ConfigMap,
+// Secret or key that is missing and not optional, status.podIP and
+// status.hostIP, a limit the container does not set), grpc probes, an init container's
+// restartPolicy other than Always, a container without command whose image
+// podsup-kube was given no configuration or entrypoint for, a named port the container does not have, two images
 // mapped to different root filesystems in one pod. Labels and selectors
 // mean nothing outside Kubernetes and are not read, nor is a StatefulSet's
 // serviceName (the Service that names its pods in the cluster's DNS). A

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -102,8 +103,9 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 		ps.Resources = podResources(s.Resources)
 	}
 	ps.SecurityContext = podSecurityContext(g.Security)
+	hostname := podHostname(ps, g.Name)
 	for i := range g.Init {
-		ct := container(&g.Init[i])
+		ct := container(&g.Init[i], hostname)
 		if spec.IsSidecar(&g.Init[i]) {
 			always := corev1.ContainerRestartPolicyAlways
 			ct.RestartPolicy = &always // a sidecar: a restartable init container
@@ -111,7 +113,7 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 		ps.InitContainers = append(ps.InitContainers, ct)
 	}
 	for i := range g.Processes {
-		ps.Containers = append(ps.Containers, container(&g.Processes[i]))
+		ps.Containers = append(ps.Containers, container(&g.Processes[i], hostname))
 	}
 	if s := g.Sandbox; s != nil {
 		sandboxSecurity(ps, s)
@@ -119,7 +121,7 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 
 	// What a Pod holds of g, read back the way Convert reads it.
 	w := &workload{kind: "Pod", name: g.Name, pod: *ps.DeepCopy()}
-	c := &converter{r: &reporter{}, w: w, images: map[[2]string]string{}, usedImages: map[string]bool{}}
+	c := &converter{r: &reporter{}, w: w, images: map[[2]string]string{}, envOrder: map[[2]string][]string{}, usedImages: map[string]bool{}, usedImageConfigs: map[string]bool{}}
 	back := c.group()
 
 	var warns []Finding
@@ -162,7 +164,8 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 		want, got []spec.Process
 	}{{initAnnotation, g.Init, back.Init}, {processAnnotation, g.Processes, back.Processes}} {
 		for i := range list.want {
-			d := processDelta(&list.want[i], &list.got[i])
+			got := withoutStandardEnv(&list.got[i], &list.want[i], hostname)
+			d := processDelta(&list.want[i], got)
 			if !reflect.DeepEqual(d, spec.Process{}) {
 				annotate(list.key+list.want[i].Name, fragmentBody(func(b *hclwrite.Body) { writeProcess(b, &d) }))
 			}
@@ -196,10 +199,37 @@ func sandboxSecurity(ps *corev1.PodSpec, s *spec.Sandbox) {
 	}
 }
 
-func container(p *spec.Process) corev1.Container {
-	c := corev1.Container{Name: p.Name, Command: p.Command, WorkingDir: p.WorkingDir}
+// withoutStandardEnv is got without the HOSTNAME that converting a Pod
+// adds (standardEnv), when want has none: Kubernetes sets it in every
+// container, so a Pod cannot say it is absent, and an annotation for it
+// on every process would say nothing.
+func withoutStandardEnv(got, want *spec.Process, hostname string) *spec.Process {
+	if _, ok := want.Env["HOSTNAME"]; ok || got.Env["HOSTNAME"] != hostname {
+		return got
+	}
+	out := *got
+	out.Env = maps.Clone(got.Env)
+	delete(out.Env, "HOSTNAME")
+	if len(out.Env) == 0 {
+		out.Env = nil
+	}
+	return &out
+}
+
+// container is p as a container of a pod whose hostname is hostname: a
+// HOSTNAME variable of that value goes without saying.
+func container(p *spec.Process, hostname string) corev1.Container {
+	// kubelet expands $(VAR) and $$ in these: escaped, they reach the
+	// process as podsup would pass them.
+	c := corev1.Container{Name: p.Name, WorkingDir: p.WorkingDir}
+	for _, arg := range p.Command {
+		c.Command = append(c.Command, escapeExpansion(arg))
+	}
 	for _, k := range sortedEnv(p.Env) {
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: p.Env[k]})
+		if k == "HOSTNAME" && p.Env[k] == hostname {
+			continue
+		}
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: escapeExpansion(p.Env[k])})
 	}
 	if u, err := strconv.ParseInt(p.User, 10, 64); err == nil {
 		c.SecurityContext = &corev1.SecurityContext{RunAsUser: &u}

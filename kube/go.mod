@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/hashicorp/hcl/v2 v2.25.0
+	github.com/opencontainers/go-digest v1.0.0
+	github.com/opencontainers/image-spec v1.1.1
 	github.com/podsup/podsup v0.0.0-00010101000000-000000000000
 	github.com/spf13/cobra v1.10.2
 	github.com/zclconf/go-cty v1.19.0

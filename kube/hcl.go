@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ func WriteHCL(w io.Writer, res *Result, source string) error {
 		}
 	}
 	body.AppendNewline()
-	writeConfig(body, res.Config, res.Images)
+	writeConfig(body, res.Config, res.Images, res.EnvOrder)
 	_, err := w.Write(f.Bytes())
 	return err
 }
@@ -35,11 +36,13 @@ func WriteHCL(w io.Writer, res *Result, source string) error {
 // HCL is cfg as a configuration file, without comments.
 func HCL(cfg *spec.Config) []byte {
 	f := hclwrite.NewEmptyFile()
-	writeConfig(f.Body(), cfg, nil)
+	writeConfig(f.Body(), cfg, nil, nil)
 	return f.Bytes()
 }
 
-func writeConfig(body *hclwrite.Body, cfg *spec.Config, images map[[2]string]string) {
+// writeConfig writes cfg; images and envOrder (either may be nil) are a
+// conversion's, by group and process name.
+func writeConfig(body *hclwrite.Body, cfg *spec.Config, images map[[2]string]string, envOrder map[[2]string][]string) {
 	if s := cfg.Supervisor; !s.IsZero() {
 		sb := body.AppendNewBlock("supervisor", nil).Body()
 		str(sb, "socket", s.Socket)
@@ -68,12 +71,12 @@ func writeConfig(body *hclwrite.Body, cfg *spec.Config, images map[[2]string]str
 		for _, p := range g.Init {
 			pb := gb.AppendNewBlock("init", []string{p.Name}).Body()
 			imageComment(pb, images[[2]string{g.Name, p.Name}])
-			writeProcess(pb, &p)
+			writeProcessInOrder(pb, &p, envOrder[[2]string{g.Name, p.Name}])
 		}
 		for _, p := range g.Processes {
 			pb := gb.AppendNewBlock("process", []string{p.Name}).Body()
 			imageComment(pb, images[[2]string{g.Name, p.Name}])
-			writeProcess(pb, &p)
+			writeProcessInOrder(pb, &p, envOrder[[2]string{g.Name, p.Name}])
 		}
 		if i < len(cfg.Groups)-1 {
 			body.AppendNewline()
@@ -153,16 +156,16 @@ func writeBackoff(b *hclwrite.Body, bo spec.Backoff) {
 }
 
 // writeProcess writes every field of p that is set, but its name.
-func writeProcess(b *hclwrite.Body, p *spec.Process) {
+func writeProcess(b *hclwrite.Body, p *spec.Process) { writeProcessInOrder(b, p, nil) }
+
+// writeProcessInOrder is writeProcess with the env in envOrder's order
+// (the manifest's), then any other variable by name.
+func writeProcessInOrder(b *hclwrite.Body, p *spec.Process, envOrder []string) {
 	if len(p.Command) > 0 {
 		b.SetAttributeValue("command", strList(p.Command))
 	}
 	if len(p.Env) > 0 {
-		m := map[string]cty.Value{}
-		for k, v := range p.Env {
-			m[k] = cty.StringVal(v)
-		}
-		b.SetAttributeValue("env", cty.MapVal(m))
+		b.SetAttributeRaw("env", envTokens(p.Env, envOrder))
 	}
 	str(b, "working_dir", p.WorkingDir)
 	str(b, "user", p.User)
@@ -198,6 +201,29 @@ func writeProcess(b *hclwrite.Body, p *spec.Process) {
 			lb.SetAttributeValue("stdout", cty.False)
 		}
 	}
+}
+
+// envTokens is env as an HCL object, its names in order, then the others
+// sorted: an object constructor keeps the order it is written in, where
+// cty's map sorts it.
+func envTokens(env map[string]string, order []string) hclwrite.Tokens {
+	var names []string
+	seen := map[string]bool{}
+	for _, n := range append(slices.Clone(order), sortedEnv(env)...) {
+		if _, ok := env[n]; ok && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	attrs := make([]hclwrite.ObjectAttrTokens, len(names))
+	for i, n := range names {
+		name := hclwrite.TokensForValue(cty.StringVal(n))
+		if hclsyntax.ValidIdentifier(n) {
+			name = hclwrite.TokensForIdentifier(n)
+		}
+		attrs[i] = hclwrite.ObjectAttrTokens{Name: name, Value: hclwrite.TokensForValue(cty.StringVal(env[n]))}
+	}
+	return hclwrite.TokensForObject(attrs)
 }
 
 func writeProbe(b *hclwrite.Body, name string, p *spec.Probe) {

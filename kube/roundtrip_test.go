@@ -3,7 +3,9 @@ package kube
 import (
 	"bytes"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,33 @@ func groupsWithBackoff(cfg *spec.Config) []spec.Group {
 	for i, g := range cfg.Groups {
 		b := g.EffectiveBackoff(cfg.Backoff)
 		g.Backoff = &b
+		out[i] = g
+	}
+	return out
+}
+
+// asConverted is groups as converting a Pod of them gives them back:
+// every process has the HOSTNAME a Pod's containers get (standardEnv).
+func asConverted(groups []spec.Group) []spec.Group {
+	out := make([]spec.Group, len(groups))
+	for i, g := range groups {
+		hostname := g.Name
+		if g.Sandbox != nil && slices.Contains(g.Sandbox.Namespaces, "uts") && g.Sandbox.Hostname != "" {
+			hostname = g.Sandbox.Hostname
+		}
+		for _, list := range []*[]spec.Process{&g.Init, &g.Processes} {
+			ps := slices.Clone(*list)
+			for j := range ps {
+				if _, ok := ps[j].Env["HOSTNAME"]; !ok {
+					ps[j].Env = maps.Clone(ps[j].Env)
+					if ps[j].Env == nil {
+						ps[j].Env = map[string]string{}
+					}
+					ps[j].Env["HOSTNAME"] = hostname
+				}
+			}
+			*list = ps
+		}
 		out[i] = g
 	}
 	return out
@@ -78,7 +107,7 @@ func TestExportConvertRoundTripsEveryExample(t *testing.T) {
 		for _, kind := range []string{"pod", "deployment"} {
 			t.Run(f+"/"+kind, func(t *testing.T) {
 				back, yml := roundTrip(t, cfg, kind)
-				want, got := groupsWithBackoff(cfg), groupsWithBackoff(back)
+				want, got := asConverted(groupsWithBackoff(cfg)), groupsWithBackoff(back)
 				if !equal(want, got) {
 					t.Errorf("round trip changed the groups\nwant %s\ngot  %s\nYAML:\n%s", show(want), show(got), yml)
 				}
@@ -112,7 +141,7 @@ func TestExportUsesPodFieldsFirst(t *testing.T) {
 			t.Errorf("export lacks %q:\n%s", want, yml)
 		}
 	}
-	if !equal(groupsWithBackoff(cfg), groupsWithBackoff(back)) {
+	if !equal(asConverted(groupsWithBackoff(cfg)), groupsWithBackoff(back)) {
 		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
 	}
 }
@@ -136,7 +165,7 @@ func TestExportSidecarAsRestartableInitContainer(t *testing.T) {
 	if strings.Count(yml, "restartPolicy: Always") != 1 || !strings.Contains(yml, "startupProbe:") {
 		t.Errorf("the sidecar is not a restartable init container with its probe:\n%s", yml)
 	}
-	if !equal(groupsWithBackoff(cfg), groupsWithBackoff(back)) {
+	if !equal(asConverted(groupsWithBackoff(cfg)), groupsWithBackoff(back)) {
 		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
 	}
 }
@@ -168,7 +197,7 @@ func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
 		}
 	}
 	back, _ := roundTrip(t, cfg, "pod")
-	if !equal(groupsWithBackoff(cfg), groupsWithBackoff(back)) {
+	if !equal(asConverted(groupsWithBackoff(cfg)), groupsWithBackoff(back)) {
 		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
 	}
 }
@@ -257,7 +286,7 @@ group "app" {
 		t.Fatal(err)
 	}
 	back, yml := roundTrip(t, cfg, "pod")
-	want, got := groupsWithBackoff(cfg), groupsWithBackoff(back)
+	want, got := asConverted(groupsWithBackoff(cfg)), groupsWithBackoff(back)
 	if !equal(want, got) {
 		t.Errorf("round trip changed the groups\nwant %s\ngot  %s\nYAML:\n%s", show(want), show(got), yml)
 	}

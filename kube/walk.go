@@ -20,6 +20,8 @@ import (
 var (
 	podFields = []string{
 		"metadata.name", "metadata.annotations",
+		// Only the downward API reads it (metadata.namespace).
+		"metadata.namespace",
 		"spec.restartPolicy", "spec.terminationGracePeriodSeconds",
 		"spec.hostname", "spec.shareProcessNamespace",
 		// podsup's processes use the host's network: hostNetwork: true
@@ -34,6 +36,7 @@ var (
 	containerFields = []string{
 		"name", "image", "command", "args",
 		"env[].name", "env[].value", "env[].valueFrom",
+		"envFrom[].prefix", "envFrom[].configMapRef", "envFrom[].secretRef",
 		"workingDir", "restartPolicy",
 		"lifecycle.stopSignal",
 		"resources.limits", "resources.requests",

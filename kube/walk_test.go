@@ -254,9 +254,10 @@ func TestEveryUnmappedWorkloadFieldIsReported(t *testing.T) {
 // A workload's own fields that the walk leaves alone are few, and each
 // has its reason in templated's doc or its kind's entry: selectors and
 // labels are Kubernetes' controllers' business, a StatefulSet's
-// serviceName names a Service, spec.replicas is read.
+// serviceName names a Service, spec.replicas and metadata.namespace (the
+// downward API's) are read.
 func TestWorkloadsIgnoreOnlyTheirListedFields(t *testing.T) {
-	allowed := map[string]bool{"metadata.name": true, "metadata.labels": true, "spec.selector": true,
+	allowed := map[string]bool{"metadata.name": true, "metadata.namespace": true, "metadata.labels": true, "spec.selector": true,
 		"spec.serviceName": true, "spec.replicas": true, "spec.jobTemplate.spec.selector": true}
 	for key, mk := range kinds {
 		obj, extract := mk()

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,17 +67,84 @@ the workload does); --strict makes warnings errors.`,
 
 // convertFlags are convert's and play's.
 type convertFlags struct {
-	strict bool
-	rootfs []string
+	strict     bool
+	rootfs     []string
+	configMaps []string
+	secrets    []string
+	images     []string
+	entrypoint []string
 }
 
 func (f *convertFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "fail on any field podsup cannot honour, not only on those it refuses")
 	cmd.Flags().StringArrayVar(&f.rootfs, "rootfs", nil, "run the containers of image IMAGE in the unpacked root filesystem DIR (IMAGE=DIR, repeatable)")
+	cmd.Flags().StringArrayVar(&f.images, "image", nil, "read image IMAGE's Entrypoint, Cmd, Env, WorkingDir and User from DIR, an OCI image layout or an unpacked bundle (IMAGE=DIR, repeatable)")
+	cmd.Flags().StringArrayVar(&f.entrypoint, "entrypoint", nil, `image IMAGE's entrypoint, for a container with args and no command, when no --image DIR is at hand (IMAGE=CMD or IMAGE='["CMD","ARG"]', repeatable)`)
+	cmd.Flags().StringArrayVar(&f.configMaps, "configmap", nil, "a YAML file of ConfigMaps for valueFrom and envFrom (repeatable)")
+	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "a YAML file of Secrets for valueFrom and envFrom (repeatable; their values are written into the HCL)")
+}
+
+// envSources reads the --configmap and --secret files.
+func (f *convertFlags) envSources() ([]kube.EnvSource, error) {
+	var out []kube.EnvSource
+	for _, l := range []struct {
+		flag, kind string
+		files      []string
+	}{{"--configmap", "ConfigMap", f.configMaps}, {"--secret", "Secret", f.secrets}} {
+		for _, name := range l.files {
+			file, err := os.Open(name)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", l.flag, err)
+			}
+			srcs, err := kube.DecodeEnvSources(file, l.kind)
+			file.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", l.flag, name, err)
+			}
+			out = append(out, srcs...)
+		}
+	}
+	return out, nil
 }
 
 func (f *convertFlags) options() (kube.Options, error) {
 	o := kube.Options{Strict: f.strict}
+	var err error
+	if o.EnvSources, err = f.envSources(); err != nil {
+		return o, err
+	}
+	for _, v := range f.images {
+		img, dir, ok := strings.Cut(v, "=")
+		if !ok || img == "" || dir == "" {
+			return o, fmt.Errorf("--image %q: want IMAGE=DIR, e.g. --image nginx:1.27=/srv/images/nginx", v)
+		}
+		cfg, err := kube.ReadImage(dir, img)
+		if err != nil {
+			return o, fmt.Errorf("--image %q: %w", v, err)
+		}
+		if o.Images == nil {
+			o.Images = map[string]*kube.Image{}
+		}
+		o.Images[img] = cfg
+	}
+	for _, v := range f.entrypoint {
+		img, line, ok := strings.Cut(v, "=")
+		var argv []string
+		if strings.HasPrefix(strings.TrimSpace(line), "[") {
+			if err := json.Unmarshal([]byte(line), &argv); err != nil {
+				return o, fmt.Errorf("--entrypoint %q: not a JSON list of strings: %w", v, err)
+			}
+		} else {
+			argv = strings.Fields(line)
+		}
+		if !ok || img == "" || len(argv) == 0 {
+			return o, fmt.Errorf(`--entrypoint %q: want IMAGE=CMD, e.g. --entrypoint nginx:1.27=/docker-entrypoint.sh, or IMAGE='["CMD","ARG"]'`, v)
+		}
+		if o.Entrypoints == nil {
+			o.Entrypoints = map[string][]string{}
+		}
+		o.Entrypoints[img] = argv
+	}
 	for _, v := range f.rootfs {
 		img, dir, ok := strings.Cut(v, "=")
 		if !ok || img == "" || dir == "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,6 +81,70 @@ func TestConvertCommandRootfs(t *testing.T) {
 	for _, bad := range []string{"nodir", "img=" + filepath.Join(dir, "missing")} {
 		if _, _, err := cli(t, "", "convert", "--rootfs", bad, "../../../examples/kube/web.yaml"); err == nil || !strings.Contains(err.Error(), "--rootfs") {
 			t.Errorf("--rootfs %s: err = %v", bad, err)
+		}
+	}
+}
+
+// --configmap and --secret give the ConfigMaps and Secrets that
+// valueFrom and envFrom read.
+func TestConvertCommandConfigMapAndSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	cm, sec := filepath.Join(dir, "cm.yaml"), filepath.Join(dir, "secret.yaml")
+	if err := os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {LEVEL: debug}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sec, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {token: t0k}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pod := `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: app
+    command: [app]
+    envFrom: [{configMapRef: {name: settings}}]
+    env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: creds, key: token}}}]
+`
+	out, _, err := cli(t, pod, "convert", "--configmap", cm, "--secret", sec, "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`LEVEL += "debug"`).MatchString(out) || !regexp.MustCompile(`TOKEN += "t0k"`).MatchString(out) {
+		t.Errorf("the variables are not resolved:\n%s", out)
+	}
+	if _, _, err := cli(t, pod, "convert", "--configmap", sec, "-"); err == nil || !strings.Contains(err.Error(), "--configmap "+sec+": document 1: a Secret, not a ConfigMap") {
+		t.Errorf("a Secret given as --configmap: err = %v", err)
+	}
+	if _, _, err := cli(t, pod, "convert", "--configmap", cm, "-"); err == nil || !strings.Contains(err.Error(), "--secret FILE") {
+		t.Errorf("no Secret: err = %v", err)
+	}
+}
+
+// --image reads an image's configuration; --entrypoint stands in for it;
+// without either, the refusal names both.
+func TestConvertCommandImageAndEntrypoint(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"config":{"Entrypoint":["/bin/echo"],"Cmd":["from","image"],"WorkingDir":"/tmp"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: \"echo:1\"}\n  - {name: b, image: \"sh:1\", args: [-c, \"true\"]}\n"
+	out, _, err := cli(t, pod, "convert", "--image", "echo:1="+dir, "--entrypoint", `sh:1=["/bin/sh"]`, "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `command = ["/bin/echo", "from", "image"]`) || !strings.Contains(out, `command = ["/bin/sh", "-c", "true"]`) {
+		t.Errorf("the image's entrypoint is not used:\n%s", out)
+	}
+	_, _, err = cli(t, pod, "convert", "-")
+	for _, want := range []string{"--image echo:1=DIR", "--entrypoint echo:1=CMD", "--image sh:1=DIR"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err lacks %q: %v", want, err)
+		}
+	}
+	for _, bad := range [][]string{{"--image", "nodir"}, {"--image", "x=" + t.TempDir()}, {"--entrypoint", "x="}, {"--entrypoint", "x=[1]"}} {
+		if _, _, err := cli(t, pod, append([]string{"convert"}, append(bad, "-")...)...); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: err = %v", bad, err)
 		}
 	}
 }
