@@ -130,6 +130,18 @@ func (a *Attachment) Withdraw() {
 	}
 	p.mu.Unlock()
 	_ = a.CloseWriters() // write ends podsup made; nothing to flush
+	// The read ends too, now: nothing was written to them, and left to
+	// the loop (which retires a stream at its EOF) they stayed open until
+	// it came round to them. The start's retry, made at once and alone
+	// because fds ran out, then still lacked those fds and failed again.
+	h := a.hub
+	h.readMu.Lock()
+	for i := range a.c.streams[:a.c.n] {
+		if s := &a.c.streams[i]; s.fd >= 0 {
+			h.retire(s)
+		}
+	}
+	h.readMu.Unlock()
 }
 
 // newCapture makes a's pipes and adds their read ends to the loop.

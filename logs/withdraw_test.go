@@ -1,8 +1,10 @@
 package logs
 
 import (
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +93,52 @@ func TestWithdrawKeepsThePreStartLines(t *testing.T) {
 	}
 	if got := texts(mustTail(t, h, "web", "api", 0, true)); !equalStrings(got, []string{"one"}) {
 		t.Fatalf("--previous after a withdrawn attachment: %q, want [one]", got)
+	}
+}
+
+// A withdrawn attachment gives back its read ends before Withdraw
+// returns, not when the loop next comes round to their end of output:
+// the start's retry that follows at once, alone because fds ran out,
+// needs them.
+func TestWithdrawClosesTheReadEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t, HubOptions{TailLines: 10})
+	openPipes := func(fds []int) (open []int) {
+		for _, fd := range fds {
+			if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && strings.HasPrefix(target, "pipe:") {
+				open = append(open, fd)
+			}
+		}
+		return open
+	}
+	for _, l := range []spec.Log{{}, {SeparateStreams: true}} {
+		a, err := h.Attach("web", "api", "1", l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reads []int
+		for i := range a.c.streams[:a.c.n] {
+			reads = append(reads, int(a.c.streams[i].fd))
+		}
+		// Hold the loop, as a loop busy with other output would be: it
+		// cannot retire the read ends meanwhile.
+		h.readMu.Lock()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Withdraw()
+		}()
+		select {
+		case <-done:
+			if open := openPipes(reads); len(open) > 0 {
+				t.Errorf("separate streams %v: Withdraw returned with read ends %v still open", l.SeparateStreams, open)
+			}
+		case <-time.After(50 * time.Millisecond):
+		}
+		h.readMu.Unlock()
+		<-done
+		if open := openPipes(reads); len(open) > 0 {
+			t.Errorf("separate streams %v: read ends %v still open after Withdraw", l.SeparateStreams, open)
+		}
 	}
 }
