@@ -77,8 +77,14 @@ func TestRootlessUpRunsTheExampleAsAUser(t *testing.T) {
 	}
 
 	pid := app.Pid
-	if m := field(t, pid, "uid_map"); m != fmt.Sprintf("0 %d 1", u.UID) {
-		t.Errorf("the app's uid_map is %q, want root inside = uid %d on the host", m, u.UID)
+	// Root is the user; with a subordinate range (useradd gives a new user
+	// one where /etc/subuid exists) and newuidmap, ids 1.. are the range.
+	wantMap := fmt.Sprintf("0 %d 1", u.UID)
+	if m := rootless.MapsFor(u.UID, u.GID, "/etc/subuid", "/etc/subgid"); m.Helpers {
+		wantMap += fmt.Sprintf(" 1 %d %d", m.UID[1].Outside, m.UID[1].Count)
+	}
+	if m := field(t, pid, "uid_map"); m != wantMap {
+		t.Errorf("the app's uid_map is %q, want %q: root inside = uid %d on the host", m, wantMap, u.UID)
 	}
 	if uids, want := statusLine(t, pid, "Uid"), strings.TrimSpace(strings.Repeat(strconv.Itoa(u.UID)+" ", 4)); uids != want {
 		t.Errorf("the app runs as Uid %q on the host, want %d everywhere", uids, u.UID)
@@ -87,7 +93,7 @@ func TestRootlessUpRunsTheExampleAsAUser(t *testing.T) {
 	if pp, _ := strconv.Atoi(statusLine(t, inner, "PPid")); inner <= 0 || pp != up.p.Pid() {
 		t.Errorf("the app's parent is %d, whose parent is %d: want podsup in the user namespace, the child of podsup up (%d)", inner, pp, up.p.Pid())
 	}
-	if m := field(t, inner, "uid_map"); m != fmt.Sprintf("0 %d 1", u.UID) {
+	if m := field(t, inner, "uid_map"); m != wantMap {
 		t.Errorf("the app's parent (%d) has uid_map %q, want podsup in the user namespace", inner, m)
 	}
 
@@ -119,7 +125,7 @@ func TestRootlessUpRunsTheExampleAsAUser(t *testing.T) {
 	if e.Code() != 0 {
 		t.Errorf("podsup up after SIGTERM: %s\n%s", e, log)
 	}
-	if !strings.Contains(log, "uid 0 on rootless") {
+	if !strings.Contains(log, "uid 0 on rootless, pid") {
 		t.Errorf("the app did not say it is root in its sandbox:\n%s", log)
 	}
 	if n := strings.Count(log, lost); n != 1 {
@@ -158,4 +164,179 @@ func statusLine(t *testing.T, pid int, key string) string {
 	}
 	t.Fatalf("/proc/%d/status has no %s", pid, key)
 	return ""
+}
+
+// TestRootlessRunsAUserOfTheSubordinateRange: with a range for the user in
+// /etc/subuid and /etc/subgid and newuidmap installed, ids 1.. of the
+// rootless podsup's namespace are that range, so a process with user =
+// "1000" runs as the range's 1000th id on the host (as podman rootless
+// maps a container's users).
+func TestRootlessRunsAUserOfTheSubordinateRange(t *testing.T) {
+	testusers.RequireRoot(t)
+	if why := rootless.Possible(); why != "" {
+		t.Skipf("this host gives no user namespace to a user: %s", why)
+	}
+	u := testusers.NewUser(t) // with a range, where useradd gives one
+	maps := rootless.MapsFor(u.UID, u.GID, "/etc/subuid", "/etc/subgid")
+	if !maps.Helpers {
+		t.Skip("needs newuidmap and newgidmap (package uidmap) and a range for a new user in /etc/subuid and /etc/subgid")
+	}
+	t.Parallel()
+	exe := testusers.SharedExecutable(t)
+	dir := testusers.SharedDir(t)
+	file := filepath.Join(dir, "range.hcl")
+	cfg := `group "ranged" {
+  sandbox {
+    namespaces = ["pid", "mount"]
+    mount {
+      type   = "proc"
+      target = "/proc"
+    }
+  }
+  process "other" {
+    user    = "1000"
+    group   = "1000"
+    command = ["sh", "-c", "echo \"inside $(id -u):$(id -g)\"; trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"]
+  }
+}
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(run, u.UID, u.GID); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(run, "podsup.sock")
+	env := []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin"}
+	up := start(t, &proc.Cmd{Path: exe, Args: []string{exe, "up", "-f", file, "--socket", socket}, RunAs: proc.RunAs{User: u.Name, Env: env}})
+	var p api.ProcessStatus
+	if !eventually(func() bool {
+		out, code := testusers.Run(t, u, env, exe, "status", "ranged/other", "-o", "json", "--socket", socket)
+		var st api.StatusResponse
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Groups) != 1 || len(st.Groups[0].Processes) != 1 {
+			return false
+		}
+		p = st.Groups[0].Processes[0]
+		return p.State == "running" && p.Pid > 0
+	}) {
+		t.Fatalf("the process did not come up: %+v\n%s", p, up.sofar(t))
+	}
+	uid := maps.UID[1].Outside + 999
+	gid := maps.GID[1].Outside + 999
+	if got := statusLine(t, p.Pid, "Uid"); got != strings.TrimSpace(strings.Repeat(strconv.Itoa(uid)+" ", 4)) {
+		t.Errorf("user 1000 of the sandbox is Uid %q on the host, want %d (the range from %d)", got, uid, maps.UID[1].Outside)
+	}
+	if got := statusLine(t, p.Pid, "Gid"); got != strings.TrimSpace(strings.Repeat(strconv.Itoa(gid)+" ", 4)) {
+		t.Errorf("group 1000 of the sandbox is Gid %q on the host, want %d", got, gid)
+	}
+	_ = up.p.Signal(syscall.SIGTERM)
+	if e := up.wait(t); e.Code() != 0 {
+		t.Errorf("podsup up after SIGTERM: %s\n%s", e, up.rest(t))
+	} else if log := up.rest(t); !strings.Contains(log, "inside 1000:1000") {
+		t.Errorf("the process did not say it is 1000:1000 inside:\n%s", log)
+	}
+}
+
+// TestRootlessCgroupFlagPlacesPodsupInTheDelegatedCgroup: up --cgroup DIR
+// starts the rootless podsup in DIR, a cgroup v2 directory delegated to
+// the user (here made and chowned by the test, as systemd delegates a
+// user's service), so its own cgroups and limits go there.
+func TestRootlessCgroupFlagPlacesPodsupInTheDelegatedCgroup(t *testing.T) {
+	testusers.RequireRoot(t)
+	if why := rootless.Possible(); why != "" {
+		t.Skipf("this host gives no user namespace to a user: %s", why)
+	}
+	mount := v2Mount()
+	if mount == "" {
+		t.Skip("no cgroup v2 hierarchy is mounted")
+	}
+	t.Parallel()
+	u := testusers.NewUser(t)
+	base, err := os.MkdirTemp(mount, "podsup-rltest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeCgroupTree(t, base) })
+	outer, target := filepath.Join(base, "outer"), filepath.Join(base, "target")
+	for _, d := range []string{outer, target} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Delegation as systemd makes it: the directories and the files a
+	// delegated cgroup's owner writes.
+	for _, d := range []string{base, outer, target} {
+		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+			if err := os.Chown(filepath.Join(d, f), u.UID, u.GID); err != nil && f == "" {
+				t.Fatal(err)
+			}
+		}
+	}
+	exe := testusers.SharedExecutable(t)
+	dir := testusers.SharedDir(t)
+	file := filepath.Join(dir, "rootless.hcl")
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "rootless.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(run, u.UID, u.GID); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(run, "podsup.sock")
+	env := []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin"}
+	fd, err := syscall.Open(outer, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	up := start(t, &proc.Cmd{Path: exe, Args: []string{exe, "up", "-f", file, "--socket", socket, "--cgroup", target},
+		RunAs: proc.RunAs{User: u.Name, Env: env}, UseCgroupFD: true, CgroupFD: fd})
+	var app api.ProcessStatus
+	if !eventually(func() bool {
+		out, code := testusers.Run(t, u, env, exe, "status", "rootless/app", "-o", "json", "--socket", socket)
+		var st api.StatusResponse
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Groups) != 1 || len(st.Groups[0].Processes) != 1 {
+			return false
+		}
+		app = st.Groups[0].Processes[0]
+		return app.State == "running" && app.Pid > 0
+	}) {
+		t.Fatalf("the app did not come up: %+v\n%s", app, up.sofar(t))
+	}
+	inner, _ := strconv.Atoi(statusLine(t, app.Pid, "PPid"))
+	if got := v2CgroupDir(inner); !strings.HasPrefix(got+"/", target+"/") {
+		t.Errorf("the rootless podsup (%d) is in cgroup %q, want %q or below", inner, got, target)
+	}
+	if got := v2CgroupDir(up.p.Pid()); got != outer {
+		t.Errorf("the podsup the user started is in %q, want it left where it was started (%s)", got, outer)
+	}
+	_ = up.p.Signal(syscall.SIGTERM)
+	if e := up.wait(t); e.Code() != 0 {
+		t.Errorf("podsup up after SIGTERM: %s\n%s", e, up.rest(t))
+	}
+}
+
+// removeCgroupTree removes dir and the cgroups below it, deepest first;
+// they must be empty of processes by then.
+func removeCgroupTree(t *testing.T, dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			removeCgroupTree(t, filepath.Join(dir, e.Name()))
+		}
+	}
+	if err := syscall.Rmdir(dir); err != nil {
+		t.Errorf("removing cgroup %s: %v", dir, err)
+	}
 }
