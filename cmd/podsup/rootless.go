@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/podsup/podsup/internal/rootless"
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 )
 
@@ -45,10 +47,16 @@ func upRootless(cfg *spec.Config, cgroupDir string) (code int, ran bool, err err
 		cgroupFD = fd
 	}
 	// Caught before the start, so none is lost; podsup in the namespace
-	// acts on them.
+	// acts on them, or logs the stray ones, as it would if the user had
+	// sent them to it: none ends this podsup before the other one.
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, upSignals...)
+	// SIGPIPE is caught, not ignored (an ignored signal would stay ignored
+	// across the exec), and dropped.
+	signal.Notify(sigs, append(append([]os.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE}, upSignals...), straySignals...)...)
 	defer signal.Stop(sigs)
+	// As PID 1 (a container started as a user) it reaps orphans; else a
+	// subreaper, so that what the other podsup leaves is reaped here.
+	proc.StartReaperAs(true)
 	// The socket is named here, by the user: in the namespace podsup is
 	// uid 0 and would take root's default path.
 	args := append(os.Args[1:], "--socket", cfg.Supervisor.EffectiveSocket())
@@ -64,7 +72,9 @@ func upRootless(cfg *spec.Config, cgroupDir string) (code int, ran bool, err err
 	for {
 		select {
 		case s := <-sigs:
-			_ = p.Signal(s.(unix.Signal))
+			if s != syscall.SIGPIPE {
+				_ = p.Signal(s.(syscall.Signal))
+			}
 		case <-p.Done():
 			return p.Exit().Code(), true, nil
 		}

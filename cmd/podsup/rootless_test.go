@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/internal/rootless"
@@ -25,7 +26,8 @@ import (
 // user started; its exit reaches podsup; start-up says in one line that
 // the limits are lost without a delegated cgroup and how to have them;
 // validate says the same and nothing of namespaces; describe and security
-// show the user namespace; SIGTERM stops all and
+// show the user namespace; SIGHUP to the podsup the user started reloads,
+// SIGTERM stops all and
 // exits 0 (issue #29, item 8). Before, up refused the file: namespaces
 // need root.
 func TestRootlessUpRunsTheExampleAsAUser(t *testing.T) {
@@ -119,9 +121,20 @@ func TestRootlessUpRunsTheExampleAsAUser(t *testing.T) {
 		t.Errorf("after SIGKILL of the app: %+v, want a restart with its exit (137) recorded", app)
 	}
 
+	// The podsup the user started passes its signals on: SIGHUP reloads.
+	_ = up.p.Signal(syscall.SIGHUP)
+	var seen strings.Builder
+	for !strings.Contains(seen.String(), "reloaded: ") {
+		l, ok := up.lineWithin(t, 30*time.Second)
+		if !ok {
+			t.Fatalf("no reload within 30s of SIGHUP to the podsup the user started:\n%s", seen.String())
+		}
+		seen.WriteString(l + "\n")
+	}
+
 	_ = up.p.Signal(syscall.SIGTERM)
 	e := up.wait(t)
-	log := up.rest(t)
+	log := seen.String() + up.rest(t)
 	if e.Code() != 0 {
 		t.Errorf("podsup up after SIGTERM: %s\n%s", e, log)
 	}
