@@ -27,56 +27,23 @@ import (
 // the limits are lost without a delegated cgroup and how to have them;
 // validate says the same and nothing of namespaces; describe and security
 // show the user namespace; SIGHUP to the podsup the user started reloads,
-// SIGTERM stops all and
-// exits 0 (issue #29, item 8). Before, up refused the file: namespaces
-// need root.
+// SIGTERM stops all and exits 0 (issue #29, item 8). Before, up refused
+// the file: namespaces need root.
 func TestRootlessUpRunsTheExampleAsAUser(t *testing.T) {
-	testusers.RequireRoot(t)
-	if why := rootless.Possible(); why != "" {
-		t.Skipf("this host gives no user namespace to a user: %s", why)
-	}
+	requireUserNamespaces(t)
 	t.Parallel()
 	u := testusers.NewUser(t)
-	exe := testusers.SharedExecutable(t)
-	dir := testusers.SharedDir(t)
-	file := filepath.Join(dir, "rootless.hcl")
-	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "rootless.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "run")
-	if err := os.Mkdir(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(run, u.UID, u.GID); err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(run, "podsup.sock")
-	env := []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin"}
+	r := newRootlessUser(t, u, example(t, "rootless.hcl"))
 	lost := "resource limits are not enforced"
 
-	out, code := testusers.Run(t, u, env, exe, "validate", "-f", file)
+	out, code := r.run(t, "validate", "-f", r.file)
 	if code != 0 || strings.Contains(out, "cannot be made") || !strings.Contains(out, "podsup up would run rootless") ||
 		!strings.Contains(out, "Delegate=yes") || !strings.Contains(out, "--cgroup") {
 		t.Errorf("validate as uid %d: exit %d\n%s\nwant valid, no word of namespaces, a warning that limits need a delegated cgroup, naming the fixes", u.UID, code, out)
 	}
 
-	up := start(t, &proc.Cmd{Path: exe, Args: []string{exe, "up", "-f", file, "--socket", socket}, RunAs: proc.RunAs{User: u.Name, Env: env}})
-	status := func() (api.ProcessStatus, bool) {
-		out, code := testusers.Run(t, u, env, exe, "status", "rootless/app", "-o", "json", "--socket", socket)
-		var st api.StatusResponse
-		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Groups) != 1 || len(st.Groups[0].Processes) != 1 {
-			return api.ProcessStatus{}, false
-		}
-		return st.Groups[0].Processes[0], true
-	}
-	var app api.ProcessStatus
-	if !eventually(func() bool { var ok bool; app, ok = status(); return ok && app.State == "running" && app.Pid > 0 }) {
-		t.Fatalf("the app did not come up: %+v\n%s", app, up.sofar(t))
-	}
+	up := r.up(t, proc.Cmd{})
+	app := r.running(t, up, "rootless/app")
 
 	pid := app.Pid
 	// Root is the user; with a subordinate range (useradd gives a new user
@@ -100,11 +67,11 @@ func TestRootlessUpRunsTheExampleAsAUser(t *testing.T) {
 	}
 
 	// describe reads the user namespace from /proc, and security counts it.
-	if out, code := testusers.Run(t, u, env, exe, "describe", "rootless/app", "--socket", socket); code != 0 ||
+	if out, code := r.run(t, "describe", "rootless/app", "--socket", r.socket); code != 0 ||
 		!strings.Contains(out, "User Namespace") || !strings.Contains(out, "yes (root inside is an unprivileged user on the host") {
 		t.Errorf("describe rootless/app: exit %d\n%s\nwant its user namespace shown", code, out)
 	}
-	if out, code := testusers.Run(t, u, env, exe, "security", "rootless/app", "--socket", socket); code != 0 ||
+	if out, code := r.run(t, "security", "rootless/app", "--socket", r.socket); code != 0 ||
 		!strings.Contains(out, "root inside is unprivileged on the host") {
 		t.Errorf("security rootless/app: exit %d\n%s\nwant user_namespace on", code, out)
 	}
@@ -115,7 +82,7 @@ func TestRootlessUpRunsTheExampleAsAUser(t *testing.T) {
 	}
 	if !eventually(func() bool {
 		var ok bool
-		app, ok = status()
+		app, ok = r.status(t, "rootless/app")
 		return ok && app.RestartCount >= 1 && app.LastTermination != nil && app.LastTermination.ExitCode == 137
 	}) {
 		t.Errorf("after SIGKILL of the app: %+v, want a restart with its exit (137) recorded", app)
@@ -185,19 +152,13 @@ func statusLine(t *testing.T, pid int, key string) string {
 // "1000" runs as the range's 1000th id on the host (as podman rootless
 // maps a container's users).
 func TestRootlessRunsAUserOfTheSubordinateRange(t *testing.T) {
-	testusers.RequireRoot(t)
-	if why := rootless.Possible(); why != "" {
-		t.Skipf("this host gives no user namespace to a user: %s", why)
-	}
+	requireUserNamespaces(t)
 	u := testusers.NewUser(t) // with a range, where useradd gives one
 	maps := rootless.MapsFor(u.UID, u.GID, "/etc/subuid", "/etc/subgid")
 	if !maps.Helpers {
 		t.Skip("needs newuidmap and newgidmap (package uidmap) and a range for a new user in /etc/subuid and /etc/subgid")
 	}
 	t.Parallel()
-	exe := testusers.SharedExecutable(t)
-	dir := testusers.SharedDir(t)
-	file := filepath.Join(dir, "range.hcl")
 	cfg := `group "ranged" {
   sandbox {
     namespaces = ["pid", "mount"]
@@ -213,31 +174,9 @@ func TestRootlessRunsAUserOfTheSubordinateRange(t *testing.T) {
   }
 }
 `
-	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "run")
-	if err := os.Mkdir(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(run, u.UID, u.GID); err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(run, "podsup.sock")
-	env := []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin"}
-	up := start(t, &proc.Cmd{Path: exe, Args: []string{exe, "up", "-f", file, "--socket", socket}, RunAs: proc.RunAs{User: u.Name, Env: env}})
-	var p api.ProcessStatus
-	if !eventually(func() bool {
-		out, code := testusers.Run(t, u, env, exe, "status", "ranged/other", "-o", "json", "--socket", socket)
-		var st api.StatusResponse
-		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Groups) != 1 || len(st.Groups[0].Processes) != 1 {
-			return false
-		}
-		p = st.Groups[0].Processes[0]
-		return p.State == "running" && p.Pid > 0
-	}) {
-		t.Fatalf("the process did not come up: %+v\n%s", p, up.sofar(t))
-	}
+	r := newRootlessUser(t, u, []byte(cfg))
+	up := r.up(t, proc.Cmd{})
+	p := r.running(t, up, "ranged/other")
 	uid := maps.UID[1].Outside + 999
 	gid := maps.GID[1].Outside + 999
 	if got := statusLine(t, p.Pid, "Uid"); got != strings.TrimSpace(strings.Repeat(strconv.Itoa(uid)+" ", 4)) {
@@ -259,10 +198,7 @@ func TestRootlessRunsAUserOfTheSubordinateRange(t *testing.T) {
 // the user (here made and chowned by the test, as systemd delegates a
 // user's service), so its own cgroups and limits go there.
 func TestRootlessCgroupFlagPlacesPodsupInTheDelegatedCgroup(t *testing.T) {
-	testusers.RequireRoot(t)
-	if why := rootless.Possible(); why != "" {
-		t.Skipf("this host gives no user namespace to a user: %s", why)
-	}
+	requireUserNamespaces(t)
 	mount := v2Mount()
 	if mount == "" {
 		t.Skip("no cgroup v2 hierarchy is mounted")
@@ -289,44 +225,14 @@ func TestRootlessCgroupFlagPlacesPodsupInTheDelegatedCgroup(t *testing.T) {
 			}
 		}
 	}
-	exe := testusers.SharedExecutable(t)
-	dir := testusers.SharedDir(t)
-	file := filepath.Join(dir, "rootless.hcl")
-	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "rootless.hcl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "run")
-	if err := os.Mkdir(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(run, u.UID, u.GID); err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(run, "podsup.sock")
-	env := []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin"}
+	r := newRootlessUser(t, u, example(t, "rootless.hcl"))
 	fd, err := syscall.Open(outer, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer syscall.Close(fd)
-	up := start(t, &proc.Cmd{Path: exe, Args: []string{exe, "up", "-f", file, "--socket", socket, "--cgroup", target},
-		RunAs: proc.RunAs{User: u.Name, Env: env}, UseCgroupFD: true, CgroupFD: fd})
-	var app api.ProcessStatus
-	if !eventually(func() bool {
-		out, code := testusers.Run(t, u, env, exe, "status", "rootless/app", "-o", "json", "--socket", socket)
-		var st api.StatusResponse
-		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Groups) != 1 || len(st.Groups[0].Processes) != 1 {
-			return false
-		}
-		app = st.Groups[0].Processes[0]
-		return app.State == "running" && app.Pid > 0
-	}) {
-		t.Fatalf("the app did not come up: %+v\n%s", app, up.sofar(t))
-	}
+	up := r.up(t, proc.Cmd{UseCgroupFD: true, CgroupFD: fd}, "--cgroup", target)
+	app := r.running(t, up, "rootless/app")
 	inner, _ := strconv.Atoi(statusLine(t, app.Pid, "PPid"))
 	if got := v2CgroupDir(inner); !strings.HasPrefix(got+"/", target+"/") {
 		t.Errorf("the rootless podsup (%d) is in cgroup %q, want %q or below", inner, got, target)
@@ -351,5 +257,116 @@ func removeCgroupTree(t *testing.T, dir string) {
 	}
 	if err := syscall.Rmdir(dir); err != nil {
 		t.Errorf("removing cgroup %s: %v", dir, err)
+	}
+}
+
+// TestRootlessPodsupStopsWhenItsStarterIsKilled: a SIGKILL of the podsup
+// the user started, which no signal passes on, stops the podsup in the
+// user namespace and its processes instead of leaving them running.
+func TestRootlessPodsupStopsWhenItsStarterIsKilled(t *testing.T) {
+	requireUserNamespaces(t)
+	t.Parallel()
+	r := newRootlessUser(t, testusers.NewUser(t), example(t, "rootless.hcl"))
+	up := r.up(t, proc.Cmd{})
+	app := r.running(t, up, "rootless/app")
+	inner, _ := strconv.Atoi(statusLine(t, app.Pid, "PPid"))
+	_ = up.p.Signal(syscall.SIGKILL)
+	<-up.p.Done()
+	gone := func(pid int) bool {
+		// Reparented to this test (a subreaper), reaped by its reaper.
+		state, _, ok := procStat(pid)
+		return !ok || state == "Z"
+	}
+	if !eventually(func() bool { return gone(app.Pid) && gone(inner) }) {
+		t.Fatalf("after SIGKILL of podsup up (%d), the app (%d) or the podsup in the namespace (%d) runs on", up.p.Pid(), app.Pid, inner)
+	}
+	if log := up.rest(t); !strings.Contains(log, "is gone: stopping every group") {
+		t.Errorf("the podsup in the namespace did not say why it stopped:\n%s", log)
+	}
+}
+
+// rootlessUser is a user made for a rootless test, the files it runs
+// podsup with, and the status of one of its processes.
+type rootlessUser struct {
+	u      testusers.User
+	exe    string // the test binary, which every user may run
+	file   string // the configuration
+	socket string
+	env    []string
+}
+
+// newRootlessUser makes a user and writes the configuration src where it
+// may read it, with a directory of its own for the socket.
+func newRootlessUser(t *testing.T, u testusers.User, src []byte) *rootlessUser {
+	t.Helper()
+	dir := testusers.SharedDir(t)
+	r := &rootlessUser{u: u, exe: testusers.SharedExecutable(t), file: filepath.Join(dir, "podsup.hcl"),
+		env: []string{asPodsupEnv + "=1", "PATH=/usr/bin:/bin"}}
+	if err := os.WriteFile(r.file, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(run, u.UID, u.GID); err != nil {
+		t.Fatal(err)
+	}
+	r.socket = filepath.Join(run, "podsup.sock")
+	return r
+}
+
+// example is examples/NAME.
+func example(t *testing.T, name string) []byte {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// up starts podsup up as the user; extra goes after its arguments.
+func (r *rootlessUser) up(t *testing.T, c proc.Cmd, extra ...string) *started {
+	c.Path, c.Args = r.exe, append([]string{r.exe, "up", "-f", r.file, "--socket", r.socket}, extra...)
+	c.RunAs = proc.RunAs{User: r.u.Name, Env: r.env}
+	return start(t, &c)
+}
+
+// run runs a podsup command as the user.
+func (r *rootlessUser) run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	return testusers.Run(t, r.u, r.env, append([]string{r.exe}, args...)...)
+}
+
+// running waits until GROUP/PROCESS runs and returns its status.
+func (r *rootlessUser) running(t *testing.T, up *started, name string) api.ProcessStatus {
+	t.Helper()
+	var p api.ProcessStatus
+	if !eventually(func() bool {
+		var ok bool
+		p, ok = r.status(t, name)
+		return ok && p.State == "running" && p.Pid > 0
+	}) {
+		t.Fatalf("%s did not come up: %+v\n%s", name, p, up.sofar(t))
+	}
+	return p
+}
+
+func (r *rootlessUser) status(t *testing.T, name string) (api.ProcessStatus, bool) {
+	out, code := r.run(t, "status", name, "-o", "json", "--socket", r.socket)
+	var st api.StatusResponse
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Groups) != 1 || len(st.Groups[0].Processes) != 1 {
+		return api.ProcessStatus{}, false
+	}
+	return st.Groups[0].Processes[0], true
+}
+
+// requireUserNamespaces skips t where a user gets no user namespace.
+func requireUserNamespaces(t *testing.T) {
+	t.Helper()
+	testusers.RequireRoot(t)
+	if why := rootless.Possible(); why != "" {
+		t.Skipf("this host gives no user namespace to a user: %s", why)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
+	"github.com/podsup/podsup/internal/rootless"
 	"github.com/podsup/podsup/internal/tty"
 	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox/proc"
@@ -263,6 +264,15 @@ func runUp(cf configFlags, socketOverride, cgroupDir string, out upOutput) (int,
 		defer stopMetrics()
 	}
 	log.Info().Str("config", source.String()).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
+	if _, ok := rootless.Inner(); ok {
+		err := rootless.WatchParent(func() {
+			log.Warn().Msg("the podsup that started this one in its user namespace is gone: stopping every group")
+			sup.RequestShutdown(nil)
+		})
+		if err != nil {
+			log.Warn().Err(err).Msg("a SIGKILL of the podsup that started this one would leave this one running")
+		}
+	}
 
 	// SIGHUP's reloads run on their own goroutine (reloadQueue): the
 	// signal loop does no I/O, so a reload that blocks or takes long never

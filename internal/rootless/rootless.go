@@ -251,3 +251,37 @@ func ChildMain() int {
 	fmt.Fprintf(os.Stderr, "podsup: rootless: executing podsup again in its user namespace: %v\n", err)
 	return 1
 }
+
+// WatchParent calls gone, once, when the podsup that started this one
+// (its parent) has ended: a SIGKILL of it, which no signal passes on,
+// must not leave this one and its processes running. The wait parks in
+// the runtime's poller on a pidfd of the parent, which becomes readable
+// at its exit.
+func WatchParent(gone func()) error {
+	ppid := os.Getppid()
+	pidfd, err := unix.PidfdOpen(ppid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("watching the podsup that started this one (pid %d): %w", ppid, err)
+	}
+	if os.Getppid() != ppid { // it ended before the pidfd was open: another process may have its pid
+		_ = unix.Close(pidfd)
+		go gone()
+		return nil
+	}
+	f := os.NewFile(uintptr(pidfd), "podsup-parent-pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("watching the podsup that started this one: %w", err)
+	}
+	go func() {
+		defer f.Close()
+		_ = rc.Read(func(fd uintptr) bool {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, 0)
+			return err == nil && n > 0 // false: park until it is readable
+		})
+		gone()
+	}()
+	return nil
+}
