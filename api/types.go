@@ -243,8 +243,8 @@ type SecurityDescription struct {
 	ProcMount              string `json:"proc_mount,omitempty"`
 	MaskedProc             bool   `json:"masked_proc"`
 	// UserNamespace is whether root in the process is mapped to an
-	// unprivileged user on the host: always false, as podsup does not
-	// implement user namespaces yet.
+	// unprivileged user on the host, read from /proc/PID/uid_map: the
+	// processes of a rootless podsup (podsup up as a normal user).
 	UserNamespace bool `json:"user_namespace"`
 }
 

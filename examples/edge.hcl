@@ -8,9 +8,12 @@
 # Group "uplink" shares the host network (it forwards readings) but still
 # gets its own PID and mount namespaces and limits.
 #
-# Sandboxes need root (namespaces and cgroups):
+# Run it as root (namespaces and cgroups):
 #   sudo podsup up -f examples/edge.hcl
 #   sudo podsup status
+# As a normal user podsup up runs it rootless, in a user namespace of its
+# own, and without the limits unless it has a delegated cgroup
+# (examples/rootless.hcl says how).
 
 supervisor {
   log_format    = "json"

@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/podsup/podsup/internal/rootless"
+	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/cgroups"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
@@ -35,15 +37,35 @@ func whoAmI() string {
 
 // namespacesUnavailable says why podsup cannot make namespaces, with the
 // fix, or "" when it can: each of a sandbox's namespaces (pid, mount,
-// uts, ipc, net) needs CAP_SYS_ADMIN, which a process that is not root
-// lacks (podsup makes no user namespace). Without it the holder's clone
-// fails with EPERM, which surfaced as "starting sandbox holder:
-// /proc/self/exe: permission denied".
+// uts, ipc, net) needs CAP_SYS_ADMIN, which a process that is not root of
+// its user namespace lacks. Without it the holder's clone fails with
+// EPERM, which surfaced as "starting sandbox holder: /proc/self/exe:
+// permission denied". podsup up as a normal user has run itself in a
+// user namespace of its own (package rootless) before it gets here, where
+// the host allows one.
 func namespacesUnavailable() string {
 	if hasCapability(unix.CAP_SYS_ADMIN) {
 		return ""
 	}
-	return "they need root (CAP_SYS_ADMIN), and " + whoAmI() + " without it: " + runAsRoot
+	if os.Geteuid() == 0 {
+		return "they need root (CAP_SYS_ADMIN), and " + whoAmI() + " without it: " + runAsRoot
+	}
+	why := rootless.Possible()
+	if why == "" {
+		why = "no user namespace could be made (podsup up said why)"
+	}
+	return "they need root (CAP_SYS_ADMIN) or a user namespace, and " + whoAmI() + " without it, and " + why +
+		": " + runAsRoot + ", or allow user namespaces"
+}
+
+// predictNamespaces is namespacesUnavailable for validate, which runs
+// no podsup up: a normal user's podsup up would make them in a user
+// namespace of its own where the host allows one.
+func predictNamespaces() string {
+	if os.Geteuid() != 0 && rootless.Possible() == "" {
+		return ""
+	}
+	return namespacesUnavailable()
 }
 
 func hasCapability(c int) bool {
@@ -58,10 +80,19 @@ func hasCapability(c int) bool {
 // noCgroupsFix is the fix when podsup may not make cgroups.
 const noCgroupsFix = "run podsup as root, or as a systemd service with Delegate=yes (a cgroup of its own it may write)"
 
+// rootlessCgroupsFix is the fix for a rootless podsup (package rootless).
+const rootlessCgroupsFix = "run podsup as a systemd --user service with Delegate=yes (a cgroup of its own it may write), or give podsup up --cgroup a cgroup v2 directory delegated to its user"
+
 // limitsUnavailable is SandboxRuntime's verdict on resource limits: the
-// runtime made no cgroup root (NewRuntime said why in the log).
+// runtime made no cgroup root (NewRuntime said why in the log). A
+// rootless podsup runs without them, as podman rootless does, having said
+// so once at start-up (rootlessWarning): the whole point of it is to run
+// where there is no root, and a delegated cgroup is often missing there.
 func (l *SandboxRuntime) limitsUnavailable() string {
 	if l.rt == nil || l.rt.CgroupsEnabled() { // nil: a test's, with no sandbox runtime to ask
+		return ""
+	}
+	if _, ok := rootless.Inner(); ok {
 		return ""
 	}
 	return "they need root or a delegated cgroup, and " + whoAmI() + " with no cgroup it may write: " + noCgroupsFix
@@ -110,6 +141,9 @@ func predictLimits(r spec.Resources) string {
 	if len(why) == 0 {
 		return ""
 	}
+	if os.Geteuid() != 0 && predictNamespaces() == "" {
+		return why[0] + " (podsup up would run rootless, in a user namespace, and start without them): " + rootlessCgroupsFix
+	}
 	return why[0] + ": " + noCgroupsFix // the first says it; the fix is the same for all
 }
 
@@ -133,7 +167,7 @@ func CheckHost(cfg *spec.Config, env []string) spec.Errors {
 	for _, g := range cfg.Groups {
 		if g.Sandbox != nil {
 			if len(g.Sandbox.Namespaces) > 0 {
-				caps.NoNamespaces = namespacesUnavailable()
+				caps.NoNamespaces = predictNamespaces()
 			}
 			if g.Sandbox.Resources != (spec.Resources{}) && caps.NoResourceLimits == "" {
 				caps.NoResourceLimits = predictLimits(g.Sandbox.Resources)
@@ -235,4 +269,22 @@ func inDir(dir, path string) string {
 		return path
 	}
 	return filepath.Join(dir, path)
+}
+
+// limitsDropped reports whether resource limits are left out of what
+// the runtime is asked: a rootless podsup without cgroups runs without
+// them (limitsUnavailable).
+func (l *SandboxRuntime) limitsDropped() bool {
+	_, ok := rootless.Inner()
+	return ok && l.rt != nil && !l.rt.CgroupsEnabled()
+}
+
+// rootlessWarning is the line podsup up logs at start-up when it runs
+// rootless without a cgroup it may write (rt: its runtime), or "".
+func rootlessWarning(rt *sandbox.Runtime) string {
+	uid, ok := rootless.Inner()
+	if !ok || rt.CgroupsEnabled() {
+		return ""
+	}
+	return fmt.Sprintf("rootless (in a user namespace whose root is uid %d) with no delegated cgroup: resource limits are not enforced and a process tree is killed by its process group (a setsid daemon can escape); to have them, %s", uid, rootlessCgroupsFix)
 }

@@ -88,6 +88,9 @@ func (l *SandboxRuntime) ensure(ctx context.Context, g *localGroup, req supervis
 	if req.Sandbox != nil {
 		cfg = *req.Sandbox
 	}
+	if l.limitsDropped() {
+		cfg.Resources = spec.Resources{}
+	}
 	if g.created {
 		st, err := l.rt.SandboxStatus(req.Group)
 		switch {
@@ -141,6 +144,9 @@ func (l *SandboxRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 	sec, err := supervisor.StartSecurity(pr, req.Sandbox != nil)
 	if err != nil {
 		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
+	}
+	if l.limitsDropped() {
+		pr.Resources = spec.Resources{}
 	}
 	err = l.rt.CreateProcess(ctx, id, sandbox.ProcessConfig{
 		Sandbox: req.Group, Command: pr.Command, RunAs: supervisor.RunAs(pr), Security: sec,

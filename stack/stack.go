@@ -128,6 +128,9 @@ func New(cfg spec.Config, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to assemble the runtime stack: %w", err)
 	}
+	if w := rootlessWarning(rt); w != "" {
+		opts.Logger.Warn().Msg(w)
+	}
 	s, err := assemble(cfg, opts, rt)
 	if err != nil {
 		_ = rt.Close() // deletes what NewRuntime made

@@ -35,8 +35,37 @@ func describeSecurity(pid int, sec spec.Security, sb *spec.Sandbox) *api.Securit
 		if live, ok := readSecurity(pid); ok {
 			d.Live = live
 		}
+		d.UserNamespace = readUserNamespaced(pid)
 	}
 	return d
+}
+
+// readUserNamespaced reads whether pid's root is another uid on the host;
+// tests replace it as readSecurity.
+var readUserNamespaced = rootMappedAway
+
+// rootMappedAway reports whether uid 0 of pid's user namespace is not uid
+// 0 of the namespace above it: a rootless podsup's processes (package
+// rootless). Read from the same namespace, /proc/PID/uid_map shows the
+// ids of the parent namespace; from an ancestor, its own.
+func rootMappedAway(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/uid_map")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			continue
+		}
+		inside, err1 := strconv.ParseUint(f[0], 10, 32)
+		outside, err2 := strconv.ParseUint(f[1], 10, 32)
+		count, err3 := strconv.ParseUint(f[2], 10, 32)
+		if err1 == nil && err2 == nil && err3 == nil && inside == 0 && count > 0 {
+			return outside != 0
+		}
+	}
+	return false
 }
 
 // procSecurity parses /proc/PID/status: the effective uid and gid, the

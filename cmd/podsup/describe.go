@@ -257,7 +257,11 @@ func (d *describer) security(level int, s api.SecurityDescription) {
 	default:
 		d.line(level, "Proc Mount", "%s", s.ProcMount)
 	}
-	d.line(level, "User Namespace", "no (not implemented yet)")
+	if s.UserNamespace {
+		d.line(level, "User Namespace", "yes (root inside is an unprivileged user on the host: rootless podsup)")
+	} else {
+		d.line(level, "User Namespace", "no (a sandbox's own is not implemented yet)")
+	}
 }
 
 // capList is a capability set as describe shows it: "none", "all (N)"

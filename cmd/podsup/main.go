@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/podsup/podsup/internal/rootless"
 	"github.com/podsup/podsup/internal/termsafe"
 	"github.com/podsup/podsup/stack"
 )
@@ -17,6 +18,10 @@ func main() {
 	// shim (package stack): before any flag parsing or signal setup,
 	// since they do their own.
 	stack.ReexecMain()
+	if len(os.Args) > 1 && os.Args[1] == rootless.ChildArg {
+		os.Exit(rootless.ChildMain()) // podsup up on its way into a user namespace
+	}
+	rootless.TakeMarker()
 	resetInheritedSignalState()
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {

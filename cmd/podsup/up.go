@@ -23,6 +23,7 @@ import (
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/logging"
 	"github.com/podsup/podsup/internal/memtrim"
+	"github.com/podsup/podsup/internal/rootless"
 	"github.com/podsup/podsup/internal/tty"
 	"github.com/podsup/podsup/pid1"
 	"github.com/podsup/podsup/sandbox/proc"
@@ -35,8 +36,9 @@ import (
 
 func newUpCmd() *cobra.Command {
 	var (
-		cf  configFlags
-		out upOutput
+		cf        configFlags
+		out       upOutput
+		cgroupDir string
 	)
 	cmd := &cobra.Command{
 		Use:   "up [-f FILE|DIR]... [--var NAME=VALUE]... [--var-file FILE]...",
@@ -56,6 +58,15 @@ restarted; if not, the running configuration stays and the error is logged.
 Any other signal is caught and logged (or dropped): none ends podsup.
 
 As PID 1 (in a container) podsup also reaps every orphan.
+
+Run by a user that is not root, with a sandbox that has namespaces, podsup
+runs rootless: it runs itself again in a user namespace of its own where
+that user is root (uid 0 inside, the user on the host; with the user's
+/etc/subuid range as ids 1 and up where newuidmap is installed), and passes
+signals on to it. Resource limits then need a cgroup the user may write:
+a systemd --user service with Delegate=yes, or --cgroup DIR (a cgroup v2
+directory delegated to the user); without one podsup says so at start-up
+and runs without them.
 
 Several -f load as one configuration; -f DIR reads every *.hcl file in DIR
 in lexical order. Without -f, podsup looks for ./podsup.hcl, then
@@ -90,7 +101,7 @@ escape sequences and bare CRs are shown quoted (\x1b, \r), not acted on;
 			if cmd.Flags().Changed("socket") || os.Getenv("PODSUP_SOCKET") != "" {
 				socket, _ = cmd.Flags().GetString("socket")
 			}
-			code, err := runUp(cf, socket, out)
+			code, err := runUp(cf, socket, cgroupDir, out)
 			if err != nil {
 				return err
 			}
@@ -102,6 +113,7 @@ escape sequences and bare CRs are shown quoted (\x1b, \r), not acted on;
 	}
 	cf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&out.noPrefix, "no-log-prefix", false, "print captured lines without their \"group/process | \" prefix (console log_format)")
+	cmd.Flags().StringVar(&cgroupDir, "cgroup", "", "rootless: a cgroup v2 directory delegated to this user, for podsup and its groups' cgroups (resource limits)")
 	cmd.Flags().BoolVar(&out.raw, "raw", false, "on a terminal, write the processes' bytes as they are instead of quoting escape sequences")
 	return cmd
 }
@@ -136,7 +148,7 @@ type daemon struct {
 	reloadSuccess time.Time
 }
 
-func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
+func runUp(cf configFlags, socketOverride, cgroupDir string, out upOutput) (int, error) {
 	source, err := cf.source()
 	if err != nil {
 		return 0, err
@@ -147,6 +159,9 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 	}
 	if socketOverride != "" {
 		cfg.Supervisor.Socket = socketOverride
+	}
+	if code, ran, err := upRootless(cfg, cgroupDir); ran || err != nil {
+		return code, err
 	}
 	// Before anything changes what a re-executed podsup would see.
 	fdWarning := fitFileLimit(cfg)
@@ -249,6 +264,15 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 		defer stopMetrics()
 	}
 	log.Info().Str("config", source.String()).Str("socket", socket).Int("groups", len(cfg.Groups)).Msg("podsup up")
+	if _, ok := rootless.Inner(); ok {
+		err := rootless.WatchParent(func() {
+			log.Warn().Msg("the podsup that started this one in its user namespace is gone: stopping every group")
+			sup.RequestShutdown(nil)
+		})
+		if err != nil {
+			log.Warn().Err(err).Msg("a SIGKILL of the podsup that started this one would leave this one running")
+		}
+	}
 
 	// SIGHUP's reloads run on their own goroutine (reloadQueue): the
 	// signal loop does no I/O, so a reload that blocks or takes long never
