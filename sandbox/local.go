@@ -205,6 +205,7 @@ func (rt *Runtime) Close() error {
 		}
 	}
 	errs = append(errs, rt.removeEmptyBridges())
+	_ = os.Remove(rt.recordDir()) // once empty: every attachment was deleted
 	if rt.cg != nil {
 		errs = append(errs, rt.cg.Close())
 	}
