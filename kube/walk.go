@@ -22,8 +22,8 @@ var (
 		"metadata.name", "metadata.annotations",
 		"spec.restartPolicy", "spec.terminationGracePeriodSeconds",
 		"spec.hostname", "spec.shareProcessNamespace",
-		// podsup's processes use the host's network: hostNetwork: true
-		// is what they get.
+		// hostNetwork: true keeps the host's network; a pod with a
+		// hostPort otherwise gets a bridge (converter.network).
 		"spec.hostNetwork",
 		"spec.securityContext.runAsUser", "spec.securityContext.runAsGroup",
 		"spec.securityContext.runAsNonRoot", "spec.securityContext.supplementalGroups",
@@ -35,6 +35,7 @@ var (
 		"name", "image", "command", "args",
 		"env[].name", "env[].value", "env[].valueFrom",
 		"workingDir", "restartPolicy",
+		"ports[].name", "ports[].containerPort", "ports[].hostPort", "ports[].hostIP", "ports[].protocol",
 		"lifecycle.stopSignal",
 		"resources.limits", "resources.requests",
 		"securityContext.runAsUser", "securityContext.runAsGroup",
