@@ -47,12 +47,13 @@ group "web" {
     command     = ["python3", "-m", "http.server", "--bind", "0.0.0.0", "--directory", "/usr/share/doc", "8080"]
     stop_signal = "SIGINT"
 
-    # Probes connect from the host: the published port reaches the
-    # service (a port name stands for its container_port, which only the
-    # sandbox's own address answers).
+    # A probe without a host connects to the sandbox's own address, as
+    # kubelet's go to the pod's IP; a port name stands for its
+    # container_port.
     readiness_probe {
-      tcp_socket {
-        port = 18080
+      http_get {
+        port = "http"
+        path = "/"
       }
       period = "2s"
     }

@@ -81,6 +81,13 @@ func TestExamplesRun(t *testing.T) {
 				}) {
 					t.Errorf("network.hcl's published port 18080 did not answer: %q\n%s", body, up.sofar(t))
 				}
+				// Its readiness probe reaches the sandbox's address.
+				if !eventually(func() bool {
+					st, err := c.Status(context.Background(), "web", "")
+					return err == nil && len(st.Groups) == 1 && st.Groups[0].Ready
+				}) {
+					t.Errorf("network.hcl's web group never became ready\n%s", up.sofar(t))
+				}
 			}
 			_ = up.p.Signal(syscall.SIGTERM)
 			if e := up.wait(t); e.Code() != 0 {
