@@ -83,7 +83,56 @@ func (c *Config) Validate() error {
 		ch.group(g)
 	}
 	ch.dependencies(c)
+	ch.bridges(c)
 	return ch.errs.Err()
+}
+
+// bridges checks that groups on one bridge agree on its subnet (the bridge
+// holds one gateway address) and publish no host port twice.
+func (ch *checker) bridges(c *Config) {
+	type first struct{ group, subnet string }
+	subnets := map[string]first{}
+	type hostKey struct {
+		ip    string
+		port  int
+		proto string
+	}
+	ports := map[hostKey]string{}
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		if g.Sandbox == nil || g.Sandbox.Network == nil {
+			continue
+		}
+		n := g.Sandbox.Network
+		p := []string{"group", g.Name, "sandbox", "network"}
+		if n.Mode == NetworkBridge {
+			bridge, subnet := n.Bridge, n.Subnet
+			if bridge == "" {
+				bridge = DefaultBridge
+			}
+			if subnet == "" {
+				subnet = DefaultBridgeSubnet
+			}
+			if f, ok := subnets[bridge]; ok && f.subnet != subnet {
+				ch.add(at(p, "subnet"), "bridge %q has subnet %s in group %q: groups on one bridge share its subnet", bridge, f.subnet, f.group)
+			} else if !ok {
+				subnets[bridge] = first{g.Name, subnet}
+			}
+		}
+		for _, port := range n.Ports {
+			if port.HostPort == 0 {
+				continue
+			}
+			k := hostKey{port.HostIP, port.HostPort, port.Protocol}
+			if k.proto == "" {
+				k.proto = "tcp"
+			}
+			if other, ok := ports[k]; ok && other != g.Name {
+				ch.add(at(p, "port", port.Name, "host_port"), "host port %d/%s is published by group %q too", port.HostPort, k.proto, other)
+			}
+			ports[k] = g.Name
+		}
+	}
 }
 
 // Validate checks one group and returns every problem found.
