@@ -3,6 +3,7 @@ module github.com/podsup/podsup
 go 1.26.0
 
 require (
+	github.com/containernetworking/cni v1.3.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/prometheus/client_model v0.6.3

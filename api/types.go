@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The v1 wire objects. They mirror the supervisor's snapshots with stable
 // snake_case names, so the protocol does not change when the supervisor's
@@ -163,6 +166,28 @@ type SandboxDescription struct {
 	// Mounts are "type source -> target (ro)" lines.
 	Mounts []string `json:"mounts,omitempty"`
 	Limits *Limits  `json:"limits,omitempty"`
+	// NetworkMode is the network block's mode; empty without one.
+	NetworkMode string `json:"network_mode,omitempty"`
+	// Ports are the network's ports, "NAME CONTAINER/PROTO" with
+	// " <- HOSTIP:HOSTPORT" when published.
+	Ports []string `json:"ports,omitempty"`
+	// Network is the sandbox's CNI attachment while it has one.
+	Network *NetworkDescription `json:"network,omitempty"`
+}
+
+// NetworkDescription is a sandbox's attachment to a CNI network (mode
+// bridge or cni), as the plugins' ADD made it and their CHECK found it.
+type NetworkDescription struct {
+	// Network is the CNI network's name (the bridge's, for mode bridge).
+	Network     string   `json:"network"`
+	ContainerID string   `json:"container_id"`
+	Interface   string   `json:"interface"`
+	IPs         []string `json:"ips,omitempty"`
+	Gateways    []string `json:"gateways,omitempty"`
+	// Check is "ok" or the plugins' CHECK error.
+	Check string `json:"check"`
+	// Result is the plugins' ADD result, CNI's JSON.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // Limits are a group's or a process's cgroup limits; zero fields are

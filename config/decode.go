@@ -152,6 +152,9 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	for _, sb := range bs["sandbox"] {
 		g.Sandbox = d.sandbox(sb, at(p, "sandbox"))
 	}
+	// The group's processes' probes and hooks may name its ports.
+	d.groupSandbox = g.Sandbox
+	defer func() { d.groupSandbox = nil }()
 	// Sized at once: the running configuration keeps these for podsup's
 	// life, and append's doubling would keep up to twice the room.
 	if n := len(bs["init"]); n > 0 {
@@ -194,7 +197,58 @@ func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
 		s.Mounts = append(s.Mounts, m)
 	}
 	d.resources(bs["resources"], p, &s.Resources)
+	for _, nb := range bs["network"] {
+		s.Network = d.network(nb, at(p, "network"))
+	}
 	return s
+}
+
+// network decodes a sandbox's network block at p.
+func (d *decoder) network(b *hcl.Block, p []string) *spec.Network {
+	d.block(b, p)
+	as, bs := d.content(b.Body, networkSchema, p)
+	n := &spec.Network{}
+	d.str(as, p, "mode", &n.Mode)
+	d.str(as, p, "name", &n.Name)
+	d.str(as, p, "conf_dir", &n.ConfDir)
+	d.strList(as, p, "plugin_dirs", `["/usr/lib/cni"]`, &n.PluginDirs)
+	d.str(as, p, "bridge", &n.Bridge)
+	d.str(as, p, "subnet", &n.Subnet)
+	for _, pb := range bs["port"] {
+		pp := d.named(p, "port", pb.Labels[0])
+		d.block(pb, pp)
+		pas, _ := d.content(pb.Body, portSchema, pp)
+		port := spec.Port{Name: pb.Labels[0]}
+		d.integerInt(pas, pp, "container_port", &port.ContainerPort)
+		d.integerInt(pas, pp, "host_port", &port.HostPort)
+		d.str(pas, pp, "protocol", &port.Protocol)
+		d.str(pas, pp, "host_ip", &port.HostIP)
+		n.Ports = append(n.Ports, port)
+	}
+	return n
+}
+
+// portRef decodes the port of an http_get or tcp_socket action: a number,
+// or the name of a port of the group's sandbox network (Kubernetes lets a
+// probe name a container port), resolved here.
+func (d *decoder) portRef(attrs hcl.Attributes, path []string, name string, dst *int) {
+	a, ok := attrs[name]
+	if !ok {
+		return
+	}
+	v, diags := a.Expr.Value(d.ctx)
+	if !diags.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
+		label := v.AsString()
+		if n := d.groupSandbox.PortNamed(label); n != 0 {
+			*dst = n
+			return
+		}
+		if _, err := strconv.Atoi(label); err != nil {
+			d.invalid(at(path, name), a, "%s %q names no port of the group's sandbox network; name one of its port blocks or give a number.", name, label)
+			return
+		}
+	}
+	d.integerInt(attrs, path, name, dst)
 }
 
 // resources decodes the resources block of a sandbox or process at p.
@@ -328,7 +382,7 @@ func (d *decoder) handler(bs map[string]hcl.Blocks, p []string, h *spec.Handler)
 		h.HTTPGet = &spec.HTTPGetAction{}
 		d.str(as, hp, "scheme", &h.HTTPGet.Scheme)
 		d.str(as, hp, "host", &h.HTTPGet.Host)
-		d.integerInt(as, hp, "port", &h.HTTPGet.Port)
+		d.portRef(as, hp, "port", &h.HTTPGet.Port)
 		d.str(as, hp, "path", &h.HTTPGet.Path)
 		d.strMap(as, hp, "headers", &h.HTTPGet.Headers)
 	}
@@ -338,7 +392,7 @@ func (d *decoder) handler(bs map[string]hcl.Blocks, p []string, h *spec.Handler)
 		as, _ := d.content(b.Body, tcpSocketSchema, tp)
 		h.TCPSocket = &spec.TCPSocketAction{}
 		d.str(as, tp, "host", &h.TCPSocket.Host)
-		d.integerInt(as, tp, "port", &h.TCPSocket.Port)
+		d.portRef(as, tp, "port", &h.TCPSocket.Port)
 	}
 	for _, b := range bs["sleep"] {
 		sp := at(p, "sleep")

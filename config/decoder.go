@@ -46,6 +46,9 @@ type decoder struct {
 	// MaxGroups or MaxProcesses, and decoding stops.
 	processes int
 	overLimit bool
+	// groupSandbox is the sandbox of the group being decoded, whose named
+	// ports probes and hooks may use; nil outside a group.
+	groupSandbox *spec.Sandbox
 	// omitted counts the problems dropped past keptDiagnostics; order
 	// ranks the files for sortDiagnostics.
 	omitted int

@@ -107,7 +107,13 @@ var (
 
 	sandboxSchema = newSchema("sandbox",
 		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount"}, nil,
-		blocks("mount", "resources"), "mount")
+		blocks("mount", "resources", "network"), "mount")
+
+	networkSchema = newSchema("network",
+		[]string{"name", "conf_dir", "plugin_dirs", "bridge", "subnet"}, []string{"mode"},
+		named("port"), "port")
+
+	portSchema = newSchema("port", []string{"host_port", "protocol", "host_ip"}, []string{"container_port"}, nil)
 
 	mountSchema = newSchema("mount", []string{"source", "readonly", "options"}, []string{"type", "target"}, nil)
 

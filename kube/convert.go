@@ -191,15 +191,58 @@ func (c *converter) sandbox() *spec.Sandbox {
 		s.Rootfs = c.rootfs
 	}
 	c.filesystem(s, ns)
+	if n := c.network(); n != nil {
+		ns["net"] = true
+		s.Network = n
+	}
 	for _, n := range spec.Namespaces {
 		if ns[n] {
 			s.Namespaces = append(s.Namespaces, n)
 		}
 	}
-	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" {
+	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" && s.Network == nil {
 		return nil
 	}
 	return s
+}
+
+// network is the group's network: a pod that publishes a port (a
+// container port with a hostPort) and is not on the host's network gets a
+// podsup bridge with every container port (named ones for probes) and the
+// published ones mapped through portmap, as kubelet's CNI does. Other pods
+// stay on the host's network, where their ports already are.
+func (c *converter) network() *spec.Network {
+	pod := &c.w.pod
+	if pod.HostNetwork {
+		return nil
+	}
+	var ports []spec.Port
+	published := false
+	for i := range pod.Containers {
+		ct := &pod.Containers[i]
+		for j, cp := range ct.Ports {
+			at := fmt.Sprintf("spec.containers[%d].ports[%d]", i, j)
+			name := cp.Name
+			if name == "" {
+				name = fmt.Sprintf("%s-%d", ct.Name, cp.ContainerPort)
+			}
+			p := spec.Port{Name: name, ContainerPort: int(cp.ContainerPort), HostPort: int(cp.HostPort), HostIP: cp.HostIP}
+			switch cp.Protocol {
+			case "", corev1.ProtocolTCP:
+			case corev1.ProtocolUDP:
+				p.Protocol = "udp"
+			default:
+				c.r.warn(c.path(at+".protocol"), "podsup publishes tcp and udp ports only: %s is ignored", cp.Protocol)
+				continue
+			}
+			published = published || p.HostPort != 0
+			ports = append(ports, p)
+		}
+	}
+	if !published {
+		return nil
+	}
+	return &spec.Network{Mode: spec.NetworkBridge, Ports: ports}
 }
 
 // resources are the group's cgroup limits: the pod-level resources when

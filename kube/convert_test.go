@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -696,5 +698,54 @@ spec:
 	}
 	if got := findingsText(res.Findings); !strings.Contains(got, `--rootfs: no container runs image "unused"`) || strings.Contains(got, "podsup runs no images") {
 		t.Errorf("findings:\n%s", got)
+	}
+}
+
+// A pod with a hostPort gets a podsup bridge with its ports (named ones
+// resolvable by probes); hostNetwork keeps the host's network; a pod with
+// container ports alone stays on the host's network, where they are.
+func TestConvertPortsAndHostNetwork(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: http
+        image: nginx
+        command: [python3, -m, http.server, "8080"]
+        ports:
+        - {name: http, containerPort: 8080, hostPort: 18080}
+        - {containerPort: 9090, protocol: UDP}
+        readinessProbe:
+          tcpSocket: {port: http}
+`, Options{})
+	s := cfg.Groups[0].Sandbox
+	if s == nil || s.Network == nil || s.Network.Mode != spec.NetworkBridge || !slices.Contains(s.Namespaces, "net") {
+		t.Fatalf("sandbox = %s, want a bridge network in a net namespace", show(s))
+	}
+	want := []spec.Port{{Name: "http", ContainerPort: 8080, HostPort: 18080}, {Name: "http-9090", ContainerPort: 9090, Protocol: "udp"}}
+	if !reflect.DeepEqual(s.Network.Ports, want) {
+		t.Errorf("ports = %+v, want %+v", s.Network.Ports, want)
+	}
+	if p := cfg.Groups[0].Processes[0].ReadinessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port != 8080 {
+		t.Errorf("readiness probe = %+v, want port 8080", p)
+	}
+	if got := findingsText(res.Findings); strings.Contains(got, "ports") || strings.Contains(got, "hostNetwork") {
+		t.Errorf("ports are mapped, not findings:\n%s", got)
+	}
+
+	for _, y := range []string{
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: h}\nspec:\n  hostNetwork: true\n  containers:\n  - {name: a, image: x, command: [sleep, \"1\"], ports: [{containerPort: 80, hostPort: 80}]}\n",
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: h}\nspec:\n  containers:\n  - {name: a, image: x, command: [sleep, \"1\"], ports: [{containerPort: 80}]}\n",
+	} {
+		cfg, _ := convertAndParse(t, y, Options{})
+		if s := cfg.Groups[0].Sandbox; s != nil && s.Network != nil {
+			t.Errorf("%s: network = %+v, want the host's", y, s.Network)
+		}
 	}
 }

@@ -264,9 +264,7 @@ func trimPrefix(s, prefix string) string {
 var fieldWhy = map[string]string{
 	"spec.volumes":                                      "podsup has no volumes: processes see the host's (or the rootfs') files; use a sandbox mount: ignored",
 	"spec.containers[].volumeMounts":                    "podsup has no volumes: use a sandbox mount: ignored",
-	"spec.containers[].ports":                           "podsup publishes no ports: processes listen on the host's network: ignored",
 	"spec.containers[].imagePullPolicy":                 "podsup pulls no images: ignored",
-	"spec.hostNetwork":                                  "podsup's processes always use the host's network: ignored",
 	"spec.initContainers[].volumeMounts":                "podsup has no volumes: use a sandbox mount: ignored",
 	"spec.containers[].lifecycle.postStart.tcpSocket":   "kubelet never runs a tcpSocket hook (deprecated): ignored",
 	"spec.containers[].lifecycle.preStop.tcpSocket":     "kubelet never runs a tcpSocket hook (deprecated): ignored",

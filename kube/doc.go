@@ -15,9 +15,13 @@
 //	spec.terminationGracePeriodSeconds  termination_grace_period
 //	spec.hostname                       sandbox hostname, in a uts namespace
 //	spec.shareProcessNamespace: true    sandbox pid and mount namespaces, /proc mounted
-//	spec.hostNetwork                    nothing to do: processes always use the host's
-//	                                    network (a pod without it gets no network
-//	                                    namespace either; probes reach 127.0.0.1)
+//	spec.hostNetwork                    the host's network (no network block)
+//	containers[].ports                  with a hostPort (and no hostNetwork): a net
+//	                                    namespace and network { mode = "bridge" } with
+//	                                    every container port as a port block (name,
+//	                                    containerPort, hostPort, hostIP, protocol);
+//	                                    without one, the host's network, where the
+//	                                    ports already are (probes reach 127.0.0.1)
 //	spec.securityContext.runAsUser/Group  every process's user/group
 //	spec.resources (pod-level)          sandbox resources: limits.memory → memory,
 //	                                    limits.cpu → cpu, requests.cpu → cpu_weight

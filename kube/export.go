@@ -101,6 +101,9 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 			ps.ShareProcessNamespace = &t
 		}
 		ps.Resources = podResources(s.Resources)
+		if n := s.Network; n != nil && n.Mode == spec.NetworkHost {
+			ps.HostNetwork = true
+		}
 	}
 	ps.SecurityContext = podSecurityContext(g.Security)
 	hostname := podHostname(ps, g.Name)
@@ -114,6 +117,17 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 	}
 	for i := range g.Processes {
 		ps.Containers = append(ps.Containers, container(&g.Processes[i], hostname))
+	}
+	if s := g.Sandbox; s != nil && s.Network != nil && len(ps.Containers) > 0 {
+		// The pod's ports are the sandbox's: the first container declares
+		// them (a pod's containers share its network).
+		for _, p := range s.Network.Ports {
+			cp := corev1.ContainerPort{Name: p.Name, ContainerPort: int32(p.ContainerPort), HostPort: int32(p.HostPort), HostIP: p.HostIP}
+			if p.Protocol == "udp" {
+				cp.Protocol = corev1.ProtocolUDP
+			}
+			ps.Containers[0].Ports = append(ps.Containers[0].Ports, cp)
+		}
 	}
 	if s := g.Sandbox; s != nil {
 		sandboxSecurity(ps, s)

@@ -130,6 +130,26 @@ func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 		boolean(sb, "private_tmp", s.PrivateTmp)
 		str(sb, "proc_mount", s.ProcMount)
 		writeResources(sb, s.Resources)
+		if n := s.Network; n != nil {
+			nb := sb.AppendNewBlock("network", nil).Body()
+			str(nb, "mode", n.Mode)
+			str(nb, "name", n.Name)
+			str(nb, "conf_dir", n.ConfDir)
+			if len(n.PluginDirs) > 0 {
+				nb.SetAttributeValue("plugin_dirs", strList(n.PluginDirs))
+			}
+			str(nb, "bridge", n.Bridge)
+			str(nb, "subnet", n.Subnet)
+			for _, p := range n.Ports {
+				pb := nb.AppendNewBlock("port", []string{p.Name}).Body()
+				pb.SetAttributeValue("container_port", cty.NumberIntVal(int64(p.ContainerPort)))
+				if p.HostPort != 0 {
+					pb.SetAttributeValue("host_port", cty.NumberIntVal(int64(p.HostPort)))
+				}
+				str(pb, "protocol", p.Protocol)
+				str(pb, "host_ip", p.HostIP)
+			}
+		}
 	}
 }
 

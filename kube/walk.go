@@ -24,8 +24,8 @@ var (
 		"metadata.namespace",
 		"spec.restartPolicy", "spec.terminationGracePeriodSeconds",
 		"spec.hostname", "spec.shareProcessNamespace",
-		// podsup's processes use the host's network: hostNetwork: true
-		// is what they get.
+		// hostNetwork: true keeps the host's network; a pod with a
+		// hostPort otherwise gets a bridge (converter.network).
 		"spec.hostNetwork",
 		"spec.securityContext.runAsUser", "spec.securityContext.runAsGroup",
 		"spec.securityContext.runAsNonRoot", "spec.securityContext.supplementalGroups",
@@ -38,6 +38,7 @@ var (
 		"env[].name", "env[].value", "env[].valueFrom",
 		"envFrom[].prefix", "envFrom[].configMapRef", "envFrom[].secretRef",
 		"workingDir", "restartPolicy",
+		"ports[].name", "ports[].containerPort", "ports[].hostPort", "ports[].hostIP", "ports[].protocol",
 		"lifecycle.stopSignal",
 		"resources.limits", "resources.requests",
 		"securityContext.runAsUser", "securityContext.runAsGroup",

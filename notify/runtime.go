@@ -194,3 +194,6 @@ func (r *Runtime) next() supervisor.Runtime {
 	}
 	return r.Next
 }
+
+// ProbeHost passes Next's probe host on (supervisor.ProbeHoster).
+func (r *Runtime) ProbeHost(group string) string { return supervisor.ProbeHostOf(r.next(), group) }

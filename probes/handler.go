@@ -51,8 +51,8 @@ func NewHandler(p spec.Probe, ec ExecContext) (Handler, error) {
 }
 
 // defaultHost is where http_get and tcp_socket probes go without a host:
-// podsup's processes share its network namespace, or a sandbox's where
-// loopback is theirs.
+// podsup's processes share its network namespace. A sandbox on a network
+// of its own is probed at its address instead (supervisor.ProbeHoster).
 const defaultHost = spec.DefaultHost
 
 func hostOr(h string) string {

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/internal/rttest/testproc"
@@ -98,4 +100,44 @@ func spawnTrue(b *testing.B, c *proc.Cmd) {
 	if p.Exit().Code() != 0 {
 		b.Fatal(p.Exit())
 	}
+}
+
+// Sandbox creation with a bridge network, and the CNI ADD's share of it
+// (issue 30; docs/benchmarks.md):
+//
+//	go test -run '^$' -bench 'SandboxCreateBridge' -benchtime 50x ./sandbox/
+//
+// Each creation is a holder with the pid, mount and net namespaces and a
+// cgroup, then the plugins' ADD (bridge with host-local IPAM, portmap with
+// one published port, firewall); the deletion (DEL) is not timed.
+func BenchmarkSandboxCreateBridge(b *testing.B) {
+	needCNI(b)
+	const bridge, subnet = "pst-bench", "10.231.9.0/24"
+	rt := newNetRuntime(b, netTestOptions(b, testInstancePrefix()+"benchnet"))
+	cfg := bridged(bridge, subnet, spec.Port{Name: "p", ContainerPort: 80, HostPort: 18239})
+	creates := make([]time.Duration, 0, b.N)
+	adds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		mustCreateSandbox(b, rt, "cb", cfg)
+		creates = append(creates, time.Since(start))
+		b.StopTimer()
+		rt.mu.Lock()
+		adds = append(adds, rt.sandboxes["cb"].net.addTook)
+		rt.mu.Unlock()
+		if err := rt.DeleteSandbox(testCtx(b), "cb"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	p50 := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	c, a := p50(creates), p50(adds)
+	b.ReportMetric(float64(c.Microseconds())/1000, "p50-create-ms")
+	b.ReportMetric(float64(a.Microseconds())/1000, "p50-add-ms")
+	b.ReportMetric(100*float64(a)/float64(c), "add-%")
 }

@@ -38,6 +38,18 @@ type Options struct {
 	// DisableCgroups runs without cgroups (process groups only), as when
 	// cgroups are unavailable.
 	DisableCgroups bool
+	// NetnsDir is where the network namespaces of sandboxes attached by
+	// CNI plugins are bind-mounted, so that a DEL after a crash finds
+	// them; default DefaultNetnsDir.
+	NetnsDir string
+	// NetworkStateDir keeps, per instance, the CNI attachments made and
+	// not yet deleted, which NewRuntime DELs; default
+	// DefaultNetworkStateDir. It must outlive a reboot (the IPAM
+	// reservations do).
+	NetworkStateDir string
+	// CNICacheDir is libcni's cache of results; default
+	// DefaultCNICacheDir.
+	CNICacheDir string
 	// Cgroups, when set, replaces the cgroup manager's options (Instance
 	// and Logger are filled in); tests use it to pick hierarchies.
 	Cgroups *cgroups.Options
@@ -50,7 +62,11 @@ type Runtime struct {
 	log  zerolog.Logger
 	cg   *cgroups.Manager // nil: no cgroups, process groups only
 	// recovered is what NewRuntime swept away; read-only afterwards.
-	recovered []Recovered
+	recovered     []Recovered
+	recoveredNets []string
+	// bridges are the bridges attached to (guarded by mu); Close removes
+	// those left empty.
+	bridges map[string]bool
 
 	execSeq atomic.Uint64
 
@@ -80,6 +96,15 @@ func NewRuntime(opts Options) (*Runtime, error) {
 	}
 	if opts.KillTimeout <= 0 {
 		opts.KillTimeout = 10 * time.Second
+	}
+	if opts.NetnsDir == "" {
+		opts.NetnsDir = DefaultNetnsDir
+	}
+	if opts.NetworkStateDir == "" {
+		opts.NetworkStateDir = DefaultNetworkStateDir
+	}
+	if opts.CNICacheDir == "" {
+		opts.CNICacheDir = DefaultCNICacheDir
 	}
 	rt := &Runtime{
 		opts:      opts,
@@ -114,8 +139,24 @@ func NewRuntime(opts Options) (*Runtime, error) {
 			}
 		}
 	}
+	// After the cgroups' sweep: the holders are gone, the namespaces kept
+	// for the DEL are not.
+	nets, err := rt.sweepNetworks(context.Background())
+	rt.recoveredNets = nets
+	if len(nets) > 0 {
+		rt.log.Info().Strs("container_ids", nets).Msg("deleted the CNI attachments an earlier run of this instance left behind")
+	}
+	if err != nil {
+		// Not fatal: the records stay for the next start, and the new
+		// sandboxes get attachments of their own.
+		rt.log.Warn().Err(err).Msg("some CNI attachments of an earlier run could not be deleted")
+	}
 	return rt, nil
 }
+
+// RecoveredNetworks lists the CNI container ids of the attachments
+// NewRuntime deleted for an earlier run of this instance.
+func (rt *Runtime) RecoveredNetworks() []string { return slices.Clone(rt.recoveredNets) }
 
 // Recovered is what NewRuntime found of an earlier runtime of the same
 // instance, one per sandbox: a podsup that was SIGKILLed or died of OOM
@@ -163,6 +204,8 @@ func (rt *Runtime) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, rt.removeEmptyBridges())
+	_ = os.Remove(rt.recordDir()) // once empty: every attachment was deleted
 	if rt.cg != nil {
 		errs = append(errs, rt.cg.Close())
 	}
@@ -176,6 +219,7 @@ type sandboxRec struct {
 	created time.Time
 	group   *cgroups.Group // nil without cgroups
 	holder  *holder        // nil: the host's namespaces
+	net     *attachment    // nil: no CNI network; set before the sandbox is ready
 	settled chan struct{}  // closed when CreateSandbox returned
 	deleted chan struct{}  // closed when DeleteSandbox finished
 	// cgMu: exec cgroup cleanups hold it shared; DeleteSandbox holds it

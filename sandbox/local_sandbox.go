@@ -29,6 +29,20 @@ func checkSandbox(cfg spec.Sandbox) error {
 	if (len(cfg.Mounts) > 0 || cfg.Rootfs != "") && !has["mount"] {
 		return fmt.Errorf("%w: mounts and rootfs need the mount namespace", ErrInvalidArgument)
 	}
+	if n := cfg.Network; n != nil {
+		switch n.Mode {
+		case spec.NetworkHost:
+			if has["net"] {
+				return fmt.Errorf("%w: network mode host and the net namespace exclude each other", ErrInvalidArgument)
+			}
+		case spec.NetworkNone, spec.NetworkBridge, spec.NetworkCNI:
+			if !has["net"] {
+				return fmt.Errorf("%w: network mode %s needs the net namespace", ErrInvalidArgument, n.Mode)
+			}
+		default:
+			return fmt.Errorf("%w: network mode %q is not one of none, host, bridge, cni", ErrInvalidArgument, n.Mode)
+		}
+	}
 	if cfg.Rootfs != "" && !filepath.IsAbs(cfg.Rootfs) {
 		return fmt.Errorf("%w: rootfs %q is not an absolute path", ErrInvalidArgument, cfg.Rootfs)
 	}
@@ -126,6 +140,17 @@ func (rt *Runtime) CreateSandbox(ctx context.Context, id string, cfg spec.Sandbo
 		}
 		sb.holder = h
 	}
+	if cfg.Network.Attached() {
+		a, err := rt.attach(ctx, sb)
+		if err != nil {
+			_ = sb.holder.close(rt.opts.ReadyTimeout) // the plugin's error is the one to report
+			if sb.group != nil {
+				_ = sb.group.Delete()
+			}
+			return fmt.Errorf("creating sandbox %q: %w", id, err)
+		}
+		sb.net = a
+	}
 	rt.mu.Lock()
 	sb.state = SandboxReady
 	rt.mu.Unlock()
@@ -209,6 +234,12 @@ func (rt *Runtime) DeleteSandbox(ctx context.Context, id string) error {
 	if sb.group != nil {
 		// Exec'd commands and anything that escaped a process's tree.
 		if err := sb.group.Kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if sb.net != nil {
+		// Before the holder goes: the plugins DEL inside the namespace.
+		if err := rt.detach(context.WithoutCancel(ctx), sb.net); err != nil {
 			errs = append(errs, err)
 		}
 	}

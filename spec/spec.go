@@ -365,6 +365,89 @@ type Sandbox struct {
 	// (ReadOnlyPaths) read-only in every sandbox with a proc mount;
 	// "Unmasked" leaves /proc and /sys as they are.
 	ProcMount string
+	// Network, when set, says what the sandbox's network namespace is
+	// attached to (Nomad's network block); nil is mode "none" with the
+	// "net" namespace and the host's network without it.
+	Network *Network
+}
+
+// The values of Network.Mode.
+const (
+	// NetworkNone is the net namespace with its loopback alone.
+	NetworkNone = "none"
+	// NetworkHost is the host's network: no net namespace.
+	NetworkHost = "host"
+	// NetworkBridge is a veth into a podsup bridge, an address from
+	// host-local IPAM, a default route and masquerade outbound, made by
+	// the standard CNI plugins from a configuration podsup writes.
+	NetworkBridge = "bridge"
+	// NetworkCNI is a network named in a CNI configuration directory.
+	NetworkCNI = "cni"
+)
+
+// The defaults of a bridge network: a subnet beside podman's 10.88/16.
+const (
+	DefaultBridge       = "podsup0"
+	DefaultBridgeSubnet = "10.89.0.0/16"
+	DefaultCNIConfDir   = "/etc/cni/net.d"
+)
+
+// DefaultCNIPluginDirs are searched for the plugins' binaries: the CNI
+// project's own place and the one Debian's and Ubuntu's
+// containernetworking-plugins use.
+var DefaultCNIPluginDirs = []string{"/opt/cni/bin", "/usr/lib/cni"}
+
+// Network is a sandbox's network: which CNI network its namespace joins
+// and the ports it publishes on the host.
+type Network struct {
+	// Mode is NetworkNone, NetworkHost, NetworkBridge or NetworkCNI.
+	Mode string
+	// Name is the CNI network of mode "cni" (its configuration's "name").
+	Name string
+	// ConfDir is where mode "cni" finds Name; default DefaultCNIConfDir.
+	ConfDir string
+	// PluginDirs are where the plugins' binaries are looked for; default
+	// DefaultCNIPluginDirs.
+	PluginDirs []string
+	// Bridge and Subnet are mode "bridge"'s Linux bridge and the range
+	// host-local IPAM gives addresses from; defaults DefaultBridge and
+	// DefaultBridgeSubnet. Groups naming one bridge share it.
+	Bridge string
+	Subnet string
+	// Ports are published on the host through the portmap plugin.
+	Ports []Port
+}
+
+// Attached says whether the network is made by CNI plugins (bridge, cni).
+func (n *Network) Attached() bool {
+	return n != nil && (n.Mode == NetworkBridge || n.Mode == NetworkCNI)
+}
+
+// Port is a published port (Kubernetes' containerPort with a hostPort).
+type Port struct {
+	// Name is the port's label; probes may name it instead of a number.
+	Name          string
+	ContainerPort int
+	// HostPort is the port on the host; 0 publishes nothing (the name
+	// alone, for probes).
+	HostPort int
+	// Protocol is "tcp" (default) or "udp".
+	Protocol string
+	// HostIP is the host address the port is published on; empty: all.
+	HostIP string
+}
+
+// PortNamed returns the container port of the port called name, or 0.
+func (s *Sandbox) PortNamed(name string) int {
+	if s == nil || s.Network == nil {
+		return 0
+	}
+	for _, p := range s.Network.Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	return 0
 }
 
 // The values of Sandbox.ProcMount.

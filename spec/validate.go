@@ -83,7 +83,56 @@ func (c *Config) Validate() error {
 		ch.group(g)
 	}
 	ch.dependencies(c)
+	ch.bridges(c)
 	return ch.errs.Err()
+}
+
+// bridges checks that groups on one bridge agree on its subnet (the bridge
+// holds one gateway address) and publish no host port twice.
+func (ch *checker) bridges(c *Config) {
+	type first struct{ group, subnet string }
+	subnets := map[string]first{}
+	type hostKey struct {
+		ip    string
+		port  int
+		proto string
+	}
+	ports := map[hostKey]string{}
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		if g.Sandbox == nil || g.Sandbox.Network == nil {
+			continue
+		}
+		n := g.Sandbox.Network
+		p := []string{"group", g.Name, "sandbox", "network"}
+		if n.Mode == NetworkBridge {
+			bridge, subnet := n.Bridge, n.Subnet
+			if bridge == "" {
+				bridge = DefaultBridge
+			}
+			if subnet == "" {
+				subnet = DefaultBridgeSubnet
+			}
+			if f, ok := subnets[bridge]; ok && f.subnet != subnet {
+				ch.add(at(p, "subnet"), "bridge %q has subnet %s in group %q: groups on one bridge share its subnet", bridge, f.subnet, f.group)
+			} else if !ok {
+				subnets[bridge] = first{g.Name, subnet}
+			}
+		}
+		for _, port := range n.Ports {
+			if port.HostPort == 0 {
+				continue
+			}
+			k := hostKey{port.HostIP, port.HostPort, port.Protocol}
+			if k.proto == "" {
+				k.proto = "tcp"
+			}
+			if other, ok := ports[k]; ok && other != g.Name {
+				ch.add(at(p, "port", port.Name, "host_port"), "host port %d/%s is published by group %q too", port.HostPort, k.proto, other)
+			}
+			ports[k] = g.Name
+		}
+	}
 }
 
 // Validate checks one group and returns every problem found.
@@ -477,6 +526,105 @@ func (ch *checker) sandbox(p []string, s *Sandbox) {
 		}
 	}
 	ch.resources(at(p, "resources"), s.Resources)
+	if s.Network != nil {
+		ch.network(at(p, "network"), s.Network, has["net"])
+	}
+}
+
+// network checks a sandbox's network block at p; netNS says whether the
+// sandbox lists the "net" namespace.
+func (ch *checker) network(p []string, n *Network, netNS bool) {
+	switch n.Mode {
+	case NetworkHost:
+		if netNS {
+			ch.add(at(p, "mode"), "mode = %q is the host's network, and the sandbox lists the \"net\" namespace: drop one", n.Mode)
+		}
+	case NetworkNone, NetworkBridge, NetworkCNI:
+		if !netNS {
+			ch.add(at(p, "mode"), "mode = %q needs the \"net\" namespace: add \"net\" to namespaces", n.Mode)
+		}
+	default:
+		ch.add(at(p, "mode"), "mode must be one of \"none\", \"host\", \"bridge\", \"cni\", got %q", n.Mode)
+	}
+	if n.Mode == NetworkCNI && n.Name == "" {
+		ch.add(at(p, "name"), "mode = \"cni\" needs the name of a network in the CNI configuration directory")
+	}
+	if n.Mode != NetworkCNI && (n.Name != "" || n.ConfDir != "") {
+		ch.add(at(p, "name"), "name and conf_dir pick a network of mode = \"cni\", not of mode = %q", n.Mode)
+	}
+	if n.Mode != NetworkBridge && (n.Bridge != "" || n.Subnet != "") {
+		ch.add(at(p, "bridge"), "bridge and subnet belong to mode = \"bridge\", not to mode = %q", n.Mode)
+	}
+	if n.Bridge != "" && !validBridgeName(n.Bridge) {
+		ch.add(at(p, "bridge"), "bridge must be a Linux interface name (1-15 letters, digits, '-', '_' or '.'), got %q", n.Bridge)
+	}
+	if n.Subnet != "" {
+		if _, ipn, err := net.ParseCIDR(n.Subnet); err != nil || ipn.IP.To4() == nil {
+			ch.add(at(p, "subnet"), "subnet must be an IPv4 range such as %q, got %q", DefaultBridgeSubnet, n.Subnet)
+		} else if ones, _ := ipn.Mask.Size(); ones > 30 {
+			ch.add(at(p, "subnet"), "subnet %q leaves no room for a gateway and a sandbox: use a /30 or wider", n.Subnet)
+		}
+	}
+	if n.ConfDir != "" && !filepath.IsAbs(n.ConfDir) {
+		ch.add(at(p, "conf_dir"), "conf_dir must be an absolute path, got %q", n.ConfDir)
+	}
+	for _, d := range n.PluginDirs {
+		if !filepath.IsAbs(d) {
+			ch.add(at(p, "plugin_dirs"), "plugin_dirs must be absolute paths, got %q", d)
+		}
+	}
+	names := map[string]bool{}
+	type hostKey struct {
+		ip    string
+		port  int
+		proto string
+	}
+	published := map[hostKey]bool{}
+	for _, port := range n.Ports {
+		pp := at(p, "port", port.Name)
+		if port.Name != "" && names[port.Name] {
+			ch.add(pp, "port %q is declared twice", port.Name)
+		}
+		names[port.Name] = true
+		ch.port(at(pp, "container_port"), port.ContainerPort)
+		if port.HostPort != 0 {
+			ch.port(at(pp, "host_port"), port.HostPort)
+			if !n.Attached() {
+				ch.add(at(pp, "host_port"), "a published port needs mode = \"bridge\" or \"cni\" (with the portmap plugin), not mode = %q", n.Mode)
+			}
+		}
+		switch port.Protocol {
+		case "", "tcp", "udp":
+		default:
+			ch.add(at(pp, "protocol"), "protocol must be \"tcp\" or \"udp\", got %q", port.Protocol)
+		}
+		if port.HostIP != "" && net.ParseIP(port.HostIP) == nil {
+			ch.add(at(pp, "host_ip"), "host_ip must be an IP address, got %q", port.HostIP)
+		}
+		if port.HostPort != 0 {
+			k := hostKey{port.HostIP, port.HostPort, port.Protocol}
+			if k.proto == "" {
+				k.proto = "tcp"
+			}
+			if published[k] {
+				ch.add(at(pp, "host_port"), "host port %d/%s is published twice", port.HostPort, k.proto)
+			}
+			published[k] = true
+		}
+	}
+}
+
+// validBridgeName says whether s can name a Linux interface (IFNAMSIZ).
+func validBridgeName(s string) bool {
+	if len(s) == 0 || len(s) > 15 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // resources checks a resources block at p, a group's or a process's.

@@ -149,3 +149,8 @@ func hookOutput(hub *logs.Hub, send systemd.JournalSender) func(supervisor.HookR
 		hub.AppendHook(req.Group, req.Process.Name, req.InstanceID, req.Process.Log, req.Point, out)
 	}
 }
+
+// ProbeHost passes Next's probe host on (supervisor.ProbeHoster).
+func (c capturingRuntime) ProbeHost(group string) string {
+	return supervisor.ProbeHostOf(c.next, group)
+}

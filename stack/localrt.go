@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"syscall"
 
@@ -228,6 +229,21 @@ func (l *SandboxRuntime) Spawner(group string) func(*proc.Cmd) (*proc.Process, e
 		return proc.Start
 	}
 	return func(c *proc.Cmd) (*proc.Process, error) { return l.rt.Spawn(group, c) }
+}
+
+// ProbeHost is the address of group's sandbox on its CNI network, where
+// its hostless http_get and tcp_socket probes go (kubelet probes the
+// pod's IP); "" (127.0.0.1) for a group without one.
+func (l *SandboxRuntime) ProbeHost(group string) string {
+	st, ok, err := l.rt.NetworkStatus(group)
+	if err != nil || !ok || len(st.IPs) == 0 {
+		return ""
+	}
+	ip, _, err := net.ParseCIDR(st.IPs[0])
+	if err != nil {
+		return ""
+	}
+	return ip.String()
 }
 
 type localInstance struct {

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -324,6 +325,27 @@ func (s *Stack) Logs() *logs.Hub { return s.hub }
 // Runtime is the outermost layer of the runtime the supervisor runs on;
 // its Spawner starts a command in a group's sandbox (podsup exec).
 func (s *Stack) Runtime() supervisor.Runtime { return s.top }
+
+// GroupNetwork is a group sandbox's attachment to a CNI network.
+type GroupNetwork struct {
+	Network, ContainerID, Interface string
+	IPs, Gateways                   []string
+	// Result is the plugins' ADD result, CNI's JSON.
+	Result json.RawMessage
+	// Check is the plugins' CHECK error; nil when it passed.
+	Check error
+}
+
+// Network returns group's CNI attachment with a CHECK of it run now; ok is
+// false for a group with no sandbox attached by CNI plugins.
+func (s *Stack) Network(ctx context.Context, group string) (n GroupNetwork, ok bool) {
+	st, ok, err := s.rt.NetworkStatus(group)
+	if err != nil || !ok {
+		return GroupNetwork{}, false
+	}
+	return GroupNetwork{Network: st.Network, ContainerID: st.ContainerID, Interface: st.Interface,
+		IPs: st.IPs, Gateways: st.Gateways, Result: st.Result, Check: s.rt.CheckNetwork(ctx, group)}, true
+}
 
 // publishRecovered tells, one event per group, what NewRuntime found and
 // killed of a stack of this instance that died without stopping its

@@ -1,8 +1,10 @@
 package supervisor
 
 import (
+	"context"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/podsup/podsup/supervisor/internal/core"
@@ -122,6 +124,11 @@ func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec
 	if err != nil {
 		return nil, err
 	}
+	if hostless(probe.Handler) {
+		if _, ok := w.rt.(ProbeHoster); ok {
+			h = &hostedHandler{probe: probe, local: h, rt: w.rt, group: w.name}
+		}
+	}
 	if w.lc.probeHandler != nil {
 		h = w.lc.probeHandler(pr.Name, kind)
 	}
@@ -239,4 +246,66 @@ func probeMessage(u probes.Update, withOutput bool) string {
 		msg = u.Result.String()
 	}
 	return msg
+}
+
+// hostless says whether h is an http_get or tcp_socket action that names
+// no host.
+func hostless(h spec.Handler) bool {
+	return (h.HTTPGet != nil && h.HTTPGet.Host == "") || (h.TCPSocket != nil && h.TCPSocket.Host == "")
+}
+
+// hostedHandler probes a hostless action at the host the runtime names
+// for the group now (its sandbox's address), else as local does.
+type hostedHandler struct {
+	probe spec.Probe
+	local probes.Handler
+	rt    Runtime
+	group string
+
+	mu      sync.Mutex
+	host    string // the host of handler
+	handler probes.Handler
+}
+
+func (h *hostedHandler) Probe(ctx context.Context) (probes.Result, string, error) {
+	return h.current().Probe(ctx)
+}
+
+// ProbeDetail keeps an http_get probe's body (DetailedHandler).
+func (h *hostedHandler) ProbeDetail(ctx context.Context) (probes.Detail, error) {
+	cur := h.current()
+	if d, ok := cur.(probes.DetailedHandler); ok {
+		return d.ProbeDetail(ctx)
+	}
+	r, msg, err := cur.Probe(ctx)
+	return probes.Detail{Result: r, Message: msg}, err
+}
+
+// current is the handler for the runtime's host now.
+func (h *hostedHandler) current() probes.Handler {
+	host := ProbeHostOf(h.rt, h.group)
+	if host == "" {
+		return h.local
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if host != h.host || h.handler == nil {
+		p := h.probe
+		switch {
+		case p.HTTPGet != nil:
+			a := *p.HTTPGet
+			a.Host = host
+			p.HTTPGet = &a
+		case p.TCPSocket != nil:
+			a := *p.TCPSocket
+			a.Host = host
+			p.TCPSocket = &a
+		}
+		nh, err := probes.NewHandler(p, probes.ExecContext{})
+		if err != nil {
+			return h.local
+		}
+		h.host, h.handler = host, nh
+	}
+	return h.handler
 }

@@ -111,6 +111,25 @@ type StartRequest struct {
 }
 
 // Instance is one started process as the runtime sees it.
+// ProbeHoster is a Runtime that knows where a group's http_get and
+// tcp_socket probes without a host connect, when not to 127.0.0.1: the
+// address of the group's sandbox on a network of its own, which is where
+// kubelet's probes go (the pod's IP). It is asked at each probe (a
+// rebuilt sandbox may have another address); "" means 127.0.0.1. A
+// wrapping Runtime passes it on.
+type ProbeHoster interface {
+	ProbeHost(group string) string
+}
+
+// ProbeHostOf asks rt for group's probe host; "" when rt is no
+// ProbeHoster.
+func ProbeHostOf(rt Runtime, group string) string {
+	if h, ok := rt.(ProbeHoster); ok {
+		return h.ProbeHost(group)
+	}
+	return ""
+}
+
 type Instance interface {
 	Pid() int
 	// Signal sends sig to the main process only (K6's stop signal).

@@ -81,3 +81,6 @@ func (j *JournalRuntime) Capabilities() supervisor.Capabilities {
 	c.Journal = true
 	return c
 }
+
+// ProbeHost passes Next's probe host on (supervisor.ProbeHoster).
+func (j *JournalRuntime) ProbeHost(group string) string { return supervisor.ProbeHostOf(j.Next, group) }

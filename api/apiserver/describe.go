@@ -2,7 +2,9 @@ package apiserver
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +41,9 @@ func (s *Server) describe(w http.ResponseWriter, r *http.Request) {
 	}
 	evs, _ := s.b.History.Since(0)
 	d := describeGroup(gs, gspec, cfg.Backoff, toEvents(evs), time.Now())
+	if d.Sandbox != nil && s.b.Network != nil && process == "" {
+		d.Sandbox.Network = s.b.Network(r.Context(), group)
+	}
 	if process != "" {
 		if !keepProcess(&d, process) {
 			writeError(w, notFound("group %q has no process %q", group, process))
@@ -162,6 +167,20 @@ func describeSandbox(sb *spec.Sandbox) *api.SandboxDescription {
 	}
 	if r := sb.Resources; r != (spec.Resources{}) {
 		d.Limits = &api.Limits{MemoryBytes: r.Memory, CPU: r.CPU, CPUWeight: r.CPUWeight, Pids: r.Pids}
+	}
+	if n := sb.Network; n != nil {
+		d.NetworkMode = n.Mode
+		for _, p := range n.Ports {
+			proto := p.Protocol
+			if proto == "" {
+				proto = "tcp"
+			}
+			line := fmt.Sprintf("%s %d/%s", p.Name, p.ContainerPort, proto)
+			if p.HostPort != 0 {
+				line += " <- " + net.JoinHostPort(p.HostIP, strconv.Itoa(p.HostPort))
+			}
+			d.Ports = append(d.Ports, line)
+		}
 	}
 	return d
 }

@@ -43,6 +43,9 @@ type Backend struct {
 	// directory. Exec decides as whom: never root for a peer that is not
 	// root (the server has checked the peer has RoleExec).
 	Exec func(ctx context.Context, peer Peer, group, process string, argv []string, stdout, stderr io.Writer) (int, error)
+	// Network, when set, returns group's CNI attachment, its plugins'
+	// CHECK run (describe shows it); nil for a group without one.
+	Network func(ctx context.Context, group string) *api.NetworkDescription
 }
 
 // LogSource is where process output is kept.

@@ -153,6 +153,23 @@ func (d *describer) sandbox(sb *api.SandboxDescription) {
 	if l := sb.Limits; l != nil {
 		d.line(1, "Limits", "%s", limitsLine(*l))
 	}
+	if sb.NetworkMode != "" {
+		d.line(1, "Network", "%s", sb.NetworkMode)
+	}
+	for _, p := range sb.Ports {
+		d.line(1, "Port", "%s", p)
+	}
+	if n := sb.Network; n != nil {
+		d.line(1, "CNI Network", "%s (container id %s)", n.Network, n.ContainerID)
+		d.line(1, "Interface", "%s %s", n.Interface, strings.Join(n.IPs, ","))
+		if len(n.Gateways) > 0 {
+			d.line(1, "Gateway", "%s", strings.Join(n.Gateways, ","))
+		}
+		d.line(1, "Check", "%s", n.Check)
+		if len(n.Result) > 0 {
+			d.line(1, "CNI Result", "%s", n.Result)
+		}
+	}
 }
 
 // process prints one process; named, under a heading with its name (a

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/api/apiserver"
 	"github.com/podsup/podsup/clock"
 	"github.com/podsup/podsup/internal/logging"
@@ -249,6 +250,9 @@ func runUp(cf configFlags, socketOverride, cgroupDir string, out upOutput) (int,
 		Reload: d.reload, LastReload: d.lastReload,
 		Exec: d.exec,
 		Logs: hubLogs{st.Logs()},
+		Network: func(ctx context.Context, group string) *api.NetworkDescription {
+			return describeNetwork(ctx, st, group)
+		},
 	}, apiserver.Policy{OwnerUID: os.Getuid(), GroupID: gid, GroupName: cfg.Supervisor.SocketGroup, GroupRoles: groupRoles}, log)
 	go func() {
 		if err := srv.Serve(l); err != nil {
@@ -487,4 +491,18 @@ func processCount(cfg *spec.Config) int {
 		n += len(g.Init) + len(g.Processes)
 	}
 	return n
+}
+
+// describeNetwork is group's CNI attachment for describe, CHECKed now.
+func describeNetwork(ctx context.Context, st *stack.Stack, group string) *api.NetworkDescription {
+	n, ok := st.Network(ctx, group)
+	if !ok {
+		return nil
+	}
+	check := "ok"
+	if n.Check != nil {
+		check = n.Check.Error()
+	}
+	return &api.NetworkDescription{Network: n.Network, ContainerID: n.ContainerID, Interface: n.Interface,
+		IPs: n.IPs, Gateways: n.Gateways, Check: check, Result: n.Result}
 }

@@ -37,8 +37,17 @@ func (r *Recorder) record(format string, args ...any) {
 	r.calls = append(r.calls, fmt.Sprintf(format, args...))
 }
 
+// RecorderProbeHost is the probe host a Recorder names for every group.
+const RecorderProbeHost = "192.0.2.1"
+
+// ProbeHost records the call (supervisor.ProbeHoster).
+func (r *Recorder) ProbeHost(group string) string {
+	r.record("ProbeHost(%s)", group)
+	return RecorderProbeHost
+}
+
 // Calls returns the calls so far, in order, as "ReleaseGroup(g)",
-// "ReleaseProcess(g/p)", "Spawner(g)" and "spawn(g: argv0)" (a command
+// "ReleaseProcess(g/p)", "Spawner(g)", "ProbeHost(g)" and "spawn(g: argv0)" (a command
 // started through the spawner Spawner returned).
 func (r *Recorder) Calls() []string {
 	r.mu.Lock()
@@ -83,8 +92,11 @@ func CheckForwarding(t testing.TB, layer supervisor.Runtime, rec *Recorder) {
 	}
 	layer.ReleaseProcess("g", "p")
 	layer.ReleaseGroup("g")
+	if host := supervisor.ProbeHostOf(layer, "g"); host != RecorderProbeHost {
+		t.Errorf("ProbeHost(g) = %q, not the wrapped runtime's %q", host, RecorderProbeHost)
+	}
 	got := rec.Calls()[before:]
-	want := []string{"Spawner(g)", "spawn(g: /nonexistent/rttest-probe)", "ReleaseProcess(g/p)", "ReleaseGroup(g)"}
+	want := []string{"Spawner(g)", "spawn(g: /nonexistent/rttest-probe)", "ReleaseProcess(g/p)", "ReleaseGroup(g)", "ProbeHost(g)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("calls that reached the wrapped runtime: %q, want %q", got, want)
 	}
