@@ -63,18 +63,19 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 			all = append(all, Finding{Path: "--rootfs", Msg: fmt.Sprintf("no container runs image %q", img)})
 		}
 	}
-	var refused []Finding
-	for _, f := range all {
-		if f.Error || o.Strict {
-			f.Error = true
-			refused = append(refused, f)
-		} else {
-			res.Findings = append(res.Findings, f)
+	refused := false
+	for i := range all {
+		if o.Strict {
+			all[i].Error = true
 		}
+		refused = refused || all[i].Error
 	}
-	if len(refused) > 0 {
-		return nil, &FindingsError{Findings: refused}
+	if refused {
+		// Every finding, not only the errors: a user fixing the refusal
+		// should not meet the warnings only on the next run.
+		return nil, &FindingsError{Findings: all}
 	}
+	res.Findings = all
 	if err := res.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("the converted configuration is not valid: %w", err)
 	}

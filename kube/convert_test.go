@@ -613,3 +613,37 @@ spec:
 		t.Errorf("findings:\n%s", got)
 	}
 }
+
+// A refused manifest lists its warnings with its errors: all in one pass
+// (issue 31, item 4: cassandra showed 1 error, and 7 warnings only after
+// it was fixed).
+func TestConvertReportsEveryFindingInOnePass(t *testing.T) {
+	t.Parallel()
+	_, err := Convert(strings.NewReader(`apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: app
+    command: [sleep, "1"]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+    readinessProbe:
+      httpGet: {port: http}
+  volumes:
+  - {name: data, emptyDir: {}}
+`), Options{})
+	var fe *FindingsError
+	if !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want a FindingsError", err)
+	}
+	for _, want := range []string{
+		`error: Pod/p: spec.containers[0].readinessProbe.httpGet.port: container "app" has no port named "http"`,
+		"warning: Pod/p: spec.containers[0].volumeMounts: podsup has no volumes",
+		"warning: Pod/p: spec.volumes: podsup has no volumes",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -30,8 +30,9 @@ func (f Finding) String() string {
 	return fmt.Sprintf("%s: %s: %s", kind, where, f.Msg)
 }
 
-// FindingsError is a conversion refused: every error found (and, under
-// Strict, every warning), each with its path.
+// FindingsError is a conversion refused: every finding, the errors that
+// refuse it (under Strict, every warning is one) and the warnings that
+// would come with it, each with its path.
 type FindingsError struct {
 	Findings []Finding
 }
