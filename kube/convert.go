@@ -43,15 +43,18 @@ type Result struct {
 // *FindingsError when the manifest was read but cannot be converted as
 // written; it lists every problem at once.
 func Convert(src io.Reader, o Options) (*Result, error) {
-	ws, err := decodeAll(src)
+	ws, skipped, err := decodeAll(src)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}}
-	var all []Finding
+	all := skipped
 	usedImages := map[string]bool{}
 	for _, w := range ws {
 		r := &reporter{object: w.label()}
+		if w.readAs != "" {
+			r.warn("apiVersion", "%s", w.readAs)
+		}
 		w.unmappedFields(r)
 		c := &converter{r: r, w: w, o: o, images: res.Images, usedImages: usedImages}
 		g := c.group()
@@ -65,7 +68,7 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	}
 	refused := false
 	for i := range all {
-		if o.Strict {
+		if o.Strict && !all[i].Note {
 			all[i].Error = true
 		}
 		refused = refused || all[i].Error

@@ -577,8 +577,10 @@ func TestConvertRejectsMalformedManifests(t *testing.T) {
 			`document 1: decoding Pod: unknown field "spec.containers[0].livenesProbe"`},
 		{"duplicate field", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    command: [x]\n    command: [y]\n",
 			`document 1: parsing YAML`},
-		{"unknown kind", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
-			`document 1: apiVersion "v1" kind "Service" is not something podsup runs`},
+		{"unknown kind", "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: s}\n",
+			`document 1: apiVersion "v1" kind "ReplicationController" is not something podsup runs`},
+		{"only skipped kinds", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+			"the manifest holds no object podsup runs"},
 		{"no name", "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    command: [x]\n",
 			"document 1: Pod has no metadata.name"},
 		{"empty", "# nothing\n", "the manifest holds no object"},
@@ -645,5 +647,88 @@ spec:
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+// The Services, claims, storage classes and budgets beside a workload
+// are skipped with a note naming each document, not refused (issue 31,
+// item 3); a note stays one under Strict.
+func TestConvertSkipsKindsPodsupDoesNotRun(t *testing.T) {
+	t.Parallel()
+	manifest := `apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec:
+  ports: [{port: 3306}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db}
+spec:
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - {name: db, command: [sleep, "60"]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db-pdb}
+spec: {maxUnavailable: 1}
+---
+kind: StorageClass
+apiVersion: storage.k8s.io/v1
+metadata: {name: fast}
+provisioner: k8s.io/minikube-hostpath
+`
+	for _, strict := range []bool{false, true} {
+		cfg, res := convertAndParse(t, manifest, Options{Strict: strict})
+		if len(cfg.Groups) != 1 || cfg.Groups[0].Name != "db" {
+			t.Fatalf("groups = %s, want the Deployment's alone", show(cfg.Groups))
+		}
+		got := findingsText(res.Findings)
+		for _, want := range []string{
+			"note: Service/db: document 1: skipped: ",
+			"note: PersistentVolumeClaim/data: document 2: skipped: podsup has no volumes",
+			"note: PodDisruptionBudget/db-pdb: document 4: skipped: ",
+			"note: StorageClass/fast: document 5: skipped: ",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("strict=%v: findings lack %q:\n%s", strict, want, got)
+			}
+		}
+	}
+}
+
+// A CronJob of batch/v1beta1, removed in Kubernetes 1.25 but still in
+// the documentation's older examples, is read as batch/v1 with a warning.
+func TestConvertAcceptsBatchV1beta1CronJob(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: batch/v1beta1
+kind: CronJob
+metadata: {name: hello}
+spec:
+  schedule: "* * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: hello
+            command: [/bin/sh, -c, date]
+          restartPolicy: OnFailure
+`, Options{})
+	if g := cfg.Groups[0]; g.Name != "hello" || g.RestartPolicy != spec.RestartOnFailure {
+		t.Errorf("group = %s", show(g))
+	}
+	if got := findingsText(res.Findings); !strings.Contains(got, "warning: CronJob/hello: apiVersion: batch/v1beta1 CronJob is no longer served") {
+		t.Errorf("findings:\n%s", got)
 	}
 }

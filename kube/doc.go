@@ -5,7 +5,11 @@
 //
 // Manifests are decoded with Kubernetes' own API types, strictly: an
 // unknown or duplicated field is an error naming its path. A
-// multi-document file gives one group per object, named after it.
+// multi-document file gives one group per object, named after it; a
+// document of a kind that runs no process (a Service, a
+// PersistentVolumeClaim, a ConfigMap, ...: skippedKinds) is skipped with a
+// note naming it, and a batch/v1beta1 CronJob is read as batch/v1 with a
+// warning.
 //
 // # The mapping
 //
