@@ -220,6 +220,7 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEn
 	if env := d.environment(as, p, groupEnv); len(env) > 0 {
 		pr.Env = env
 	}
+	d.str(as, p, "image", &pr.Image)
 	d.str(as, p, "working_dir", &pr.WorkingDir)
 	d.str(as, p, "user", &pr.User)
 	d.str(as, p, "group", &pr.Group)

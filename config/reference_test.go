@@ -391,6 +391,7 @@ var referenceDefaults = map[string]string{
 	"process.env":            "",
 	"process.env_file":       "",
 	"process.working_dir":    "podsup's",
+	"process.image":          "",
 	"process.user":           "podsup's",
 	"process.group":          "the user's",
 	"process.stop_signal":    code(unix.SignalName((&spec.Process{}).EffectiveStopSignal())),

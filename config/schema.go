@@ -115,7 +115,7 @@ var (
 
 	processSchema = newSchema("process",
 		append([]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
-			"critical", "readiness", "watchdog", "sockets"}, securityAttrs...), nil,
+			"critical", "readiness", "watchdog", "sockets", "image"}, securityAttrs...), nil,
 		append(blocks("startup_probe", "liveness_probe", "readiness_probe",
 			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources", "capabilities", "rlimits"), named("depends_on")...), "depends_on")
 

@@ -396,16 +396,19 @@ func (c *converter) identity(ct *corev1.Container) (user, group string) {
 	return user, group
 }
 
-// image records the container's image for the output's comment, and
-// with --rootfs picks the group's root filesystem.
+// image keeps the container's image as the process's, and with --rootfs
+// picks the group's root filesystem. An image without one is a note, not
+// a warning: podsup was not asked to use it, and --strict is about
+// behaviour podsup cannot give, not about images.
 func (c *converter) image(ct *corev1.Container, at string, p *spec.Process) {
 	if ct.Image == "" {
 		return
 	}
+	p.Image = ct.Image
 	c.images[[2]string{c.w.name, ct.Name}] = ct.Image
 	dir, ok := c.o.Rootfs[ct.Image]
 	if !ok {
-		c.r.warn(c.path(at+".image"), "podsup runs no images: %q is kept as a comment and the command runs on the host's filesystem (map it to an unpacked root filesystem with --rootfs %s=DIR)", ct.Image, ct.Image)
+		c.r.note(c.path(at+".image"), "podsup runs no images: %q is kept as the process's image and the command runs on the host's filesystem (map it to an unpacked root filesystem with --rootfs %s=DIR)", ct.Image, ct.Image)
 		return
 	}
 	c.usedImages[ct.Image] = true

@@ -37,8 +37,9 @@
 //	  lifecycle.postStart, lifecycle.preStop: exec, httpGet, sleep
 //	  lifecycle.stopSignal              stop_signal
 //	  securityContext.runAsUser/Group   user/group
-//	  image                             a comment and a warning; with Options.Rootfs,
-//	                                    the sandbox's rootfs
+//	  image                             image (data podsup keeps and never runs) and
+//	                                    a note; with Options.Rootfs, the sandbox's
+//	                                    rootfs
 //
 // Refused (errors): env valueFrom, grpc probes, an init container's
 // restartPolicy other than Always, a container without command (podsup runs no image, so it knows no
@@ -56,7 +57,9 @@
 //
 // # Annotations
 //
-// Export writes every field a Pod has in the Pod's own fields; what no Pod
+// Export writes every field a Pod has in the Pod's own fields (a
+// process without an image is an error unless ExportOptions.DefaultImage
+// gives one: the API server requires it); what no Pod
 // can say (back-off, namespaces and mounts beyond the derivable ones,
 // sub-second durations, pre_start and post_stop hooks, hook timeouts,
 // critical, readiness protocols, log settings, user names) goes into

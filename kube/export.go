@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -24,6 +25,11 @@ type ExportOptions struct {
 	// Kind is "pod" (default) or "deployment": a Deployment of one
 	// replica whose template is the pod.
 	Kind string
+	// DefaultImage is the image of every process that names none. Without
+	// it such a process is an error: the API server refuses a container
+	// without an image ("image: Required value"), so the export could not
+	// be applied.
+	DefaultImage string
 }
 
 // Export writes one YAML document per group of cfg: a Pod (or a
@@ -35,6 +41,9 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 	if o.Kind != "" && o.Kind != "pod" && o.Kind != "deployment" {
 		return nil, fmt.Errorf("--kind %q: want pod or deployment", o.Kind)
 	}
+	if err := checkImages(cfg, o.DefaultImage); err != nil {
+		return nil, err
+	}
 	var warns []Finding
 	if !cfg.Supervisor.IsZero() {
 		warns = append(warns, Finding{Path: "supervisor", Msg: "podsup's own settings have no place in a Pod: not exported"})
@@ -45,6 +54,7 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 			b := cfg.Backoff // the file's default back-off is the group's
 			g.Backoff = &b
 		}
+		g.Init, g.Processes = withImage(g.Init, o.DefaultImage), withImage(g.Processes, o.DefaultImage)
 		pod, ws := exportGroup(&g)
 		warns = append(warns, ws...)
 		var obj any = pod
@@ -69,6 +79,45 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 		}
 	}
 	return warns, nil
+}
+
+// checkImages names every process and init of cfg that has no image when
+// there is no default either: all of them, in one error.
+func checkImages(cfg *spec.Config, def string) error {
+	if def != "" {
+		return nil
+	}
+	var missing []string
+	for _, g := range cfg.Groups {
+		for _, list := range []struct {
+			field string
+			ps    []spec.Process
+		}{{"initContainers", g.Init}, {"containers", g.Processes}} {
+			for i, p := range list.ps {
+				if p.Image == "" {
+					missing = append(missing, fmt.Sprintf("error: Pod/%s: spec.%s[%d].image: %q has none", g.Name, list.field, i, p.Name))
+				}
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a Pod's containers need an image, which the API server requires: set image in each process and init block, or give --default-image IMAGE for those without:\n  %s", strings.Join(missing, "\n  "))
+}
+
+// withImage is ps, with image def for each process that names none.
+func withImage(ps []spec.Process, def string) []spec.Process {
+	if def == "" || ps == nil {
+		return ps
+	}
+	out := slices.Clone(ps)
+	for i := range out {
+		if out[i].Image == "" {
+			out[i].Image = def
+		}
+	}
+	return out
 }
 
 // exportGroup is g as a Pod: the Kubernetes fields first; then the Pod is
@@ -197,7 +246,7 @@ func sandboxSecurity(ps *corev1.PodSpec, s *spec.Sandbox) {
 }
 
 func container(p *spec.Process) corev1.Container {
-	c := corev1.Container{Name: p.Name, Command: p.Command, WorkingDir: p.WorkingDir}
+	c := corev1.Container{Name: p.Name, Image: p.Image, Command: p.Command, WorkingDir: p.WorkingDir}
 	for _, k := range sortedEnv(p.Env) {
 		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: p.Env[k]})
 	}

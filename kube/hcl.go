@@ -157,6 +157,7 @@ func writeProcess(b *hclwrite.Body, p *spec.Process) {
 	if len(p.Command) > 0 {
 		b.SetAttributeValue("command", strList(p.Command))
 	}
+	str(b, "image", p.Image)
 	if len(p.Env) > 0 {
 		m := map[string]cty.Value{}
 		for k, v := range p.Env {

@@ -142,7 +142,11 @@ type Group struct {
 type Process struct {
 	Name    string
 	Command []string
-	Env     map[string]string
+	// Image names the container image the process comes from (Kubernetes'
+	// image): data podsup keeps, for podsup-kube export, and never pulls
+	// or runs.
+	Image string
+	Env   map[string]string
 	// WorkingDir defaults to podsup's own.
 	WorkingDir string
 	// User and Group are names or numeric ids; empty means podsup's own.
