@@ -19,7 +19,7 @@ func main() {
 	stack.ReexecMain()
 	resetInheritedSignalState()
 	root := newRootCmd()
-	if err := root.Execute(); err != nil {
+	if err := withCommandHint(root.Execute()); err != nil {
 		var ee exitError
 		if asExit(err, &ee) {
 			os.Exit(ee.code)

@@ -142,7 +142,7 @@ func runUp(cf configFlags, socketOverride string, out upOutput) (int, error) {
 		return 0, err
 	}
 	cfg, err := source.load(os.Stderr)
-	if err != nil {
+	if err != nil || source.requireGroups(cfg, os.Stderr) != nil {
 		return 1, nil
 	}
 	if socketOverride != "" {
