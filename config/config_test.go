@@ -919,3 +919,19 @@ func TestLoadAndFind(t *testing.T) {
 		t.Errorf("Find(\"\") with nothing there = %v, want ErrNotFound naming the places", err)
 	}
 }
+
+// cpu_request sets cpu_weight as kubelet does; a cpu_weight that is not
+// its weight is an error naming both.
+func TestCPURequestSetsTheWeight(t *testing.T) {
+	cfg, err := Parse([]byte("group \"g\" {\n  sandbox {\n    resources {\n      cpu_request = 0.2\n    }\n  }\n  process \"p\" { command = [\"x\"] }\n}\n"), "r.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Groups[0].Sandbox.Resources; r.CPURequest != 0.2 || r.CPUWeight != spec.CPUWeightForRequest(200) {
+		t.Errorf("resources = %+v", r)
+	}
+	_, err = Parse([]byte("group \"g\" {\n  sandbox {\n    resources {\n      cpu_request = 0.2\n      cpu_weight  = 100\n    }\n  }\n  process \"p\" { command = [\"x\"] }\n}\n"), "r.hcl")
+	if err == nil || !strings.Contains(err.Error(), "cpu_weight 100 is not the weight of cpu_request 0.2") {
+		t.Errorf("err = %v", err)
+	}
+}

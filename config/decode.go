@@ -207,6 +207,10 @@ func (d *decoder) resources(bs hcl.Blocks, p []string, r *spec.Resources) {
 		d.cpu(ras, rp, "cpu", &r.CPU)
 		d.integerInt(ras, rp, "cpu_weight", &r.CPUWeight)
 		d.pids(ras, rp, "pids", &r.Pids)
+		d.cpu(ras, rp, "cpu_request", &r.CPURequest)
+		if r.CPURequest > 0 && r.CPUWeight == 0 {
+			r.CPUWeight = spec.CPUWeightForRequest(r.CPURequestMilli())
+		}
 	}
 }
 

@@ -382,10 +382,11 @@ var referenceDefaults = map[string]string{
 	"mount.readonly": code("false"),
 	"mount.options":  "",
 
-	"resources.memory":     "no limit",
-	"resources.cpu":        "no limit",
-	"resources.cpu_weight": "100", // what sandbox/cgroups writes to cpu.weight when unset: the kernel's default
-	"resources.pids":       "no limit",
+	"resources.memory":      "no limit",
+	"resources.cpu":         "no limit",
+	"resources.cpu_weight":  "100", // what sandbox/cgroups writes to cpu.weight when unset: the kernel's default
+	"resources.pids":        "no limit",
+	"resources.cpu_request": "none",
 
 	"process.command":        "",
 	"process.env":            "",

@@ -111,7 +111,7 @@ var (
 
 	mountSchema = newSchema("mount", []string{"source", "readonly", "options"}, []string{"type", "target"}, nil)
 
-	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids"}, nil, nil)
+	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids", "cpu_request"}, nil, nil)
 
 	processSchema = newSchema("process",
 		append([]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",

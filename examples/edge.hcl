@@ -87,9 +87,10 @@ group "uplink" {
       target = "/proc"
     }
     resources {
-      memory = "32MiB"
-      cpu    = 0.1
-      pids   = 16
+      memory      = "32MiB"
+      cpu         = 0.1
+      cpu_request = 0.05 # Kubernetes' 50m: cpu_weight is kubelet's weight for it
+      pids        = 16
     }
   }
 

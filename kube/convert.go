@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -173,8 +174,7 @@ func (c *converter) resources() spec.Resources {
 	pod := &c.w.pod
 	var out spec.Resources
 	if pod.Resources != nil {
-		out.Memory, out.CPU, out.CPUWeight = c.resourceList(pod.Resources, "spec.resources")
-		return out
+		return c.resourceList(pod.Resources, "spec.resources")
 	}
 	type sum struct {
 		v     float64
@@ -183,7 +183,8 @@ func (c *converter) resources() spec.Resources {
 		field string
 	}
 	mem, cpu, req := sum{all: true, field: "limits.memory"}, sum{all: true, field: "limits.cpu"}, sum{all: true, field: "requests.cpu"}
-	var initMem, initCPU, initReq float64
+	pids := sum{all: true, field: "limits.pids"}
+	var initMem, initCPU, initReq, initPids float64
 	add := func(s *sum, q resource.Quantity, ok bool, scale float64) {
 		if ok {
 			s.v += float64(q.MilliValue()) / 1000 * scale
@@ -203,6 +204,8 @@ func (c *converter) resources() spec.Resources {
 			q, ok = rr.Limits[corev1.ResourceCPU]
 		}
 		add(&req, q, ok, 1)
+		q, ok = rr.Limits[resourcePids]
+		add(&pids, q, ok, 1)
 		c.otherResources(rr, fmt.Sprintf("spec.containers[%d].resources", i))
 	}
 	for i := range pod.InitContainers {
@@ -216,9 +219,12 @@ func (c *converter) resources() spec.Resources {
 		if q, ok := rr.Requests[corev1.ResourceCPU]; ok {
 			initReq = max(initReq, float64(q.MilliValue())/1000)
 		}
+		if q, ok := rr.Limits[resourcePids]; ok {
+			initPids = max(initPids, float64(q.Value()))
+		}
 		c.otherResources(rr, fmt.Sprintf("spec.initContainers[%d].resources", i))
 	}
-	for _, s := range []*sum{&mem, &cpu, &req} {
+	for _, s := range []*sum{&mem, &cpu, &req, &pids} {
 		if s.some && !s.all {
 			c.r.warn(c.path("spec.containers"), "only some containers set resources.%s: the group's cgroup gets no such limit, as kubelet gives the pod none", s.field)
 		}
@@ -230,33 +236,48 @@ func (c *converter) resources() spec.Resources {
 		out.CPU = max(cpu.v, initCPU)
 	}
 	if req.some && req.all {
-		out.CPUWeight = cpuWeight(int64(max(req.v, initReq) * 1000))
+		out.CPURequest = float64(int64(math.Round(max(req.v, initReq)*1000))) / 1000
+		out.CPUWeight = cpuWeight(out.CPURequestMilli())
+	}
+	if pids.some && pids.all {
+		out.Pids = int64(max(pids.v, initPids))
 	}
 	return out
 }
 
-func (c *converter) resourceList(rr *corev1.ResourceRequirements, at string) (mem int64, cpu float64, weight int) {
+// resourcePids is the pids limit of a pod's (or a container's)
+// resources: the sandbox's pids.
+const resourcePids corev1.ResourceName = "pids"
+
+func (c *converter) resourceList(rr *corev1.ResourceRequirements, at string) spec.Resources {
+	var out spec.Resources
 	if q, ok := rr.Limits[corev1.ResourceMemory]; ok {
-		mem = q.Value()
+		out.Memory = q.Value()
 	}
 	if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
-		cpu = float64(q.MilliValue()) / 1000
+		out.CPU = float64(q.MilliValue()) / 1000
 	}
-	if q, ok := rr.Requests[corev1.ResourceCPU]; ok {
-		weight = cpuWeight(q.MilliValue())
-	} else if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
-		weight = cpuWeight(q.MilliValue())
+	q, ok := rr.Requests[corev1.ResourceCPU]
+	if !ok { // kubelet: a request defaults to the limit
+		q, ok = rr.Limits[corev1.ResourceCPU]
+	}
+	if ok {
+		out.CPURequest = float64(q.MilliValue()) / 1000
+		out.CPUWeight = cpuWeight(q.MilliValue())
+	}
+	if q, ok := rr.Limits[resourcePids]; ok {
+		out.Pids = q.Value()
 	}
 	c.otherResources(rr, at)
-	return mem, cpu, weight
+	return out
 }
 
-// otherResources reports every resource but limits.memory, limits.cpu
-// and requests.cpu.
+// otherResources reports every resource but limits.memory, limits.cpu,
+// limits.pids and requests.cpu.
 func (c *converter) otherResources(rr *corev1.ResourceRequirements, at string) {
 	for _, name := range sortedKeys(rr.Limits) {
-		if name != corev1.ResourceMemory && name != corev1.ResourceCPU {
-			c.r.warn(c.path(at+".limits."+string(name)), "podsup limits only memory and cpu: ignored")
+		if name != corev1.ResourceMemory && name != corev1.ResourceCPU && name != resourcePids {
+			c.r.warn(c.path(at+".limits."+string(name)), "podsup limits only memory, cpu and pids: ignored")
 		}
 	}
 	for _, name := range sortedKeys(rr.Requests) {
@@ -276,13 +297,8 @@ func sortedKeys(l corev1.ResourceList) []corev1.ResourceName {
 }
 
 // cpuWeight is kubelet's cgroup v2 weight for a CPU request in
-// millicores: shares as cgroup v1 had them (1024 a core, at least 2),
-// mapped onto 1–10000.
-func cpuWeight(milli int64) int {
-	shares := max(milli*1024/1000, 2)
-	shares = min(shares, 262144)
-	return int(1 + ((shares-2)*9999)/262142)
-}
+// millicores.
+func cpuWeight(milli int64) int { return spec.CPUWeightForRequest(milli) }
 
 // milliForWeight is a CPU request that cpuWeight maps to w, when there is
 // one.

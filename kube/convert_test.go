@@ -732,3 +732,62 @@ spec:
 		t.Errorf("findings:\n%s", got)
 	}
 }
+
+// limits.pids is the sandbox's pids, and a CPU request is kept as it was,
+// not only as the weight derived from it (issue 31, item 8: a 200m
+// request came back 182m).
+func TestConvertMapsPidsAndKeepsTheCPURequest(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  resources:
+    limits: {pids: "2048", memory: 64Mi}
+  containers:
+  - name: a
+    image: busybox
+    command: [sleep, "60"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: q}
+spec:
+  containers:
+  - name: a
+    image: busybox
+    command: [sleep, "60"]
+    resources:
+      requests: {cpu: 200m}
+      limits: {pids: "64"}
+`, Options{})
+	if got := findingsText(res.Findings); strings.Contains(got, "pids") {
+		t.Errorf("findings:\n%s", got)
+	}
+	p, q := cfg.Groups[0].Sandbox.Resources, cfg.Groups[1].Sandbox.Resources
+	if p.Pids != 2048 || p.Memory != 64<<20 {
+		t.Errorf("pod-level resources: %+v", p)
+	}
+	if q.Pids != 64 || q.CPURequest != 0.2 || q.CPUWeight != cpuWeight(200) {
+		t.Errorf("container resources: %+v", q)
+	}
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pids: \"2048\"", "cpu: 200m", "pids: \"64\""} {
+		if !strings.Contains(yml.String(), want) {
+			t.Errorf("export lacks %q:\n%s", want, yml.String())
+		}
+	}
+	if strings.Contains(yml.String(), "podsup.dev/") {
+		t.Errorf("export needed annotations:\n%s", yml.String())
+	}
+	back, err := Convert(&yml, Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back.Config.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	}
+}

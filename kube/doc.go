@@ -24,7 +24,10 @@
 //	                                    namespace either; probes reach 127.0.0.1)
 //	spec.securityContext.runAsUser/Group  every process's user/group
 //	spec.resources (pod-level)          sandbox resources: limits.memory → memory,
-//	                                    limits.cpu → cpu, requests.cpu → cpu_weight
+//	                                    limits.cpu → cpu, limits.pids → pids,
+//	                                    requests.cpu → cpu_request (and kubelet's
+//	                                    cpu_weight for it); export writes the
+//	                                    request back as it was
 //	containers[].resources              the same, summed over the containers (the larger
 //	                                    of that and any init container's), as kubelet
 //	                                    sizes the pod cgroup; no limit unless all set one

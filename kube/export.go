@@ -332,12 +332,15 @@ func httpGet(g *spec.HTTPGetAction) *corev1.HTTPGetAction {
 // podResources are the group's limits as pod-level resources: the
 // cgroup is the pod's, not one container's.
 func podResources(r spec.Resources) *corev1.ResourceRequirements {
-	if r.Memory == 0 && r.CPU == 0 && r.CPUWeight == 0 {
+	if r.Memory == 0 && r.CPU == 0 && r.CPUWeight == 0 && r.Pids == 0 {
 		return nil
 	}
 	rr := &corev1.ResourceRequirements{}
-	if r.Memory != 0 || r.CPU != 0 {
+	if r.Memory != 0 || r.CPU != 0 || r.Pids != 0 {
 		rr.Limits = corev1.ResourceList{}
+	}
+	if r.Pids != 0 {
+		rr.Limits[resourcePids] = *resource.NewQuantity(r.Pids, resource.DecimalSI)
 	}
 	if r.Memory != 0 {
 		rr.Limits[corev1.ResourceMemory] = *resource.NewQuantity(r.Memory, resource.BinarySI)
@@ -345,7 +348,9 @@ func podResources(r spec.Resources) *corev1.ResourceRequirements {
 	if r.CPU != 0 {
 		rr.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(r.CPU*1000+0.5), resource.DecimalSI)
 	}
-	if r.CPUWeight != 0 {
+	if r.CPURequest != 0 { // the request itself: its weight rounds
+		rr.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(r.CPURequestMilli(), resource.DecimalSI)}
+	} else if r.CPUWeight != 0 {
 		if m, ok := milliForWeight(r.CPUWeight); ok {
 			rr.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(m, resource.DecimalSI)}
 		}

@@ -21,7 +21,7 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes", "DependsOn", "Security"},
 		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources", "ReadOnlyRootFilesystem", "PrivateTmp", "ProcMount"},
 		reflect.TypeFor[spec.Mount]():           {"Type", "Source", "Target", "ReadOnly", "Options"},
-		reflect.TypeFor[spec.Resources]():       {"Memory", "CPU", "CPUWeight", "Pids"},
+		reflect.TypeFor[spec.Resources]():       {"Memory", "CPU", "CPUWeight", "Pids", "CPURequest"},
 		reflect.TypeFor[spec.Process]():         {"Name", "Command", "Image", "Env", "WorkingDir", "User", "Group", "Security", "StopSignal", "RestartPolicy", "Critical", "Resources", "StartupProbe", "LivenessProbe", "ReadinessProbe", "PreStart", "PostStart", "PreStop", "PostStop", "Log", "Readiness", "Watchdog", "Sockets", "DependsOn"},
 		reflect.TypeFor[spec.Security]():        {"RunAsNonRoot", "SupplementalGroups", "Umask", "Privileged", "Capabilities", "NoNewPrivileges", "Seccomp", "Rlimits", "OOMScoreAdj"},
 		reflect.TypeFor[spec.Capabilities]():    {"Add", "Drop"},

@@ -141,8 +141,13 @@ func writeResources(b *hclwrite.Body, r spec.Resources) {
 	if r.CPU != 0 {
 		rb.SetAttributeValue("cpu", cty.NumberFloatVal(r.CPU))
 	}
-	integer(rb, "cpu_weight", int64(r.CPUWeight))
+	if r.CPURequest == 0 || r.CPUWeight != spec.CPUWeightForRequest(r.CPURequestMilli()) {
+		integer(rb, "cpu_weight", int64(r.CPUWeight)) // else cpu_request's
+	}
 	integer(rb, "pids", r.Pids)
+	if r.CPURequest != 0 {
+		rb.SetAttributeValue("cpu_request", cty.NumberFloatVal(r.CPURequest))
+	}
 }
 
 func writeBackoff(b *hclwrite.Body, bo spec.Backoff) {

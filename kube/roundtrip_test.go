@@ -116,7 +116,7 @@ func TestExportUsesPodFieldsFirst(t *testing.T) {
 		Name: "web", RestartPolicy: spec.RestartOnFailure, TerminationGracePeriod: spec.Durp(5 * time.Second),
 		Sandbox: &spec.Sandbox{Namespaces: []string{"pid", "mount", "uts"}, Hostname: "web",
 			Mounts:    []spec.Mount{{Type: "proc", Target: "/proc"}},
-			Resources: spec.Resources{Memory: 64 << 20, CPU: 0.5, CPUWeight: cpuWeight(250)}},
+			Resources: spec.Resources{Memory: 64 << 20, CPU: 0.5, CPUWeight: cpuWeight(250), CPURequest: 0.25}},
 		Processes: []spec.Process{{
 			Name: "app", Command: []string{"sleep", "60"}, Env: map[string]string{"A": "1"}, User: "1000", Group: "1000",
 			LivenessProbe: &spec.Probe{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080, Path: "/healthz"}}, Period: 5 * time.Second},
@@ -128,7 +128,7 @@ func TestExportUsesPodFieldsFirst(t *testing.T) {
 	if strings.Contains(yml, "podsup.dev/") {
 		t.Errorf("export used annotations for Kubernetes' own fields:\n%s", yml)
 	}
-	for _, want := range []string{"shareProcessNamespace: true", "hostname: web", "periodSeconds: 5", "stopSignal: SIGINT", "memory: 64Mi", "cpu: 500m", "runAsUser: 1000"} {
+	for _, want := range []string{"shareProcessNamespace: true", "hostname: web", "periodSeconds: 5", "stopSignal: SIGINT", "memory: 64Mi", "cpu: 500m", "cpu: 250m", "runAsUser: 1000"} {
 		if !strings.Contains(yml, want) {
 			t.Errorf("export lacks %q:\n%s", want, yml)
 		}

@@ -12,6 +12,7 @@
 package spec
 
 import (
+	"math"
 	"net"
 	"reflect"
 	"strconv"
@@ -423,6 +424,23 @@ type Resources struct {
 	CPUWeight int
 	// Pids caps the number of tasks.
 	Pids int64
+	// CPURequest is a CPU request in cores, Kubernetes' requests.cpu (0.2
+	// for 200m): CPUWeight is kubelet's weight for it
+	// (CPUWeightForRequest), and podsup-kube exports the request as it
+	// was, which the weight alone cannot give back.
+	CPURequest float64
+}
+
+// CPURequestMilli is r's CPU request in millicores.
+func (r Resources) CPURequestMilli() int64 { return int64(math.Round(r.CPURequest * 1000)) }
+
+// CPUWeightForRequest is kubelet's cgroup v2 cpu.weight for a CPU request
+// of milli millicores: the shares cgroup v1 had (1024 a core, at least 2,
+// at most 262144) mapped onto 1–10000.
+func CPUWeightForRequest(milli int64) int {
+	shares := max(milli*1024/1000, 2)
+	shares = min(shares, 262144)
+	return int(1 + ((shares-2)*9999)/262142)
 }
 
 // Durp returns a pointer to d, for the optional duration fields.

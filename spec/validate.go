@@ -493,6 +493,11 @@ func (ch *checker) resources(p []string, r Resources) {
 	if r.Pids < 0 {
 		ch.add(at(p, "pids"), "pids must not be negative")
 	}
+	if r.CPURequest < 0 {
+		ch.add(at(p, "cpu_request"), "cpu_request must not be negative")
+	} else if r.CPURequest > 0 && r.CPUWeight != CPUWeightForRequest(r.CPURequestMilli()) {
+		ch.add(at(p, "cpu_weight"), "cpu_weight %d is not the weight of cpu_request %g (kubelet's is %d): give one of them", r.CPUWeight, r.CPURequest, CPUWeightForRequest(r.CPURequestMilli()))
+	}
 }
 
 // SignalNames maps the names podsup accepts ("SIGTERM", "TERM", "term") to
