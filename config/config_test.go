@@ -384,7 +384,7 @@ group "web" {
       tcp_socket { port = 80 }
     }
   }
-}`, "5:5", "a probe needs exactly one of exec, http_get, tcp_socket; it has 2"},
+}`, "5:5", "a probe needs exactly one of exec, http_get, tcp_socket, grpc; it has 2"},
 		{"probe with no handler", `
 group "web" {
   process "api" {

@@ -345,6 +345,14 @@ func (d *decoder) handler(bs map[string]hcl.Blocks, p []string, h *spec.Handler)
 		d.str(as, tp, "host", &h.TCPSocket.Host)
 		d.integerInt(as, tp, "port", &h.TCPSocket.Port)
 	}
+	for _, b := range bs["grpc"] {
+		gp := at(p, "grpc")
+		d.block(b, gp)
+		as, _ := d.content(b.Body, grpcSchema, gp)
+		h.GRPC = &spec.GRPCAction{}
+		d.integerInt(as, gp, "port", &h.GRPC.Port)
+		d.str(as, gp, "service", &h.GRPC.Service)
+	}
 	for _, b := range bs["sleep"] {
 		sp := at(p, "sleep")
 		d.block(b, sp)

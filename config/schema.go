@@ -134,12 +134,13 @@ var (
 
 	probeSchema = newSchema("probe",
 		[]string{"initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period"}, nil,
-		blocks("exec", "http_get", "tcp_socket"))
+		blocks("exec", "http_get", "tcp_socket", "grpc"))
 
 	hookSchema = newSchema("hook", []string{"timeout"}, nil, blocks("exec", "http_get", "sleep"))
 
 	execSchema      = newSchema("exec", []string{"command"}, nil, nil)
 	httpGetSchema   = newSchema("http_get", []string{"scheme", "host", "path", "headers"}, []string{"port"}, nil)
 	tcpSocketSchema = newSchema("tcp_socket", []string{"host"}, []string{"port"}, nil)
+	grpcSchema      = newSchema("grpc", []string{"service"}, []string{"port"}, nil)
 	sleepSchema     = newSchema("sleep", nil, []string{"duration"}, nil)
 )

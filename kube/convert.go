@@ -451,10 +451,13 @@ func (c *converter) probe(kp *corev1.Probe, at string, ct *corev1.Container) *sp
 	if s := kp.TerminationGracePeriodSeconds; s != nil {
 		p.TerminationGracePeriod = spec.Durp(seconds(*s))
 	}
-	if kp.GRPC != nil {
-		c.r.fail(c.path(at+".grpc"), "podsup has no gRPC probe: use an exec probe running grpc_health_probe, or an httpGet or tcpSocket probe")
-	}
 	h := &kp.ProbeHandler
+	if g := h.GRPC; g != nil {
+		p.GRPC = &spec.GRPCAction{Port: int(g.Port)}
+		if g.Service != nil {
+			p.GRPC.Service = *g.Service
+		}
+	}
 	if h.Exec != nil {
 		p.Exec = &spec.ExecAction{Command: h.Exec.Command}
 	}

@@ -490,12 +490,6 @@ func TestConvertRefusals(t *testing.T) {
       valueFrom:
         fieldRef: {fieldPath: spec.nodeName}
 `), Options{}, []string{"error: Pod/p: spec.containers[0].env[0].valueFrom: podsup has no downward API, ConfigMaps or Secrets: write the value of NODE"}},
-		{"grpc", pod(`  containers:
-  - name: app
-    command: [sleep, "1"]
-    livenessProbe:
-      grpc: {port: 2379}
-`), Options{}, []string{"error: Pod/p: spec.containers[0].livenessProbe.grpc: podsup has no gRPC probe"}},
 		{"no command", pod(`  containers:
   - name: app
     image: nginx
@@ -782,6 +776,52 @@ spec:
 	}
 	if strings.Contains(yml.String(), "podsup.dev/") {
 		t.Errorf("export needed annotations:\n%s", yml.String())
+	}
+	back, err := Convert(&yml, Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back.Config.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	}
+}
+
+// A grpc probe is podsup's grpc action, both ways (issue 31, item 8:
+// it was refused).
+func TestGRPCProbeBothWays(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: etcd}
+spec:
+  containers:
+  - name: etcd
+    image: registry.k8s.io/etcd:3.5.1-0
+    command: [etcd]
+    livenessProbe:
+      grpc: {port: 2379}
+      initialDelaySeconds: 10
+    readinessProbe:
+      grpc: {port: 2379, service: ready}
+`, Options{Strict: true})
+	p := cfg.Groups[0].Processes[0]
+	if g := p.LivenessProbe.GRPC; g == nil || g.Port != 2379 || g.Service != "" || p.LivenessProbe.InitialDelay != 10*time.Second {
+		t.Errorf("liveness probe: %s", show(p.LivenessProbe))
+	}
+	if g := p.ReadinessProbe.GRPC; g == nil || g.Port != 2379 || g.Service != "ready" {
+		t.Errorf("readiness probe: %s", show(p.ReadinessProbe))
+	}
+	for _, fd := range res.Findings {
+		if !fd.Note {
+			t.Errorf("finding: %s", fd)
+		}
+	}
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(yml.String(), "grpc:\n        port: 2379\n        service: ready") || strings.Contains(yml.String(), "podsup.dev/") {
+		t.Errorf("export:\n%s", yml.String())
 	}
 	back, err := Convert(&yml, Options{Strict: true})
 	if err != nil {

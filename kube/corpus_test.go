@@ -90,7 +90,7 @@ func TestKubernetesWebsiteCorpus(t *testing.T) {
 		t.Fatalf("%v (go test ./kube -run TestKubernetesWebsiteCorpus -update writes it)", err)
 	}
 	if !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("the corpus's results changed (-update rewrites expected.txt; review its diff):\n%s", lineDiff(string(want), got.String()))
+		t.Errorf("the corpus's results changed: go test ./kube -run TestKubernetesWebsiteCorpus -update rewrites expected.txt; review its git diff. The first difference:\n%s", firstDifference(string(want), got.String()))
 	}
 }
 
@@ -118,7 +118,7 @@ func checkCorpusRoundTrip(t *testing.T, res *Result) {
 		t.Fatalf("second export: %v", err)
 	}
 	if !bytes.Equal(first.Bytes(), second.Bytes()) {
-		t.Errorf("export → convert → export changed the YAML:\n%s", lineDiff(first.String(), second.String()))
+		t.Errorf("export → convert → export changed the YAML:\n%s\nthen\n%s", first.String(), second.String())
 	}
 }
 
@@ -155,10 +155,11 @@ func strictPods(t *testing.T, yml []byte) {
 	}
 }
 
-// lineDiff is the lines of want and got that differ, marked - and +.
-func lineDiff(want, got string) string {
+// firstDifference is the first line where want and got differ, with
+// the manifest it belongs to.
+func firstDifference(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
+	manifest := ""
 	for i := 0; i < max(len(w), len(g)); i++ {
 		var wl, gl string
 		if i < len(w) {
@@ -167,9 +168,12 @@ func lineDiff(want, got string) string {
 		if i < len(g) {
 			gl = g[i]
 		}
+		if strings.HasPrefix(gl, "== ") {
+			manifest = gl
+		}
 		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n- %s\n+ %s\n", i+1, wl, gl)
+			return fmt.Sprintf("%s\nline %d:\n- %s\n+ %s", manifest, i+1, wl, gl)
 		}
 	}
-	return b.String()
+	return ""
 }

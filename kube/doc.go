@@ -35,7 +35,7 @@
 //	initContainers[].restartPolicy      Always: a sidecar, restart_policy = "always"
 //	  name, command + args, env[].value, workingDir
 //	  startupProbe, livenessProbe, readinessProbe: exec, httpGet (named ports
-//	    resolved through ports[]), tcpSocket and every timing field;
+//	    resolved through ports[]), tcpSocket, grpc and every timing field;
 //	    httpGet.protocol other than HTTP1 (1.37) a warning: podsup speaks HTTP/1.1
 //	  lifecycle.postStart, lifecycle.preStop: exec, httpGet, sleep
 //	  lifecycle.stopSignal              stop_signal
@@ -44,7 +44,7 @@
 //	                                    a note; with Options.Rootfs, the sandbox's
 //	                                    rootfs
 //
-// Refused (errors): env valueFrom, grpc probes, an init container's
+// Refused (errors): env valueFrom, an init container's
 // restartPolicy other than Always, a container without command (podsup runs no image, so it knows no
 // entrypoint), a named port the container does not have, two images
 // mapped to different root filesystems in one pod. Labels and selectors

@@ -295,6 +295,12 @@ func probe(p *spec.Probe) *corev1.Probe {
 	if t := h.TCPSocket; t != nil {
 		kp.TCPSocket = &corev1.TCPSocketAction{Host: t.Host, Port: intstr.FromInt32(int32(t.Port))}
 	}
+	if g := h.GRPC; g != nil {
+		kp.GRPC = &corev1.GRPCAction{Port: int32(g.Port)}
+		if g.Service != "" {
+			kp.GRPC.Service = &g.Service
+		}
+	}
 	return kp
 }
 

@@ -252,6 +252,11 @@ func writeHandler(b *hclwrite.Body, h spec.Handler) {
 		str(tb, "host", t.Host)
 		tb.SetAttributeValue("port", cty.NumberIntVal(int64(t.Port)))
 	}
+	if g := h.GRPC; g != nil {
+		gb := b.AppendNewBlock("grpc", nil).Body()
+		gb.SetAttributeValue("port", cty.NumberIntVal(int64(g.Port)))
+		str(gb, "service", g.Service)
+	}
 	if s := h.Sleep; s != nil {
 		b.AppendNewBlock("sleep", nil).Body().SetAttributeValue("duration", cty.StringVal(formatDuration(s.Duration)))
 	}

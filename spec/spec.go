@@ -287,6 +287,18 @@ type Handler struct {
 	HTTPGet   *HTTPGetAction
 	TCPSocket *TCPSocketAction
 	Sleep     *SleepAction
+	// GRPC is a probe action only.
+	GRPC *GRPCAction
+}
+
+// GRPCAction calls the gRPC health-checking protocol's
+// grpc.health.v1.Health/Check on 127.0.0.1:Port, as Kubernetes' grpc
+// probe does: a reply of SERVING is success.
+type GRPCAction struct {
+	Port int
+	// Service is the request's service name; empty asks about the server
+	// as a whole.
+	Service string
 }
 
 // ExecAction runs a command in the process's sandbox; exit 0 is success.

@@ -337,11 +337,15 @@ func (ch *checker) probe(p []string, kind ProbeKind, pr *Probe) {
 		n++
 		ch.port(at(p, "tcp_socket", "port"), pr.TCPSocket.Port)
 	}
+	if pr.GRPC != nil {
+		n++
+		ch.port(at(p, "grpc", "port"), pr.GRPC.Port)
+	}
 	if pr.Sleep != nil {
-		ch.add(at(p, "sleep"), "sleep is a hook action; a probe takes exec, http_get or tcp_socket")
+		ch.add(at(p, "sleep"), "sleep is a hook action; a probe takes exec, http_get, tcp_socket or grpc")
 	}
 	if n != 1 {
-		ch.add(p, "a probe needs exactly one of exec, http_get, tcp_socket; it has %d", n)
+		ch.add(p, "a probe needs exactly one of exec, http_get, tcp_socket, grpc; it has %d", n)
 	}
 	for _, d := range []struct {
 		field string
@@ -386,6 +390,9 @@ func (ch *checker) hook(p []string, h *Hook) {
 	}
 	if h.TCPSocket != nil {
 		ch.add(at(p, "tcp_socket"), "tcp_socket is a probe action; a hook takes exec, http_get or sleep")
+	}
+	if h.GRPC != nil {
+		ch.add(at(p, "grpc"), "grpc is a probe action; a hook takes exec, http_get or sleep")
 	}
 	if n != 1 {
 		ch.add(p, "a hook needs exactly one of exec, http_get, sleep; it has %d", n)
