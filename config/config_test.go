@@ -935,3 +935,23 @@ func TestCPURequestSetsTheWeight(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// backoff_limit is a run-to-completion group's (R7): a number of 0 or
+// more, under on-failure or never.
+func TestBackoffLimit(t *testing.T) {
+	group := func(attrs string) []byte {
+		return []byte("group \"g\" {\n" + attrs + "\n  process \"p\" { command = [\"x\"] }\n}\n")
+	}
+	cfg, err := Parse(group("  restart_policy = \"on-failure\"\n  backoff_limit  = 0"), "b.hcl")
+	if err != nil || cfg.Groups[0].BackoffLimit == nil || *cfg.Groups[0].BackoffLimit != 0 {
+		t.Fatalf("backoff_limit = 0: %v %+v", err, cfg)
+	}
+	for attrs, want := range map[string]string{
+		"  restart_policy = \"never\"\n  backoff_limit  = -1": "b.hcl:3:20: Invalid backoff_limit: backoff_limit must not be negative, got -1",
+		"  backoff_limit = 3": `backoff_limit is for a run-to-completion group, restart_policy "on-failure" or "never" (a Job's), not "always"`,
+	} {
+		if _, err := Parse(group(attrs), "b.hcl"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", attrs, err, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,13 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	d.str(as, p, "restart_policy", &policy)
 	g.RestartPolicy = spec.RestartPolicy(policy)
 	d.durationPtr(as, p, "termination_grace_period", &g.TerminationGracePeriod)
+	if _, ok := as["backoff_limit"]; ok {
+		limit := math.MinInt // left so when the value is not a number
+		d.integerInt(as, p, "backoff_limit", &limit)
+		if limit != math.MinInt {
+			g.BackoffLimit = &limit
+		}
+	}
 	env := d.environment(as, p, nil)
 	for _, bb := range bs["backoff"] {
 		bo := d.backoff(bb, at(p, "backoff"), defaultBackoff)

@@ -348,6 +348,7 @@ var referenceDefaults = map[string]string{
 
 	"group.restart_policy":           code(string(spec.RestartAlways)),
 	"group.termination_grace_period": dur(spec.DefaultTerminationGracePeriod),
+	"group.backoff_limit":            "no limit",
 	"group.env_file":                 "",
 	"group.env":                      "",
 	"group.backoff":                  "the top-level one",

@@ -102,7 +102,7 @@ var (
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 
 	groupSchema = newSchema("group",
-		append([]string{"restart_policy", "termination_grace_period", "env", "env_file"}, securityAttrs...), nil,
+		append([]string{"restart_policy", "termination_grace_period", "env", "env_file", "backoff_limit"}, securityAttrs...), nil,
 		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
 
 	sandboxSchema = newSchema("sandbox",

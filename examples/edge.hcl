@@ -73,8 +73,10 @@ group "sensors" {
 }
 
 group "uplink" {
-  # A sender that gives up after a failure should not hammer the network.
+  # A sender that gives up after a failure should not hammer the network,
+  # and after 10 failures it stays down, as a Job's backoffLimit.
   restart_policy = "on-failure"
+  backoff_limit  = 10
 
   backoff {
     initial = "5s"

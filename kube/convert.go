@@ -115,6 +115,9 @@ func (c *converter) group() spec.Group {
 	if s := pod.TerminationGracePeriodSeconds; s != nil {
 		g.TerminationGracePeriod = spec.Durp(seconds(*s))
 	}
+	if c.w.job && (g.RestartPolicy == spec.RestartOnFailure || g.RestartPolicy == spec.RestartNever) {
+		c.jobLimit(&g) // the API server takes a Job's pods with no other policy
+	}
 	for i := range pod.InitContainers {
 		p, ok := c.process(&pod.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true)
 		if ok {
@@ -131,6 +134,21 @@ func (c *converter) group() spec.Group {
 	g.Sandbox = c.sandbox()
 	c.annotations(&g)
 	return g
+}
+
+// jobLimit gives a Job's group the Job's backoffLimit (R7), 6 when it
+// sets none, as the Job controller defaults it. A note says so, since a
+// Job that meant to run once runs up to 7 times; a note, not a warning,
+// for podsup does what the Job controller would, and --strict is about
+// what it cannot do.
+func (c *converter) jobLimit(g *spec.Group) {
+	limit := spec.DefaultJobBackoffLimit
+	if l := c.w.backoffLimit; l != nil {
+		limit = int(*l)
+	} else {
+		c.r.note(c.w.backoffAt, "not set: the Job controller retries a failed pod %d times, and so does the group (backoff_limit = %d); write backoffLimit to say how often", limit, limit)
+	}
+	g.BackoffLimit = &limit
 }
 
 // sandbox is the group's: namespaces for hostname and

@@ -831,3 +831,55 @@ spec:
 		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
 	}
 }
+
+// A Job's backoffLimit is the group's backoff_limit, 6 with a note when
+// the Job sets none (the Job controller's default), and it travels back
+// in the group annotation, a Pod having no such field (issue 31, item 8).
+func TestJobBackoffLimitBothWays(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: batch/v1
+kind: Job
+metadata: {name: pi}
+spec:
+  backoffLimit: 4
+  template:
+    spec:
+      containers:
+      - {name: pi, image: perl, command: [perl, -e, "exit 1"]}
+      restartPolicy: Never
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: once, image: busybox, command: ["true"]}
+      restartPolicy: OnFailure
+`, Options{Strict: true})
+	pi, once := cfg.Groups[0], cfg.Groups[1]
+	if pi.BackoffLimit == nil || *pi.BackoffLimit != 4 || pi.RestartPolicy != spec.RestartNever {
+		t.Errorf("pi: %s", show(pi))
+	}
+	if once.BackoffLimit == nil || *once.BackoffLimit != 6 || once.RestartPolicy != spec.RestartOnFailure {
+		t.Errorf("once: %s", show(once))
+	}
+	if got := findingsText(res.Findings); !strings.Contains(got, "note: Job/once: spec.backoffLimit: not set: the Job controller retries a failed pod 6 times") || strings.Contains(got, "Job/pi: spec.backoffLimit") {
+		t.Errorf("findings:\n%s", got)
+	}
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(yml.String(), "backoff_limit") {
+		t.Errorf("export lacks backoff_limit:\n%s", yml.String())
+	}
+	back, err := Convert(&yml, Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back.Config.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	}
+}

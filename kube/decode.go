@@ -38,6 +38,18 @@ type workload struct {
 	replicas *int32
 	// readAs says how an apiVersion Kubernetes no longer serves was read.
 	readAs string
+	// job is set for a Job's pod template (a CronJob's too), with the
+	// Job's backoffLimit and where it sits: the group's backoff_limit.
+	job          bool
+	backoffLimit *int32
+	backoffAt    string
+}
+
+// jobbed is w as a Job's pod, with the Job's backoffLimit at path at.
+func jobbed(w *workload, limit *int32, at string) *workload {
+	w.job, w.backoffLimit, w.backoffAt = true, limit, at
+	w.ownFields = append(w.ownFields, at)
+	return w
 }
 
 func (w *workload) label() string { return w.kind + "/" + w.name }
@@ -79,7 +91,7 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 	{"batch/v1", "Job"}: func() (any, func(any) *workload) {
 		return &batchv1.Job{}, func(o any) *workload {
 			d := o.(*batchv1.Job)
-			return templated("Job", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector")
+			return jobbed(templated("Job", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector"), d.Spec.BackoffLimit, "spec.backoffLimit")
 		}
 	},
 	{"batch/v1", "CronJob"}: cronJob(""),
@@ -95,7 +107,7 @@ func cronJob(readAs string) func() (any, func(any) *workload) {
 			w := templated("CronJob", d.ObjectMeta, d.Spec.JobTemplate.Spec.Template, "spec.jobTemplate.spec.template.", "spec.jobTemplate.spec.selector")
 			w.why = map[string]string{"spec.schedule": "podsup has no schedule: the group runs the job once, when podsup starts it"}
 			w.readAs = readAs
-			return w
+			return jobbed(w, d.Spec.JobTemplate.Spec.BackoffLimit, "spec.jobTemplate.spec.backoffLimit")
 		}
 	}
 }

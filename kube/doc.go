@@ -16,6 +16,8 @@
 //	metadata.name                       group name (a workload's, not its template's)
 //	metadata.annotations[podsup.dev/*]  podsup-only fields (below)
 //	spec.restartPolicy                  restart_policy
+//	a Job's spec.backoffLimit           backoff_limit (6, with a note, when unset);
+//	                                    export writes it in podsup.dev/group
 //	spec.terminationGracePeriodSeconds  termination_grace_period
 //	spec.hostname                       sandbox hostname, in a uts namespace
 //	spec.shareProcessNamespace: true    sandbox pid and mount namespaces, /proc mounted
@@ -52,8 +54,8 @@
 // serviceName (the Service that names its pods in the cluster's DNS). A
 // workload's spec.replicas other than 1 and a CronJob's schedule are
 // warnings of their own (podsup runs one copy, once); every other field
-// of a workload outside its pod template (a Job's backoffLimit, a
-// Deployment's strategy, ...) is reported as below. Every other field set
+// of a workload outside its pod template (a Deployment's strategy, ...)
+// is reported as below. Every other field set
 // is a warning with its path (Options.Strict makes it an error), found by
 // walking the object against the table above, so that no field is dropped
 // in silence, including the fields of a newer k8s.io/api.
@@ -68,7 +70,7 @@
 // critical, readiness protocols, log settings, user names) goes into
 // annotations holding the HCL of podsup's own file:
 //
-//	podsup.dev/group         the group's restart_policy, termination_grace_period,
+//	podsup.dev/group         the group's restart_policy, backoff_limit, termination_grace_period,
 //	                         backoff and sandbox blocks
 //	podsup.dev/process.NAME  fields of the process for container NAME
 //	podsup.dev/init.NAME     fields of the init for init container NAME

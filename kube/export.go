@@ -191,6 +191,11 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 	if !reflect.DeepEqual(g.Backoff, back.Backoff) {
 		gd.Backoff = g.Backoff
 	}
+	if !reflect.DeepEqual(g.BackoffLimit, back.BackoffLimit) {
+		// A Pod has no backoffLimit (a Job has); the fragment says
+		// restart_policy too, which backoff_limit needs.
+		gd.BackoffLimit, gd.RestartPolicy = g.BackoffLimit, g.RestartPolicy
+	}
 	if !reflect.DeepEqual(g.Sandbox, back.Sandbox) {
 		gd.Sandbox = g.Sandbox
 		if gd.Sandbox == nil { // cannot happen: a Pod's fields only add a sandbox from g's

@@ -18,7 +18,7 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 		reflect.TypeFor[spec.Config]():          {"Supervisor", "Backoff", "Groups"},
 		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "SocketGroupRoles", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote", "StopOrder"},
 		reflect.TypeFor[spec.Backoff]():         {"Initial", "Max", "Reset"},
-		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes", "DependsOn", "Security"},
+		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes", "DependsOn", "Security", "BackoffLimit"},
 		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources", "ReadOnlyRootFilesystem", "PrivateTmp", "ProcMount"},
 		reflect.TypeFor[spec.Mount]():           {"Type", "Source", "Target", "ReadOnly", "Options"},
 		reflect.TypeFor[spec.Resources]():       {"Memory", "CPU", "CPUWeight", "Pids", "CPURequest"},

@@ -103,6 +103,9 @@ func comment(b *hclwrite.Body, text string) {
 func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 	writeDependsOn(b, g.DependsOn)
 	str(b, "restart_policy", string(g.RestartPolicy))
+	if g.BackoffLimit != nil {
+		b.SetAttributeValue("backoff_limit", cty.NumberIntVal(int64(*g.BackoffLimit))) // 0 too: a limit
+	}
 	durp(b, "termination_grace_period", g.TerminationGracePeriod)
 	writeSecurity(b, g.Security)
 	if g.Backoff != nil {

@@ -137,7 +137,16 @@ type Group struct {
 	// and inits (a pod-level securityContext); each process's own fields
 	// override it (EffectiveSecurity).
 	Security Security
+	// BackoffLimit, under restart_policy on-failure or never, is how many
+	// failures of the group's processes are started again (under never
+	// too, as the Job controller replaces a failed pod) before it gives up
+	// (R7, a Job's backoffLimit); nil is no limit.
+	BackoffLimit *int
 }
+
+// DefaultJobBackoffLimit is the Job controller's backoffLimit when a Job
+// sets none.
+const DefaultJobBackoffLimit = 6
 
 // Process is a container: one command, supervised.
 type Process struct {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -166,6 +167,14 @@ func (ch *checker) group(g *Group) {
 	}
 	if g.Backoff != nil {
 		ch.backoff(at(p, "backoff"), *g.Backoff)
+	}
+	if l := g.BackoffLimit; l != nil {
+		switch {
+		case *l < 0:
+			ch.add(at(p, "backoff_limit"), "backoff_limit must not be negative, got %d", *l)
+		case g.RestartPolicy != RestartOnFailure && g.RestartPolicy != RestartNever:
+			ch.add(at(p, "backoff_limit"), "backoff_limit is for a run-to-completion group, restart_policy \"on-failure\" or \"never\" (a Job's), not %q", cmp.Or(g.RestartPolicy, RestartAlways))
+		}
 	}
 	if g.Sandbox != nil {
 		ch.sandbox(at(p, "sandbox"), g.Sandbox)
