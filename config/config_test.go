@@ -384,7 +384,7 @@ group "web" {
       tcp_socket { port = 80 }
     }
   }
-}`, "5:5", "a probe needs exactly one of exec, http_get, tcp_socket; it has 2"},
+}`, "5:5", "a probe needs exactly one of exec, http_get, tcp_socket, grpc; it has 2"},
 		{"probe with no handler", `
 group "web" {
   process "api" {
@@ -917,5 +917,41 @@ func TestLoadAndFind(t *testing.T) {
 	DefaultPaths = []string{filepath.Join(dir, "first.hcl")}
 	if _, err := Find(""); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "first.hcl") {
 		t.Errorf("Find(\"\") with nothing there = %v, want ErrNotFound naming the places", err)
+	}
+}
+
+// cpu_request sets cpu_weight as kubelet does; a cpu_weight that is not
+// its weight is an error naming both.
+func TestCPURequestSetsTheWeight(t *testing.T) {
+	cfg, err := Parse([]byte("group \"g\" {\n  sandbox {\n    resources {\n      cpu_request = 0.2\n    }\n  }\n  process \"p\" { command = [\"x\"] }\n}\n"), "r.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Groups[0].Sandbox.Resources; r.CPURequest != 0.2 || r.CPUWeight != spec.CPUWeightForRequest(200) {
+		t.Errorf("resources = %+v", r)
+	}
+	_, err = Parse([]byte("group \"g\" {\n  sandbox {\n    resources {\n      cpu_request = 0.2\n      cpu_weight  = 100\n    }\n  }\n  process \"p\" { command = [\"x\"] }\n}\n"), "r.hcl")
+	if err == nil || !strings.Contains(err.Error(), "cpu_weight 100 is not the weight of cpu_request 0.2") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// backoff_limit is a run-to-completion group's (R7): a number of 0 or
+// more, under on-failure or never.
+func TestBackoffLimit(t *testing.T) {
+	group := func(attrs string) []byte {
+		return []byte("group \"g\" {\n" + attrs + "\n  process \"p\" { command = [\"x\"] }\n}\n")
+	}
+	cfg, err := Parse(group("  restart_policy = \"on-failure\"\n  backoff_limit  = 0"), "b.hcl")
+	if err != nil || cfg.Groups[0].BackoffLimit == nil || *cfg.Groups[0].BackoffLimit != 0 {
+		t.Fatalf("backoff_limit = 0: %v %+v", err, cfg)
+	}
+	for attrs, want := range map[string]string{
+		"  restart_policy = \"never\"\n  backoff_limit  = -1": "b.hcl:3:20: Invalid backoff_limit: backoff_limit must not be negative, got -1",
+		"  backoff_limit = 3": `backoff_limit is for a run-to-completion group, restart_policy "on-failure" or "never" (a Job's), not "always"`,
+	} {
+		if _, err := Parse(group(attrs), "b.hcl"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", attrs, err, want)
+		}
 	}
 }

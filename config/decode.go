@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,13 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	d.str(as, p, "restart_policy", &policy)
 	g.RestartPolicy = spec.RestartPolicy(policy)
 	d.durationPtr(as, p, "termination_grace_period", &g.TerminationGracePeriod)
+	if _, ok := as["backoff_limit"]; ok {
+		limit := math.MinInt // left so when the value is not a number
+		d.integerInt(as, p, "backoff_limit", &limit)
+		if limit != math.MinInt {
+			g.BackoffLimit = &limit
+		}
+	}
 	env := d.environment(as, p, nil)
 	for _, bb := range bs["backoff"] {
 		bo := d.backoff(bb, at(p, "backoff"), defaultBackoff)
@@ -261,6 +269,10 @@ func (d *decoder) resources(bs hcl.Blocks, p []string, r *spec.Resources) {
 		d.cpu(ras, rp, "cpu", &r.CPU)
 		d.integerInt(ras, rp, "cpu_weight", &r.CPUWeight)
 		d.pids(ras, rp, "pids", &r.Pids)
+		d.cpu(ras, rp, "cpu_request", &r.CPURequest)
+		if r.CPURequest > 0 && r.CPUWeight == 0 {
+			r.CPUWeight = spec.CPUWeightForRequest(r.CPURequestMilli())
+		}
 	}
 }
 
@@ -274,6 +286,7 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEn
 	if env := d.environment(as, p, groupEnv); len(env) > 0 {
 		pr.Env = env
 	}
+	d.str(as, p, "image", &pr.Image)
 	d.str(as, p, "working_dir", &pr.WorkingDir)
 	d.str(as, p, "user", &pr.User)
 	d.str(as, p, "group", &pr.Group)
@@ -393,6 +406,14 @@ func (d *decoder) handler(bs map[string]hcl.Blocks, p []string, h *spec.Handler)
 		h.TCPSocket = &spec.TCPSocketAction{}
 		d.str(as, tp, "host", &h.TCPSocket.Host)
 		d.portRef(as, tp, "port", &h.TCPSocket.Port)
+	}
+	for _, b := range bs["grpc"] {
+		gp := at(p, "grpc")
+		d.block(b, gp)
+		as, _ := d.content(b.Body, grpcSchema, gp)
+		h.GRPC = &spec.GRPCAction{}
+		d.integerInt(as, gp, "port", &h.GRPC.Port)
+		d.str(as, gp, "service", &h.GRPC.Service)
 	}
 	for _, b := range bs["sleep"] {
 		sp := at(p, "sleep")

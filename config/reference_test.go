@@ -196,6 +196,7 @@ var probeTemplates = map[string]string{
 	"exec":         inProcess("liveness_probe {\nexec {\n%s\n}\n}"),
 	"http_get":     inProcess("liveness_probe {\nhttp_get {\n%s\n}\n}"),
 	"tcp_socket":   inProcess("liveness_probe {\ntcp_socket {\n%s\n}\n}"),
+	"grpc":         inProcess("liveness_probe {\ngrpc {\n%s\n}\n}"),
 	"sleep":        inProcess("pre_stop {\nsleep {\n%s\n}\n}"),
 	"capabilities": inProcess("capabilities {\n%s\n}"),
 	"rlimits":      inProcess("rlimits {\n%s\n}"),
@@ -349,6 +350,7 @@ var referenceDefaults = map[string]string{
 
 	"group.restart_policy":           code(string(spec.RestartAlways)),
 	"group.termination_grace_period": dur(spec.DefaultTerminationGracePeriod),
+	"group.backoff_limit":            "no limit",
 	"group.env_file":                 "",
 	"group.env":                      "",
 	"group.backoff":                  "the top-level one",
@@ -398,15 +400,19 @@ var referenceDefaults = map[string]string{
 	"mount.readonly": code("false"),
 	"mount.options":  "",
 
-	"resources.memory":     "no limit",
-	"resources.cpu":        "no limit",
-	"resources.cpu_weight": "100", // what sandbox/cgroups writes to cpu.weight when unset: the kernel's default
-	"resources.pids":       "no limit",
+	"resources.memory":      "no limit",
+	"resources.cpu":         "no limit",
+	"resources.cpu_weight":  "100", // what sandbox/cgroups writes to cpu.weight when unset: the kernel's default
+	"resources.pids":        "no limit",
+	"resources.cpu_request": "none",
+	"grpc.port":             "",
+	"grpc.service":          code(`""`),
 
 	"process.command":        "",
 	"process.env":            "",
 	"process.env_file":       "",
 	"process.working_dir":    "podsup's",
+	"process.image":          "",
 	"process.user":           "podsup's",
 	"process.group":          "the user's",
 	"process.stop_signal":    code(unix.SignalName((&spec.Process{}).EffectiveStopSignal())),
@@ -452,6 +458,7 @@ var referenceDefaults = map[string]string{
 	"probe.exec":                     "",
 	"probe.http_get":                 "",
 	"probe.tcp_socket":               "",
+	"probe.grpc":                     "",
 
 	"hook.timeout":  "none for post_start and pre_stop (podsup waits for a pre_stop up to the grace period, and it ends when the process is killed), " + dur(spec.DefaultHookTimeout(spec.PreStart)) + " for the others",
 	"hook.exec":     "",

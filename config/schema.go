@@ -102,7 +102,7 @@ var (
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 
 	groupSchema = newSchema("group",
-		append([]string{"restart_policy", "termination_grace_period", "env", "env_file"}, securityAttrs...), nil,
+		append([]string{"restart_policy", "termination_grace_period", "env", "env_file", "backoff_limit"}, securityAttrs...), nil,
 		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
 
 	sandboxSchema = newSchema("sandbox",
@@ -117,11 +117,11 @@ var (
 
 	mountSchema = newSchema("mount", []string{"source", "readonly", "options"}, []string{"type", "target"}, nil)
 
-	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids"}, nil, nil)
+	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids", "cpu_request"}, nil, nil)
 
 	processSchema = newSchema("process",
 		append([]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
-			"critical", "readiness", "watchdog", "sockets"}, securityAttrs...), nil,
+			"critical", "readiness", "watchdog", "sockets", "image"}, securityAttrs...), nil,
 		append(blocks("startup_probe", "liveness_probe", "readiness_probe",
 			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources", "capabilities", "rlimits"), named("depends_on")...), "depends_on")
 
@@ -140,12 +140,13 @@ var (
 
 	probeSchema = newSchema("probe",
 		[]string{"initial_delay", "period", "timeout", "success_threshold", "failure_threshold", "termination_grace_period"}, nil,
-		blocks("exec", "http_get", "tcp_socket"))
+		blocks("exec", "http_get", "tcp_socket", "grpc"))
 
 	hookSchema = newSchema("hook", []string{"timeout"}, nil, blocks("exec", "http_get", "sleep"))
 
 	execSchema      = newSchema("exec", []string{"command"}, nil, nil)
 	httpGetSchema   = newSchema("http_get", []string{"scheme", "host", "path", "headers"}, []string{"port"}, nil)
 	tcpSocketSchema = newSchema("tcp_socket", []string{"host"}, []string{"port"}, nil)
+	grpcSchema      = newSchema("grpc", []string{"service"}, []string{"port"}, nil)
 	sleepSchema     = newSchema("sleep", nil, []string{"duration"}, nil)
 )

@@ -83,4 +83,22 @@ group "app" {
       period = "500ms"
     }
   }
+
+  process "events" {
+    # Stands in for a gRPC server with the standard health service (etcd,
+    # most Go services): the probe calls grpc.health.v1.Health/Check for
+    # "events" on 127.0.0.1:18434. The stand-in speaks no gRPC, so it
+    # stays unready, and podsup describe app/events says why; run a real
+    # gRPC server here and it becomes ready.
+    command     = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", "/usr/share/doc", "18434"]
+    stop_signal = "SIGINT"
+
+    readiness_probe {
+      grpc {
+        port    = 18434
+        service = "events"
+      }
+      period = "2s"
+    }
+  }
 }

@@ -76,8 +76,10 @@ group "sensors" {
 }
 
 group "uplink" {
-  # A sender that gives up after a failure should not hammer the network.
+  # A sender that gives up after a failure should not hammer the network,
+  # and after 10 failures it stays down, as a Job's backoffLimit.
   restart_policy = "on-failure"
+  backoff_limit  = 10
 
   backoff {
     initial = "5s"
@@ -90,9 +92,10 @@ group "uplink" {
       target = "/proc"
     }
     resources {
-      memory = "32MiB"
-      cpu    = 0.1
-      pids   = 16
+      memory      = "32MiB"
+      cpu         = 0.1
+      cpu_request = 0.05 # Kubernetes' 50m: cpu_weight is kubelet's weight for it
+      pids        = 16
     }
   }
 

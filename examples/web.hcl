@@ -27,6 +27,9 @@ group "web" {
   process "http" {
     command     = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", "/usr/share/doc", "8080"]
     stop_signal = "SIGINT" # http.server exits cleanly on KeyboardInterrupt
+    # Data for podsup-kube export (a Pod needs an image); podsup itself
+    # runs the command on this machine's files.
+    image = "python:3.12-slim"
 
     startup_probe {
       http_get {

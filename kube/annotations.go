@@ -193,6 +193,9 @@ func overlayGroup(g, frag *spec.Group) {
 	if frag.Backoff != nil {
 		g.Backoff = frag.Backoff
 	}
+	if frag.BackoffLimit != nil {
+		g.BackoffLimit = frag.BackoffLimit
+	}
 	if frag.Sandbox != nil {
 		g.Sandbox = frag.Sandbox
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,12 +61,12 @@ type Result struct {
 // *FindingsError when the manifest was read but cannot be converted as
 // written; it lists every problem at once.
 func Convert(src io.Reader, o Options) (*Result, error) {
-	ws, err := decodeAll(src)
+	ws, skipped, err := decodeAll(src)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}, EnvOrder: map[[2]string][]string{}}
-	var all []Finding
+	all := skipped
 	usedImages, usedImageConfigs := map[string]bool{}, map[string]bool{}
 	sources := slices.Clone(o.EnvSources)
 	for _, w := range ws {
@@ -78,6 +79,9 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 			continue
 		}
 		r := &reporter{object: w.label()}
+		if w.readAs != "" {
+			r.warn("apiVersion", "%s", w.readAs)
+		}
 		w.unmappedFields(r)
 		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages, usedImageConfigs: usedImageConfigs, sources: sources}
 		g := c.group()
@@ -99,18 +103,19 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 			all = append(all, Finding{Path: "--entrypoint", Msg: fmt.Sprintf("no container runs image %q", img)})
 		}
 	}
-	var refused []Finding
-	for _, f := range all {
-		if f.Error || o.Strict {
-			f.Error = true
-			refused = append(refused, f)
-		} else {
-			res.Findings = append(res.Findings, f)
+	refused := false
+	for i := range all {
+		if o.Strict && !all[i].Note {
+			all[i].Error = true
 		}
+		refused = refused || all[i].Error
 	}
-	if len(refused) > 0 {
-		return nil, &FindingsError{Findings: refused}
+	if refused {
+		// Every finding, not only the errors: a user fixing the refusal
+		// should not meet the warnings only on the next run.
+		return nil, &FindingsError{Findings: all}
 	}
+	res.Findings = all
 	if err := res.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("the converted configuration is not valid: %w", err)
 	}
@@ -151,6 +156,9 @@ func (c *converter) group() spec.Group {
 	if s := pod.TerminationGracePeriodSeconds; s != nil {
 		g.TerminationGracePeriod = spec.Durp(seconds(*s))
 	}
+	if c.w.job && (g.RestartPolicy == spec.RestartOnFailure || g.RestartPolicy == spec.RestartNever) {
+		c.jobLimit(&g) // the API server takes a Job's pods with no other policy
+	}
 	for i := range pod.InitContainers {
 		p, ok := c.process(&pod.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true)
 		if ok {
@@ -167,6 +175,21 @@ func (c *converter) group() spec.Group {
 	g.Sandbox = c.sandbox()
 	c.annotations(&g)
 	return g
+}
+
+// jobLimit gives a Job's group the Job's backoffLimit (R7), 6 when it
+// sets none, as the Job controller defaults it. A note says so, since a
+// Job that meant to run once runs up to 7 times; a note, not a warning,
+// for podsup does what the Job controller would, and --strict is about
+// what it cannot do.
+func (c *converter) jobLimit(g *spec.Group) {
+	limit := spec.DefaultJobBackoffLimit
+	if l := c.w.backoffLimit; l != nil {
+		limit = int(*l)
+	} else {
+		c.r.note(c.w.backoffAt, "not set: the Job controller retries a failed pod %d times, and so does the group (backoff_limit = %d); write backoffLimit to say how often", limit, limit)
+	}
+	g.BackoffLimit = &limit
 }
 
 // sandbox is the group's: namespaces for hostname and
@@ -253,8 +276,7 @@ func (c *converter) resources() spec.Resources {
 	pod := &c.w.pod
 	var out spec.Resources
 	if pod.Resources != nil {
-		out.Memory, out.CPU, out.CPUWeight = c.resourceList(pod.Resources, "spec.resources")
-		return out
+		return c.resourceList(pod.Resources, "spec.resources")
 	}
 	type sum struct {
 		v     float64
@@ -263,7 +285,8 @@ func (c *converter) resources() spec.Resources {
 		field string
 	}
 	mem, cpu, req := sum{all: true, field: "limits.memory"}, sum{all: true, field: "limits.cpu"}, sum{all: true, field: "requests.cpu"}
-	var initMem, initCPU, initReq float64
+	pids := sum{all: true, field: "limits.pids"}
+	var initMem, initCPU, initReq, initPids float64
 	add := func(s *sum, q resource.Quantity, ok bool, scale float64) {
 		if ok {
 			s.v += float64(q.MilliValue()) / 1000 * scale
@@ -283,6 +306,8 @@ func (c *converter) resources() spec.Resources {
 			q, ok = rr.Limits[corev1.ResourceCPU]
 		}
 		add(&req, q, ok, 1)
+		q, ok = rr.Limits[resourcePids]
+		add(&pids, q, ok, 1)
 		c.otherResources(rr, fmt.Sprintf("spec.containers[%d].resources", i))
 	}
 	for i := range pod.InitContainers {
@@ -296,9 +321,12 @@ func (c *converter) resources() spec.Resources {
 		if q, ok := rr.Requests[corev1.ResourceCPU]; ok {
 			initReq = max(initReq, float64(q.MilliValue())/1000)
 		}
+		if q, ok := rr.Limits[resourcePids]; ok {
+			initPids = max(initPids, float64(q.Value()))
+		}
 		c.otherResources(rr, fmt.Sprintf("spec.initContainers[%d].resources", i))
 	}
-	for _, s := range []*sum{&mem, &cpu, &req} {
+	for _, s := range []*sum{&mem, &cpu, &req, &pids} {
 		if s.some && !s.all {
 			c.r.warn(c.path("spec.containers"), "only some containers set resources.%s: the group's cgroup gets no such limit, as kubelet gives the pod none", s.field)
 		}
@@ -310,33 +338,48 @@ func (c *converter) resources() spec.Resources {
 		out.CPU = max(cpu.v, initCPU)
 	}
 	if req.some && req.all {
-		out.CPUWeight = cpuWeight(int64(max(req.v, initReq) * 1000))
+		out.CPURequest = float64(int64(math.Round(max(req.v, initReq)*1000))) / 1000
+		out.CPUWeight = cpuWeight(out.CPURequestMilli())
+	}
+	if pids.some && pids.all {
+		out.Pids = int64(max(pids.v, initPids))
 	}
 	return out
 }
 
-func (c *converter) resourceList(rr *corev1.ResourceRequirements, at string) (mem int64, cpu float64, weight int) {
+// resourcePids is the pids limit of a pod's (or a container's)
+// resources: the sandbox's pids.
+const resourcePids corev1.ResourceName = "pids"
+
+func (c *converter) resourceList(rr *corev1.ResourceRequirements, at string) spec.Resources {
+	var out spec.Resources
 	if q, ok := rr.Limits[corev1.ResourceMemory]; ok {
-		mem = q.Value()
+		out.Memory = q.Value()
 	}
 	if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
-		cpu = float64(q.MilliValue()) / 1000
+		out.CPU = float64(q.MilliValue()) / 1000
 	}
-	if q, ok := rr.Requests[corev1.ResourceCPU]; ok {
-		weight = cpuWeight(q.MilliValue())
-	} else if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
-		weight = cpuWeight(q.MilliValue())
+	q, ok := rr.Requests[corev1.ResourceCPU]
+	if !ok { // kubelet: a request defaults to the limit
+		q, ok = rr.Limits[corev1.ResourceCPU]
+	}
+	if ok {
+		out.CPURequest = float64(q.MilliValue()) / 1000
+		out.CPUWeight = cpuWeight(q.MilliValue())
+	}
+	if q, ok := rr.Limits[resourcePids]; ok {
+		out.Pids = q.Value()
 	}
 	c.otherResources(rr, at)
-	return mem, cpu, weight
+	return out
 }
 
-// otherResources reports every resource but limits.memory, limits.cpu
-// and requests.cpu.
+// otherResources reports every resource but limits.memory, limits.cpu,
+// limits.pids and requests.cpu.
 func (c *converter) otherResources(rr *corev1.ResourceRequirements, at string) {
 	for _, name := range sortedKeys(rr.Limits) {
-		if name != corev1.ResourceMemory && name != corev1.ResourceCPU {
-			c.r.warn(c.path(at+".limits."+string(name)), "podsup limits only memory and cpu: ignored")
+		if name != corev1.ResourceMemory && name != corev1.ResourceCPU && name != resourcePids {
+			c.r.warn(c.path(at+".limits."+string(name)), "podsup limits only memory, cpu and pids: ignored")
 		}
 	}
 	for _, name := range sortedKeys(rr.Requests) {
@@ -356,13 +399,8 @@ func sortedKeys(l corev1.ResourceList) []corev1.ResourceName {
 }
 
 // cpuWeight is kubelet's cgroup v2 weight for a CPU request in
-// millicores: shares as cgroup v1 had them (1024 a core, at least 2),
-// mapped onto 1–10000.
-func cpuWeight(milli int64) int {
-	shares := max(milli*1024/1000, 2)
-	shares = min(shares, 262144)
-	return int(1 + ((shares-2)*9999)/262142)
-}
+// millicores.
+func cpuWeight(milli int64) int { return spec.CPUWeightForRequest(milli) }
 
 // milliForWeight is a CPU request that cpuWeight maps to w, when there is
 // one.
@@ -438,16 +476,19 @@ func (c *converter) identity(ct *corev1.Container) (user, group string) {
 	return user, group
 }
 
-// image records the container's image for the output's comment, and
-// with --rootfs picks the group's root filesystem.
+// image keeps the container's image as the process's, and with --rootfs
+// picks the group's root filesystem. An image without one is a note, not
+// a warning: podsup was not asked to use it, and --strict is about
+// behaviour podsup cannot give, not about images.
 func (c *converter) image(ct *corev1.Container, at string, p *spec.Process) {
 	if ct.Image == "" {
 		return
 	}
+	p.Image = ct.Image
 	c.images[[2]string{c.w.name, ct.Name}] = ct.Image
 	dir, ok := c.o.Rootfs[ct.Image]
 	if !ok {
-		c.r.warn(c.path(at+".image"), "podsup runs no images: %q is kept as a comment and the command runs on the host's filesystem (map it to an unpacked root filesystem with --rootfs %s=DIR)", ct.Image, ct.Image)
+		c.r.note(c.path(at+".image"), "podsup runs no images: %q is kept as the process's image and the command runs on the host's filesystem (map it to an unpacked root filesystem with --rootfs %s=DIR)", ct.Image, ct.Image)
 		return
 	}
 	c.usedImages[ct.Image] = true
@@ -474,10 +515,13 @@ func (c *converter) probe(kp *corev1.Probe, at string, ct *corev1.Container) *sp
 	if s := kp.TerminationGracePeriodSeconds; s != nil {
 		p.TerminationGracePeriod = spec.Durp(seconds(*s))
 	}
-	if kp.GRPC != nil {
-		c.r.fail(c.path(at+".grpc"), "podsup has no gRPC probe: use an exec probe running grpc_health_probe, or an httpGet or tcpSocket probe")
-	}
 	h := &kp.ProbeHandler
+	if g := h.GRPC; g != nil {
+		p.GRPC = &spec.GRPCAction{Port: int(g.Port)}
+		if g.Service != nil {
+			p.GRPC.Service = *g.Service
+		}
+	}
 	if h.Exec != nil {
 		p.Exec = &spec.ExecAction{Command: h.Exec.Command}
 	}

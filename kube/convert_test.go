@@ -577,12 +577,6 @@ func TestConvertRefusals(t *testing.T) {
 `), Options{}, []string{
 			`error: Pod/p: spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: "status.podIP": podsup gives a pod no address of its own`,
 			`error: Pod/p: spec.containers[0].env[1].valueFrom.secretKeyRef: no Secret "creds": add it to the manifest as a document of its own, or give its file with --secret FILE`}},
-		{"grpc", pod(`  containers:
-  - name: app
-    command: [sleep, "1"]
-    livenessProbe:
-      grpc: {port: 2379}
-`), Options{}, []string{"error: Pod/p: spec.containers[0].livenessProbe.grpc: podsup has no gRPC probe"}},
 		{"no command", pod(`  containers:
   - name: app
     image: nginx
@@ -664,8 +658,10 @@ func TestConvertRejectsMalformedManifests(t *testing.T) {
 			`document 1: decoding Pod: unknown field "spec.containers[0].livenesProbe"`},
 		{"duplicate field", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    command: [x]\n    command: [y]\n",
 			`document 1: parsing YAML`},
-		{"unknown kind", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
-			`document 1: apiVersion "v1" kind "Service" is not something podsup runs`},
+		{"unknown kind", "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: s}\n",
+			`document 1: apiVersion "v1" kind "ReplicationController" is not something podsup runs`},
+		{"only skipped kinds", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+			"the manifest holds no object podsup runs"},
 		{"no name", "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    command: [x]\n",
 			"document 1: Pod has no metadata.name"},
 		{"empty", "# nothing\n", "the manifest holds no object"},
@@ -747,5 +743,279 @@ spec:
 		if s := cfg.Groups[0].Sandbox; s != nil && s.Network != nil {
 			t.Errorf("%s: network = %+v, want the host's", y, s.Network)
 		}
+	}
+}
+
+// A refused manifest lists its warnings with its errors: all in one pass
+// (issue 31, item 4: cassandra showed 1 error, and 7 warnings only after
+// it was fixed).
+func TestConvertReportsEveryFindingInOnePass(t *testing.T) {
+	t.Parallel()
+	_, err := Convert(strings.NewReader(`apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: app
+    command: [sleep, "1"]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+    readinessProbe:
+      httpGet: {port: http}
+  volumes:
+  - {name: data, emptyDir: {}}
+`), Options{})
+	var fe *FindingsError
+	if !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want a FindingsError", err)
+	}
+	for _, want := range []string{
+		`error: Pod/p: spec.containers[0].readinessProbe.httpGet.port: container "app" has no port named "http"`,
+		"warning: Pod/p: spec.containers[0].volumeMounts: podsup has no volumes",
+		"warning: Pod/p: spec.volumes: podsup has no volumes",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+// The Services, claims, storage classes and budgets beside a workload
+// are skipped with a note naming each document, not refused (issue 31,
+// item 3); a note stays one under Strict.
+func TestConvertSkipsKindsPodsupDoesNotRun(t *testing.T) {
+	t.Parallel()
+	manifest := `apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec:
+  ports: [{port: 3306}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db}
+spec:
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - {name: db, command: [sleep, "60"]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db-pdb}
+spec: {maxUnavailable: 1}
+---
+kind: StorageClass
+apiVersion: storage.k8s.io/v1
+metadata: {name: fast}
+provisioner: k8s.io/minikube-hostpath
+`
+	for _, strict := range []bool{false, true} {
+		cfg, res := convertAndParse(t, manifest, Options{Strict: strict})
+		if len(cfg.Groups) != 1 || cfg.Groups[0].Name != "db" {
+			t.Fatalf("groups = %s, want the Deployment's alone", show(cfg.Groups))
+		}
+		got := findingsText(res.Findings)
+		for _, want := range []string{
+			"note: Service/db: document 1: skipped: ",
+			"note: PersistentVolumeClaim/data: document 2: skipped: podsup has no volumes",
+			"note: PodDisruptionBudget/db-pdb: document 4: skipped: ",
+			"note: StorageClass/fast: document 5: skipped: ",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("strict=%v: findings lack %q:\n%s", strict, want, got)
+			}
+		}
+	}
+}
+
+// A CronJob of batch/v1beta1, removed in Kubernetes 1.25 but still in
+// the documentation's older examples, is read as batch/v1 with a warning.
+func TestConvertAcceptsBatchV1beta1CronJob(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: batch/v1beta1
+kind: CronJob
+metadata: {name: hello}
+spec:
+  schedule: "* * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: hello
+            command: [/bin/sh, -c, date]
+          restartPolicy: OnFailure
+`, Options{})
+	if g := cfg.Groups[0]; g.Name != "hello" || g.RestartPolicy != spec.RestartOnFailure {
+		t.Errorf("group = %s", show(g))
+	}
+	if got := findingsText(res.Findings); !strings.Contains(got, "warning: CronJob/hello: apiVersion: batch/v1beta1 CronJob is no longer served") {
+		t.Errorf("findings:\n%s", got)
+	}
+}
+
+// limits.pids is the sandbox's pids, and a CPU request is kept as it was,
+// not only as the weight derived from it (issue 31, item 8: a 200m
+// request came back 182m).
+func TestConvertMapsPidsAndKeepsTheCPURequest(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  resources:
+    limits: {pids: "2048", memory: 64Mi}
+  containers:
+  - name: a
+    image: busybox
+    command: [sleep, "60"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: q}
+spec:
+  containers:
+  - name: a
+    image: busybox
+    command: [sleep, "60"]
+    resources:
+      requests: {cpu: 200m}
+      limits: {pids: "64"}
+`, Options{})
+	if got := findingsText(res.Findings); strings.Contains(got, "pids") {
+		t.Errorf("findings:\n%s", got)
+	}
+	p, q := cfg.Groups[0].Sandbox.Resources, cfg.Groups[1].Sandbox.Resources
+	if p.Pids != 2048 || p.Memory != 64<<20 {
+		t.Errorf("pod-level resources: %+v", p)
+	}
+	if q.Pids != 64 || q.CPURequest != 0.2 || q.CPUWeight != cpuWeight(200) {
+		t.Errorf("container resources: %+v", q)
+	}
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pids: \"2048\"", "cpu: 200m", "pids: \"64\""} {
+		if !strings.Contains(yml.String(), want) {
+			t.Errorf("export lacks %q:\n%s", want, yml.String())
+		}
+	}
+	if strings.Contains(yml.String(), "podsup.dev/") {
+		t.Errorf("export needed annotations:\n%s", yml.String())
+	}
+	back, err := Convert(&yml, Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back.Config.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	}
+}
+
+// A grpc probe is podsup's grpc action, both ways (issue 31, item 8:
+// it was refused).
+func TestGRPCProbeBothWays(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: etcd}
+spec:
+  containers:
+  - name: etcd
+    image: registry.k8s.io/etcd:3.5.1-0
+    command: [etcd]
+    livenessProbe:
+      grpc: {port: 2379}
+      initialDelaySeconds: 10
+    readinessProbe:
+      grpc: {port: 2379, service: ready}
+`, Options{Strict: true})
+	p := cfg.Groups[0].Processes[0]
+	if g := p.LivenessProbe.GRPC; g == nil || g.Port != 2379 || g.Service != "" || p.LivenessProbe.InitialDelay != 10*time.Second {
+		t.Errorf("liveness probe: %s", show(p.LivenessProbe))
+	}
+	if g := p.ReadinessProbe.GRPC; g == nil || g.Port != 2379 || g.Service != "ready" {
+		t.Errorf("readiness probe: %s", show(p.ReadinessProbe))
+	}
+	for _, fd := range res.Findings {
+		if !fd.Note {
+			t.Errorf("finding: %s", fd)
+		}
+	}
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(yml.String(), "grpc:\n        port: 2379\n        service: ready") || strings.Contains(yml.String(), "podsup.dev/") {
+		t.Errorf("export:\n%s", yml.String())
+	}
+	back, err := Convert(&yml, Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back.Config.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	}
+}
+
+// A Job's backoffLimit is the group's backoff_limit, 6 with a note when
+// the Job sets none (the Job controller's default), and it travels back
+// in the group annotation, a Pod having no such field (issue 31, item 8).
+func TestJobBackoffLimitBothWays(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: batch/v1
+kind: Job
+metadata: {name: pi}
+spec:
+  backoffLimit: 4
+  template:
+    spec:
+      containers:
+      - {name: pi, image: perl, command: [perl, -e, "exit 1"]}
+      restartPolicy: Never
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: once, image: busybox, command: ["true"]}
+      restartPolicy: OnFailure
+`, Options{Strict: true})
+	pi, once := cfg.Groups[0], cfg.Groups[1]
+	if pi.BackoffLimit == nil || *pi.BackoffLimit != 4 || pi.RestartPolicy != spec.RestartNever {
+		t.Errorf("pi: %s", show(pi))
+	}
+	if once.BackoffLimit == nil || *once.BackoffLimit != 6 || once.RestartPolicy != spec.RestartOnFailure {
+		t.Errorf("once: %s", show(once))
+	}
+	if got := findingsText(res.Findings); !strings.Contains(got, "note: Job/once: spec.backoffLimit: not set: the Job controller retries a failed pod 6 times") || strings.Contains(got, "Job/pi: spec.backoffLimit") {
+		t.Errorf("findings:\n%s", got)
+	}
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(yml.String(), "backoff_limit") {
+		t.Errorf("export lacks backoff_limit:\n%s", yml.String())
+	}
+	back, err := Convert(&yml, Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back.Config.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
 	}
 }

@@ -41,6 +41,20 @@ type workload struct {
 	// replicas is the workload's spec.replicas, when it has one: podsup
 	// runs one copy, so only another number is worth a warning.
 	replicas *int32
+	// readAs says how an apiVersion Kubernetes no longer serves was read.
+	readAs string
+	// job is set for a Job's pod template (a CronJob's too), with the
+	// Job's backoffLimit and where it sits: the group's backoff_limit.
+	job          bool
+	backoffLimit *int32
+	backoffAt    string
+}
+
+// jobbed is w as a Job's pod, with the Job's backoffLimit at path at.
+func jobbed(w *workload, limit *int32, at string) *workload {
+	w.job, w.backoffLimit, w.backoffAt = true, limit, at
+	w.ownFields = append(w.ownFields, at)
+	return w
 }
 
 func (w *workload) label() string { return w.kind + "/" + w.name }
@@ -94,17 +108,48 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 	{"batch/v1", "Job"}: func() (any, func(any) *workload) {
 		return &batchv1.Job{}, func(o any) *workload {
 			d := o.(*batchv1.Job)
-			return templated("Job", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector")
+			return jobbed(templated("Job", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector"), d.Spec.BackoffLimit, "spec.backoffLimit")
 		}
 	},
-	{"batch/v1", "CronJob"}: func() (any, func(any) *workload) {
+	{"batch/v1", "CronJob"}: cronJob(""),
+	// batch/v1beta1's CronJob has a subset of batch/v1's fields: the
+	// manifests written for Kubernetes before 1.25 run as they are.
+	{"batch/v1beta1", "CronJob"}: cronJob("batch/v1beta1 CronJob is no longer served (Kubernetes 1.25 removed it): read as batch/v1, which has the same fields; write apiVersion: batch/v1"),
+}
+
+func cronJob(readAs string) func() (any, func(any) *workload) {
+	return func() (any, func(any) *workload) {
 		return &batchv1.CronJob{}, func(o any) *workload {
 			d := o.(*batchv1.CronJob)
 			w := templated("CronJob", d.ObjectMeta, d.Spec.JobTemplate.Spec.Template, "spec.jobTemplate.spec.template.", "spec.jobTemplate.spec.selector")
 			w.why = map[string]string{"spec.schedule": "podsup has no schedule: the group runs the job once, when podsup starts it"}
-			return w
+			w.readAs = readAs
+			return jobbed(w, d.Spec.JobTemplate.Spec.BackoffLimit, "spec.jobTemplate.spec.backoffLimit")
 		}
-	},
+	}
+}
+
+// skippedKinds are the objects a manifest holds beside its workloads
+// that run no process: skipped with a note, as podman's kube play does,
+// not refused, so that a file written for kubectl apply converts whole.
+var skippedKinds = map[string]string{
+	"Service":                 "podsup's processes listen on the host's network (or their sandbox's): there is no Service in front of them",
+	"PersistentVolumeClaim":   "podsup has no volumes: processes see the host's (or the rootfs') files",
+	"PersistentVolume":        "podsup has no volumes: processes see the host's (or the rootfs') files",
+	"StorageClass":            "podsup provisions no storage",
+	"PodDisruptionBudget":     "podsup runs one node and evicts nothing",
+	"HorizontalPodAutoscaler": "podsup runs one copy of each pod",
+	"ServiceAccount":          "podsup has no API server to authenticate to",
+	"Role":                    "podsup has no API server to authorize",
+	"RoleBinding":             "podsup has no API server to authorize",
+	"ClusterRole":             "podsup has no API server to authorize",
+	"ClusterRoleBinding":      "podsup has no API server to authorize",
+	"Namespace":               "podsup's groups live in one configuration, not in namespaces",
+	"NetworkPolicy":           "podsup routes no traffic between pods",
+	"Ingress":                 "podsup routes no traffic to its processes",
+	"ResourceQuota":           "podsup's limits are each group's sandbox resources",
+	"LimitRange":              "podsup's limits are each group's sandbox resources",
+	"PriorityClass":           "podsup schedules nothing",
 }
 
 // templated is a workload whose pod is a template: the group is named
@@ -134,29 +179,35 @@ func replicated(w *workload, n *int32) *workload {
 // decodeAll splits a multi-document YAML stream and decodes each document
 // strictly into its Kubernetes type: an unknown or duplicated field is an
 // error naming its path. Empty documents are skipped.
-func decodeAll(src io.Reader) ([]*workload, error) {
+// Each document of a kind in skippedKinds is a note naming it.
+func decodeAll(src io.Reader) ([]*workload, []Finding, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(src))
 	var out []*workload
+	var skipped []Finding
 	for n := 1; ; n++ {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading document %d: %w", n, err)
+			return nil, nil, fmt.Errorf("reading document %d: %w", n, err)
 		}
-		w, err := decodeOne(doc)
+		w, skip, err := decodeOne(doc)
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", n, err)
+			return nil, nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		if skip != nil {
+			skip.Path = fmt.Sprintf("document %d", n)
+			skipped = append(skipped, *skip)
 		}
 		if w != nil {
 			out = append(out, w)
 		}
 	}
 	if !slices.ContainsFunc(out, func(w *workload) bool { return w.source == nil }) {
-		return nil, errors.New("the manifest holds no object: want a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob")
+		return nil, nil, errors.New("the manifest holds no object podsup runs: want a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob")
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 // secretData is a Secret's data as the API server stores it: data
@@ -184,8 +235,12 @@ func DecodeEnvSources(src io.Reader, kind string) ([]EnvSource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading document %d: %w", n, err)
 		}
-		w, err := decodeOne(doc)
-		if err == nil && w != nil && (w.source == nil || w.kind != kind) {
+		w, skip, err := decodeOne(doc)
+		switch {
+		case err != nil:
+		case skip != nil:
+			err = fmt.Errorf("%s, not a %s", skip.Object, kind)
+		case w != nil && (w.source == nil || w.kind != kind):
 			err = fmt.Errorf("a %s, not a %s", w.kind, kind)
 		}
 		if err != nil {
@@ -201,36 +256,46 @@ func DecodeEnvSources(src io.Reader, kind string) ([]EnvSource, error) {
 	return out, nil
 }
 
-func decodeOne(doc []byte) (*workload, error) {
+// decodeOne is a document's workload, or the note that skips it.
+func decodeOne(doc []byte) (*workload, *Finding, error) {
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
-		return nil, fmt.Errorf("parsing YAML: %w", err)
+		return nil, nil, fmt.Errorf("parsing YAML: %w", err)
 	}
 	if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var tm metav1.TypeMeta
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
-		return nil, fmt.Errorf("parsing YAML: %w", err)
+	var head struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &head); err != nil {
+		return nil, nil, fmt.Errorf("parsing YAML: %w", err)
+	}
+	tm := head.TypeMeta
+	if why, ok := skippedKinds[tm.Kind]; ok {
+		return nil, &Finding{Object: tm.Kind + "/" + head.Metadata.Name, Msg: "skipped: " + why, Note: true}, nil
 	}
 	mk, ok := kinds[[2]string{tm.APIVersion, tm.Kind}]
 	if !ok {
-		return nil, fmt.Errorf("apiVersion %q kind %q is not something podsup runs: want a Pod, ConfigMap or Secret (v1), a Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), or a Job or CronJob (batch/v1)", tm.APIVersion, tm.Kind)
+		return nil, nil, fmt.Errorf("apiVersion %q kind %q is not something podsup runs: want a Pod, ConfigMap or Secret (v1), a Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), or a Job or CronJob (batch/v1)", tm.APIVersion, tm.Kind)
 	}
 	obj, extract := mk()
 	strict, err := kjson.UnmarshalStrict(js, obj)
 	if err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", tm.Kind, err)
+		return nil, nil, fmt.Errorf("decoding %s: %w", tm.Kind, err)
 	}
 	if len(strict) > 0 {
-		return nil, fmt.Errorf("decoding %s: %w", tm.Kind, errors.Join(strict...))
+		return nil, nil, fmt.Errorf("decoding %s: %w", tm.Kind, errors.Join(strict...))
 	}
 	w := extract(obj)
 	w.object = obj
 	if w.name == "" {
-		return nil, fmt.Errorf("%s has no metadata.name: the group is named after it", tm.Kind)
+		return nil, nil, fmt.Errorf("%s has no metadata.name: the group is named after it", tm.Kind)
 	}
-	return w, nil
+	return w, nil, nil
 }
 
 // unmappedFields reports every field of w's object that the mapping table

@@ -5,13 +5,19 @@
 //
 // Manifests are decoded with Kubernetes' own API types, strictly: an
 // unknown or duplicated field is an error naming its path. A
-// multi-document file gives one group per object, named after it.
+// multi-document file gives one group per object, named after it; a
+// document of a kind that runs no process (a Service, a
+// PersistentVolumeClaim, a ConfigMap, ...: skippedKinds) is skipped with a
+// note naming it, and a batch/v1beta1 CronJob is read as batch/v1 with a
+// warning.
 //
 // # The mapping
 //
 //	metadata.name                       group name (a workload's, not its template's)
 //	metadata.annotations[podsup.dev/*]  podsup-only fields (below)
 //	spec.restartPolicy                  restart_policy
+//	a Job's spec.backoffLimit           backoff_limit (6, with a note, when unset);
+//	                                    export writes it in podsup.dev/group
 //	spec.terminationGracePeriodSeconds  termination_grace_period
 //	spec.hostname                       sandbox hostname, in a uts namespace
 //	spec.shareProcessNamespace: true    sandbox pid and mount namespaces, /proc mounted
@@ -24,7 +30,10 @@
 //	                                    ports already are (probes reach 127.0.0.1)
 //	spec.securityContext.runAsUser/Group  every process's user/group
 //	spec.resources (pod-level)          sandbox resources: limits.memory → memory,
-//	                                    limits.cpu → cpu, requests.cpu → cpu_weight
+//	                                    limits.cpu → cpu, limits.pids → pids,
+//	                                    requests.cpu → cpu_request (and kubelet's
+//	                                    cpu_weight for it); export writes the
+//	                                    request back as it was
 //	containers[].resources              the same, summed over the containers (the larger
 //	                                    of that and any init container's), as kubelet
 //	                                    sizes the pod cgroup; no limit unless all set one
@@ -58,14 +67,15 @@
 //	                                    server), and an image's PATH or HOME
 //	                                    unless --image gives its Env
 //	  startupProbe, livenessProbe, readinessProbe: exec, httpGet (named ports
-//	    resolved through ports[]), tcpSocket and every timing field;
+//	    resolved through ports[]), tcpSocket, grpc and every timing field;
 //	    httpGet.protocol other than HTTP1 (1.37) a warning: podsup speaks HTTP/1.1
 //	  lifecycle.postStart, lifecycle.preStop: exec, httpGet, sleep
 //	  lifecycle.stopSignal              stop_signal
 //	  securityContext.runAsUser/Group   user/group
-//	  image                             a comment and a warning; with Options.Rootfs,
-//	                                    the sandbox's rootfs; with Options.Images
-//	                                    (--image IMAGE=DIR: an OCI image layout or an
+//	  image                             image (data podsup keeps and never runs) and
+//	                                    a note; with Options.Rootfs, the sandbox's
+//	                                    rootfs; with Options.Images (--image
+//	                                    IMAGE=DIR: an OCI image layout or an
 //	                                    unpacked bundle, ReadImage) its Entrypoint and
 //	                                    Cmd by kubelet's rules (command and args; else
 //	                                    Entrypoint and args; else Entrypoint and Cmd),
@@ -75,7 +85,7 @@
 //
 // Refused (errors): what valueFrom or envFrom cannot know (a ConfigMap,
 // Secret or key that is missing and not optional, status.podIP and
-// status.hostIP, a limit the container does not set), grpc probes, an init container's
+// status.hostIP, a limit the container does not set), an init container's
 // restartPolicy other than Always, a container without command whose image
 // podsup-kube was given no configuration or entrypoint for, a named port the container does not have, two images
 // mapped to different root filesystems in one pod. Labels and selectors
@@ -83,21 +93,23 @@
 // serviceName (the Service that names its pods in the cluster's DNS). A
 // workload's spec.replicas other than 1 and a CronJob's schedule are
 // warnings of their own (podsup runs one copy, once); every other field
-// of a workload outside its pod template (a Job's backoffLimit, a
-// Deployment's strategy, ...) is reported as below. Every other field set
+// of a workload outside its pod template (a Deployment's strategy, ...)
+// is reported as below. Every other field set
 // is a warning with its path (Options.Strict makes it an error), found by
 // walking the object against the table above, so that no field is dropped
 // in silence, including the fields of a newer k8s.io/api.
 //
 // # Annotations
 //
-// Export writes every field a Pod has in the Pod's own fields; what no Pod
+// Export writes every field a Pod has in the Pod's own fields (a
+// process without an image is an error unless ExportOptions.DefaultImage
+// gives one: the API server requires it); what no Pod
 // can say (back-off, namespaces and mounts beyond the derivable ones,
 // sub-second durations, pre_start and post_stop hooks, hook timeouts,
 // critical, readiness protocols, log settings, user names) goes into
 // annotations holding the HCL of podsup's own file:
 //
-//	podsup.dev/group         the group's restart_policy, termination_grace_period,
+//	podsup.dev/group         the group's restart_policy, backoff_limit, termination_grace_period,
 //	                         backoff and sandbox blocks
 //	podsup.dev/process.NAME  fields of the process for container NAME
 //	podsup.dev/init.NAME     fields of the init for init container NAME

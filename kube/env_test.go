@@ -218,6 +218,7 @@ spec:
 		t.Errorf("$(HOSTNAME) expanded to %q: kubelet does not see the runtime's variables", got)
 	}
 	var y1, y2 bytes.Buffer
+	giveImages(cfg) // a Pod's containers need one
 	if _, err := Export(&y1, cfg, ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}

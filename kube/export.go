@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -25,6 +26,11 @@ type ExportOptions struct {
 	// Kind is "pod" (default) or "deployment": a Deployment of one
 	// replica whose template is the pod.
 	Kind string
+	// DefaultImage is the image of every process that names none. Without
+	// it such a process is an error: the API server refuses a container
+	// without an image ("image: Required value"), so the export could not
+	// be applied.
+	DefaultImage string
 }
 
 // Export writes one YAML document per group of cfg: a Pod (or a
@@ -36,6 +42,9 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 	if o.Kind != "" && o.Kind != "pod" && o.Kind != "deployment" {
 		return nil, fmt.Errorf("--kind %q: want pod or deployment", o.Kind)
 	}
+	if err := checkImages(cfg, o.DefaultImage); err != nil {
+		return nil, err
+	}
 	var warns []Finding
 	if !cfg.Supervisor.IsZero() {
 		warns = append(warns, Finding{Path: "supervisor", Msg: "podsup's own settings have no place in a Pod: not exported"})
@@ -46,6 +55,7 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 			b := cfg.Backoff // the file's default back-off is the group's
 			g.Backoff = &b
 		}
+		g.Init, g.Processes = withImage(g.Init, o.DefaultImage), withImage(g.Processes, o.DefaultImage)
 		pod, ws := exportGroup(&g)
 		warns = append(warns, ws...)
 		var obj any = pod
@@ -70,6 +80,45 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 		}
 	}
 	return warns, nil
+}
+
+// checkImages names every process and init of cfg that has no image when
+// there is no default either: all of them, in one error.
+func checkImages(cfg *spec.Config, def string) error {
+	if def != "" {
+		return nil
+	}
+	var missing []string
+	for _, g := range cfg.Groups {
+		for _, list := range []struct {
+			field string
+			ps    []spec.Process
+		}{{"initContainers", g.Init}, {"containers", g.Processes}} {
+			for i, p := range list.ps {
+				if p.Image == "" {
+					missing = append(missing, fmt.Sprintf("error: Pod/%s: spec.%s[%d].image: %q has none", g.Name, list.field, i, p.Name))
+				}
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a Pod's containers need an image, which the API server requires: set image in each process and init block, or give --default-image IMAGE for those without:\n  %s", strings.Join(missing, "\n  "))
+}
+
+// withImage is ps, with image def for each process that names none.
+func withImage(ps []spec.Process, def string) []spec.Process {
+	if def == "" || ps == nil {
+		return ps
+	}
+	out := slices.Clone(ps)
+	for i := range out {
+		if out[i].Image == "" {
+			out[i].Image = def
+		}
+	}
+	return out
 }
 
 // exportGroup is g as a Pod: the Kubernetes fields first; then the Pod is
@@ -158,6 +207,11 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 	if !reflect.DeepEqual(g.Backoff, back.Backoff) {
 		gd.Backoff = g.Backoff
 	}
+	if !reflect.DeepEqual(g.BackoffLimit, back.BackoffLimit) {
+		// A Pod has no backoffLimit (a Job has); the fragment says
+		// restart_policy too, which backoff_limit needs.
+		gd.BackoffLimit, gd.RestartPolicy = g.BackoffLimit, g.RestartPolicy
+	}
 	if !reflect.DeepEqual(g.Sandbox, back.Sandbox) {
 		gd.Sandbox = g.Sandbox
 		if gd.Sandbox == nil { // cannot happen: a Pod's fields only add a sandbox from g's
@@ -235,7 +289,7 @@ func withoutStandardEnv(got, want *spec.Process, hostname string) *spec.Process 
 func container(p *spec.Process, hostname string) corev1.Container {
 	// kubelet expands $(VAR) and $$ in these: escaped, they reach the
 	// process as podsup would pass them.
-	c := corev1.Container{Name: p.Name, WorkingDir: p.WorkingDir}
+	c := corev1.Container{Name: p.Name, Image: p.Image, WorkingDir: p.WorkingDir}
 	for _, arg := range p.Command {
 		c.Command = append(c.Command, escapeExpansion(arg))
 	}
@@ -290,6 +344,12 @@ func probe(p *spec.Probe) *corev1.Probe {
 	if t := h.TCPSocket; t != nil {
 		kp.TCPSocket = &corev1.TCPSocketAction{Host: t.Host, Port: intstr.FromInt32(int32(t.Port))}
 	}
+	if g := h.GRPC; g != nil {
+		kp.GRPC = &corev1.GRPCAction{Port: int32(g.Port)}
+		if g.Service != "" {
+			kp.GRPC.Service = &g.Service
+		}
+	}
 	return kp
 }
 
@@ -327,12 +387,15 @@ func httpGet(g *spec.HTTPGetAction) *corev1.HTTPGetAction {
 // podResources are the group's limits as pod-level resources: the
 // cgroup is the pod's, not one container's.
 func podResources(r spec.Resources) *corev1.ResourceRequirements {
-	if r.Memory == 0 && r.CPU == 0 && r.CPUWeight == 0 {
+	if r.Memory == 0 && r.CPU == 0 && r.CPUWeight == 0 && r.Pids == 0 {
 		return nil
 	}
 	rr := &corev1.ResourceRequirements{}
-	if r.Memory != 0 || r.CPU != 0 {
+	if r.Memory != 0 || r.CPU != 0 || r.Pids != 0 {
 		rr.Limits = corev1.ResourceList{}
+	}
+	if r.Pids != 0 {
+		rr.Limits[resourcePids] = *resource.NewQuantity(r.Pids, resource.DecimalSI)
 	}
 	if r.Memory != 0 {
 		rr.Limits[corev1.ResourceMemory] = *resource.NewQuantity(r.Memory, resource.BinarySI)
@@ -340,7 +403,9 @@ func podResources(r spec.Resources) *corev1.ResourceRequirements {
 	if r.CPU != 0 {
 		rr.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(r.CPU*1000+0.5), resource.DecimalSI)
 	}
-	if r.CPUWeight != 0 {
+	if r.CPURequest != 0 { // the request itself: its weight rounds
+		rr.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(r.CPURequestMilli(), resource.DecimalSI)}
+	} else if r.CPUWeight != 0 {
 		if m, ok := milliForWeight(r.CPUWeight); ok {
 			rr.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(m, resource.DecimalSI)}
 		}

@@ -106,6 +106,9 @@ func comment(b *hclwrite.Body, text string) {
 func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 	writeDependsOn(b, g.DependsOn)
 	str(b, "restart_policy", string(g.RestartPolicy))
+	if g.BackoffLimit != nil {
+		b.SetAttributeValue("backoff_limit", cty.NumberIntVal(int64(*g.BackoffLimit))) // 0 too: a limit
+	}
 	durp(b, "termination_grace_period", g.TerminationGracePeriod)
 	writeSecurity(b, g.Security)
 	if g.Backoff != nil {
@@ -164,8 +167,13 @@ func writeResources(b *hclwrite.Body, r spec.Resources) {
 	if r.CPU != 0 {
 		rb.SetAttributeValue("cpu", cty.NumberFloatVal(r.CPU))
 	}
-	integer(rb, "cpu_weight", int64(r.CPUWeight))
+	if r.CPURequest == 0 || r.CPUWeight != spec.CPUWeightForRequest(r.CPURequestMilli()) {
+		integer(rb, "cpu_weight", int64(r.CPUWeight)) // else cpu_request's
+	}
 	integer(rb, "pids", r.Pids)
+	if r.CPURequest != 0 {
+		rb.SetAttributeValue("cpu_request", cty.NumberFloatVal(r.CPURequest))
+	}
 }
 
 func writeBackoff(b *hclwrite.Body, bo spec.Backoff) {
@@ -184,6 +192,7 @@ func writeProcessInOrder(b *hclwrite.Body, p *spec.Process, envOrder []string) {
 	if len(p.Command) > 0 {
 		b.SetAttributeValue("command", strList(p.Command))
 	}
+	str(b, "image", p.Image)
 	if len(p.Env) > 0 {
 		b.SetAttributeRaw("env", envTokens(p.Env, envOrder))
 	}
@@ -291,6 +300,11 @@ func writeHandler(b *hclwrite.Body, h spec.Handler) {
 		tb := b.AppendNewBlock("tcp_socket", nil).Body()
 		str(tb, "host", t.Host)
 		tb.SetAttributeValue("port", cty.NumberIntVal(int64(t.Port)))
+	}
+	if g := h.GRPC; g != nil {
+		gb := b.AppendNewBlock("grpc", nil).Body()
+		gb.SetAttributeValue("port", cty.NumberIntVal(int64(g.Port)))
+		str(gb, "service", g.Service)
 	}
 	if s := h.Sleep; s != nil {
 		b.AppendNewBlock("sleep", nil).Body().SetAttributeValue("duration", cty.StringVal(formatDuration(s.Duration)))

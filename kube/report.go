@@ -16,12 +16,19 @@ type Finding struct {
 	Path  string
 	Msg   string
 	Error bool
+	// Note is what the user should know but which changes nothing the
+	// workload does (a document of a kind podsup does not run, skipped):
+	// Strict leaves it a note.
+	Note bool
 }
 
 func (f Finding) String() string {
 	kind := "warning"
-	if f.Error {
+	switch {
+	case f.Error:
 		kind = "error"
+	case f.Note:
+		kind = "note"
 	}
 	where := f.Path
 	if f.Object != "" {
@@ -30,8 +37,9 @@ func (f Finding) String() string {
 	return fmt.Sprintf("%s: %s: %s", kind, where, f.Msg)
 }
 
-// FindingsError is a conversion refused: every error found (and, under
-// Strict, every warning), each with its path.
+// FindingsError is a conversion refused: every finding, the errors that
+// refuse it (under Strict, every warning is one) and the warnings that
+// would come with it, each with its path.
 type FindingsError struct {
 	Findings []Finding
 }
@@ -52,6 +60,10 @@ type reporter struct {
 
 func (r *reporter) warn(path, format string, args ...any) {
 	r.findings = append(r.findings, Finding{Object: r.object, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (r *reporter) note(path, format string, args ...any) {
+	r.findings = append(r.findings, Finding{Object: r.object, Path: path, Msg: fmt.Sprintf(format, args...), Note: true})
 }
 
 func (r *reporter) fail(path, format string, args ...any) {

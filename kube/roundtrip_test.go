@@ -55,8 +55,29 @@ func asConverted(groups []spec.Group) []spec.Group {
 	return out
 }
 
+// testImage is the image roundTrip gives the processes that name none:
+// a Pod's containers need one.
+const testImage = "registry.example/podsup-test:1"
+
+// giveImages gives every process of cfg without an image testImage, in
+// place, so that cfg is what an export and convert give back.
+func giveImages(cfg *spec.Config) {
+	for i := range cfg.Groups {
+		for _, ps := range [][]spec.Process{cfg.Groups[i].Init, cfg.Groups[i].Processes} {
+			for j := range ps {
+				if ps[j].Image == "" {
+					ps[j].Image = testImage
+				}
+			}
+		}
+	}
+}
+
+// roundTrip exports cfg and converts it back, under Strict, after
+// giveImages.
 func roundTrip(t *testing.T, cfg *spec.Config, kind string) (*spec.Config, string) {
 	t.Helper()
+	giveImages(cfg)
 	var yml bytes.Buffer
 	if _, err := Export(&yml, cfg, ExportOptions{Kind: kind}); err != nil {
 		t.Fatalf("Export: %v", err)
@@ -124,7 +145,7 @@ func TestExportUsesPodFieldsFirst(t *testing.T) {
 		Name: "web", RestartPolicy: spec.RestartOnFailure, TerminationGracePeriod: spec.Durp(5 * time.Second),
 		Sandbox: &spec.Sandbox{Namespaces: []string{"pid", "mount", "uts"}, Hostname: "web",
 			Mounts:    []spec.Mount{{Type: "proc", Target: "/proc"}},
-			Resources: spec.Resources{Memory: 64 << 20, CPU: 0.5, CPUWeight: cpuWeight(250)}},
+			Resources: spec.Resources{Memory: 64 << 20, CPU: 0.5, CPUWeight: cpuWeight(250), CPURequest: 0.25}},
 		Processes: []spec.Process{{
 			Name: "app", Command: []string{"sleep", "60"}, Env: map[string]string{"A": "1"}, User: "1000", Group: "1000",
 			LivenessProbe: &spec.Probe{Handler: spec.Handler{HTTPGet: &spec.HTTPGetAction{Port: 8080, Path: "/healthz"}}, Period: 5 * time.Second},
@@ -136,7 +157,7 @@ func TestExportUsesPodFieldsFirst(t *testing.T) {
 	if strings.Contains(yml, "podsup.dev/") {
 		t.Errorf("export used annotations for Kubernetes' own fields:\n%s", yml)
 	}
-	for _, want := range []string{"shareProcessNamespace: true", "hostname: web", "periodSeconds: 5", "stopSignal: SIGINT", "memory: 64Mi", "cpu: 500m", "runAsUser: 1000"} {
+	for _, want := range []string{"shareProcessNamespace: true", "hostname: web", "periodSeconds: 5", "stopSignal: SIGINT", "memory: 64Mi", "cpu: 500m", "cpu: 250m", "runAsUser: 1000"} {
 		if !strings.Contains(yml, want) {
 			t.Errorf("export lacks %q:\n%s", want, yml)
 		}
@@ -183,7 +204,7 @@ func TestExportAnnotatesPodsupOnlyFields(t *testing.T) {
 		}},
 	}}}
 	var yml bytes.Buffer
-	warns, err := Export(&yml, cfg, ExportOptions{})
+	warns, err := Export(&yml, cfg, ExportOptions{DefaultImage: testImage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,5 +313,46 @@ group "app" {
 	}
 	if !strings.Contains(yml, "depends_on") {
 		t.Errorf("no depends_on in the annotations:\n%s", yml)
+	}
+}
+
+// The image is data the HCL keeps: convert writes it, podsup's loader
+// reads it, export writes it back, and a process without one is refused
+// unless a default is given (issue 31, item 1: the API server rejects a
+// container without an image).
+func TestImageIsKeptAndExported(t *testing.T) {
+	t.Parallel()
+	cfg, _ := convertAndParse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - {name: app, image: "nginx:1.27", command: [nginx, -g, daemon off;]}
+`, Options{})
+	if got := cfg.Groups[0].Processes[0].Image; got != "nginx:1.27" {
+		t.Fatalf("image = %q after convert and parse", got)
+	}
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(yml.String(), "image: nginx:1.27") {
+		t.Errorf("export lacks the image:\n%s", yml.String())
+	}
+
+	cfg.Groups[0].Init = []spec.Process{{Name: "setup", Command: []string{"true"}}}
+	_, err := Export(&bytes.Buffer{}, cfg, ExportOptions{})
+	if err == nil || !strings.Contains(err.Error(), `error: Pod/web: spec.initContainers[0].image: "setup" has none`) || !strings.Contains(err.Error(), "--default-image") {
+		t.Errorf("export of an init without an image: err = %v", err)
+	}
+	yml.Reset()
+	if _, err := Export(&yml, cfg, ExportOptions{DefaultImage: "busybox:1.37"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(yml.String(), "image: busybox:1.37") || !strings.Contains(yml.String(), "image: nginx:1.27") {
+		t.Errorf("the default image is not the init's alone:\n%s", yml.String())
+	}
+	if cfg.Groups[0].Init[0].Image != "" {
+		t.Errorf("export changed its input")
 	}
 }

@@ -143,6 +143,7 @@ spec:
 	if l.Seccomp != "/etc/hostname" {
 		t.Errorf("Localhost: %+v", l)
 	}
+	giveImages(res.Config)
 	var out bytes.Buffer
 	if _, err := Export(&out, res.Config, ExportOptions{}); err != nil {
 		t.Fatal(err)
@@ -233,6 +234,7 @@ spec:
 	if sb == nil || !sb.ReadOnlyRootFilesystem || sb.ProcMount != spec.ProcMountUnmasked || !slices.Contains(sb.Namespaces, "mount") {
 		t.Fatalf("sandbox: %+v", sb)
 	}
+	giveImages(res.Config)
 	var out bytes.Buffer
 	warns, err := Export(&out, res.Config, ExportOptions{})
 	if err != nil {

@@ -258,7 +258,8 @@ func TestEveryUnmappedWorkloadFieldIsReported(t *testing.T) {
 // downward API's) are read.
 func TestWorkloadsIgnoreOnlyTheirListedFields(t *testing.T) {
 	allowed := map[string]bool{"metadata.name": true, "metadata.namespace": true, "metadata.labels": true, "spec.selector": true,
-		"spec.serviceName": true, "spec.replicas": true, "spec.jobTemplate.spec.selector": true}
+		"spec.serviceName": true, "spec.replicas": true, "spec.jobTemplate.spec.selector": true,
+		"spec.backoffLimit": true, "spec.jobTemplate.spec.backoffLimit": true} // read: the group's backoff_limit
 	for key, mk := range kinds {
 		obj, extract := mk()
 		w := extract(obj)

@@ -23,7 +23,7 @@ type ExecContext struct {
 }
 
 // ErrNoAction is returned for a spec.Handler without a probe action.
-var ErrNoAction = errors.New("probe has no exec, http_get or tcp_socket action")
+var ErrNoAction = errors.New("probe has no exec, http_get, tcp_socket or grpc action")
 
 // NewHandler builds the Handler for p's action. p's Timeout (D1 default
 // applied here when zero) bounds every probe; exec probes run through ec.
@@ -45,6 +45,8 @@ func NewHandler(p spec.Probe, ec ExecContext) (Handler, error) {
 		return NewHTTPGetHandler(*p.HTTPGet, timeout)
 	case p.TCPSocket != nil:
 		return NewTCPSocketHandler(*p.TCPSocket, timeout), nil
+	case p.GRPC != nil:
+		return NewGRPCHandler(*p.GRPC, timeout), nil
 	default:
 		return nil, ErrNoAction
 	}

@@ -12,6 +12,7 @@
 package spec
 
 import (
+	"math"
 	"net"
 	"reflect"
 	"strconv"
@@ -136,13 +137,26 @@ type Group struct {
 	// and inits (a pod-level securityContext); each process's own fields
 	// override it (EffectiveSecurity).
 	Security Security
+	// BackoffLimit, under restart_policy on-failure or never, is how many
+	// failures of the group's processes are started again (under never
+	// too, as the Job controller replaces a failed pod) before it gives up
+	// (R7, a Job's backoffLimit); nil is no limit.
+	BackoffLimit *int
 }
+
+// DefaultJobBackoffLimit is the Job controller's backoffLimit when a Job
+// sets none.
+const DefaultJobBackoffLimit = 6
 
 // Process is a container: one command, supervised.
 type Process struct {
 	Name    string
 	Command []string
-	Env     map[string]string
+	// Image names the container image the process comes from (Kubernetes'
+	// image): data podsup keeps, for podsup-kube export, and never pulls
+	// or runs.
+	Image string
+	Env   map[string]string
 	// WorkingDir defaults to podsup's own.
 	WorkingDir string
 	// User and Group are names or numeric ids; empty means podsup's own.
@@ -282,6 +296,18 @@ type Handler struct {
 	HTTPGet   *HTTPGetAction
 	TCPSocket *TCPSocketAction
 	Sleep     *SleepAction
+	// GRPC is a probe action only.
+	GRPC *GRPCAction
+}
+
+// GRPCAction calls the gRPC health-checking protocol's
+// grpc.health.v1.Health/Check on 127.0.0.1:Port, as Kubernetes' grpc
+// probe does: a reply of SERVING is success.
+type GRPCAction struct {
+	Port int
+	// Service is the request's service name; empty asks about the server
+	// as a whole.
+	Service string
 }
 
 // ExecAction runs a command in the process's sandbox; exit 0 is success.
@@ -502,6 +528,23 @@ type Resources struct {
 	CPUWeight int
 	// Pids caps the number of tasks.
 	Pids int64
+	// CPURequest is a CPU request in cores, Kubernetes' requests.cpu (0.2
+	// for 200m): CPUWeight is kubelet's weight for it
+	// (CPUWeightForRequest), and podsup-kube exports the request as it
+	// was, which the weight alone cannot give back.
+	CPURequest float64
+}
+
+// CPURequestMilli is r's CPU request in millicores.
+func (r Resources) CPURequestMilli() int64 { return int64(math.Round(r.CPURequest * 1000)) }
+
+// CPUWeightForRequest is kubelet's cgroup v2 cpu.weight for a CPU request
+// of milli millicores: the shares cgroup v1 had (1024 a core, at least 2,
+// at most 262144) mapped onto 1–10000.
+func CPUWeightForRequest(milli int64) int {
+	shares := max(milli*1024/1000, 2)
+	shares = min(shares, 262144)
+	return int(1 + ((shares-2)*9999)/262142)
 }
 
 // Durp returns a pointer to d, for the optional duration fields.

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -216,6 +217,14 @@ func (ch *checker) group(g *Group) {
 	if g.Backoff != nil {
 		ch.backoff(at(p, "backoff"), *g.Backoff)
 	}
+	if l := g.BackoffLimit; l != nil {
+		switch {
+		case *l < 0:
+			ch.add(at(p, "backoff_limit"), "backoff_limit must not be negative, got %d", *l)
+		case g.RestartPolicy != RestartOnFailure && g.RestartPolicy != RestartNever:
+			ch.add(at(p, "backoff_limit"), "backoff_limit is for a run-to-completion group, restart_policy \"on-failure\" or \"never\" (a Job's), not %q", cmp.Or(g.RestartPolicy, RestartAlways))
+		}
+	}
 	if g.Sandbox != nil {
 		ch.sandbox(at(p, "sandbox"), g.Sandbox)
 	}
@@ -386,11 +395,15 @@ func (ch *checker) probe(p []string, kind ProbeKind, pr *Probe) {
 		n++
 		ch.port(at(p, "tcp_socket", "port"), pr.TCPSocket.Port)
 	}
+	if pr.GRPC != nil {
+		n++
+		ch.port(at(p, "grpc", "port"), pr.GRPC.Port)
+	}
 	if pr.Sleep != nil {
-		ch.add(at(p, "sleep"), "sleep is a hook action; a probe takes exec, http_get or tcp_socket")
+		ch.add(at(p, "sleep"), "sleep is a hook action; a probe takes exec, http_get, tcp_socket or grpc")
 	}
 	if n != 1 {
-		ch.add(p, "a probe needs exactly one of exec, http_get, tcp_socket; it has %d", n)
+		ch.add(p, "a probe needs exactly one of exec, http_get, tcp_socket, grpc; it has %d", n)
 	}
 	for _, d := range []struct {
 		field string
@@ -435,6 +448,9 @@ func (ch *checker) hook(p []string, h *Hook) {
 	}
 	if h.TCPSocket != nil {
 		ch.add(at(p, "tcp_socket"), "tcp_socket is a probe action; a hook takes exec, http_get or sleep")
+	}
+	if h.GRPC != nil {
+		ch.add(at(p, "grpc"), "grpc is a probe action; a hook takes exec, http_get or sleep")
 	}
 	if n != 1 {
 		ch.add(p, "a hook needs exactly one of exec, http_get, sleep; it has %d", n)
@@ -640,6 +656,11 @@ func (ch *checker) resources(p []string, r Resources) {
 	}
 	if r.Pids < 0 {
 		ch.add(at(p, "pids"), "pids must not be negative")
+	}
+	if r.CPURequest < 0 {
+		ch.add(at(p, "cpu_request"), "cpu_request must not be negative")
+	} else if r.CPURequest > 0 && r.CPUWeight != CPUWeightForRequest(r.CPURequestMilli()) {
+		ch.add(at(p, "cpu_weight"), "cpu_weight %d is not the weight of cpu_request %g (kubelet's is %d): give one of them", r.CPUWeight, r.CPURequest, CPUWeightForRequest(r.CPURequestMilli()))
 	}
 }
 

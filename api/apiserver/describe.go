@@ -292,6 +292,8 @@ func handlerAction(h spec.Handler) string {
 			host = spec.DefaultHost
 		}
 		return fmt.Sprintf("tcp-socket %s:%d", host, h.TCPSocket.Port)
+	case h.GRPC != nil:
+		return strings.TrimSpace(fmt.Sprintf("grpc %s:%d %s", spec.DefaultHost, h.GRPC.Port, h.GRPC.Service))
 	case h.Sleep != nil:
 		return "sleep " + h.Sleep.Duration.String()
 	}

@@ -73,6 +73,18 @@ func (s configSource) load(w io.Writer) (*spec.Config, error) {
 	return cfg, err
 }
 
+// requireGroups refuses, for validate and up, a configuration with no
+// group: it would run nothing, forever, without a word, and the usual
+// cause is a mistake (an empty file: a failed "podsup-kube convert >
+// FILE" leaves one). A reload may still empty a running podsup.
+func (s configSource) requireGroups(cfg *spec.Config, w io.Writer) error {
+	if len(cfg.Groups) > 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "podsup: %s: error: the configuration has no group, so there is nothing to run: write at least one group block (is the file empty? a failed \"podsup-kube convert > FILE\" leaves it so)\n", s)
+	return errInvalidConfig
+}
+
 func (s configSource) loadAndPrint(w io.Writer) (*spec.Config, error) {
 	cfg, err := s.opts.Load(s.paths...)
 	if err != nil {

@@ -24,7 +24,7 @@ func main() {
 	rootless.TakeMarker()
 	resetInheritedSignalState()
 	root := newRootCmd()
-	if err := root.Execute(); err != nil {
+	if err := withCommandHint(root.Execute()); err != nil {
 		var ee exitError
 		if asExit(err, &ee) {
 			os.Exit(ee.code)

@@ -224,16 +224,18 @@ group "batch" {
 // needs metrics_allow_remote, and the error names the file and line.
 func TestMetricsListenRefusesARemoteAddress(t *testing.T) {
 	t.Parallel()
+	// validate refuses a configuration with no group; this one has one.
+	const oneGroup = "group \"g\" {\n  process \"p\" {\n    command = [\"true\"]\n  }\n}\n"
 	dir := t.TempDir()
 	cfg := dir + "/podsup.hcl"
-	if err := os.WriteFile(cfg, []byte("supervisor {\n  metrics_listen = \"0.0.0.0:9310\"\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("supervisor {\n  metrics_listen = \"0.0.0.0:9310\"\n}\n"+oneGroup), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out := runPodsup(t, "validate", "-f", cfg)
 	if code == 0 || !strings.Contains(out, "podsup.hcl:2") || !strings.Contains(out, "metrics_allow_remote") {
 		t.Errorf("validate: %d %q", code, out)
 	}
-	if err := os.WriteFile(cfg, []byte("supervisor {\n  metrics_listen = \"0.0.0.0:9310\"\n  metrics_allow_remote = true\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("supervisor {\n  metrics_listen = \"0.0.0.0:9310\"\n  metrics_allow_remote = true\n}\n"+oneGroup), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := runPodsup(t, "validate", "-f", cfg); code != 0 {

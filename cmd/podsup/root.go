@@ -20,6 +20,16 @@ func (e exitError) Error() string { return "exit status" }
 
 func asExit(err error, ee *exitError) bool { return errors.As(err, ee) }
 
+// withCommandHint adds, to cobra's error for an unknown command, where a
+// command that is not podsup's lives: "podsup kube" is podsup-kube, a
+// binary of its own so that Kubernetes' API types stay out of podsup.
+func withCommandHint(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), `unknown command "kube" for "podsup"`) {
+		return fmt.Errorf("%w\nThe Kubernetes bridge is the command podsup-kube (podsup-kube convert|play|export), built from the same repository: README.md, \"From Kubernetes\"", err)
+	}
+	return err
+}
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "podsup",

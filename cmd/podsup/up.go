@@ -155,7 +155,7 @@ func runUp(cf configFlags, socketOverride, cgroupDir string, out upOutput) (int,
 		return 0, err
 	}
 	cfg, err := source.load(os.Stderr)
-	if err != nil {
+	if err != nil || source.requireGroups(cfg, os.Stderr) != nil {
 		return 1, nil
 	}
 	if socketOverride != "" {

@@ -416,3 +416,33 @@ group "isolated" {
 		t.Fatalf("podsup up: %s", e)
 	}
 }
+
+// A configuration without a group (an empty file: what a failed
+// "podsup-kube convert > FILE" leaves) is an error at validate and at up,
+// which would otherwise run nothing, forever (issue 31, item 9).
+func TestValidateAndUpRefuseAConfigurationWithNoGroup(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, content := range map[string]string{"empty.hcl": "", "settings.hcl": "supervisor {\n  log_level = \"info\"\n}\n"} {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"validate", "up"} {
+			// runSplit: an up that took the file would run until stopped.
+			code, _, stderr := runSplit(t, "--socket", filepath.Join(dir, "s.sock"), cmd, "-f", file)
+			if code != 1 || !strings.Contains(stderr, name+": error: the configuration has no group") {
+				t.Errorf("%s -f %s: exit %d\n%s", cmd, name, code, stderr)
+			}
+		}
+	}
+}
+
+// podsup kube ... names podsup-kube, where the Kubernetes bridge is.
+func TestKubeCommandPointsAtPodsupKube(t *testing.T) {
+	t.Parallel()
+	code, out := runPodsup(t, "kube", "convert", "pod.yaml")
+	if code != 2 || !strings.Contains(out, `unknown command "kube"`) || !strings.Contains(out, "podsup-kube (podsup-kube convert|play|export)") {
+		t.Errorf("podsup kube convert: exit %d\n%s", code, out)
+	}
+}

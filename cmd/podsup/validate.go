@@ -29,7 +29,9 @@ in podsup.hcl(5)), a file that is not a regular file (a FIFO, a device;
 symlinks are followed), and values that could never run: a NUL byte in any
 string, an env key with "=", a cpu, pids or 32-bit field beyond what the
 kernel or Kubernetes takes, a log_dir that is not a directory, a
-post_start or pre_stop sleep longer than the grace period.
+post_start or pre_stop sleep longer than the grace period. It and up refuse
+a configuration with no group: it would run nothing (an empty file, as a
+failed "podsup-kube convert > FILE" leaves, is the usual cause).
 
 Then it warns of what this host, this user and this environment would not
 run, each with its fix: namespaces without root (CAP_SYS_ADMIN), resource
@@ -49,7 +51,7 @@ warnings unless --strict), 1 invalid.`,
 				return err
 			}
 			cfg, err := source.load(cmd.ErrOrStderr())
-			if err != nil {
+			if err != nil || source.requireGroups(cfg, cmd.ErrOrStderr()) != nil {
 				return exitError{1}
 			}
 			n := 0

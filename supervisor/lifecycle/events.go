@@ -22,6 +22,9 @@ const (
 	EventUnhealthy = "Unhealthy" // a probe failed
 	// EventCriticalExit is a critical process that ended for good (X11).
 	EventCriticalExit = "CriticalExit"
+	// EventBackoffLimitExceeded: a failure passed the group's
+	// backoff_limit, and failed processes are no longer restarted (R7).
+	EventBackoffLimitExceeded = "BackoffLimitExceeded"
 	// EventFailedPreStopHook: the pre_stop hook failed; termination
 	// continues (H4).
 	EventFailedPreStopHook = "FailedPreStopHook"

@@ -239,12 +239,12 @@ func newConvertCmd() *cobra.Command {
 }
 
 func newExportCmd() *cobra.Command {
-	var file, kind string
+	var file, kind, defaultImage string
 	cmd := &cobra.Command{
-		Use:   "export -f FILE.hcl [--kind pod|deployment]",
+		Use:   "export -f FILE.hcl [--kind pod|deployment] [--default-image IMAGE]",
 		Short: "Print one Kubernetes Pod (or Deployment) per group of a podsup configuration",
-		Example: `  podsup-kube export -f examples/web.hcl | kubectl apply -f -
-  podsup-kube export -f examples/web.hcl | podsup-kube convert -`,
+		Example: `  podsup-kube export -f web.hcl | kubectl apply -f -
+  podsup-kube export -f examples/web.hcl --default-image busybox:1.37 | podsup-kube convert -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, err := config.Find(file)
@@ -260,7 +260,7 @@ func newExportCmd() *cobra.Command {
 				}
 				return err
 			}
-			warns, err := kube.Export(cmd.OutOrStdout(), cfg, kube.ExportOptions{Kind: kind})
+			warns, err := kube.Export(cmd.OutOrStdout(), cfg, kube.ExportOptions{Kind: kind, DefaultImage: defaultImage})
 			if err != nil {
 				return err
 			}
@@ -272,5 +272,6 @@ func newExportCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "configuration file (default ./podsup.hcl, then /etc/podsup/podsup.hcl)")
 	cmd.Flags().StringVar(&kind, "kind", "pod", "what each group becomes: pod, or deployment (one replica, the pod as its template)")
+	cmd.Flags().StringVar(&defaultImage, "default-image", "", "the image of every process and init without one (the API server requires an image; without this flag, export refuses a process that has none)")
 	return cmd
 }

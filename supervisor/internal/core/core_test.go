@@ -632,3 +632,63 @@ func TestProbeSeam(t *testing.T) {
 		}
 	})
 }
+
+func TestBackoffLimitR7(t *testing.T) {
+	// R7: under on-failure with a backoff_limit, the group's failures are
+	// counted (a Job's failed pods); the one that passes the limit is not
+	// restarted, says so once, and nothing failed is restarted after it.
+	limited := func(limit int) spec.Group {
+		g := oneProcess(spec.RestartOnFailure)
+		g.BackoffLimit = &limit
+		return g
+	}
+	t.Run("gives up after the limit", func(t *testing.T) {
+		s := newSim(t, limited(2), scaled, 0, constant(simRun{RunFor: 100 * time.Millisecond, Code: 1}))
+		s.runUntil(time.Minute)
+		if n := len(s.starts["app"]); n != 3 {
+			t.Errorf("R7: %d starts, want 3 (the first and 2 restarts)", n)
+		}
+		if evs := s.eventsWith(lifecycle.EventBackoffLimitExceeded); len(evs) != 1 || evs[0].Type != lifecycle.EventWarning || !strings.Contains(evs[0].Message, "more than its backoff_limit 2") {
+			t.Errorf("R7: events %+v", evs)
+		}
+		if ps := s.status("app"); ps.State != lifecycle.StateTerminated || ps.RestartCount != 2 {
+			t.Errorf("R7: status %+v", ps)
+		}
+		if ph := s.core.Snapshot().Phase; ph != lifecycle.PhaseFailed {
+			t.Errorf("R3: phase %s, want Failed", ph)
+		}
+	})
+	t.Run("0: the first failure ends it", func(t *testing.T) {
+		s := newSim(t, limited(0), scaled, 0, constant(simRun{RunFor: 100 * time.Millisecond, Code: 1}))
+		s.runUntil(time.Minute)
+		if n := len(s.starts["app"]); n != 1 {
+			t.Errorf("R7: %d starts, want 1", n)
+		}
+	})
+	t.Run("success is no failure", func(t *testing.T) {
+		s := newSim(t, limited(0), scaled, 0, func(p string, n int) simRun {
+			return simRun{RunFor: 100 * time.Millisecond, Code: 0}
+		})
+		s.runUntil(time.Minute)
+		if len(s.eventsWith(lifecycle.EventBackoffLimitExceeded)) != 0 {
+			t.Errorf("R7: an exit 0 counted as a failure")
+		}
+	})
+	t.Run("under never: a failure is started again, as the Job's new pod", func(t *testing.T) {
+		g := oneProcess(spec.RestartNever)
+		limit := 1
+		g.BackoffLimit = &limit
+		s := newSim(t, g, scaled, 0, constant(simRun{RunFor: 100 * time.Millisecond, Code: 2}))
+		s.runUntil(time.Minute)
+		if n := len(s.starts["app"]); n != 2 {
+			t.Errorf("R7: %d starts under never with backoff_limit 1, want 2", n)
+		}
+	})
+	t.Run("no limit: restarted on every failure", func(t *testing.T) {
+		s := newSim(t, oneProcess(spec.RestartOnFailure), scaled, 0, constant(simRun{RunFor: 100 * time.Millisecond, Code: 1}))
+		s.runUntil(time.Minute)
+		if n := len(s.starts["app"]); n < 10 {
+			t.Errorf("R1: %d starts in a minute without a limit", n)
+		}
+	})
+}

@@ -179,8 +179,9 @@ func (g *Group) naturalEnd(p *proc, term *lifecycle.Termination) {
 	if g.shutdown {
 		return
 	}
+	limited := g.spec.BackoffLimit != nil && term.ExitCode != 0 && !p.sidecar
 	if p.init {
-		if p.policy == spec.RestartNever { // I2
+		if (limited && g.overBackoffLimit(p, term)) || (!limited && p.policy == spec.RestartNever) { // R7, I2
 			g.initFailed = true
 			g.endForGood(p, term)
 		}
@@ -189,10 +190,33 @@ func (g *Group) naturalEnd(p *proc, term *lifecycle.Termination) {
 	if !p.want {
 		return
 	}
-	if shouldRestart(p.policy, term.ExitCode) {
+	if limited {
+		if !g.overBackoffLimit(p, term) {
+			return // R7: retried, under never too (the Job's new pod)
+		}
+	} else if shouldRestart(p.policy, term.ExitCode) {
 		return // reconcile starts it, subject to back-off
 	}
 	g.endForGood(p, term)
+}
+
+// overBackoffLimit is R7: under the group's backoff_limit, a failure (a
+// non-zero exit) of a process or plain init is counted over the whole
+// group, as the Job controller counts a Job's failed pods; the failure
+// that passes the limit, and every one after it, is not restarted, and
+// the first says so (BackoffLimitExceeded, the Job condition's reason).
+func (g *Group) overBackoffLimit(p *proc, term *lifecycle.Termination) bool {
+	limit := g.spec.BackoffLimit
+	if g.gaveUp {
+		return true
+	}
+	g.failures++
+	if g.failures <= *limit {
+		return false
+	}
+	g.gaveUp = true
+	g.emit(p, lifecycle.EventWarning, lifecycle.EventBackoffLimitExceeded, "Process %s failed (exit code %d): the group has failed %d times, more than its backoff_limit %d: no failed process is restarted", p.spec.Name, term.ExitCode, g.failures, *limit)
+	return true
 }
 
 // shouldRestart is R1/R2: the exit code alone decides.

@@ -51,6 +51,10 @@ type Group struct {
 	mainsRan bool
 	// initFailed is I2 under Never: the group failed.
 	initFailed bool
+	// failures counts the failed ends its backoff_limit counts (R7);
+	// gaveUp is set once they passed it: no failure is restarted again.
+	failures int
+	gaveUp   bool
 	// shutdown is X9: podsup is stopping; nothing starts again.
 	shutdown bool
 	// ext is the last DepState of each related group (W1, W8);
