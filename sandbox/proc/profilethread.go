@@ -96,6 +96,10 @@ type profileThread struct {
 	users    int // processes running and starts in flight
 	ended    bool
 	lastFree time.Time
+	// retired: the thread was found in a fork that had not reached its
+	// exec after forkGatePatience, and its key got a new thread; it ends
+	// as soon as nothing uses it.
+	retired bool
 }
 
 var profileThreads struct {
@@ -140,6 +144,10 @@ func (t *profileThread) release() {
 	if t.users > 0 || t.ended {
 		return
 	}
+	if t.retired {
+		t.endLocked()
+		return
+	}
 	t.lastFree = time.Now()
 	time.AfterFunc(profileThreadIdle, t.endIfIdle)
 }
@@ -164,14 +172,49 @@ func (t *profileThread) endLocked() {
 	close(t.quit)
 }
 
-// do runs fn on the thread.
-func (t *profileThread) do(fn func() error) error {
+// forkOnProfileThread runs fn, a fork, on a thread of profile tp in ns,
+// and returns that thread, acquired: the caller releases it once the
+// process it started has ended, or at once when fn failed before one did.
+//
+// A thread runs one fork at a time, and ForkExec holds the thread until
+// the child has exec'd: a child held before its exec (in a frozen cgroup,
+// on a hung filesystem) would hold every later start of the profile,
+// whichever group it is for. So, as the fork gate does for the other
+// forks (forkGatePatience), a start that waited that long for the thread
+// retires it, leaving it to the held fork, and forks on a new one.
+func forkOnProfileThread(ns Namespaces, tp threadProfile, fn func(*profileThread) error) (*profileThread, error) {
+	for {
+		t, err := acquireProfileThread(ns, tp)
+		if err != nil {
+			return nil, err
+		}
+		ran, err := t.tryDo(func() error { return fn(t) }, forkGatePatience)
+		if ran {
+			return t, err
+		}
+		profileThreads.mu.Lock()
+		t.retired = true
+		if profileThreads.m[t.key] == t {
+			delete(profileThreads.m, t.key)
+		}
+		profileThreads.mu.Unlock()
+		t.release()
+	}
+}
+
+// tryDo runs fn on the thread, unless the thread takes no job within
+// patience: then ran is false and fn did not run.
+func (t *profileThread) tryDo(fn func() error, patience time.Duration) (ran bool, err error) {
 	errc := make(chan error, 1)
+	timer := time.NewTimer(patience)
+	defer timer.Stop()
 	select {
 	case t.jobs <- func() { errc <- fn() }:
-		return <-errc
+		return true, <-errc
 	case <-t.done:
-		return errProfileThreadEnded
+		return true, errProfileThreadEnded
+	case <-timer.C:
+		return false, nil
 	}
 }
 

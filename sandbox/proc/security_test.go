@@ -212,6 +212,58 @@ func TestProfileThreadsAreSharedAndEnd(t *testing.T) {
 	}
 }
 
+// A profile thread held in a fork (a child frozen before its exec) does
+// not hold the next start of its profile: after forkGatePatience that
+// start retires the thread and forks on a new one, and the held thread
+// ends once its fork is done.
+func TestProfileThreadHeldInAForkHoldsNoOtherStart(t *testing.T) {
+	umask := uint32(0o071)
+	sec := &Security{Umask: &umask}
+	tp := threadProfile{umask: sec.Umask}
+	held := make(chan struct{})
+	holding := make(chan *profileThread, 1)
+	forked := make(chan error, 1)
+	go func() {
+		_, err := forkOnProfileThread(nil, tp, func(pt *profileThread) error {
+			holding <- pt
+			<-held // as ForkExec waits for a child that never execs
+			return errors.New("held fork")
+		})
+		forked <- err
+	}()
+	first := <-holding
+	done := make(chan int, 1)
+	go func() {
+		_, code := runOut(t, &Cmd{Path: "/bin/true", Security: sec})
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("the second start: exit %d", code)
+		}
+	case <-time.After(20 * time.Second):
+		close(held)
+		t.Fatal("a start waited for the profile thread held in another fork")
+	}
+	profileThreads.mu.Lock()
+	retired, current := first.retired, profileThreads.m[first.key]
+	profileThreads.mu.Unlock()
+	if !retired || current == first {
+		t.Errorf("the held thread: retired %v, still its profile's thread %v", retired, current == first)
+	}
+	close(held)
+	if err := <-forked; err == nil || err.Error() != "held fork" {
+		t.Errorf("the held fork returned %v", err)
+	}
+	first.release() // as Start does for a fork that failed
+	select {
+	case <-first.done:
+	case <-time.After(10 * time.Second):
+		t.Error("the retired thread did not end once its fork was done and nothing used it")
+	}
+}
+
 // A thread whose filter is installed stays out of the rest of podsup: a
 // Start without a Security right after still runs unfiltered, whichever
 // thread runs it.

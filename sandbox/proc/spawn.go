@@ -195,10 +195,12 @@ func Start(c *Cmd) (*Process, error) {
 	}
 	sec := c.security()
 	var (
-		thread *profileThread
-		nsf    NamespaceForker
-		pre    preexec
-		procfd = -1
+		thread   *profileThread
+		threadTP *threadProfile // fork on a thread of this profile
+		threadNS Namespaces     // in these namespaces
+		nsf      NamespaceForker
+		pre      preexec
+		procfd   = -1
 	)
 	if sec != nil {
 		if err := sec.validate(); err != nil {
@@ -220,17 +222,14 @@ func Start(c *Cmd) (*Process, error) {
 			}
 		}
 		if !tp.empty() {
-			var ns Namespaces
 			if c.Forker != nil {
 				var ok bool
 				if nsf, ok = c.Forker.(NamespaceForker); !ok {
 					return nil, &StartError{Path: c.Path, Err: &SecurityError{Setting: "thread", Err: fmt.Errorf("%T cannot fork on a thread of a security profile: it is not a NamespaceForker", c.Forker)}}
 				}
-				ns = nsf.Namespaces()
+				threadNS = nsf.Namespaces()
 			}
-			if thread, err = acquireProfileThread(ns, tp); err != nil {
-				return nil, &StartError{Path: c.Path, Err: err}
-			}
+			threadTP = &tp
 		}
 	}
 	if pre.needed() {
@@ -238,9 +237,6 @@ func Start(c *Cmd) (*Process, error) {
 	}
 	attr := &syscall.ProcAttr{Dir: c.Dir, Env: env, Files: files, Sys: sys}
 	p := &Process{done: make(chan struct{}), onExit: c.OnExit}
-	if thread != nil {
-		p.onEnd = thread.release
-	}
 
 	registered := false
 	fork := func() error {
@@ -277,10 +273,14 @@ func Start(c *Cmd) (*Process, error) {
 		return nil
 	}
 	switch {
-	case thread != nil && nsf != nil:
-		err = thread.do(func() error { return nsf.ForkHere(fork) })
-	case thread != nil:
-		err = thread.do(fork)
+	case threadTP != nil:
+		thread, err = forkOnProfileThread(threadNS, *threadTP, func(t *profileThread) error {
+			p.onEnd = t.release // before the fork registers p: its exit may come at once
+			if nsf != nil {
+				return nsf.ForkHere(fork)
+			}
+			return fork()
+		})
 	case c.Forker != nil:
 		err = c.Forker.Fork(fork)
 	default:
