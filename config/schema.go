@@ -103,13 +103,20 @@ var (
 
 	groupSchema = newSchema("group",
 		append([]string{"restart_policy", "termination_grace_period", "env", "env_file"}, securityAttrs...), nil,
-		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
+		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on", "volume")...), "init", "process", "depends_on", "volume")
 
 	sandboxSchema = newSchema("sandbox",
 		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount"}, nil,
-		blocks("mount", "resources"), "mount")
+		blocks("mount", "resources", "host_alias", "dns"), "mount", "host_alias")
 
 	mountSchema = newSchema("mount", []string{"source", "readonly", "options"}, []string{"type", "target"}, nil)
+
+	hostAliasSchema = newSchema("host_alias", nil, []string{"ip", "hostnames"}, nil)
+	dnsSchema       = newSchema("dns", []string{"nameservers", "searches", "options"}, nil, nil)
+
+	volumeSchema      = newSchema("volume", []string{"medium", "size_limit", "path", "host_path_type"}, []string{"type"}, named("file"), "file")
+	volumeFileSchema  = newSchema("file", []string{"content", "source"}, nil, nil)
+	volumeMountSchema = newSchema("volume_mount", []string{"read_only", "sub_path"}, []string{"volume", "path"}, nil)
 
 	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids"}, nil, nil)
 
@@ -117,7 +124,7 @@ var (
 		append([]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
 			"critical", "readiness", "watchdog", "sockets"}, securityAttrs...), nil,
 		append(blocks("startup_probe", "liveness_probe", "readiness_probe",
-			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources", "capabilities", "rlimits"), named("depends_on")...), "depends_on")
+			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources", "capabilities", "rlimits", "volume_mount"), named("depends_on")...), "depends_on", "volume_mount")
 
 	// initSchema is processSchema under its own name: an init takes the same
 	// fields, and spec's validation says which of them make no sense there.

@@ -205,6 +205,7 @@ func (ch *checker) group(g *Group) {
 			}
 		}
 	}
+	ch.volumes(p, g)
 	ch.sleepHooks(g)
 	ch.processDependencies(g)
 }
@@ -476,6 +477,7 @@ func (ch *checker) sandbox(p []string, s *Sandbox) {
 			ch.add(at(mp, "target"), "mount target must be an absolute path, got %q", m.Target)
 		}
 	}
+	ch.names(p, s)
 	ch.resources(at(p, "resources"), s.Resources)
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -15,6 +17,7 @@ import (
 	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/volume"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
 	"github.com/podsup/podsup/supervisor/lifecycle"
@@ -70,18 +73,25 @@ type Options struct {
 	// Clock times the supervisor, its hooks and probes, and the notify
 	// watchdogs; nil is the real clock.
 	Clock clock.Clock
+	// StateDir keeps the groups' volumes (an empty_dir without a medium
+	// is a directory there) and their sandboxes' /etc/hosts and
+	// /etc/resolv.conf. Default /var/lib/podsup/INSTANCE. What a crashed
+	// stack of the same instance left there is removed by New.
+	StateDir string
 }
 
 // Stack is what podsup up runs for a configuration: the supervisor over
 // the layered runtime (readiness and socket activation, journal, output
 // capture, sandboxes).
 type Stack struct {
-	sup    *supervisor.Supervisor
-	top    supervisor.Runtime
-	rt     *sandbox.Runtime
-	hub    *logs.Hub
-	notify *notify.Server // nil when it could not be made
-	log    zerolog.Logger
+	sup      *supervisor.Supervisor
+	top      supervisor.Runtime
+	local    *SandboxRuntime
+	stateDir string
+	rt       *sandbox.Runtime
+	hub      *logs.Hub
+	notify   *notify.Server // nil when it could not be made
+	log      zerolog.Logger
 
 	runOnce  sync.Once
 	ran      chan struct{} // closed when Run begins
@@ -128,6 +138,15 @@ func New(cfg spec.Config, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to assemble the runtime stack: %w", err)
 	}
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Join("/var/lib/podsup", opts.Instance)
+	}
+	// After NewRuntime killed what a crashed stack left running: nothing
+	// uses its volumes any more.
+	if err := volume.RemoveAll(opts.StateDir); err != nil {
+		_ = rt.Close()
+		return nil, fmt.Errorf("unable to assemble the runtime stack: removing what an earlier run left: %w", err)
+	}
 	s, err := assemble(cfg, opts, rt)
 	if err != nil {
 		_ = rt.Close() // deletes what NewRuntime made
@@ -158,7 +177,9 @@ func assemble(cfg spec.Config, opts Options, rt *sandbox.Runtime) (*Stack, error
 	// finds them. Each process keeps its cgroup across restarts, so a
 	// restart costs what a host spawn does (docs/benchmarks.md). Without
 	// cgroups NewRuntime said so once and process groups are used.
-	top := layers(NewSandboxRuntime(rt, true), hub, opts.Journal, srv, opts.ActivationFiles)
+	local := NewSandboxRuntime(rt, true)
+	local.SetStateDir(opts.StateDir)
+	top := layers(local, hub, opts.Journal, srv, opts.ActivationFiles)
 	var journal systemd.JournalSender // hooks' output goes where their process's does
 	if opts.Journal {
 		journal = systemd.JournalSend
@@ -173,7 +194,7 @@ func assemble(cfg spec.Config, opts Options, rt *sandbox.Runtime) (*Stack, error
 	if srv != nil {
 		srv.SetSink(sup)
 	}
-	return &Stack{sup: sup, top: top, rt: rt, hub: hub, notify: srv, log: opts.Logger,
+	return &Stack{sup: sup, top: top, local: local, stateDir: opts.StateDir, rt: rt, hub: hub, notify: srv, log: opts.Logger,
 		ran: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -293,7 +314,10 @@ func (s *Stack) Close() error {
 		}
 		herr := s.hub.Close() // the last output drains first
 		rerr := s.rt.Close()
-		s.closeErr = errors.Join(herr, rerr)
+		// Released groups removed their own; a group never released
+		// (Run never ran to its end) leaves its volumes to this.
+		verr := volume.RemoveAll(s.stateDir)
+		s.closeErr = errors.Join(herr, rerr, verr)
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("closing the stack: %w", s.closeErr)
 		}
@@ -310,6 +334,44 @@ func stopNotify(srv *notify.Server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = srv.Run(ctx)
+}
+
+// Reload moves the stack to cfg (supervisor.Reload) and rewrites the
+// files of the config and secret volumes of every group the reload kept
+// (a group it recreates gets them with its new sandbox): a running
+// process sees them change without a restart. A volume that cannot be
+// written is an error after the reload took effect.
+func (s *Stack) Reload(cfg spec.Config) (spec.Changes, error) {
+	ch, err := s.sup.Reload(cfg)
+	if err != nil {
+		return ch, err
+	}
+	var errs []error
+	for _, g := range cfg.Groups {
+		if slices.Contains(ch.AddedGroups, g.Name) || slices.Contains(ch.ChangedGroups, g.Name) {
+			continue
+		}
+		if err := s.local.UpdateVolumes(g.Name, g.Volumes); err != nil {
+			errs = append(errs, fmt.Errorf("group %s: %w", g.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ch, fmt.Errorf("the configuration is applied, but not every volume could be updated: %w", err)
+	}
+	return ch, nil
+}
+
+// SetPeers gives group's sandbox an /etc/hosts line for each group→address
+// pair of peers: how groups on one podsup bridge reach each other by
+// name. The network layer calls it when an address is given or taken.
+func (s *Stack) SetPeers(group string, peers map[string]string) error {
+	var sb *spec.Sandbox
+	for _, g := range s.sup.Config().Groups {
+		if g.Name == group {
+			sb = g.Sandbox
+		}
+	}
+	return s.local.SetPeers(group, sb, peers)
 }
 
 // Supervisor is the stack's supervisor: status, events, requests, reload.

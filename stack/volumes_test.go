@@ -1,0 +1,129 @@
+package stack_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/stack"
+)
+
+// volumeConfig is a group in its own mount and network namespaces with a
+// memory empty_dir, a config and a secret volume, host aliases and a DNS
+// list; conf is the config volume's file.
+func volumeConfig(conf string) spec.Config {
+	return spec.Config{Groups: []spec.Group{{Name: "web",
+		Sandbox: &spec.Sandbox{Namespaces: []string{"pid", "mount", "net", "uts"}, Hostname: "web-1",
+			HostAliases: []spec.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db", "db.local"}}},
+			DNS:         &spec.DNSConfig{Nameservers: []string{"10.9.9.9"}, Searches: []string{"svc.local"}, Options: []string{"ndots:2"}}},
+		Volumes: []spec.Volume{
+			{Name: "cache", Type: spec.VolumeEmptyDir, Medium: "memory", SizeLimit: 1 << 20},
+			{Name: "disk", Type: spec.VolumeEmptyDir},
+			{Name: "conf", Type: spec.VolumeConfig, Files: []spec.VolumeFile{{Name: "app.conf", Content: conf}}},
+			{Name: "token", Type: spec.VolumeSecret, Files: []spec.VolumeFile{{Name: "token", Content: "s3cret"}}},
+		},
+		Processes: []spec.Process{{Name: "app",
+			Command: []string{"sh", "-c", "echo start >> /cache/starts; echo start >> /disk/starts; exec sleep 600"},
+			VolumeMounts: []spec.VolumeMount{{Volume: "cache", Path: "/cache"}, {Volume: "disk", Path: "/disk"},
+				{Volume: "conf", Path: "/etc/app"}, {Volume: "token", Path: "/run/secrets"}}}},
+	}}}
+}
+
+func readIn(t *testing.T, pid int, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "root", p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A group's volumes: an empty_dir keeps its files across a restart of
+// the process and is gone with the group; a secret is 0400 and
+// read-only; a config volume changes on reload under a running process;
+// /etc/hosts and /etc/resolv.conf say what the sandbox block says.
+func TestVolumesAndNames(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: namespaces and mounts")
+	}
+	instance, state := newInstance(), filepath.Join(t.TempDir(), "state")
+	st, err := stack.Start(context.Background(), volumeConfig("v1\n"), stack.Options{Instance: instance, RuntimeDir: t.TempDir(), StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pid := runningPid(t, st.Supervisor(), "web", "app")
+
+	hosts := readIn(t, pid, "/etc/hosts")
+	for _, want := range []string{"127.0.0.1\tlocalhost", "127.0.1.1\tweb-1", "10.1.2.3\tdb\tdb.local"} {
+		if !strings.Contains(hosts, want+"\n") {
+			t.Errorf("the sandbox's /etc/hosts has no line %q:\n%s", want, hosts)
+		}
+	}
+	resolv := readIn(t, pid, "/etc/resolv.conf")
+	for _, want := range []string{"nameserver 10.9.9.9\n", "search svc.local", "options ndots:2"} {
+		if !strings.Contains(resolv, want) {
+			t.Errorf("the sandbox's /etc/resolv.conf has no %q:\n%s", want, resolv)
+		}
+	}
+
+	secret := filepath.Join("/proc", strconv.Itoa(pid), "root", "run/secrets")
+	fi, err := os.Stat(filepath.Join(secret, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o400 {
+		t.Errorf("the secret's mode is %v, want 0400", fi.Mode().Perm())
+	}
+	if err := os.WriteFile(filepath.Join(secret, "new"), []byte("x"), 0o600); !errors.Is(err, unix.EROFS) {
+		t.Errorf("writing into the secret volume: %v, want EROFS", err)
+	}
+
+	// A restart keeps the empty_dirs' files.
+	if err := unix.Kill(pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var pid2 int
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if pid2 = runningPid(t, st.Supervisor(), "web", "app"); pid2 != pid && readIn(t, pid2, "/cache/starts") == "start\nstart\n" {
+			break
+		}
+	}
+	for _, p := range []string{"/cache/starts", "/disk/starts"} {
+		if got := readIn(t, pid2, p); got != "start\nstart\n" {
+			t.Errorf("%s after a restart: %q, want two starts", p, got)
+		}
+	}
+
+	// A reload changes the config volume's file, not the process.
+	if _, err := st.Reload(volumeConfig("v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readIn(t, pid2, "/etc/app/app.conf"); got != "v2\n" {
+		t.Errorf("app.conf after the reload: %q, want v2", got)
+	}
+	if now := runningPid(t, st.Supervisor(), "web", "app"); now != pid2 {
+		t.Errorf("the reload restarted the process (%d, then %d)", pid2, now)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := st.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, instance, pid2)
+	if _, err := os.Stat(filepath.Join(state, "web")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the group's volumes are still there after it stopped: %v", err)
+	}
+	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), state) {
+		t.Errorf("a mount under the state directory is left:\n%s", mi)
+	}
+}
