@@ -402,7 +402,7 @@ var referenceDefaults = map[string]string{
 	"volume_mount.path":      "",
 	"volume_mount.read_only": code("false"),
 	"volume_mount.sub_path":  "",
-	"sandbox.resources":                 "",
+	"sandbox.resources":      "",
 
 	"mount.type":     "",
 	"mount.target":   "",
