@@ -38,7 +38,7 @@ func (ch *checker) volumes(p []string, g *Group) {
 			for i, vm := range pr.VolumeMounts {
 				mp := at(p, list.kind, pr.Name, "volume_mount", strconv.Itoa(i))
 				if !g.Sandbox.HasNamespace("mount") {
-					ch.add(mp, "a volume_mount needs the group's sandbox to have the \"mount\" namespace (sandbox { namespaces = [\"mount\"] }), or it would mount on the host")
+					ch.add(at(mp, "volume"), "a volume_mount needs the group's sandbox to have the \"mount\" namespace (sandbox { namespaces = [\"mount\"] }), or it would mount on the host")
 				}
 				if g.Volume(vm.Volume) == nil {
 					ch.add(at(mp, "volume"), "volume %q is not a volume of group %q", vm.Volume, g.Name)
