@@ -132,7 +132,9 @@ func (g *Group) Remove() error {
 // RemoveAll deletes what an earlier podsup of the instance left under
 // stateDir: its mounts first (deepest first), then the files.
 func RemoveAll(stateDir string) error {
-	if _, err := os.Lstat(stateDir); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(stateDir); err != nil {
+		// Missing, or out of reach of a podsup that is not root (whose
+		// groups cannot have made volumes there): nothing to remove.
 		return nil
 	}
 	if err := unmountUnder(stateDir); err != nil {
