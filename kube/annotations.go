@@ -199,6 +199,7 @@ func overlayGroup(g, frag *spec.Group) {
 	if frag.DependsOn != nil {
 		g.DependsOn = frag.DependsOn
 	}
+	overlayVolumes(g, frag.Volumes)
 	if !frag.Security.IsZero() {
 		g.Security = frag.Security // whole: the export writes it whole
 	}

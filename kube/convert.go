@@ -50,10 +50,19 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	res := &Result{Config: &spec.Config{Backoff: spec.DefaultBackoff()}, Images: map[[2]string]string{}}
 	var all []Finding
 	usedImages := map[string]bool{}
+	data := dataObjects{}
 	for _, w := range ws {
+		if w.data != nil {
+			data[[2]string{w.data.kind, w.data.name}] = w.data
+		}
+	}
+	for _, w := range ws {
+		if w.data != nil {
+			continue
+		}
 		r := &reporter{object: w.label()}
 		w.unmappedFields(r)
-		c := &converter{r: r, w: w, o: o, images: res.Images, usedImages: usedImages}
+		c := &converter{r: r, w: w, o: o, images: res.Images, usedImages: usedImages, data: data}
 		g := c.group()
 		res.Config.Groups = append(res.Config.Groups, g)
 		all = append(all, r.findings...)
@@ -89,6 +98,10 @@ type converter struct {
 	usedImages map[string]bool
 	rootfs     string
 	rootfsFrom string // path of the container that chose rootfs
+	// data are the manifest's ConfigMaps and Secrets; dropped are the
+	// volumes of kinds podsup has not, with their paths (volumes.go).
+	data    dataObjects
+	dropped map[string]string
 }
 
 func (c *converter) path(rel string) string { return c.w.prefix + rel }
@@ -110,6 +123,7 @@ func (c *converter) group() spec.Group {
 	if s := pod.TerminationGracePeriodSeconds; s != nil {
 		g.TerminationGracePeriod = spec.Durp(seconds(*s))
 	}
+	g.Volumes = c.volumes()
 	for i := range pod.InitContainers {
 		p, ok := c.process(&pod.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true)
 		if ok {
@@ -123,7 +137,7 @@ func (c *converter) group() spec.Group {
 		}
 	}
 	g.Security = c.podSecurity()
-	g.Sandbox = c.sandbox()
+	g.Sandbox = c.sandbox(&g)
 	c.annotations(&g)
 	return g
 }
@@ -131,7 +145,7 @@ func (c *converter) group() spec.Group {
 // sandbox is the group's: namespaces for hostname and
 // shareProcessNamespace, the cgroup limits, the rootfs of --rootfs, the
 // read-only root and proc mount of the containers' securityContexts.
-func (c *converter) sandbox() *spec.Sandbox {
+func (c *converter) sandbox(g *spec.Group) *spec.Sandbox {
 	pod := &c.w.pod
 	s := &spec.Sandbox{Resources: c.resources()}
 	ns := map[string]bool{}
@@ -150,6 +164,7 @@ func (c *converter) sandbox() *spec.Sandbox {
 		s.Rootfs = c.rootfs
 	}
 	c.filesystem(s, ns)
+	c.names(s, ns, g)
 	for _, n := range spec.Namespaces {
 		if ns[n] {
 			s.Namespaces = append(s.Namespaces, n)
@@ -324,6 +339,7 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		p.Env[e.Name] = e.Value // a later entry wins, as in kubelet
 	}
 	p.WorkingDir = ct.WorkingDir
+	p.VolumeMounts = c.volumeMounts(ct, at)
 	p.User, p.Group = c.identity(ct)
 	p.Security = c.containerSecurity(ct.SecurityContext, at+".securityContext")
 	p.StartupProbe = c.probe(ct.StartupProbe, at+".startupProbe", ct)

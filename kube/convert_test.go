@@ -510,12 +510,17 @@ func TestConvertRefusals(t *testing.T) {
     readinessProbe:
       httpGet: {port: http}
 `), Options{}, []string{`error: Pod/p: spec.containers[0].readinessProbe.httpGet.port: container "app" has no port named "http"`}},
-		{"strict", pod(`  containers:
+		{"strict", pod(`  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: data}
+  containers:
   - name: app
     command: [sleep, "1"]
     volumeMounts:
     - {name: data, mountPath: /data}
-`), Options{Strict: true}, []string{"error: Pod/p: spec.containers[0].volumeMounts: podsup has no volumes"}},
+`), Options{Strict: true}, []string{
+			"error: Pod/p: spec.volumes[0].persistentVolumeClaim: podsup has no PersistentVolumeClaims",
+			`error: Pod/p: spec.containers[0].volumeMounts[0]: volume "data" is not carried over (spec.volumes[0]): not mounted`}},
 		{"two rootfs", pod(`  containers:
   - name: a
     image: one

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -36,6 +37,9 @@ type workload struct {
 	// replicas is the workload's spec.replicas, when it has one: podsup
 	// runs one copy, so only another number is worth a warning.
 	replicas *int32
+	// data is set, and the rest empty, for a ConfigMap or a Secret: what
+	// the workloads' configMap and secret volumes read, not a workload.
+	data *dataObject
 }
 
 func (w *workload) label() string { return w.kind + "/" + w.name }
@@ -46,6 +50,18 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 		return &corev1.Pod{}, func(o any) *workload {
 			p := o.(*corev1.Pod)
 			return &workload{kind: "Pod", name: p.Name, meta: p.ObjectMeta, pod: p.Spec}
+		}
+	},
+	{"v1", "ConfigMap"}: func() (any, func(any) *workload) {
+		return &corev1.ConfigMap{}, func(o any) *workload {
+			m := o.(*corev1.ConfigMap)
+			return &workload{kind: "ConfigMap", name: m.Name, data: configMapData(m)}
+		}
+	},
+	{"v1", "Secret"}: func() (any, func(any) *workload) {
+		return &corev1.Secret{}, func(o any) *workload {
+			m := o.(*corev1.Secret)
+			return &workload{kind: "Secret", name: m.Name, data: secretData(m)}
 		}
 	},
 	{"apps/v1", "Deployment"}: func() (any, func(any) *workload) {
@@ -133,7 +149,7 @@ func decodeAll(src io.Reader) ([]*workload, error) {
 			out = append(out, w)
 		}
 	}
-	if len(out) == 0 {
+	if !slices.ContainsFunc(out, func(w *workload) bool { return w.data == nil }) {
 		return nil, errors.New("the manifest holds no object: want a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob")
 	}
 	return out, nil
@@ -153,7 +169,7 @@ func decodeOne(doc []byte) (*workload, error) {
 	}
 	mk, ok := kinds[[2]string{tm.APIVersion, tm.Kind}]
 	if !ok {
-		return nil, fmt.Errorf("apiVersion %q kind %q is not something podsup runs: want a Pod (v1), a Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), or a Job or CronJob (batch/v1)", tm.APIVersion, tm.Kind)
+		return nil, fmt.Errorf("apiVersion %q kind %q is not something podsup runs: want a Pod, or a ConfigMap or Secret for its volumes (v1), a Deployment, StatefulSet, DaemonSet or ReplicaSet (apps/v1), or a Job or CronJob (batch/v1)", tm.APIVersion, tm.Kind)
 	}
 	obj, extract := mk()
 	strict, err := kjson.UnmarshalStrict(js, obj)
@@ -200,19 +216,23 @@ func trimPrefix(s, prefix string) string {
 
 // fieldWhy says more than "not supported" for fields users often write.
 var fieldWhy = map[string]string{
-	"spec.volumes":                                      "podsup has no volumes: processes see the host's (or the rootfs') files; use a sandbox mount: ignored",
-	"spec.containers[].volumeMounts":                    "podsup has no volumes: use a sandbox mount: ignored",
 	"spec.containers[].ports":                           "podsup publishes no ports: processes listen on the host's network: ignored",
 	"spec.containers[].imagePullPolicy":                 "podsup pulls no images: ignored",
 	"spec.hostNetwork":                                  "podsup's processes always use the host's network: ignored",
 	"spec.containers[].envFrom":                         "podsup has no ConfigMaps or Secrets: write the variables in env: ignored",
-	"spec.initContainers[].volumeMounts":                "podsup has no volumes: use a sandbox mount: ignored",
 	"spec.containers[].lifecycle.postStart.tcpSocket":   "kubelet never runs a tcpSocket hook (deprecated): ignored",
 	"spec.containers[].lifecycle.preStop.tcpSocket":     "kubelet never runs a tcpSocket hook (deprecated): ignored",
 	"spec.securityContext.seLinuxOptions":               "podsup sets no SELinux label: ignored",
 	"spec.securityContext.appArmorProfile":              "podsup loads no AppArmor profile: ignored",
 	"spec.securityContext.windowsOptions":               "podsup runs Linux processes: ignored",
 	"spec.securityContext.sysctls":                      "podsup sets no sysctls for a group: ignored",
+	"spec.volumes[].persistentVolumeClaim":              "podsup has no PersistentVolumeClaims: use a host_path or empty_dir volume: ignored",
+	"spec.volumes[].projected":                          "podsup has no projected volumes (service account tokens, downward API): ignored",
+	"spec.volumes[].downwardAPI":                        "podsup has no downward API: write the values in a config volume: ignored",
+	"spec.volumes[].ephemeral":                          "podsup provisions no storage: use an empty_dir volume: ignored",
+	"spec.volumes[].csi":                                "podsup has no CSI drivers: ignored",
+	"spec.volumes[].nfs":                                "podsup mounts no NFS: mount it on the host and use a host_path volume: ignored",
+	"spec.volumes[].image":                              "podsup runs no images: ignored",
 	"spec.securityContext.fsGroup":                      "podsup has no volumes to give a group: ignored",
 	"spec.containers[].securityContext.seLinuxOptions":  "podsup sets no SELinux label: ignored",
 	"spec.containers[].securityContext.appArmorProfile": "podsup loads no AppArmor profile: ignored",

@@ -35,6 +35,16 @@
 //	  securityContext.runAsUser/Group   user/group
 //	  image                             a comment and a warning; with Options.Rootfs,
 //	                                    the sandbox's rootfs
+//	  volumeMounts[]                    volume_mount (name, mountPath, readOnly, subPath)
+//	spec.volumes[]                      volume: emptyDir (medium Memory, sizeLimit),
+//	                                    hostPath (type), configMap and secret (items,
+//	                                    from the ConfigMap and Secret documents of the
+//	                                    same manifest; Export writes them, one per
+//	                                    volume); other kinds are warnings by path
+//	spec.hostAliases, spec.dnsConfig    sandbox host_alias blocks and dns block (a
+//	                                    mount namespace: podsup writes /etc/hosts and
+//	                                    /etc/resolv.conf); Export sets dnsPolicy None
+//	spec.subdomain                      the sandbox hostname's domain: hostname.subdomain
 //
 // Refused (errors): env valueFrom, grpc probes, an init container's
 // restartPolicy other than Always, a container without command (podsup runs no image, so it knows no

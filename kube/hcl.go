@@ -127,7 +127,9 @@ func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 		boolean(sb, "private_tmp", s.PrivateTmp)
 		str(sb, "proc_mount", s.ProcMount)
 		writeResources(sb, s.Resources)
+		writeNames(sb, s)
 	}
+	writeVolumes(b, g.Volumes)
 }
 
 // writeResources writes a resources block, a sandbox's or a process's,
@@ -180,6 +182,7 @@ func writeProcess(b *hclwrite.Body, p *spec.Process) {
 		b.SetAttributeValue("sockets", strList(p.Sockets))
 	}
 	writeDependsOn(b, p.DependsOn)
+	writeVolumeMounts(b, p.VolumeMounts)
 	writeProbe(b, "startup_probe", p.StartupProbe)
 	writeProbe(b, "liveness_probe", p.LivenessProbe)
 	writeProbe(b, "readiness_probe", p.ReadinessProbe)
@@ -331,5 +334,55 @@ func writeDependsOn(b *hclwrite.Body, ds []spec.Dependency) {
 		str(db, "condition", string(d.Condition))
 		dur(db, "timeout", d.Timeout)
 		boolean(db, "restart", d.Restart)
+	}
+}
+
+// writeNames writes a sandbox's host_alias and dns blocks.
+func writeNames(b *hclwrite.Body, s *spec.Sandbox) {
+	for _, ha := range s.HostAliases {
+		hb := b.AppendNewBlock("host_alias", nil).Body()
+		str(hb, "ip", ha.IP)
+		hb.SetAttributeValue("hostnames", strList(ha.Hostnames))
+	}
+	if d := s.DNS; d != nil {
+		db := b.AppendNewBlock("dns", nil).Body()
+		for _, l := range []struct {
+			name string
+			v    []string
+		}{{"nameservers", d.Nameservers}, {"searches", d.Searches}, {"options", d.Options}} {
+			if len(l.v) > 0 {
+				db.SetAttributeValue(l.name, strList(l.v))
+			}
+		}
+	}
+}
+
+// writeVolumes writes a group's volume blocks.
+func writeVolumes(b *hclwrite.Body, vols []spec.Volume) {
+	for _, v := range vols {
+		vb := b.AppendNewBlock("volume", []string{v.Name}).Body()
+		str(vb, "type", v.Type)
+		str(vb, "medium", v.Medium)
+		size(vb, "size_limit", v.SizeLimit)
+		str(vb, "path", v.Path)
+		str(vb, "host_path_type", v.HostPathType)
+		for _, f := range v.Files {
+			fb := vb.AppendNewBlock("file", []string{f.Name}).Body()
+			if f.Source == "" {
+				fb.SetAttributeValue("content", cty.StringVal(f.Content))
+			}
+			str(fb, "source", f.Source)
+		}
+	}
+}
+
+// writeVolumeMounts writes a process's volume_mount blocks.
+func writeVolumeMounts(b *hclwrite.Body, vms []spec.VolumeMount) {
+	for _, m := range vms {
+		mb := b.AppendNewBlock("volume_mount", nil).Body()
+		str(mb, "volume", m.Volume)
+		str(mb, "path", m.Path)
+		boolean(mb, "read_only", m.ReadOnly)
+		str(mb, "sub_path", m.SubPath)
 	}
 }
