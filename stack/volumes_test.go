@@ -127,3 +127,46 @@ func TestVolumesAndNames(t *testing.T) {
 		t.Errorf("a mount under the state directory is left:\n%s", mi)
 	}
 }
+
+// Stack.SetPeers reaches the running sandbox: its /etc/hosts, a bind of
+// the file SetPeers rewrites, gets a line per peer group and loses the
+// lines of the peers that left.
+func TestSetPeersReachesTheSandbox(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: namespaces and mounts")
+	}
+	instance := newInstance()
+	cfg := spec.Config{Groups: []spec.Group{{Name: "web",
+		Sandbox:   &spec.Sandbox{Namespaces: []string{"mount", "net"}},
+		Processes: []spec.Process{{Name: "app", Command: []string{"sleep", "600"}}},
+	}}}
+	st, err := stack.Start(context.Background(), cfg, stack.Options{Instance: instance, RuntimeDir: t.TempDir(), StateDir: filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pid := runningPid(t, st.Supervisor(), "web", "app")
+
+	if err := st.SetPeers("web", map[string]string{"db": "10.88.0.3", "cache": "10.88.0.4"}); err != nil {
+		t.Fatal(err)
+	}
+	hosts := readIn(t, pid, "/etc/hosts")
+	for _, want := range []string{"10.88.0.3\tdb\n", "10.88.0.4\tcache\n"} {
+		if !strings.Contains(hosts, want) {
+			t.Errorf("the sandbox's /etc/hosts lacks %q:\n%s", want, hosts)
+		}
+	}
+	if err := st.SetPeers("web", map[string]string{"db": "10.88.0.3"}); err != nil {
+		t.Fatal(err)
+	}
+	if hosts := readIn(t, pid, "/etc/hosts"); strings.Contains(hosts, "cache") || !strings.HasSuffix(hosts, "10.88.0.3\tdb\n") {
+		t.Errorf("after cache left, the sandbox's /etc/hosts is:\n%s", hosts)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := st.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, instance, pid)
+}
