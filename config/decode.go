@@ -184,6 +184,7 @@ func (d *decoder) volume(b *hcl.Block, p []string) spec.Volume {
 	d.size(as, p, "size_limit", &v.SizeLimit)
 	d.str(as, p, "path", &v.Path)
 	d.str(as, p, "host_path_type", &v.HostPathType)
+	d.boolean(as, p, "restart_on_change", &v.RestartOnChange)
 	for _, fb := range bs["file"] {
 		fp := at(p, "file", fb.Labels[0])
 		d.block(fb, fp)

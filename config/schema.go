@@ -114,7 +114,7 @@ var (
 	hostAliasSchema = newSchema("host_alias", nil, []string{"ip", "hostnames"}, nil)
 	dnsSchema       = newSchema("dns", []string{"nameservers", "searches", "options"}, nil, nil)
 
-	volumeSchema      = newSchema("volume", []string{"medium", "size_limit", "path", "host_path_type"}, []string{"type"}, named("file"), "file")
+	volumeSchema      = newSchema("volume", []string{"medium", "size_limit", "path", "host_path_type", "restart_on_change"}, []string{"type"}, named("file"), "file")
 	volumeFileSchema  = newSchema("file", []string{"content", "source"}, nil, nil)
 	volumeMountSchema = newSchema("volume_mount", []string{"read_only", "sub_path"}, []string{"volume", "path"}, nil)
 

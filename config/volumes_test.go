@@ -46,3 +46,37 @@ func TestVolumeMountsRefusedWhereTheyCannotBeMade(t *testing.T) {
 		}
 	}
 }
+
+// restart_on_change is read for a config or secret volume and refused,
+// at its file:line:col, on a volume whose files a reload never rewrites.
+func TestRestartOnChange(t *testing.T) {
+	cfg, err := Parse([]byte(`group "g" {
+  volume "c" {
+    type              = "config"
+    restart_on_change = true
+  }
+  process "a" {
+    command = ["a"]
+  }
+}
+`), "v.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Groups[0].Volumes[0].RestartOnChange {
+		t.Error("restart_on_change = true was not read")
+	}
+	_, err = Parse([]byte(`group "g" {
+  volume "c" {
+    type              = "empty_dir"
+    restart_on_change = true
+  }
+  process "a" {
+    command = ["a"]
+  }
+}
+`), "v.hcl")
+	if err == nil || !strings.Contains(err.Error(), "v.hcl:4:25") || !strings.Contains(err.Error(), "restart_on_change is a config's or a secret's") {
+		t.Errorf("restart_on_change on an empty_dir: %v", err)
+	}
+}

@@ -25,7 +25,8 @@ group "volumes" {
     size_limit = "64Mi"
   }
   volume "settings" {
-    type = "config"
+    type              = "config"
+    restart_on_change = false # true: a reload that changes app.conf restarts app
     file "app.conf" {
       content = "level = info\n"
     }

@@ -35,7 +35,7 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 		reflect.TypeFor[spec.TCPSocketAction](): {"Host", "Port"},
 		reflect.TypeFor[spec.SleepAction]():     {"Duration"},
 		reflect.TypeFor[spec.Dependency]():      {"Name", "Condition", "Timeout", "Restart"},
-		reflect.TypeFor[spec.Volume]():          {"Name", "Type", "Medium", "SizeLimit", "Path", "HostPathType", "Files"},
+		reflect.TypeFor[spec.Volume]():          {"Name", "Type", "Medium", "SizeLimit", "Path", "HostPathType", "Files", "RestartOnChange"},
 		reflect.TypeFor[spec.VolumeFile]():      {"Name", "Content", "Source"},
 		reflect.TypeFor[spec.VolumeMount]():     {"Volume", "Path", "ReadOnly", "SubPath"},
 		reflect.TypeFor[spec.HostAlias]():       {"IP", "Hostnames"},

@@ -366,6 +366,7 @@ func writeVolumes(b *hclwrite.Body, vols []spec.Volume) {
 		size(vb, "size_limit", v.SizeLimit)
 		str(vb, "path", v.Path)
 		str(vb, "host_path_type", v.HostPathType)
+		boolean(vb, "restart_on_change", v.RestartOnChange)
 		for _, f := range v.Files {
 			fb := vb.AppendNewBlock("file", []string{f.Name}).Body()
 			if f.Source == "" {

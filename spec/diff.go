@@ -157,7 +157,9 @@ func groupLevel(c *Config, g *Group) Group {
 	}
 	out.Volumes = nil
 	for _, v := range g.Volumes {
-		v.Files = nil
+		// RestartOnChange is read by the reload itself, from the new
+		// configuration: a change of it alone recreates nothing.
+		v.Files, v.RestartOnChange = nil, false
 		out.Volumes = append(out.Volumes, v)
 	}
 	if out.Sandbox != nil {

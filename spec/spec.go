@@ -428,6 +428,11 @@ type Volume struct {
 	HostPathType string
 	// Files are a config or secret volume's files.
 	Files []VolumeFile
+	// RestartOnChange makes a reload that changes a config or secret
+	// volume's files restart the running processes that mount it, for
+	// programs that read their configuration once; without it the files
+	// change under them.
+	RestartOnChange bool
 }
 
 // VolumeFile is one file of a config or secret volume: its name inside

@@ -76,6 +76,9 @@ func (ch *checker) volume(p []string, v *Volume) {
 	if v.Type != VolumeConfig && v.Type != VolumeSecret && len(v.Files) > 0 {
 		ch.add(p, "file blocks are a config's or a secret's, not a %s's", v.Type)
 	}
+	if v.Type != VolumeConfig && v.Type != VolumeSecret && v.RestartOnChange {
+		ch.add(at(p, "restart_on_change"), "restart_on_change is a config's or a secret's: a %s's files are not rewritten by a reload", v.Type)
+	}
 	switch v.Type {
 	case VolumeEmptyDir:
 		if v.Medium != "" && v.Medium != "memory" {

@@ -182,19 +182,20 @@ func (l *SandboxRuntime) groupMounts(g *localGroup, req supervisor.StartRequest,
 
 // UpdateVolumes rewrites the files of group's config and secret volumes
 // (a reload that changed them and nothing else of the group): a running
-// process sees the new files without a restart.
-func (l *SandboxRuntime) UpdateVolumes(group string, vols []spec.Volume) error {
+// process sees the new files without a restart. It returns the volumes
+// whose files changed.
+func (l *SandboxRuntime) UpdateVolumes(group string, vols []spec.Volume) ([]string, error) {
 	l.mu.Lock()
 	g := l.groups[group]
 	l.mu.Unlock()
 	if g == nil {
-		return nil // never started: its first start writes them
+		return nil, nil // never started: its first start writes them
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.volumes = slices.Clone(vols)
 	if g.vols == nil {
-		return nil
+		return nil, nil
 	}
 	return g.vols.Update(vols)
 }

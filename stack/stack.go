@@ -339,8 +339,10 @@ func stopNotify(srv *notify.Server) {
 // Reload moves the stack to cfg (supervisor.Reload) and rewrites the
 // files of the config and secret volumes of every group the reload kept
 // (a group it recreates gets them with its new sandbox): a running
-// process sees them change without a restart. A volume that cannot be
-// written is an error after the reload took effect.
+// process sees them change without a restart, unless the volume says
+// restart_on_change, which restarts the running processes that mount
+// it. A volume that cannot be written is an error after the reload took
+// effect.
 func (s *Stack) Reload(cfg spec.Config) (spec.Changes, error) {
 	ch, err := s.sup.Reload(cfg)
 	if err != nil {
@@ -351,7 +353,11 @@ func (s *Stack) Reload(cfg spec.Config) (spec.Changes, error) {
 		if slices.Contains(ch.AddedGroups, g.Name) || slices.Contains(ch.ChangedGroups, g.Name) {
 			continue
 		}
-		if err := s.local.UpdateVolumes(g.Name, g.Volumes); err != nil {
+		changed, err := s.local.UpdateVolumes(g.Name, g.Volumes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("group %s: %w", g.Name, err))
+		}
+		if err := s.restartOnChange(g, changed); err != nil {
 			errs = append(errs, fmt.Errorf("group %s: %w", g.Name, err))
 		}
 	}
@@ -359,6 +365,40 @@ func (s *Stack) Reload(cfg spec.Config) (spec.Changes, error) {
 		return ch, fmt.Errorf("the configuration is applied, but not every volume could be updated: %w", err)
 	}
 	return ch, nil
+}
+
+// restartOnChange restarts g's running processes (sidecars too; an init
+// that ran to completion is not running) that mount a volume of changed
+// that says restart_on_change: a requested restart, as podsup restart
+// does it (X7).
+func (s *Stack) restartOnChange(g spec.Group, changed []string) error {
+	restart := map[string]bool{}
+	for _, name := range changed {
+		if v := g.Volume(name); v != nil && v.RestartOnChange {
+			restart[name] = true
+		}
+	}
+	if len(restart) == 0 {
+		return nil
+	}
+	st, _ := s.sup.Status().Group(g.Name)
+	var errs []error
+	for _, list := range [][]spec.Process{g.Init, g.Processes} {
+		for _, p := range list {
+			i := slices.IndexFunc(p.VolumeMounts, func(vm spec.VolumeMount) bool { return restart[vm.Volume] })
+			if i < 0 {
+				continue
+			}
+			if ps, ok := st.Process(p.Name); !ok || ps.State != lifecycle.StateRunning {
+				continue // its next start mounts the new files
+			}
+			by := "reload: volume " + p.VolumeMounts[i].Volume + " changed (restart_on_change)"
+			if err := s.sup.Restart(g.Name, p.Name, supervisor.RequestOptions{Requester: by}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // SetPeers gives group's sandbox an /etc/hosts line for each group→address

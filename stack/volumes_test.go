@@ -170,3 +170,76 @@ func TestSetPeersReachesTheSandbox(t *testing.T) {
 	}
 	assertNothingLeft(t, instance, pid)
 }
+
+// restart_on_change: a reload that changes a config volume restarts the
+// running processes that mount it, and only those; the others see the
+// files change under them, and a reload that changes nothing restarts
+// nothing.
+func TestReloadRestartsOnChange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: namespaces and mounts")
+	}
+	cfgWith := func(conf string) spec.Config {
+		return spec.Config{Groups: []spec.Group{{Name: "web",
+			Sandbox: &spec.Sandbox{Namespaces: []string{"mount"}},
+			Volumes: []spec.Volume{
+				{Name: "boot", Type: spec.VolumeConfig, RestartOnChange: true, Files: []spec.VolumeFile{{Name: "app.conf", Content: conf}}},
+				{Name: "live", Type: spec.VolumeConfig, Files: []spec.VolumeFile{{Name: "app.conf", Content: conf}}},
+			},
+			Processes: []spec.Process{
+				{Name: "reads-once", Command: []string{"sleep", "600"}, VolumeMounts: []spec.VolumeMount{{Volume: "boot", Path: "/etc/boot"}}},
+				{Name: "rereads", Command: []string{"sleep", "600"}, VolumeMounts: []spec.VolumeMount{{Volume: "live", Path: "/etc/live"}}},
+			},
+		}}}
+	}
+	instance := newInstance()
+	st, err := stack.Start(context.Background(), cfgWith("v1\n"), stack.Options{Instance: instance, RuntimeDir: t.TempDir(), StateDir: filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	once, live := runningPid(t, st.Supervisor(), "web", "reads-once"), runningPid(t, st.Supervisor(), "web", "rereads")
+
+	// The same files: nothing to restart.
+	if _, err := st.Reload(cfgWith("v1\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a restart would be under way
+	if now := runningPid(t, st.Supervisor(), "web", "reads-once"); now != once {
+		t.Errorf("a reload that changed no file restarted reads-once (%d, then %d)", once, now)
+	}
+
+	if _, err := st.Reload(cfgWith("v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	var once2 int
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if once2 = runningPid(t, st.Supervisor(), "web", "reads-once"); once2 != once && once2 != 0 {
+			break
+		}
+	}
+	if once2 == once {
+		t.Fatalf("the change of a restart_on_change volume did not restart reads-once (pid %d)", once)
+	}
+	if got := readIn(t, once2, "/etc/boot/app.conf"); got != "v2\n" {
+		t.Errorf("reads-once restarted with app.conf %q, want v2", got)
+	}
+	if now := runningPid(t, st.Supervisor(), "web", "rereads"); now != live {
+		t.Errorf("rereads mounts no restart_on_change volume but was restarted (%d, then %d)", live, now)
+	}
+	if got := readIn(t, live, "/etc/live/app.conf"); got != "v2\n" {
+		t.Errorf("rereads sees app.conf %q, want v2", got)
+	}
+	if gs, ok := st.Supervisor().Status().Group("web"); !ok {
+		t.Fatal("no status of web")
+	} else if p, _ := gs.Process("reads-once"); p.RestartCount != 1 {
+		t.Errorf("reads-once restart count %d, want 1", p.RestartCount)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := st.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, instance, once, once2, live)
+}

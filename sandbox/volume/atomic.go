@@ -104,25 +104,31 @@ func contents(v spec.Volume) (map[string][]byte, error) {
 }
 
 // writeFiles makes dir hold v's files, swapping in a new version when
-// they changed.
-func writeFiles(dir string, v spec.Volume) error {
+// they changed (and saying so).
+func writeFiles(dir string, v spec.Volume) (changed bool, err error) {
 	files, err := contents(v)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+		return false, err
 	}
 	dirfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unix.Close(dirfd)
 	mode := fileMode(v)
 	old, _ := readlinkat(dirfd, dataLink)
 	if old != "" && same(dirfd, old, files, mode) {
-		return nil
+		return false, nil
 	}
+	return true, swapIn(dir, dirfd, old, files, mode)
+}
+
+// swapIn writes files as a new version of the volume directory dir
+// (dirfd) and publishes it, removing the version old.
+func swapIn(dir string, dirfd int, old string, files map[string][]byte, mode uint32) error {
 	version := ".." + time.Now().UTC().Format("2006_01_02_15_04_05.000000000")
 	if version == old {
 		version += "_"

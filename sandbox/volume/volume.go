@@ -69,7 +69,7 @@ func (g *Group) Prepare(vols []spec.Volume) error {
 				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		case spec.VolumeConfig, spec.VolumeSecret:
-			if err := writeFiles(dir, v); err != nil {
+			if _, err := writeFiles(dir, v); err != nil {
 				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		}
@@ -79,8 +79,9 @@ func (g *Group) Prepare(vols []spec.Volume) error {
 
 // Update rewrites the files of vols' config and secret volumes that
 // exist on the host (a reload); a running process sees each volume's
-// new files at once, never half of them.
-func (g *Group) Update(vols []spec.Volume) error {
+// new files at once, never half of them. It returns the names of the
+// volumes whose files changed.
+func (g *Group) Update(vols []spec.Volume) (changed []string, err error) {
 	var errs []error
 	for _, v := range vols {
 		if v.Type != spec.VolumeConfig && v.Type != spec.VolumeSecret {
@@ -90,11 +91,15 @@ func (g *Group) Update(vols []spec.Volume) error {
 		if _, err := os.Lstat(dir); err != nil {
 			continue // not made yet: Prepare writes it
 		}
-		if err := writeFiles(dir, v); err != nil {
+		ch, err := writeFiles(dir, v)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
 		}
+		if ch {
+			changed = append(changed, v.Name)
+		}
 	}
-	return errors.Join(errs...)
+	return changed, errors.Join(errs...)
 }
 
 // emptyDir makes an empty_dir's directory, mode 0777 as kubelet's, and a

@@ -192,15 +192,15 @@ func TestConfigVersionsAreSwappedAndCleanedUp(t *testing.T) {
 		t.Errorf("d/b reads %q", b)
 	}
 
-	if err := g.Update(conf(spec.VolumeFile{Name: "a", Content: "1"}, spec.VolumeFile{Name: "d/b", Content: "2"})); err != nil {
-		t.Fatal(err)
+	if changed, err := g.Update(conf(spec.VolumeFile{Name: "a", Content: "1"}, spec.VolumeFile{Name: "d/b", Content: "2"})); err != nil || len(changed) > 0 {
+		t.Fatalf("update with the same files: changed %v, %v; want none", changed, err)
 	}
 	if now, _ := os.Readlink(filepath.Join(dir, dataLink)); now != first {
 		t.Errorf("an unchanged volume got a new version: %s, then %s", first, now)
 	}
 
-	if err := g.Update(conf(spec.VolumeFile{Name: "a", Content: "changed"})); err != nil {
-		t.Fatal(err)
+	if changed, err := g.Update(conf(spec.VolumeFile{Name: "a", Content: "changed"})); err != nil || len(changed) != 1 || changed[0] != "conf" {
+		t.Fatalf("update with other files: changed %v, %v; want [conf]", changed, err)
 	}
 	second, _ := os.Readlink(filepath.Join(dir, dataLink))
 	if second == first {
