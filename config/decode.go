@@ -168,6 +168,7 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	}
 	g.DependsOn = d.dependsOn(bs["depends_on"], p)
 	g.Security = d.security(as, bs, p)
+	d.str(as, p, "fs_group", &g.FSGroup)
 	for _, vb := range bs["volume"] {
 		g.Volumes = append(g.Volumes, d.volume(vb, at(p, "volume", vb.Labels[0])))
 	}
@@ -185,6 +186,14 @@ func (d *decoder) volume(b *hcl.Block, p []string) spec.Volume {
 	d.str(as, p, "path", &v.Path)
 	d.str(as, p, "host_path_type", &v.HostPathType)
 	d.boolean(as, p, "restart_on_change", &v.RestartOnChange)
+	var mode string
+	if d.str(as, p, "mode", &mode) {
+		if m, err := spec.ParseUmask(mode); err != nil {
+			d.invalid(at(p, "mode"), as["mode"], "mode must be an octal mode in a string, from \"0000\" to \"0777\", e.g. mode = \"0440\"; got %q.", mode)
+		} else {
+			v.Mode = m
+		}
+	}
 	for _, fb := range bs["file"] {
 		fp := at(p, "file", fb.Labels[0])
 		d.block(fb, fp)

@@ -396,6 +396,8 @@ var referenceDefaults = map[string]string{
 	"volume.host_path_type":    "",
 	"volume.file":              "",
 	"volume.restart_on_change": code("false"),
+	"volume.mode":              "`0644`, a secret's `0400`",
+	"group.fs_group":           "",
 	"file.content":             "",
 	"file.source":              "",
 

@@ -102,7 +102,7 @@ var (
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 
 	groupSchema = newSchema("group",
-		append([]string{"restart_policy", "termination_grace_period", "env", "env_file"}, securityAttrs...), nil,
+		append([]string{"restart_policy", "termination_grace_period", "env", "env_file", "fs_group"}, securityAttrs...), nil,
 		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on", "volume")...), "init", "process", "depends_on", "volume")
 
 	sandboxSchema = newSchema("sandbox",
@@ -114,7 +114,7 @@ var (
 	hostAliasSchema = newSchema("host_alias", nil, []string{"ip", "hostnames"}, nil)
 	dnsSchema       = newSchema("dns", []string{"nameservers", "searches", "options"}, nil, nil)
 
-	volumeSchema      = newSchema("volume", []string{"medium", "size_limit", "path", "host_path_type", "restart_on_change"}, []string{"type"}, named("file"), "file")
+	volumeSchema      = newSchema("volume", []string{"medium", "size_limit", "path", "host_path_type", "mode", "restart_on_change"}, []string{"type"}, named("file"), "file")
 	volumeFileSchema  = newSchema("file", []string{"content", "source"}, nil, nil)
 	volumeMountSchema = newSchema("volume_mount", []string{"read_only", "sub_path"}, []string{"volume", "path"}, nil)
 

@@ -80,3 +80,34 @@ func TestRestartOnChange(t *testing.T) {
 		t.Errorf("restart_on_change on an empty_dir: %v", err)
 	}
 }
+
+// fs_group and a volume's mode are read, and a mode is refused, at its
+// file:line:col, where no file has it.
+func TestFSGroupAndMode(t *testing.T) {
+	cfg, err := Parse([]byte(`group "g" {
+  fs_group = "app"
+  volume "s" {
+    type = "secret"
+    mode = "0440"
+  }
+  process "a" {
+    command = ["a"]
+  }
+}
+`), "v.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cfg.Groups[0]; g.FSGroup != "app" || g.Volumes[0].Mode != 0o440 {
+		t.Errorf("fs_group %q, mode %o", g.FSGroup, g.Volumes[0].Mode)
+	}
+	for _, c := range []struct{ src, at, msg string }{
+		{"type = \"empty_dir\"\n    mode = \"0440\"", "v.hcl:4:12", "mode is a config's or a secret's"},
+		{"type = \"secret\"\n    mode = \"0999\"", "v.hcl:4:12", "mode must be an octal mode"},
+	} {
+		_, err := Parse([]byte("group \"g\" {\n  volume \"s\" {\n    "+c.src+"\n  }\n  process \"a\" {\n    command = [\"a\"]\n  }\n}\n"), "v.hcl")
+		if err == nil || !strings.Contains(err.Error(), c.at) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v, want %s at %s", c.src, err, c.msg, c.at)
+		}
+	}
+}

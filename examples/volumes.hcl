@@ -1,11 +1,12 @@
 # volumes.hcl: a group with volumes and its own names: a memory cache that survives the
 # process's restarts, a config file that a reload rewrites under the running
-# process, a secret readable by root alone, a directory of the host, and the
+# process, a secret readable by root and the group's fs_group, a directory of the host, and the
 # sandbox's /etc/hosts and /etc/resolv.conf (docs/config.md, "volume").
 #
 #   sudo podsup up -f examples/volumes.hcl
 #   sudo podsup exec volumes/app -- cat /etc/app/app.conf /etc/hosts
 group "volumes" {
+  fs_group = "65534" # owns the volumes' files; every process gets it as a supplemental group
   sandbox {
     namespaces = ["pid", "mount", "net", "uts"]
     hostname   = "volumes-1"
@@ -33,6 +34,7 @@ group "volumes" {
   }
   volume "token" {
     type = "secret"
+    mode = "0400" # the default; fs_group adds group read: 0440
     file "token" {
       source = "/etc/hostname"
     }

@@ -200,6 +200,9 @@ func overlayGroup(g, frag *spec.Group) {
 		g.DependsOn = frag.DependsOn
 	}
 	overlayVolumes(g, frag.Volumes)
+	if frag.FSGroup != "" {
+		g.FSGroup = frag.FSGroup
+	}
 	if !frag.Security.IsZero() {
 		g.Security = frag.Security // whole: the export writes it whole
 	}

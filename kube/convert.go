@@ -123,7 +123,7 @@ func (c *converter) group() spec.Group {
 	if s := pod.TerminationGracePeriodSeconds; s != nil {
 		g.TerminationGracePeriod = spec.Durp(seconds(*s))
 	}
-	g.Volumes = c.volumes()
+	c.volumes(&g)
 	for i := range pod.InitContainers {
 		p, ok := c.process(&pod.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true)
 		if ok {

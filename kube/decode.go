@@ -233,7 +233,6 @@ var fieldWhy = map[string]string{
 	"spec.volumes[].csi":                                "podsup has no CSI drivers: ignored",
 	"spec.volumes[].nfs":                                "podsup mounts no NFS: mount it on the host and use a host_path volume: ignored",
 	"spec.volumes[].image":                              "podsup runs no images: ignored",
-	"spec.securityContext.fsGroup":                      "podsup has no volumes to give a group: ignored",
 	"spec.containers[].securityContext.seLinuxOptions":  "podsup sets no SELinux label: ignored",
 	"spec.containers[].securityContext.appArmorProfile": "podsup loads no AppArmor profile: ignored",
 	"spec.containers[].securityContext.windowsOptions":  "podsup runs Linux processes: ignored",

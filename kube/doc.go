@@ -45,6 +45,8 @@
 //	                                    mount namespace: podsup writes /etc/hosts and
 //	                                    /etc/resolv.conf); Export sets dnsPolicy None
 //	spec.subdomain                      the sandbox hostname's domain: hostname.subdomain
+//	configMap/secret defaultMode        volume mode (unset: a secret's files are 0400)
+//	spec.securityContext.fsGroup        group fs_group
 //
 // Refused (errors): env valueFrom, grpc probes, an init container's
 // restartPolicy other than Always, a container without command (podsup runs no image, so it knows no

@@ -157,6 +157,9 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []any, []Finding) {
 		gd.Security = g.Security
 	}
 	gd.Volumes = volumesDelta(g.Volumes, back.Volumes)
+	if g.FSGroup != back.FSGroup { // a name: fsGroup is a number
+		gd.FSGroup = g.FSGroup
+	}
 	if len(g.DependsOn) > 0 { // a Pod has no start order: always podsup's own
 		gd.DependsOn = g.DependsOn
 	}

@@ -129,6 +129,7 @@ func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 		writeResources(sb, s.Resources)
 		writeNames(sb, s)
 	}
+	str(b, "fs_group", g.FSGroup)
 	writeVolumes(b, g.Volumes)
 }
 
@@ -366,6 +367,9 @@ func writeVolumes(b *hclwrite.Body, vols []spec.Volume) {
 		size(vb, "size_limit", v.SizeLimit)
 		str(vb, "path", v.Path)
 		str(vb, "host_path_type", v.HostPathType)
+		if v.Mode != 0 {
+			vb.SetAttributeValue("mode", cty.StringVal(spec.FormatUmask(v.Mode)))
+		}
 		boolean(vb, "restart_on_change", v.RestartOnChange)
 		for _, f := range v.Files {
 			fb := vb.AppendNewBlock("file", []string{f.Name}).Body()

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -28,6 +29,8 @@ import (
 //	containers[].volumeMounts[]        volume_mount (name, mountPath, readOnly, subPath)
 //	spec.hostAliases, spec.dnsConfig   sandbox host_alias blocks, dns block
 //	spec.subdomain                     the sandbox hostname's domain: hostname.subdomain
+//	configMap/secret defaultMode       volume mode (unset: a secret's files are 0400)
+//	spec.securityContext.fsGroup       fs_group
 //
 // A pod that mounts a volume or sets its names gets the mount namespace
 // (podsup writes /etc/hosts and /etc/resolv.conf in it). Other volume
@@ -82,16 +85,20 @@ var (
 		"spec.hostAliases[].ip", "spec.hostAliases[].hostnames",
 		"spec.dnsConfig.nameservers", "spec.dnsConfig.searches",
 		"spec.dnsConfig.options[].name", "spec.dnsConfig.options[].value",
-		"spec.subdomain", "spec.dnsPolicy",
+		"spec.subdomain", "spec.dnsPolicy", "spec.securityContext.fsGroup",
 	}
 	volumeContainerFields = []string{
 		"volumeMounts[].name", "volumeMounts[].mountPath", "volumeMounts[].readOnly", "volumeMounts[].subPath",
 	}
 )
 
-// volumes are the pod's volumes of the kinds podsup has; the names of
-// the others, which the walk reports by path, go to c.dropped.
-func (c *converter) volumes() []spec.Volume {
+// volumes sets g's volumes, the pod's of the kinds podsup has (the names
+// of the others, which the walk reports by path, go to c.dropped), and
+// its fs_group.
+func (c *converter) volumes(g *spec.Group) {
+	if sc := c.w.pod.SecurityContext; sc != nil && sc.FSGroup != nil {
+		g.FSGroup = strconv.FormatInt(*sc.FSGroup, 10)
+	}
 	var out []spec.Volume
 	for i := range c.w.pod.Volumes {
 		kv := &c.w.pod.Volumes[i]
@@ -128,10 +135,12 @@ func (c *converter) volumes() []spec.Volume {
 			v.Type = spec.VolumeConfig
 			s := kv.ConfigMap
 			v.Files = c.volumeFiles("ConfigMap", s.Name, s.Items, s.Optional, at+".configMap")
+			v.Mode = fileMode(s.DefaultMode)
 		case kv.Secret != nil:
 			v.Type = spec.VolumeSecret
 			s := kv.Secret
 			v.Files = c.volumeFiles("Secret", s.SecretName, s.Items, s.Optional, at+".secret")
+			v.Mode = fileMode(s.DefaultMode)
 		default:
 			// The walk names the kind's field, with fieldWhy's reason.
 			if c.dropped == nil {
@@ -142,7 +151,16 @@ func (c *converter) volumes() []spec.Volume {
 		}
 		out = append(out, v)
 	}
-	return out
+	g.Volumes = out
+}
+
+// fileMode is a defaultMode as a volume's mode (0: podsup's default, which
+// for a secret is 0400, not Kubernetes' 0644).
+func fileMode(m *int32) uint32 {
+	if m == nil {
+		return 0
+	}
+	return uint32(*m) & 0o777
 }
 
 // volumeFiles are a configMap or secret volume's files, from the
@@ -298,15 +316,26 @@ func exportVolumes(g *spec.Group, ps *corev1.PodSpec) []any {
 				items = append(items, corev1.KeyToPath{Key: key, Path: f.Name})
 			}
 			meta := metav1.ObjectMeta{Name: name}
+			var mode *int32
+			if v.Mode != 0 {
+				m := int32(v.Mode)
+				mode = &m
+			}
 			if v.Type == spec.VolumeConfig {
-				kv.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items}
+				kv.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items, DefaultMode: mode}
 				objs = append(objs, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta, Data: data})
 			} else {
-				kv.Secret = &corev1.SecretVolumeSource{SecretName: name, Items: items}
+				kv.Secret = &corev1.SecretVolumeSource{SecretName: name, Items: items, DefaultMode: mode}
 				objs = append(objs, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta, StringData: data})
 			}
 		}
 		ps.Volumes = append(ps.Volumes, kv)
+	}
+	if gid, err := strconv.ParseInt(g.FSGroup, 10, 64); err == nil {
+		if ps.SecurityContext == nil {
+			ps.SecurityContext = &corev1.PodSecurityContext{}
+		}
+		ps.SecurityContext.FSGroup = &gid
 	}
 	for _, list := range []struct {
 		procs []spec.Process

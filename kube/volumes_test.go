@@ -33,6 +33,7 @@ spec:
     spec:
       hostname: web-1
       subdomain: edge
+      securityContext: {fsGroup: 2000}
       hostAliases:
       - {ip: 10.0.0.5, hostnames: [db, db.local]}
       dnsPolicy: None
@@ -52,7 +53,7 @@ spec:
           name: settings
           items: [{key: app.conf, path: conf/app.conf}]
       - name: token
-        secret: {secretName: token}
+        secret: {secretName: token, defaultMode: 0440}
       initContainers:
       - name: prepare
         command: ["true"]
@@ -79,7 +80,10 @@ func TestConvertVolumesAndNames(t *testing.T) {
 		{Name: "cache", Type: spec.VolumeEmptyDir, Medium: "memory", SizeLimit: 64 << 20},
 		{Name: "logs", Type: spec.VolumeHostPath, Path: "/var/log/web", HostPathType: "DirectoryOrCreate"},
 		{Name: "settings", Type: spec.VolumeConfig, Files: []spec.VolumeFile{{Name: "conf/app.conf", Content: "level = info\n"}}},
-		{Name: "token", Type: spec.VolumeSecret, Files: []spec.VolumeFile{{Name: "token", Content: "secret"}, {Name: "user", Content: "admin"}}},
+		{Name: "token", Type: spec.VolumeSecret, Mode: 0o440, Files: []spec.VolumeFile{{Name: "token", Content: "secret"}, {Name: "user", Content: "admin"}}},
+	}
+	if g.FSGroup != "2000" {
+		t.Errorf("fs_group %q, want the pod's fsGroup 2000", g.FSGroup)
 	}
 	if !equal(g.Volumes, wantVols) {
 		t.Errorf("volumes\n got %s\nwant %s", show(g.Volumes), show(wantVols))
@@ -113,7 +117,7 @@ func TestConvertVolumesAndNames(t *testing.T) {
 	if strings.Contains(yml, "podsup.dev/") {
 		t.Errorf("the export used annotations for Kubernetes' own fields:\n%s", yml)
 	}
-	for _, want := range []string{"kind: ConfigMap", "kind: Secret", "subdomain: edge", "hostname: web-1", "medium: Memory", "type: DirectoryOrCreate", "dnsPolicy: None", "subPath: app"} {
+	for _, want := range []string{"kind: ConfigMap", "kind: Secret", "subdomain: edge", "hostname: web-1", "medium: Memory", "type: DirectoryOrCreate", "dnsPolicy: None", "subPath: app", "fsGroup: 2000", "defaultMode: 288"} {
 		if !strings.Contains(yml, want) {
 			t.Errorf("the export lacks %q:\n%s", want, yml)
 		}

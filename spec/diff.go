@@ -159,7 +159,7 @@ func groupLevel(c *Config, g *Group) Group {
 	for _, v := range g.Volumes {
 		// RestartOnChange is read by the reload itself, from the new
 		// configuration: a change of it alone recreates nothing.
-		v.Files, v.RestartOnChange = nil, false
+		v.Files, v.Mode, v.RestartOnChange = nil, 0, false
 		out.Volumes = append(out.Volumes, v)
 	}
 	if out.Sandbox != nil {

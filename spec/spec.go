@@ -141,6 +141,13 @@ type Group struct {
 	// Kubernetes' pod volumes. They need a sandbox with the mount
 	// namespace.
 	Volumes []Volume
+	// FSGroup, a group name or number, owns the files of the group's
+	// config and secret volumes (readable by the group) and its empty_dir
+	// directories (set-group-ID, writable by the group), and is a
+	// supplemental group of its inits and processes: Kubernetes' pod
+	// securityContext.fsGroup, so that a process that is not root reads
+	// its secrets.
+	FSGroup string
 }
 
 // Process is a container: one command, supervised.
@@ -428,6 +435,10 @@ type Volume struct {
 	HostPathType string
 	// Files are a config or secret volume's files.
 	Files []VolumeFile
+	// Mode is the permission bits of a config or secret volume's files
+	// (Kubernetes' defaultMode); 0 is 0644 for a config, 0400 for a
+	// secret. An FSGroup adds group read.
+	Mode uint32
 	// RestartOnChange makes a reload that changes a config or secret
 	// volume's files restart the running processes that mount it, for
 	// programs that read their configuration once; without it the files

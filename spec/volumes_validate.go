@@ -12,6 +12,9 @@ import (
 // Mounts are made in the group's sandbox, whose mount namespace every
 // process shares: two mounts of one path must mount the same thing.
 func (ch *checker) volumes(p []string, g *Group) {
+	if g.FSGroup != "" && strings.ContainsAny(g.FSGroup, " \t\n:") {
+		ch.add(at(p, "fs_group"), "fs_group must be a group name or number, got %q", g.FSGroup)
+	}
 	seen := map[string]bool{}
 	for i := range g.Volumes {
 		v := &g.Volumes[i]
@@ -75,6 +78,12 @@ func (ch *checker) volume(p []string, v *Volume) {
 	}
 	if v.Type != VolumeConfig && v.Type != VolumeSecret && len(v.Files) > 0 {
 		ch.add(p, "file blocks are a config's or a secret's, not a %s's", v.Type)
+	}
+	if v.Type != VolumeConfig && v.Type != VolumeSecret && v.Mode != 0 {
+		ch.add(at(p, "mode"), "mode is a config's or a secret's: it sets the mode of their files")
+	}
+	if v.Mode > 0o777 {
+		ch.add(at(p, "mode"), "mode must be permission bits, from \"0000\" to \"0777\", got %s", FormatUmask(v.Mode))
 	}
 	if v.Type != VolumeConfig && v.Type != VolumeSecret && v.RestartOnChange {
 		ch.add(at(p, "restart_on_change"), "restart_on_change is a config's or a secret's: a %s's files are not rewritten by a reload", v.Type)

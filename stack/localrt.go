@@ -157,6 +157,9 @@ func (l *SandboxRuntime) groupMounts(g *localGroup, req supervisor.StartRequest,
 	if g.vols == nil {
 		g.vols = volume.Open(l.stateDir, req.Group)
 	}
+	if err := g.vols.SetFSGroup(req.FSGroup); err != nil {
+		return nil, nil, err
+	}
 	vols := req.Volumes
 	if g.volumes != nil {
 		vols = g.volumes

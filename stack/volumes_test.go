@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,4 +243,60 @@ func TestReloadRestartsOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNothingLeft(t, instance, once, once2, live)
+}
+
+// fs_group: a process that is not root reads its group's secret (0440,
+// the fs_group's, which the process gets as a supplemental group) and
+// writes into an empty_dir whose files are the fs_group's too, as a pod's
+// fsGroup makes them.
+func TestNonRootProcessReadsItsSecret(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: namespaces, mounts and another user")
+	}
+	const gid = 4242
+	cfg := spec.Config{Groups: []spec.Group{{Name: "web", FSGroup: strconv.Itoa(gid),
+		Sandbox: &spec.Sandbox{Namespaces: []string{"mount"}},
+		Volumes: []spec.Volume{
+			{Name: "token", Type: spec.VolumeSecret, Files: []spec.VolumeFile{{Name: "token", Content: "s3cret"}}},
+			{Name: "out", Type: spec.VolumeEmptyDir},
+		},
+		Processes: []spec.Process{{Name: "app", User: "65534", Group: "65534",
+			Command:      []string{"sh", "-c", "cat /run/secrets/token > /out/got; touch /out/done; exec sleep 600"},
+			VolumeMounts: []spec.VolumeMount{{Volume: "token", Path: "/run/secrets"}, {Volume: "out", Path: "/out"}}}},
+	}}}
+	instance := newInstance()
+	st, err := stack.Start(context.Background(), cfg, stack.Options{Instance: instance, RuntimeDir: t.TempDir(), StateDir: filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pid := runningPid(t, st.Supervisor(), "web", "app")
+	root := filepath.Join("/proc", strconv.Itoa(pid), "root")
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(root, "out/done")); err == nil {
+			break
+		}
+	}
+	if got := readIn(t, pid, "/out/got"); got != "s3cret" {
+		t.Errorf("the process (uid 65534) read %q from its secret, want s3cret", got)
+	}
+	for p, want := range map[string]os.FileMode{"run/secrets/token": 0o440, "out": 0o777 | os.ModeDir | os.ModeSetgid} {
+		fi, err := os.Stat(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want || int(fi.Sys().(*syscall.Stat_t).Gid) != gid {
+			t.Errorf("/%s: mode %v gid %d, want %v gid %d", p, fi.Mode(), fi.Sys().(*syscall.Stat_t).Gid, want, gid)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root, "out/got")); err != nil || int(fi.Sys().(*syscall.Stat_t).Gid) != gid {
+		t.Errorf("/out/got is not the fs_group's: %v %v", fi, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := st.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertNothingLeft(t, instance, pid)
 }

@@ -99,6 +99,8 @@ type StartRequest struct {
 	// made (spec.VolumeMount).
 	Volumes      []spec.Volume
 	VolumeMounts []spec.VolumeMount
+	// FSGroup is the group's fs_group: the group of its volumes' files.
+	FSGroup string
 	// Stdout and Stderr receive the process's output; package stack's capture
 	// wrapper sets them. nil means podsup's own with hostrt.Runtime and
 	// /dev/null in a stack.SandboxRuntime sandbox.

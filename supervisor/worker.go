@@ -372,7 +372,7 @@ func (w *worker) startInstance(a core.StartAction) {
 	g := w.core.Spec()
 	req := StartRequest{
 		Group: w.name, InstanceID: id, Sandbox: g.Sandbox,
-		Volumes: g.Volumes, VolumeMounts: g.VolumeMounts(),
+		Volumes: g.Volumes, VolumeMounts: g.VolumeMounts(), FSGroup: g.FSGroup,
 		// The process as it starts: its group's security context under its own.
 		Process: spec.WithGroupSecurity(new(w.core.Spec()), a.Spec),
 		OnExit: func(st lifecycle.ExitStatus) {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -76,14 +77,23 @@ func mkdirBeneath(dirfd int, rel string, mode uint32) (int, error) {
 	return cur, nil
 }
 
-// fileMode is the mode of a volume's files: kubelet's default 0644
-// (defaultMode) for a config, 0400 for a secret, which only its owner
-// (root) may read.
-func fileMode(v spec.Volume) uint32 {
-	if v.Type == spec.VolumeSecret {
-		return 0o400
+// fileMode is the mode of a volume's files: its mode, else kubelet's
+// default 0644 (defaultMode) for a config and 0400 for a secret, which
+// only its owner (root) may read; with an fs_group (gid >= 0) the group
+// may read them too, as kubelet's SetVolumeOwnership adds 0440.
+func fileMode(v spec.Volume, gid int) uint32 {
+	m := v.Mode
+	switch {
+	case m != 0:
+	case v.Type == spec.VolumeSecret:
+		m = 0o400
+	default:
+		m = 0o644
 	}
-	return 0o644
+	if gid >= 0 {
+		m |= 0o440
+	}
+	return m
 }
 
 // contents reads v's files: inline content, or its source's as it is now.
@@ -105,7 +115,8 @@ func contents(v spec.Volume) (map[string][]byte, error) {
 
 // writeFiles makes dir hold v's files, swapping in a new version when
 // they changed (and saying so).
-func writeFiles(dir string, v spec.Volume) (changed bool, err error) {
+// gid, when >= 0, is their group (fs_group).
+func writeFiles(dir string, v spec.Volume, gid int) (changed bool, err error) {
 	files, err := contents(v)
 	if err != nil {
 		return false, err
@@ -118,17 +129,17 @@ func writeFiles(dir string, v spec.Volume) (changed bool, err error) {
 		return false, err
 	}
 	defer unix.Close(dirfd)
-	mode := fileMode(v)
+	mode := fileMode(v, gid)
 	old, _ := readlinkat(dirfd, dataLink)
-	if old != "" && same(dirfd, old, files, mode) {
+	if old != "" && same(dirfd, old, files, mode, gid) {
 		return false, nil
 	}
-	return true, swapIn(dir, dirfd, old, files, mode)
+	return true, swapIn(dir, dirfd, old, files, mode, gid)
 }
 
 // swapIn writes files as a new version of the volume directory dir
 // (dirfd) and publishes it, removing the version old.
-func swapIn(dir string, dirfd int, old string, files map[string][]byte, mode uint32) error {
+func swapIn(dir string, dirfd int, old string, files map[string][]byte, mode uint32, gid int) error {
 	version := ".." + time.Now().UTC().Format("2006_01_02_15_04_05.000000000")
 	if version == old {
 		version += "_"
@@ -142,7 +153,7 @@ func swapIn(dir string, dirfd int, old string, files map[string][]byte, mode uin
 	}
 	defer unix.Close(vfd)
 	for name, b := range files {
-		if err := writeFile(vfd, name, b, mode); err != nil {
+		if err := writeFile(vfd, name, b, mode, gid); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
@@ -165,7 +176,7 @@ func swapIn(dir string, dirfd int, old string, files map[string][]byte, mode uin
 
 // writeFile creates name (with its parents) under vfd, a directory only
 // the writer has seen.
-func writeFile(vfd int, name string, b []byte, mode uint32) error {
+func writeFile(vfd int, name string, b []byte, mode uint32, gid int) error {
 	parent := vfd
 	if d := path.Dir(name); d != "." {
 		fd, err := mkdirBeneath(vfd, d, 0o755)
@@ -181,6 +192,11 @@ func writeFile(vfd int, name string, b []byte, mode uint32) error {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
+	if gid >= 0 {
+		if err := f.Chown(-1, gid); err != nil {
+			return err
+		}
+	}
 	if err := f.Chmod(os.FileMode(mode)); err != nil { // not the umask's
 		return err
 	}
@@ -224,8 +240,9 @@ func linkTopNames(dirfd int, files map[string][]byte) error {
 	return nil
 }
 
-// same reports whether the version directory old holds exactly files.
-func same(dirfd int, old string, files map[string][]byte, mode uint32) bool {
+// same reports whether the version directory old holds exactly files,
+// with mode and, when gid >= 0, that group.
+func same(dirfd int, old string, files map[string][]byte, mode uint32, gid int) bool {
 	for name, b := range files {
 		fd, err := openBeneath(dirfd, old+"/"+name, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
 		if err != nil {
@@ -236,6 +253,9 @@ func same(dirfd int, old string, files map[string][]byte, mode uint32) bool {
 		got, rerr := io.ReadAll(io.LimitReader(f, int64(len(b))+1))
 		f.Close()
 		if err != nil || rerr != nil || uint32(st.Mode().Perm()) != mode || !bytes.Equal(got, b) {
+			return false
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); gid >= 0 && (!ok || int(sys.Gid) != gid) {
 			return false
 		}
 	}

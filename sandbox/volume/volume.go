@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,12 +44,39 @@ type Group struct {
 	Dir string
 	// tmpfs lists the memory empty_dirs mounted under Dir.
 	tmpfs []string
+	// fsGID is the group's fs_group, -1 for none (SetFSGroup).
+	fsGID int
 }
 
 // Open returns the volumes of group under stateDir; nothing is made before
 // Prepare.
 func Open(stateDir, group string) *Group {
-	return &Group{Dir: filepath.Join(stateDir, group)}
+	return &Group{Dir: filepath.Join(stateDir, group), fsGID: -1}
+}
+
+// SetFSGroup makes the group's fs_group (a name or a number, "" for none)
+// own what Prepare and Update write next, as kubelet's
+// SetVolumeOwnership gives a pod's fsGroup its volumes: config and secret
+// files get the group and its read bit, empty_dir directories the group,
+// its write bit and set-group-ID.
+func (g *Group) SetFSGroup(name string) error {
+	g.fsGID = -1
+	if name == "" {
+		return nil
+	}
+	gid, err := strconv.Atoi(name)
+	if err != nil {
+		grp, lerr := user.LookupGroup(name)
+		if lerr != nil {
+			return fmt.Errorf("fs_group %q: %w", name, lerr)
+		}
+		gid, _ = strconv.Atoi(grp.Gid)
+	}
+	if gid < 0 {
+		return fmt.Errorf("fs_group %q is not a group id", name)
+	}
+	g.fsGID = gid
+	return nil
 }
 
 func (g *Group) volumeDir(name string) string { return filepath.Join(g.Dir, "volumes", name) }
@@ -69,7 +97,7 @@ func (g *Group) Prepare(vols []spec.Volume) error {
 				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		case spec.VolumeConfig, spec.VolumeSecret:
-			if _, err := writeFiles(dir, v); err != nil {
+			if _, err := writeFiles(dir, v, g.fsGID); err != nil {
 				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		}
@@ -91,7 +119,7 @@ func (g *Group) Update(vols []spec.Volume) (changed []string, err error) {
 		if _, err := os.Lstat(dir); err != nil {
 			continue // not made yet: Prepare writes it
 		}
-		ch, err := writeFiles(dir, v)
+		ch, err := writeFiles(dir, v, g.fsGID)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
 		}
@@ -109,18 +137,24 @@ func (g *Group) emptyDir(dir string, v spec.Volume) error {
 	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	if v.Medium != "memory" || slices.Contains(g.tmpfs, dir) {
-		return os.Chmod(dir, 0o777) // the umask took bits off
+	if v.Medium == "memory" && !slices.Contains(g.tmpfs, dir) {
+		opts := "mode=0777"
+		if v.SizeLimit > 0 {
+			opts += ",size=" + strconv.FormatInt(v.SizeLimit, 10)
+		}
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
+		}
+		g.tmpfs = append(g.tmpfs, dir)
 	}
-	opts := "mode=0777"
-	if v.SizeLimit > 0 {
-		opts += ",size=" + strconv.FormatInt(v.SizeLimit, 10)
+	mode := os.FileMode(0o777) // the umask took bits off
+	if g.fsGID >= 0 {
+		if err := os.Lchown(dir, -1, g.fsGID); err != nil {
+			return err
+		}
+		mode |= os.ModeSetgid // what the processes make there is the group's too
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
-	}
-	g.tmpfs = append(g.tmpfs, dir)
-	return nil
+	return os.Chmod(dir, mode)
 }
 
 // Remove unmounts and deletes the group's volumes: the group is gone.

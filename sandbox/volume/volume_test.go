@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -291,5 +292,58 @@ func TestSetPeersRewritesHostsInPlace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(other.Dir, "etc", "hosts")); !os.IsNotExist(err) {
 		t.Errorf("SetPeers made a hosts file for a sandbox that had none: %v", err)
+	}
+}
+
+// A volume's mode replaces the default, and an fs_group owns the files
+// with group read added, as kubelet's SetVolumeOwnership does; a change
+// of the fs_group alone is a new version.
+func TestModeAndFSGroup(t *testing.T) {
+	g := Open(t.TempDir(), "g")
+	vols := []spec.Volume{
+		{Name: "s", Type: spec.VolumeSecret, Files: []spec.VolumeFile{{Name: "k", Content: "x"}}},
+		{Name: "c", Type: spec.VolumeConfig, Mode: 0o600, Files: []spec.VolumeFile{{Name: "k", Content: "x"}}},
+		// 0644 already has group read: only the group changes.
+		{Name: "r", Type: spec.VolumeConfig, Files: []spec.VolumeFile{{Name: "k", Content: "x"}}},
+		{Name: "e", Type: spec.VolumeEmptyDir},
+	}
+	check := func(name string, mode os.FileMode, gid int) {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(g.volumeDir(name), "k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != mode || int(fi.Sys().(*syscall.Stat_t).Gid) != gid {
+			t.Errorf("volume %s: mode %v gid %d, want %v gid %d", name, fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Gid, mode, gid)
+		}
+	}
+	if err := g.Prepare(vols); err != nil {
+		t.Fatal(err)
+	}
+	check("s", 0o400, os.Getegid())
+	check("c", 0o600, os.Getegid())
+
+	if err := g.SetFSGroup("4242"); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := g.Update(vols)
+	if err != nil || len(changed) != 3 {
+		t.Fatalf("update for a new fs_group: changed %v, %v; want s, c and r", changed, err)
+	}
+	check("s", 0o440, 4242)
+	check("c", 0o640, 4242)
+	check("r", 0o644, 4242)
+	if err := g.Prepare(vols); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(g.volumeDir("e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != os.ModeDir|os.ModeSetgid|0o777 || fi.Sys().(*syscall.Stat_t).Gid != 4242 {
+		t.Errorf("empty_dir: mode %v gid %d, want drwxrwsrwx gid 4242", fi.Mode(), fi.Sys().(*syscall.Stat_t).Gid)
+	}
+	if err := g.SetFSGroup("no-such-group-podsup"); err == nil {
+		t.Error("an unknown fs_group name was accepted")
 	}
 }
