@@ -179,7 +179,59 @@ func (d *decoder) group(b *hcl.Block, defaultBackoff spec.Backoff) spec.Group {
 	}
 	g.DependsOn = d.dependsOn(bs["depends_on"], p)
 	g.Security = d.security(as, bs, p)
+	d.str(as, p, "fs_group", &g.FSGroup)
+	for _, vb := range bs["volume"] {
+		g.Volumes = append(g.Volumes, d.volume(vb, at(p, "volume", vb.Labels[0])))
+	}
 	return g
+}
+
+// volume decodes a group's volume block at p.
+func (d *decoder) volume(b *hcl.Block, p []string) spec.Volume {
+	v := spec.Volume{Name: b.Labels[0]}
+	d.block(b, p)
+	as, bs := d.content(b.Body, volumeSchema, p)
+	d.str(as, p, "type", &v.Type)
+	d.str(as, p, "medium", &v.Medium)
+	d.size(as, p, "size_limit", &v.SizeLimit)
+	d.str(as, p, "path", &v.Path)
+	d.str(as, p, "host_path_type", &v.HostPathType)
+	d.boolean(as, p, "restart_on_change", &v.RestartOnChange)
+	var mode string
+	if d.str(as, p, "mode", &mode) {
+		if m, err := spec.ParseUmask(mode); err != nil {
+			d.invalid(at(p, "mode"), as["mode"], "mode must be an octal mode in a string, from \"0000\" to \"0777\", e.g. mode = \"0440\"; got %q.", mode)
+		} else {
+			v.Mode = m
+		}
+	}
+	for _, fb := range bs["file"] {
+		fp := at(p, "file", fb.Labels[0])
+		d.block(fb, fp)
+		fas, _ := d.content(fb.Body, volumeFileSchema, fp)
+		f := spec.VolumeFile{Name: fb.Labels[0]}
+		d.str(fas, fp, "content", &f.Content)
+		d.str(fas, fp, "source", &f.Source)
+		v.Files = append(v.Files, f)
+	}
+	return v
+}
+
+// volumeMounts decodes a process's volume_mount blocks at p.
+func (d *decoder) volumeMounts(bs hcl.Blocks, p []string) []spec.VolumeMount {
+	var out []spec.VolumeMount
+	for i, b := range bs {
+		mp := at(p, "volume_mount", strconv.Itoa(i))
+		d.block(b, mp)
+		as, _ := d.content(b.Body, volumeMountSchema, mp)
+		var m spec.VolumeMount
+		d.str(as, mp, "volume", &m.Volume)
+		d.str(as, mp, "path", &m.Path)
+		d.boolean(as, mp, "read_only", &m.ReadOnly)
+		d.str(as, mp, "sub_path", &m.SubPath)
+		out = append(out, m)
+	}
+	return out
 }
 
 func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
@@ -207,6 +259,25 @@ func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
 	d.resources(bs["resources"], p, &s.Resources)
 	for _, nb := range bs["network"] {
 		s.Network = d.network(nb, at(p, "network"))
+	}
+	for i, hb := range bs["host_alias"] {
+		hp := at(p, "host_alias", strconv.Itoa(i))
+		d.block(hb, hp)
+		has, _ := d.content(hb.Body, hostAliasSchema, hp)
+		var ha spec.HostAlias
+		d.str(has, hp, "ip", &ha.IP)
+		d.strList(has, hp, "hostnames", `["db.local"]`, &ha.Hostnames)
+		s.HostAliases = append(s.HostAliases, ha)
+	}
+	for _, db := range bs["dns"] {
+		dp := at(p, "dns")
+		d.block(db, dp)
+		das, _ := d.content(db.Body, dnsSchema, dp)
+		dns := &spec.DNSConfig{}
+		d.strList(das, dp, "nameservers", `["10.0.0.10"]`, &dns.Nameservers)
+		d.strList(das, dp, "searches", `["svc.local"]`, &dns.Searches)
+		d.strList(das, dp, "options", `["ndots:2"]`, &dns.Options)
+		s.DNS = dns
 	}
 	return s
 }
@@ -318,6 +389,7 @@ func (d *decoder) process(b *hcl.Block, p []string, schema *blockSchema, groupEn
 		}
 	}
 	pr.DependsOn = d.dependsOn(bs["depends_on"], p)
+	pr.VolumeMounts = d.volumeMounts(bs["volume_mount"], p)
 	d.resources(bs["resources"], p, &pr.Resources)
 	pr.Security = d.security(as, bs, p)
 	for _, lb := range bs["log"] {

@@ -102,12 +102,12 @@ var (
 	backoffSchema = newSchema("backoff", []string{"initial", "max", "reset"}, nil, nil)
 
 	groupSchema = newSchema("group",
-		append([]string{"restart_policy", "termination_grace_period", "env", "env_file", "backoff_limit"}, securityAttrs...), nil,
-		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
+		append([]string{"restart_policy", "termination_grace_period", "env", "env_file", "backoff_limit", "fs_group"}, securityAttrs...), nil,
+		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on", "volume")...), "init", "process", "depends_on", "volume")
 
 	sandboxSchema = newSchema("sandbox",
 		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount"}, nil,
-		blocks("mount", "resources", "network"), "mount")
+		blocks("mount", "resources", "network", "host_alias", "dns"), "mount", "host_alias")
 
 	networkSchema = newSchema("network",
 		[]string{"name", "conf_dir", "plugin_dirs", "bridge", "subnet"}, []string{"mode"},
@@ -117,13 +117,20 @@ var (
 
 	mountSchema = newSchema("mount", []string{"source", "readonly", "options"}, []string{"type", "target"}, nil)
 
+	hostAliasSchema = newSchema("host_alias", nil, []string{"ip", "hostnames"}, nil)
+	dnsSchema       = newSchema("dns", []string{"nameservers", "searches", "options"}, nil, nil)
+
+	volumeSchema      = newSchema("volume", []string{"medium", "size_limit", "path", "host_path_type", "mode", "restart_on_change"}, []string{"type"}, named("file"), "file")
+	volumeFileSchema  = newSchema("file", []string{"content", "source"}, nil, nil)
+	volumeMountSchema = newSchema("volume_mount", []string{"read_only", "sub_path"}, []string{"volume", "path"}, nil)
+
 	resourcesSchema = newSchema("resources", []string{"memory", "cpu", "cpu_weight", "pids", "cpu_request"}, nil, nil)
 
 	processSchema = newSchema("process",
 		append([]string{"command", "env", "env_file", "working_dir", "user", "group", "stop_signal", "restart_policy",
 			"critical", "readiness", "watchdog", "sockets", "image"}, securityAttrs...), nil,
 		append(blocks("startup_probe", "liveness_probe", "readiness_probe",
-			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources", "capabilities", "rlimits"), named("depends_on")...), "depends_on")
+			"pre_start", "post_start", "pre_stop", "post_stop", "log", "resources", "capabilities", "rlimits", "volume_mount"), named("depends_on")...), "depends_on", "volume_mount")
 
 	// initSchema is processSchema under its own name: an init takes the same
 	// fields, and spec's validation says which of them make no sense there.

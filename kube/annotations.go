@@ -202,6 +202,10 @@ func overlayGroup(g, frag *spec.Group) {
 	if frag.DependsOn != nil {
 		g.DependsOn = frag.DependsOn
 	}
+	overlayVolumes(g, frag.Volumes)
+	if frag.FSGroup != "" {
+		g.FSGroup = frag.FSGroup
+	}
 	if !frag.Security.IsZero() {
 		g.Security = frag.Security // whole: the export writes it whole
 	}

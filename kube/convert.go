@@ -69,9 +69,13 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 	all := skipped
 	usedImages, usedImageConfigs := map[string]bool{}, map[string]bool{}
 	sources := slices.Clone(o.EnvSources)
+	data := dataObjects{}
 	for _, w := range ws {
 		if w.source != nil {
 			sources = append(sources, *w.source)
+		}
+		if w.data != nil {
+			data[[2]string{w.data.kind, w.data.name}] = w.data
 		}
 	}
 	for _, w := range ws {
@@ -83,7 +87,7 @@ func Convert(src io.Reader, o Options) (*Result, error) {
 			r.warn("apiVersion", "%s", w.readAs)
 		}
 		w.unmappedFields(r)
-		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages, usedImageConfigs: usedImageConfigs, sources: sources}
+		c := &converter{r: r, w: w, o: o, images: res.Images, envOrder: res.EnvOrder, usedImages: usedImages, usedImageConfigs: usedImageConfigs, sources: sources, data: data}
 		g := c.group()
 		res.Config.Groups = append(res.Config.Groups, g)
 		all = append(all, r.findings...)
@@ -135,6 +139,10 @@ type converter struct {
 	sources          []EnvSource
 	rootfs           string
 	rootfsFrom       string // path of the container that chose rootfs
+	// data are the manifest's ConfigMaps and Secrets; dropped are the
+	// volumes of kinds podsup has not, with their paths (volumes.go).
+	data    dataObjects
+	dropped map[string]string
 }
 
 func (c *converter) path(rel string) string { return c.w.prefix + rel }
@@ -159,6 +167,7 @@ func (c *converter) group() spec.Group {
 	if c.w.job && (g.RestartPolicy == spec.RestartOnFailure || g.RestartPolicy == spec.RestartNever) {
 		c.jobLimit(&g) // the API server takes a Job's pods with no other policy
 	}
+	c.volumes(&g)
 	for i := range pod.InitContainers {
 		p, ok := c.process(&pod.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true)
 		if ok {
@@ -172,7 +181,7 @@ func (c *converter) group() spec.Group {
 		}
 	}
 	g.Security = c.podSecurity()
-	g.Sandbox = c.sandbox()
+	g.Sandbox = c.sandbox(&g)
 	c.annotations(&g)
 	return g
 }
@@ -195,7 +204,7 @@ func (c *converter) jobLimit(g *spec.Group) {
 // sandbox is the group's: namespaces for hostname and
 // shareProcessNamespace, the cgroup limits, the rootfs of --rootfs, the
 // read-only root and proc mount of the containers' securityContexts.
-func (c *converter) sandbox() *spec.Sandbox {
+func (c *converter) sandbox(g *spec.Group) *spec.Sandbox {
 	pod := &c.w.pod
 	s := &spec.Sandbox{Resources: c.resources()}
 	ns := map[string]bool{}
@@ -218,6 +227,7 @@ func (c *converter) sandbox() *spec.Sandbox {
 		ns["net"] = true
 		s.Network = n
 	}
+	c.names(s, ns, g)
 	for _, n := range spec.Namespaces {
 		if ns[n] {
 			s.Namespaces = append(s.Namespaces, n)
@@ -430,6 +440,7 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 	env := c.environment(ct, at)
 	p.Command = c.command(ct, at, env, img)
 	p.WorkingDir = ct.WorkingDir
+	p.VolumeMounts = c.volumeMounts(ct, at)
 	p.User, p.Group = c.identity(ct)
 	imageDefaults(&p, env, img, p.User != "", p.Group != "")
 	c.standardEnv(env)

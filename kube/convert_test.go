@@ -591,12 +591,17 @@ func TestConvertRefusals(t *testing.T) {
     readinessProbe:
       httpGet: {port: http}
 `), Options{}, []string{`error: Pod/p: spec.containers[0].readinessProbe.httpGet.port: container "app" has no port named "http"`}},
-		{"strict", pod(`  containers:
+		{"strict", pod(`  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: data}
+  containers:
   - name: app
     command: [sleep, "1"]
     volumeMounts:
     - {name: data, mountPath: /data}
-`), Options{Strict: true}, []string{"error: Pod/p: spec.containers[0].volumeMounts: podsup has no volumes"}},
+`), Options{Strict: true}, []string{
+			"error: Pod/p: spec.volumes[0].persistentVolumeClaim: podsup has no PersistentVolumeClaims",
+			`error: Pod/p: spec.containers[0].volumeMounts[0]: volume "data" is not carried over (spec.volumes[0]): not mounted`}},
 		{"two rootfs", pod(`  containers:
   - name: a
     image: one
@@ -763,7 +768,7 @@ spec:
     readinessProbe:
       httpGet: {port: http}
   volumes:
-  - {name: data, emptyDir: {}}
+  - {name: data, persistentVolumeClaim: {claimName: c}}
 `), Options{})
 	var fe *FindingsError
 	if !errors.As(err, &fe) {
@@ -771,8 +776,8 @@ spec:
 	}
 	for _, want := range []string{
 		`error: Pod/p: spec.containers[0].readinessProbe.httpGet.port: container "app" has no port named "http"`,
-		"warning: Pod/p: spec.containers[0].volumeMounts: podsup has no volumes",
-		"warning: Pod/p: spec.volumes: podsup has no volumes",
+		`warning: Pod/p: spec.containers[0].volumeMounts[0]: volume "data" is not carried over`,
+		"warning: Pod/p: spec.volumes[0].persistentVolumeClaim: podsup has no PersistentVolumeClaims",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

@@ -41,6 +41,9 @@ type workload struct {
 	// replicas is the workload's spec.replicas, when it has one: podsup
 	// runs one copy, so only another number is worth a warning.
 	replicas *int32
+	// data is set too for a ConfigMap or a Secret: what the workloads'
+	// configMap and secret volumes read (volumes.go).
+	data *dataObject
 	// readAs says how an apiVersion Kubernetes no longer serves was read.
 	readAs string
 	// job is set for a Job's pod template (a CronJob's too), with the
@@ -70,13 +73,13 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 	{"v1", "ConfigMap"}: func() (any, func(any) *workload) {
 		return &corev1.ConfigMap{}, func(o any) *workload {
 			m := o.(*corev1.ConfigMap)
-			return &workload{kind: "ConfigMap", name: m.Name, source: &EnvSource{Kind: "ConfigMap", Name: m.Name, Namespace: m.Namespace, Data: m.Data}}
+			return &workload{kind: "ConfigMap", name: m.Name, source: &EnvSource{Kind: "ConfigMap", Name: m.Name, Namespace: m.Namespace, Data: m.Data}, data: configMapData(m)}
 		}
 	},
 	{"v1", "Secret"}: func() (any, func(any) *workload) {
 		return &corev1.Secret{}, func(o any) *workload {
 			m := o.(*corev1.Secret)
-			return &workload{kind: "Secret", name: m.Name, source: &EnvSource{Kind: "Secret", Name: m.Name, Namespace: m.Namespace, Data: secretData(m)}}
+			return &workload{kind: "Secret", name: m.Name, source: &EnvSource{Kind: "Secret", Name: m.Name, Namespace: m.Namespace, Data: secretData(m)}, data: secretVolumeData(m)}
 		}
 	},
 	{"apps/v1", "Deployment"}: func() (any, func(any) *workload) {
@@ -327,17 +330,20 @@ func trimPrefix(s, prefix string) string {
 
 // fieldWhy says more than "not supported" for fields users often write.
 var fieldWhy = map[string]string{
-	"spec.volumes":                                      "podsup has no volumes: processes see the host's (or the rootfs') files; use a sandbox mount: ignored",
-	"spec.containers[].volumeMounts":                    "podsup has no volumes: use a sandbox mount: ignored",
 	"spec.containers[].imagePullPolicy":                 "podsup pulls no images: ignored",
-	"spec.initContainers[].volumeMounts":                "podsup has no volumes: use a sandbox mount: ignored",
 	"spec.containers[].lifecycle.postStart.tcpSocket":   "kubelet never runs a tcpSocket hook (deprecated): ignored",
 	"spec.containers[].lifecycle.preStop.tcpSocket":     "kubelet never runs a tcpSocket hook (deprecated): ignored",
 	"spec.securityContext.seLinuxOptions":               "podsup sets no SELinux label: ignored",
 	"spec.securityContext.appArmorProfile":              "podsup loads no AppArmor profile: ignored",
 	"spec.securityContext.windowsOptions":               "podsup runs Linux processes: ignored",
 	"spec.securityContext.sysctls":                      "podsup sets no sysctls for a group: ignored",
-	"spec.securityContext.fsGroup":                      "podsup has no volumes to give a group: ignored",
+	"spec.volumes[].persistentVolumeClaim":              "podsup has no PersistentVolumeClaims: use a host_path or empty_dir volume: ignored",
+	"spec.volumes[].projected":                          "podsup has no projected volumes (service account tokens, downward API): ignored",
+	"spec.volumes[].downwardAPI":                        "podsup has no downward API: write the values in a config volume: ignored",
+	"spec.volumes[].ephemeral":                          "podsup provisions no storage: use an empty_dir volume: ignored",
+	"spec.volumes[].csi":                                "podsup has no CSI drivers: ignored",
+	"spec.volumes[].nfs":                                "podsup mounts no NFS: mount it on the host and use a host_path volume: ignored",
+	"spec.volumes[].image":                              "podsup runs no images: ignored",
 	"spec.containers[].securityContext.seLinuxOptions":  "podsup sets no SELinux label: ignored",
 	"spec.containers[].securityContext.appArmorProfile": "podsup loads no AppArmor profile: ignored",
 	"spec.containers[].securityContext.windowsOptions":  "podsup runs Linux processes: ignored",

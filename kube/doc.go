@@ -82,6 +82,18 @@
 //	                                    its Env under the container's, its WorkingDir
 //	                                    and User where the container sets none;
 //	                                    Options.Entrypoints (--entrypoint) without one
+//	  volumeMounts[]                    volume_mount (name, mountPath, readOnly, subPath)
+//	spec.volumes[]                      volume: emptyDir (medium Memory, sizeLimit),
+//	                                    hostPath (type), configMap and secret (items,
+//	                                    from the ConfigMap and Secret documents of the
+//	                                    same manifest; Export writes them, one per
+//	                                    volume); other kinds are warnings by path
+//	spec.hostAliases, spec.dnsConfig    sandbox host_alias blocks and dns block (a
+//	                                    mount namespace: podsup writes /etc/hosts and
+//	                                    /etc/resolv.conf); Export sets dnsPolicy None
+//	spec.subdomain                      the sandbox hostname's domain: hostname.subdomain
+//	configMap/secret defaultMode        volume mode (unset: a secret's files are 0400)
+//	spec.securityContext.fsGroup        group fs_group
 //
 // Refused (errors): what valueFrom or envFrom cannot know (a ConfigMap,
 // Secret or key that is missing and not optional, status.podIP and

@@ -56,7 +56,7 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 			g.Backoff = &b
 		}
 		g.Init, g.Processes = withImage(g.Init, o.DefaultImage), withImage(g.Processes, o.DefaultImage)
-		pod, ws := exportGroup(&g)
+		pod, data, ws := exportGroup(&g)
 		warns = append(warns, ws...)
 		var obj any = pod
 		if o.Kind == "deployment" {
@@ -66,17 +66,21 @@ func Export(w io.Writer, cfg *spec.Config, o ExportOptions) ([]Finding, error) {
 					Msg: "Kubernetes runs a Deployment's pods only with restartPolicy Always: apply it as a Pod or a Job"})
 			}
 		}
-		out, err := marshal(obj)
-		if err != nil {
-			return nil, fmt.Errorf("writing group %q: %w", g.Name, err)
-		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
+		// The ConfigMaps and Secrets of its volumes go before the pod, as
+		// kubectl apply wants them.
+		for j, o := range append(data, obj) {
+			out, err := marshal(o)
+			if err != nil {
+				return nil, fmt.Errorf("writing group %q: %w", g.Name, err)
+			}
+			if i > 0 || j > 0 {
+				if _, err := io.WriteString(w, "---\n"); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := w.Write(out); err != nil {
 				return nil, err
 			}
-		}
-		if _, err := w.Write(out); err != nil {
-			return nil, err
 		}
 	}
 	return warns, nil
@@ -121,10 +125,10 @@ func withImage(ps []spec.Process, def string) []spec.Process {
 	return out
 }
 
-// exportGroup is g as a Pod: the Kubernetes fields first; then the Pod is
-// converted back, and every field that did not survive goes into an
-// annotation, whole.
-func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
+// exportGroup is g as a Pod, with the ConfigMaps and Secrets its volumes
+// read: the Kubernetes fields first; then the Pod is converted back, and
+// every field that did not survive goes into an annotation, whole.
+func exportGroup(g *spec.Group) (*corev1.Pod, []any, []Finding) {
 	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: g.Name},
@@ -181,10 +185,11 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 	if s := g.Sandbox; s != nil {
 		sandboxSecurity(ps, s)
 	}
+	data := exportVolumes(g, ps)
 
 	// What a Pod holds of g, read back the way Convert reads it.
 	w := &workload{kind: "Pod", name: g.Name, pod: *ps.DeepCopy()}
-	c := &converter{r: &reporter{}, w: w, images: map[[2]string]string{}, envOrder: map[[2]string][]string{}, usedImages: map[string]bool{}, usedImageConfigs: map[string]bool{}}
+	c := &converter{r: &reporter{}, w: w, images: map[[2]string]string{}, envOrder: map[[2]string][]string{}, usedImages: map[string]bool{}, usedImageConfigs: map[string]bool{}, data: exportedData(data)}
 	back := c.group()
 
 	var warns []Finding
@@ -221,6 +226,10 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 	if !reflect.DeepEqual(g.Security, back.Security) {
 		gd.Security = g.Security
 	}
+	gd.Volumes = volumesDelta(g.Volumes, back.Volumes)
+	if g.FSGroup != back.FSGroup { // a name: fsGroup is a number
+		gd.FSGroup = g.FSGroup
+	}
 	if len(g.DependsOn) > 0 { // a Pod has no start order: always podsup's own
 		gd.DependsOn = g.DependsOn
 	}
@@ -239,7 +248,7 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 			}
 		}
 	}
-	return pod, warns
+	return pod, data, warns
 }
 
 // sandboxSecurity writes the sandbox's read-only root and proc mount into

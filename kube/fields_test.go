@@ -18,11 +18,11 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 		reflect.TypeFor[spec.Config]():          {"Supervisor", "Backoff", "Groups"},
 		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "SocketGroupRoles", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote", "StopOrder"},
 		reflect.TypeFor[spec.Backoff]():         {"Initial", "Max", "Reset"},
-		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes", "DependsOn", "Security", "BackoffLimit"},
-		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources", "ReadOnlyRootFilesystem", "PrivateTmp", "ProcMount", "Network"},
-		reflect.TypeFor[spec.Mount]():           {"Type", "Source", "Target", "ReadOnly", "Options"},
+		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes", "DependsOn", "Security", "BackoffLimit", "Volumes", "FSGroup"},
+		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources", "ReadOnlyRootFilesystem", "PrivateTmp", "ProcMount", "Network", "HostAliases", "DNS"},
+		reflect.TypeFor[spec.Mount]():           {"Type", "Source", "Target", "ReadOnly", "Options", "NoSymlinks"},
 		reflect.TypeFor[spec.Resources]():       {"Memory", "CPU", "CPUWeight", "Pids", "CPURequest"},
-		reflect.TypeFor[spec.Process]():         {"Name", "Command", "Image", "Env", "WorkingDir", "User", "Group", "Security", "StopSignal", "RestartPolicy", "Critical", "Resources", "StartupProbe", "LivenessProbe", "ReadinessProbe", "PreStart", "PostStart", "PreStop", "PostStop", "Log", "Readiness", "Watchdog", "Sockets", "DependsOn"},
+		reflect.TypeFor[spec.Process]():         {"Name", "Command", "Image", "Env", "WorkingDir", "User", "Group", "Security", "StopSignal", "RestartPolicy", "Critical", "Resources", "StartupProbe", "LivenessProbe", "ReadinessProbe", "PreStart", "PostStart", "PreStop", "PostStop", "Log", "Readiness", "Watchdog", "Sockets", "DependsOn", "VolumeMounts"},
 		reflect.TypeFor[spec.Security]():        {"RunAsNonRoot", "SupplementalGroups", "Umask", "Privileged", "Capabilities", "NoNewPrivileges", "Seccomp", "Rlimits", "OOMScoreAdj"},
 		reflect.TypeFor[spec.Capabilities]():    {"Add", "Drop"},
 		reflect.TypeFor[spec.Rlimit]():          {"Soft", "Hard"},
@@ -36,6 +36,11 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 		reflect.TypeFor[spec.TCPSocketAction](): {"Host", "Port"},
 		reflect.TypeFor[spec.SleepAction]():     {"Duration"},
 		reflect.TypeFor[spec.Dependency]():      {"Name", "Condition", "Timeout", "Restart"},
+		reflect.TypeFor[spec.Volume]():          {"Name", "Type", "Medium", "SizeLimit", "Path", "HostPathType", "Files", "Mode", "RestartOnChange"},
+		reflect.TypeFor[spec.VolumeFile]():      {"Name", "Content", "Source"},
+		reflect.TypeFor[spec.VolumeMount]():     {"Volume", "Path", "ReadOnly", "SubPath"},
+		reflect.TypeFor[spec.HostAlias]():       {"IP", "Hostnames"},
+		reflect.TypeFor[spec.DNSConfig]():       {"Nameservers", "Searches", "Options"},
 	}
 	for typ, names := range known {
 		var got []string

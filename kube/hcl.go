@@ -153,7 +153,10 @@ func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 				str(pb, "host_ip", p.HostIP)
 			}
 		}
+		writeNames(sb, s)
 	}
+	str(b, "fs_group", g.FSGroup)
+	writeVolumes(b, g.Volumes)
 }
 
 // writeResources writes a resources block, a sandbox's or a process's,
@@ -212,6 +215,7 @@ func writeProcessInOrder(b *hclwrite.Body, p *spec.Process, envOrder []string) {
 		b.SetAttributeValue("sockets", strList(p.Sockets))
 	}
 	writeDependsOn(b, p.DependsOn)
+	writeVolumeMounts(b, p.VolumeMounts)
 	writeProbe(b, "startup_probe", p.StartupProbe)
 	writeProbe(b, "liveness_probe", p.LivenessProbe)
 	writeProbe(b, "readiness_probe", p.ReadinessProbe)
@@ -391,5 +395,59 @@ func writeDependsOn(b *hclwrite.Body, ds []spec.Dependency) {
 		str(db, "condition", string(d.Condition))
 		dur(db, "timeout", d.Timeout)
 		boolean(db, "restart", d.Restart)
+	}
+}
+
+// writeNames writes a sandbox's host_alias and dns blocks.
+func writeNames(b *hclwrite.Body, s *spec.Sandbox) {
+	for _, ha := range s.HostAliases {
+		hb := b.AppendNewBlock("host_alias", nil).Body()
+		str(hb, "ip", ha.IP)
+		hb.SetAttributeValue("hostnames", strList(ha.Hostnames))
+	}
+	if d := s.DNS; d != nil {
+		db := b.AppendNewBlock("dns", nil).Body()
+		for _, l := range []struct {
+			name string
+			v    []string
+		}{{"nameservers", d.Nameservers}, {"searches", d.Searches}, {"options", d.Options}} {
+			if len(l.v) > 0 {
+				db.SetAttributeValue(l.name, strList(l.v))
+			}
+		}
+	}
+}
+
+// writeVolumes writes a group's volume blocks.
+func writeVolumes(b *hclwrite.Body, vols []spec.Volume) {
+	for _, v := range vols {
+		vb := b.AppendNewBlock("volume", []string{v.Name}).Body()
+		str(vb, "type", v.Type)
+		str(vb, "medium", v.Medium)
+		size(vb, "size_limit", v.SizeLimit)
+		str(vb, "path", v.Path)
+		str(vb, "host_path_type", v.HostPathType)
+		if v.Mode != 0 {
+			vb.SetAttributeValue("mode", cty.StringVal(spec.FormatUmask(v.Mode)))
+		}
+		boolean(vb, "restart_on_change", v.RestartOnChange)
+		for _, f := range v.Files {
+			fb := vb.AppendNewBlock("file", []string{f.Name}).Body()
+			if f.Source == "" {
+				fb.SetAttributeValue("content", cty.StringVal(f.Content))
+			}
+			str(fb, "source", f.Source)
+		}
+	}
+}
+
+// writeVolumeMounts writes a process's volume_mount blocks.
+func writeVolumeMounts(b *hclwrite.Body, vms []spec.VolumeMount) {
+	for _, m := range vms {
+		mb := b.AppendNewBlock("volume_mount", nil).Body()
+		str(mb, "volume", m.Volume)
+		str(mb, "path", m.Path)
+		boolean(mb, "read_only", m.ReadOnly)
+		str(mb, "sub_path", m.SubPath)
 	}
 }

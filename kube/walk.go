@@ -2,6 +2,7 @@ package kube
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,12 +67,12 @@ var (
 // "spec.template." for a Deployment's template).
 func mappedPodPatterns(prefix string) []string {
 	var out []string
-	for _, f := range append(podFields, ignoredFields...) {
+	for _, f := range slices.Concat(podFields, volumePodFields, ignoredFields) {
 		out = append(out, prefix+f)
 	}
 	for _, list := range []string{"spec.containers[].", "spec.initContainers[]."} {
 		c := prefix + list
-		for _, f := range containerFields {
+		for _, f := range slices.Concat(containerFields, volumeContainerFields) {
 			out = append(out, c+f)
 		}
 		for _, probe := range []string{"startupProbe.", "livenessProbe.", "readinessProbe."} {

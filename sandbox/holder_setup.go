@@ -45,15 +45,16 @@ func setupMounts(cfg holderConfig) error {
 	}
 	defer unix.Close(rootFD)
 	r := inRoot{fd: rootFD, path: root}
-	mounts := cfg.Mounts
+	// A bind's source is the host's: one under /tmp must not be looked
+	// for in the private /tmp about to hide it. Each is opened now and
+	// bound from its fd; so is a volume's (NoSymlinks), which must be
+	// opened through no symlink.
+	mounts, err := openBindSources(cfg.Mounts, cfg.PrivateTmp)
+	if err != nil {
+		return err
+	}
+	defer closeBindSources(mounts)
 	if cfg.PrivateTmp {
-		// A bind's source is the host's: one under /tmp must not be
-		// looked for in the private /tmp about to hide it. Each is
-		// opened now and bound from its fd.
-		if mounts, err = openBindSources(mounts); err != nil {
-			return err
-		}
-		defer closeBindSources(mounts)
 		// First, so that a mount of the configuration on /tmp wins.
 		mounts = append(privateTmpMounts(), mounts...)
 	}
@@ -93,13 +94,17 @@ func setupMounts(cfg holderConfig) error {
 // openBindSources returns mounts with each bind's Source replaced by an
 // O_PATH fd of it (/proc/self/fd/N), opened in the view before any of the
 // sandbox's mounts is made.
-func openBindSources(mounts []spec.Mount) ([]spec.Mount, error) {
+func openBindSources(mounts []spec.Mount, all bool) ([]spec.Mount, error) {
 	out := append([]spec.Mount(nil), mounts...)
 	for i, m := range out {
-		if m.Type != "bind" {
+		if m.Type != "bind" || !all && !m.NoSymlinks {
 			continue
 		}
 		fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if m.NoSymlinks {
+			fd, err = unix.Openat2(unix.AT_FDCWD, m.Source, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		}
 		if err != nil {
 			closeBindSources(out[:i])
 			return nil, fmt.Errorf("bind mount source: %s: %w", m.Source, err)

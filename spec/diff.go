@@ -146,6 +146,22 @@ func groupLevel(c *Config, g *Group) Group {
 	if len(out.Init) == 0 {
 		out.Init = nil
 	}
+	// Volume mounts are made in the group's sandbox: a change of one
+	// recreates the group. The files of config and secret volumes are
+	// rewritten in place by a reload (stack.Stack.Reload): their change
+	// is none of the group's.
+	for _, p := range append(g.Init[:len(g.Init):len(g.Init)], g.Processes...) {
+		if len(p.VolumeMounts) > 0 {
+			out.Processes = append(out.Processes, Process{Name: p.Name, VolumeMounts: p.VolumeMounts})
+		}
+	}
+	out.Volumes = nil
+	for _, v := range g.Volumes {
+		// RestartOnChange is read by the reload itself, from the new
+		// configuration: a change of it alone recreates nothing.
+		v.Files, v.Mode, v.RestartOnChange = nil, 0, false
+		out.Volumes = append(out.Volumes, v)
+	}
 	if out.Sandbox != nil {
 		sb := *out.Sandbox
 		if len(sb.Namespaces) == 0 {
@@ -252,6 +268,8 @@ func normalize(p Process) Process {
 	if len(p.Sockets) == 0 {
 		p.Sockets = nil
 	}
+	// Compared with the group (groupLevel): they are its sandbox's mounts.
+	p.VolumeMounts = nil
 	if len(p.Security.SupplementalGroups) == 0 {
 		p.Security.SupplementalGroups = nil
 	}

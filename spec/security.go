@@ -158,7 +158,13 @@ func EffectiveSecurity(g *Group, p *Process) Security {
 	if g == nil {
 		return p.Security
 	}
-	return p.Security.Over(g.Security)
+	s := p.Security.Over(g.Security)
+	// The group's fs_group owns its volumes: every process is in it, as
+	// kubelet adds a pod's fsGroup to each container's groups.
+	if g.FSGroup != "" && !slices.Contains(s.SupplementalGroups, g.FSGroup) {
+		s.SupplementalGroups = append(slices.Clone(s.SupplementalGroups), g.FSGroup)
+	}
+	return s
 }
 
 // WithGroupSecurity returns p with its Security made effective under g:

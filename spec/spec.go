@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,6 +143,17 @@ type Group struct {
 	// too, as the Job controller replaces a failed pod) before it gives up
 	// (R7, a Job's backoffLimit); nil is no limit.
 	BackoffLimit *int
+	// Volumes are what the group's processes may mount (volume_mount):
+	// Kubernetes' pod volumes. They need a sandbox with the mount
+	// namespace.
+	Volumes []Volume
+	// FSGroup, a group name or number, owns the files of the group's
+	// config and secret volumes (readable by the group) and its empty_dir
+	// directories (set-group-ID, writable by the group), and is a
+	// supplemental group of its inits and processes: Kubernetes' pod
+	// securityContext.fsGroup, so that a process that is not root reads
+	// its secrets.
+	FSGroup string
 }
 
 // DefaultJobBackoffLimit is the Job controller's backoffLimit when a Job
@@ -200,6 +212,11 @@ type Process struct {
 	// DependsOn holds each start back until every named process or init
 	// of the same group meets its condition.
 	DependsOn []Dependency
+	// VolumeMounts mount the group's volumes. They are made in the
+	// group's sandbox, whose mount namespace the processes share (not in
+	// a mount namespace of the process's own, as Kubernetes does): a
+	// change of one is a change of the group.
+	VolumeMounts []VolumeMount
 }
 
 // Log says where a process's stdout and stderr go.
@@ -395,6 +412,12 @@ type Sandbox struct {
 	// attached to (Nomad's network block); nil is mode "none" with the
 	// "net" namespace and the host's network without it.
 	Network *Network
+	// HostAliases are extra lines of the sandbox's /etc/hosts
+	// (Kubernetes' hostAliases).
+	HostAliases []HostAlias
+	// DNS, when set, is the sandbox's /etc/resolv.conf (Kubernetes'
+	// dnsConfig with dnsPolicy None); nil is the host's.
+	DNS *DNSConfig
 }
 
 // The values of Network.Mode.
@@ -476,6 +499,107 @@ func (s *Sandbox) PortNamed(name string) int {
 	return 0
 }
 
+// HostAlias is one line of /etc/hosts: an address and its names.
+type HostAlias struct {
+	IP        string
+	Hostnames []string
+}
+
+// DNSConfig is a resolv.conf: Kubernetes' PodDNSConfig.
+type DNSConfig struct {
+	Nameservers []string
+	Searches    []string
+	// Options are resolv.conf options, "name" or "name:value" ("ndots:2").
+	Options []string
+}
+
+// The kinds of Volume.Type.
+const (
+	VolumeEmptyDir = "empty_dir"
+	VolumeHostPath = "host_path"
+	VolumeConfig   = "config"
+	VolumeSecret   = "secret"
+)
+
+// VolumeTypes are the kinds of volume, in the order errors list them.
+var VolumeTypes = []string{VolumeEmptyDir, VolumeHostPath, VolumeConfig, VolumeSecret}
+
+// HostPathTypes are Kubernetes' HostPathType checks; "" checks nothing.
+var HostPathTypes = []string{"DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"}
+
+// Volume is one of a group's volumes (Kubernetes' pod volume).
+type Volume struct {
+	Name string
+	// Type is one of VolumeTypes.
+	Type string
+	// Medium is empty_dir's: "" (a directory under podsup's state
+	// directory) or "memory" (a tmpfs).
+	Medium string
+	// SizeLimit caps a memory empty_dir (tmpfs size=); 0 is the tmpfs
+	// default.
+	SizeLimit int64
+	// Path is host_path's host path; HostPathType is one of
+	// HostPathTypes.
+	Path         string
+	HostPathType string
+	// Files are a config or secret volume's files.
+	Files []VolumeFile
+	// Mode is the permission bits of a config or secret volume's files
+	// (Kubernetes' defaultMode); 0 is 0644 for a config, 0400 for a
+	// secret. An FSGroup adds group read.
+	Mode uint32
+	// RestartOnChange makes a reload that changes a config or secret
+	// volume's files restart the running processes that mount it, for
+	// programs that read their configuration once; without it the files
+	// change under them.
+	RestartOnChange bool
+}
+
+// VolumeFile is one file of a config or secret volume: its name inside
+// the volume (slashes make directories) and its content, given inline or
+// read from Source, a host file, each time the volume is written.
+type VolumeFile struct {
+	Name    string
+	Content string
+	Source  string
+}
+
+// VolumeMount mounts a group volume in the sandbox at Path (Kubernetes'
+// volumeMount). SubPath mounts a directory or file inside the volume.
+type VolumeMount struct {
+	Volume   string
+	Path     string
+	ReadOnly bool
+	SubPath  string
+}
+
+// VolumeMounts is every volume mount of the group's inits and processes,
+// in the order of the configuration: what its sandbox mounts.
+func (g *Group) VolumeMounts() []VolumeMount {
+	var out []VolumeMount
+	for _, list := range [][]Process{g.Init, g.Processes} {
+		for _, p := range list {
+			out = append(out, p.VolumeMounts...)
+		}
+	}
+	return out
+}
+
+// Volume returns the group's volume of that name, or nil.
+func (g *Group) Volume(name string) *Volume {
+	for i := range g.Volumes {
+		if g.Volumes[i].Name == name {
+			return &g.Volumes[i]
+		}
+	}
+	return nil
+}
+
+// HasNamespace reports whether s asks for the namespace ns.
+func (s *Sandbox) HasNamespace(ns string) bool {
+	return s != nil && slices.Contains(s.Namespaces, ns)
+}
+
 // The values of Sandbox.ProcMount.
 const (
 	ProcMountDefault  = "Default"
@@ -516,6 +640,12 @@ type Mount struct {
 	ReadOnly bool
 	// Options are extra mount data, e.g. "size=64m" for tmpfs.
 	Options string
+	// NoSymlinks makes a bind's source be opened through no symlink, and
+	// before any mount of the sandbox is made (one on /tmp cannot hide
+	// it): a volume's path, which the group's processes may have written
+	// to, or the /etc/hosts podsup writes (package sandbox/volume sets
+	// it; the configuration cannot).
+	NoSymlinks bool
 }
 
 // Resources are cgroup limits; zero means unlimited.

@@ -263,6 +263,7 @@ func (ch *checker) group(g *Group) {
 			}
 		}
 	}
+	ch.volumes(p, g)
 	ch.sleepHooks(g)
 	ch.processDependencies(g)
 }
@@ -541,6 +542,7 @@ func (ch *checker) sandbox(p []string, s *Sandbox) {
 			ch.add(at(mp, "target"), "mount target must be an absolute path, got %q", m.Target)
 		}
 	}
+	ch.names(p, s)
 	ch.resources(at(p, "resources"), s.Resources)
 	if s.Network != nil {
 		ch.network(at(p, "network"), s.Network, has["net"])

@@ -2,13 +2,17 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
 
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/volume"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack/hostrt"
 	"github.com/podsup/podsup/supervisor"
@@ -47,6 +51,9 @@ type SandboxRuntime struct {
 	rt *sandbox.Runtime
 	// allGroups puts groups without a Sandbox in a cgroup-only sandbox too.
 	allGroups bool
+	// stateDir holds the groups' volumes and name files (package volume);
+	// "" makes a group that needs them fail its start.
+	stateDir string
 
 	mu     sync.Mutex
 	groups map[string]*localGroup // guarded by mu
@@ -58,6 +65,13 @@ type localGroup struct {
 	// rebuilding the sandbox and forking into it.
 	mu      sync.Mutex
 	created bool // guarded by mu
+	// vols is the group's volumes on the host, from its first sandbox
+	// with a mount namespace to its release; nil before. guarded by mu
+	vols *volume.Group
+	// volumes are the group's volumes as the last reload wrote them, nil
+	// before one: a rebuilt sandbox gets them, not its first start's.
+	volumes []spec.Volume
+	peers   map[string]string // SetPeers's; guarded by mu
 }
 
 var _ supervisor.Runtime = (*SandboxRuntime)(nil)
@@ -66,6 +80,12 @@ var _ supervisor.Runtime = (*SandboxRuntime)(nil)
 func NewSandboxRuntime(rt *sandbox.Runtime, allGroups bool) *SandboxRuntime {
 	return &SandboxRuntime{rt: rt, allGroups: allGroups, groups: map[string]*localGroup{}}
 }
+
+// SetStateDir sets the directory in which the groups' volumes and their
+// sandboxes' /etc/hosts and /etc/resolv.conf are kept, before the first
+// Start. Without one, sandboxes get the host's name files and a volume
+// mount fails its start.
+func (l *SandboxRuntime) SetStateDir(dir string) { l.stateDir = dir }
 
 func (l *SandboxRuntime) sandboxed(req supervisor.StartRequest) bool {
 	return req.Sandbox != nil || (l.allGroups && l.rt.CgroupsEnabled())
@@ -112,11 +132,94 @@ func (l *SandboxRuntime) ensure(ctx context.Context, g *localGroup, req supervis
 		}
 		g.created = false
 	}
+	if cfg.HasNamespace("mount") {
+		mounts, src, err := l.groupMounts(g, req, cfg)
+		if err != nil {
+			return err
+		}
+		defer src.Close() // the holder has its own once CreateSandbox returned
+		cfg.Mounts = append(slices.Clone(cfg.Mounts), mounts...)
+	}
 	if err := l.rt.CreateSandbox(ctx, req.Group, cfg); err != nil {
 		return err
 	}
 	g.created = true
 	return nil
+}
+
+// groupMounts prepares the group's volumes and name files on the host and
+// returns the mounts that bring them into its sandbox: the volume mounts
+// first, then /etc/hosts and /etc/resolv.conf. The caller holds g.mu and
+// closes the sources once the sandbox is made.
+func (l *SandboxRuntime) groupMounts(g *localGroup, req supervisor.StartRequest, cfg spec.Sandbox) ([]spec.Mount, *volume.Sources, error) {
+	if l.stateDir == "" {
+		if len(req.VolumeMounts) > 0 {
+			return nil, nil, errors.New("no state directory for the group's volumes (SetStateDir)")
+		}
+		return nil, &volume.Sources{}, nil
+	}
+	if g.vols == nil {
+		g.vols = volume.Open(l.stateDir, req.Group)
+	}
+	if err := g.vols.SetFSGroup(req.FSGroup); err != nil {
+		return nil, nil, err
+	}
+	vols := req.Volumes
+	if g.volumes != nil {
+		vols = g.volumes
+	}
+	var mounts []spec.Mount
+	src := &volume.Sources{}
+	if len(vols) > 0 {
+		if err := g.vols.Prepare(vols); err != nil {
+			return nil, nil, err
+		}
+		var err error
+		if mounts, src, err = g.vols.Mounts(vols, req.VolumeMounts); err != nil {
+			return nil, nil, err
+		}
+	}
+	names, err := g.vols.NameMounts(volume.Names{Sandbox: cfg, Peers: g.peers})
+	if err != nil {
+		src.Close()
+		return nil, nil, fmt.Errorf("writing the sandbox's /etc/hosts and /etc/resolv.conf: %w", err)
+	}
+	return append(mounts, names...), src, nil
+}
+
+// UpdateVolumes rewrites the files of group's config and secret volumes
+// (a reload that changed them and nothing else of the group): a running
+// process sees the new files without a restart. It returns the volumes
+// whose files changed.
+func (l *SandboxRuntime) UpdateVolumes(group string, vols []spec.Volume) ([]string, error) {
+	l.mu.Lock()
+	g := l.groups[group]
+	l.mu.Unlock()
+	if g == nil {
+		return nil, nil // never started: its first start writes them
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.volumes = slices.Clone(vols)
+	if g.vols == nil {
+		return nil, nil
+	}
+	return g.vols.Update(vols)
+}
+
+// SetPeers gives group's /etc/hosts a line for each group→address pair
+// of peers (the groups on the same podsup bridge reach each other by
+// name), now if its sandbox has that file, and in every sandbox it is
+// rebuilt with.
+func (l *SandboxRuntime) SetPeers(group string, spec *spec.Sandbox, peers map[string]string) error {
+	g := l.group(group)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.peers = maps.Clone(peers)
+	if g.vols == nil || spec == nil {
+		return nil
+	}
+	return g.vols.SetPeers(volume.Names{Sandbox: *spec, Peers: g.peers})
 }
 
 func report(req supervisor.StartRequest, e lifecycle.RuntimeEvent) {
@@ -219,6 +322,11 @@ func (l *SandboxRuntime) ReleaseGroup(group string) {
 	defer g.mu.Unlock()
 	if g.created {
 		_ = l.rt.DeleteSandbox(context.Background(), group) // kills what is left; the worker has ended, nothing to report to
+	}
+	if g.vols != nil {
+		// The group is gone, and its empty_dirs with it. A failure leaves
+		// them to the next podsup's recovery (volume.RemoveAll).
+		_ = g.vols.Remove()
 	}
 }
 

@@ -7,15 +7,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/rs/zerolog"
 
 	"github.com/podsup/podsup/clock"
+	"github.com/podsup/podsup/internal/rootless"
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/notify"
 	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/volume"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
 	"github.com/podsup/podsup/supervisor/lifecycle"
@@ -71,18 +78,25 @@ type Options struct {
 	// Clock times the supervisor, its hooks and probes, and the notify
 	// watchdogs; nil is the real clock.
 	Clock clock.Clock
+	// StateDir keeps the groups' volumes (an empty_dir without a medium
+	// is a directory there) and their sandboxes' /etc/hosts and
+	// /etc/resolv.conf. Default /var/lib/podsup/INSTANCE. What a crashed
+	// stack of the same instance left there is removed by New.
+	StateDir string
 }
 
 // Stack is what podsup up runs for a configuration: the supervisor over
 // the layered runtime (readiness and socket activation, journal, output
 // capture, sandboxes).
 type Stack struct {
-	sup    *supervisor.Supervisor
-	top    supervisor.Runtime
-	rt     *sandbox.Runtime
-	hub    *logs.Hub
-	notify *notify.Server // nil when it could not be made
-	log    zerolog.Logger
+	sup      *supervisor.Supervisor
+	top      supervisor.Runtime
+	local    *SandboxRuntime
+	stateDir string
+	rt       *sandbox.Runtime
+	hub      *logs.Hub
+	notify   *notify.Server // nil when it could not be made
+	log      zerolog.Logger
 
 	runOnce  sync.Once
 	ran      chan struct{} // closed when Run begins
@@ -132,6 +146,15 @@ func New(cfg spec.Config, opts Options) (*Stack, error) {
 	if w := rootlessWarning(rt); w != "" {
 		opts.Logger.Warn().Msg(w)
 	}
+	if opts.StateDir == "" {
+		opts.StateDir = defaultStateDir(opts.Instance)
+	}
+	// After NewRuntime killed what a crashed stack left running: nothing
+	// uses its volumes any more.
+	if err := volume.RemoveAll(opts.StateDir); err != nil {
+		_ = rt.Close()
+		return nil, fmt.Errorf("unable to assemble the runtime stack: removing what an earlier run left: %w", err)
+	}
 	s, err := assemble(cfg, opts, rt)
 	if err != nil {
 		_ = rt.Close() // deletes what NewRuntime made
@@ -162,7 +185,9 @@ func assemble(cfg spec.Config, opts Options, rt *sandbox.Runtime) (*Stack, error
 	// finds them. Each process keeps its cgroup across restarts, so a
 	// restart costs what a host spawn does (docs/benchmarks.md). Without
 	// cgroups NewRuntime said so once and process groups are used.
-	top := layers(NewSandboxRuntime(rt, true), hub, opts.Journal, srv, opts.ActivationFiles)
+	local := NewSandboxRuntime(rt, true)
+	local.SetStateDir(opts.StateDir)
+	top := layers(local, hub, opts.Journal, srv, opts.ActivationFiles)
 	var journal systemd.JournalSender // hooks' output goes where their process's does
 	if opts.Journal {
 		journal = systemd.JournalSend
@@ -177,7 +202,7 @@ func assemble(cfg spec.Config, opts Options, rt *sandbox.Runtime) (*Stack, error
 	if srv != nil {
 		srv.SetSink(sup)
 	}
-	return &Stack{sup: sup, top: top, rt: rt, hub: hub, notify: srv, log: opts.Logger,
+	return &Stack{sup: sup, top: top, local: local, stateDir: opts.StateDir, rt: rt, hub: hub, notify: srv, log: opts.Logger,
 		ran: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -297,7 +322,10 @@ func (s *Stack) Close() error {
 		}
 		herr := s.hub.Close() // the last output drains first
 		rerr := s.rt.Close()
-		s.closeErr = errors.Join(herr, rerr)
+		// Released groups removed their own; a group never released
+		// (Run never ran to its end) leaves its volumes to this.
+		verr := volume.RemoveAll(s.stateDir)
+		s.closeErr = errors.Join(herr, rerr, verr)
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("closing the stack: %w", s.closeErr)
 		}
@@ -314,6 +342,84 @@ func stopNotify(srv *notify.Server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = srv.Run(ctx)
+}
+
+// Reload moves the stack to cfg (supervisor.Reload) and rewrites the
+// files of the config and secret volumes of every group the reload kept
+// (a group it recreates gets them with its new sandbox): a running
+// process sees them change without a restart, unless the volume says
+// restart_on_change, which restarts the running processes that mount
+// it. A volume that cannot be written is an error after the reload took
+// effect.
+func (s *Stack) Reload(cfg spec.Config) (spec.Changes, error) {
+	ch, err := s.sup.Reload(cfg)
+	if err != nil {
+		return ch, err
+	}
+	var errs []error
+	for _, g := range cfg.Groups {
+		if slices.Contains(ch.AddedGroups, g.Name) || slices.Contains(ch.ChangedGroups, g.Name) {
+			continue
+		}
+		changed, err := s.local.UpdateVolumes(g.Name, g.Volumes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("group %s: %w", g.Name, err))
+		}
+		if err := s.restartOnChange(g, changed); err != nil {
+			errs = append(errs, fmt.Errorf("group %s: %w", g.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ch, fmt.Errorf("the configuration is applied, but not every volume could be updated: %w", err)
+	}
+	return ch, nil
+}
+
+// restartOnChange restarts g's running processes (sidecars too; an init
+// that ran to completion is not running) that mount a volume of changed
+// that says restart_on_change: a requested restart, as podsup restart
+// does it (X7).
+func (s *Stack) restartOnChange(g spec.Group, changed []string) error {
+	restart := map[string]bool{}
+	for _, name := range changed {
+		if v := g.Volume(name); v != nil && v.RestartOnChange {
+			restart[name] = true
+		}
+	}
+	if len(restart) == 0 {
+		return nil
+	}
+	st, _ := s.sup.Status().Group(g.Name)
+	var errs []error
+	for _, list := range [][]spec.Process{g.Init, g.Processes} {
+		for _, p := range list {
+			i := slices.IndexFunc(p.VolumeMounts, func(vm spec.VolumeMount) bool { return restart[vm.Volume] })
+			if i < 0 {
+				continue
+			}
+			if ps, ok := st.Process(p.Name); !ok || ps.State != lifecycle.StateRunning {
+				continue // its next start mounts the new files
+			}
+			by := "reload: volume " + p.VolumeMounts[i].Volume + " changed (restart_on_change)"
+			if err := s.sup.Restart(g.Name, p.Name, supervisor.RequestOptions{Requester: by}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetPeers gives group's sandbox an /etc/hosts line for each group→address
+// pair of peers: how groups on one podsup bridge reach each other by
+// name. The network layer calls it when an address is given or taken.
+func (s *Stack) SetPeers(group string, peers map[string]string) error {
+	var sb *spec.Sandbox
+	for _, g := range s.sup.Config().Groups {
+		if g.Name == group {
+			sb = g.Sandbox
+		}
+	}
+	return s.local.SetPeers(group, sb, peers)
 }
 
 // Supervisor is the stack's supervisor: status, events, requests, reload.
@@ -389,4 +495,51 @@ func ReexecMain() {
 	case notify.ListenPIDCommand:
 		os.Exit(notify.ListenPIDMain(os.Args[2:]))
 	}
+}
+
+// defaultStateDir is where the groups' volumes live: under /var/lib for a
+// root podsup, as kubelet's pods do, and for a rootless one (whose root
+// is a normal user on the host, who cannot write there) under the user's
+// XDG_RUNTIME_DIR, else ~/.local/state, as podman's rootless storage is
+// the user's own.
+func defaultStateDir(instance string) string {
+	if uid, ok := rootless.Inner(); ok {
+		if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+			return filepath.Join(d, "podsup", instance)
+		}
+		home, err := os.UserHomeDir()
+		if err != nil { // no $HOME: the user's entry in the passwd database
+			if u, uerr := user.LookupId(strconv.Itoa(uid)); uerr == nil && u.HomeDir != "" {
+				home, err = u.HomeDir, nil
+			}
+		}
+		if err == nil {
+			if fi, serr := os.Stat(home); serr == nil && fi.IsDir() {
+				return filepath.Join(home, ".local", "state", "podsup", instance)
+			}
+		}
+		// No home either (a system user): a directory of the user's own in
+		// /tmp, as tmux and ssh-agent make one, refused if someone else
+		// made it first.
+		if d, ok := ownPrivateDir(filepath.Join(os.TempDir(), "podsup-"+strconv.Itoa(uid))); ok {
+			return filepath.Join(d, instance)
+		}
+	}
+	return filepath.Join("/var/lib/podsup", instance)
+}
+
+// ownPrivateDir makes dir mode 0700, or finds it made: a directory, not a
+// link, of this process's euid, with no access for group or others.
+func ownPrivateDir(dir string) (string, bool) {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return "", false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		return "", false
+	}
+	return dir, true
 }

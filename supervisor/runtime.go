@@ -94,6 +94,13 @@ type StartRequest struct {
 	Process    spec.Process
 	// Sandbox is the group's sandbox, nil for the host's namespaces.
 	Sandbox *spec.Sandbox
+	// Volumes are the group's volumes and VolumeMounts every mount of
+	// them by its inits and processes: what its sandbox mounts when it is
+	// made (spec.VolumeMount).
+	Volumes      []spec.Volume
+	VolumeMounts []spec.VolumeMount
+	// FSGroup is the group's fs_group: the group of its volumes' files.
+	FSGroup string
 	// Stdout and Stderr receive the process's output; package stack's capture
 	// wrapper sets them. nil means podsup's own with hostrt.Runtime and
 	// /dev/null in a stack.SandboxRuntime sandbox.

@@ -369,8 +369,10 @@ func (w *worker) startInstance(a core.StartAction) {
 	w.starting[id] = cancel
 	w.effects++
 	var order startExitOrder
+	g := w.core.Spec()
 	req := StartRequest{
-		Group: w.name, InstanceID: id, Sandbox: w.core.Spec().Sandbox,
+		Group: w.name, InstanceID: id, Sandbox: g.Sandbox,
+		Volumes: g.Volumes, VolumeMounts: g.VolumeMounts(), FSGroup: g.FSGroup,
 		// The process as it starts: its group's security context under its own.
 		Process: spec.WithGroupSecurity(new(w.core.Spec()), a.Spec),
 		OnExit: func(st lifecycle.ExitStatus) {

@@ -35,7 +35,7 @@ func (d *daemon) applyFile() (string, error) {
 	if d.socketOverride != "" {
 		cfg.Supervisor.Socket = d.socketOverride
 	}
-	ch, err := d.sup.Reload(*cfg)
+	ch, err := d.stack.Reload(*cfg)
 	if err != nil {
 		return "", err
 	}

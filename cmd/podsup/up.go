@@ -130,6 +130,7 @@ type daemon struct {
 	source  configSource // what a reload re-reads
 	log     zerolog.Logger
 	sup     *supervisor.Supervisor
+	stack   *stack.Stack       // reloads go through it: it rewrites config and secret volumes
 	runtime supervisor.Runtime // the stack's outermost layer: exec's spawner
 	svc     *systemd.Service   // podsup's sd_notify stream (nothing sent outside systemd)
 
@@ -240,7 +241,7 @@ func runUp(cf configFlags, socketOverride, cgroupDir string, out upOutput) (int,
 	svc := systemd.NewService(sup, systemd.Options{Notifier: notifier, ReadyWhen: cfg.Supervisor.NotifyReady, Watchdog: watchdog, Logger: log})
 	defer notifier.Close()
 	go svc.Run(bg)
-	d := &daemon{source: source, log: log, level: level, socketOverride: socketOverride, sup: sup, cfg: cfg, runtime: st.Runtime(), svc: svc,
+	d := &daemon{source: source, log: log, level: level, socketOverride: socketOverride, sup: sup, stack: st, cfg: cfg, runtime: st.Runtime(), svc: svc,
 		reloadOK: true, reloadSuccess: time.Now()} // the start-up load counts as the first, as Prometheus's does
 	history := supervisor.NewHistory(sup, 0)
 	defer history.Close()

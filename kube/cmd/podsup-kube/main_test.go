@@ -68,10 +68,10 @@ func TestConvertCommandStrictFails(t *testing.T) {
 	if _, stderr, err := cli(t, "", "convert", "--strict", "../../../examples/kube/web.yaml"); err != nil || !strings.Contains(stderr, "note: Pod/web: spec.containers[0].image") {
 		t.Errorf("err = %v, stderr:\n%s\nwant images to be notes under --strict", err, stderr)
 	}
-	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: nginx, command: [x], volumeMounts: [{name: d, mountPath: /d}]}\n"
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, image: nginx, command: [x], volumeMounts: [{name: d, mountPath: /d}]}\n  volumes:\n  - {name: d, persistentVolumeClaim: {claimName: c}}\n"
 	_, _, err := cli(t, pod, "convert", "--strict", "-")
-	if err == nil || !strings.Contains(err.Error(), "error: Pod/p: spec.containers[0].volumeMounts: podsup has no volumes") || !strings.Contains(err.Error(), "note: Pod/p: spec.containers[0].image") {
-		t.Errorf("err = %v, want the volumeMounts warning as an error, beside the image's note", err)
+	if err == nil || !strings.Contains(err.Error(), "error: Pod/p: spec.volumes[0].persistentVolumeClaim: podsup has no PersistentVolumeClaims") || !strings.Contains(err.Error(), "note: Pod/p: spec.containers[0].image") {
+		t.Errorf("err = %v, want the claim's warning as an error, beside the image's note", err)
 	}
 }
 
