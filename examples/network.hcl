@@ -1,4 +1,5 @@
-# network.hcl: a web service on a podsup bridge, published on the host.
+# network.hcl: a web service on a podsup bridge, published on the host,
+# talking to a database group on the same bridge by its name.
 #
 # The sandbox has a network namespace of its own, attached by the standard
 # CNI plugins: a veth into the bridge "podsup0", an address from
@@ -13,9 +14,10 @@
 #   podsup describe web                 # the sandbox's address and ports
 #   podsup shutdown                     # leaves no veth, rule or address
 #
-# The web group talking to a database group by name waits for names
-# between groups (issue 30's /etc/hosts); see docs/config.md's network
-# block.
+# Groups on one podsup bridge reach each other by group name: podsup
+# writes each one's /etc/hosts with the others' addresses (here web's has
+# a line for db), and rewrites it in place when one comes, goes or is
+# rebuilt. The web group is ready only once it reaches db by that name.
 
 supervisor {
   log_format = "console"
@@ -54,6 +56,46 @@ group "web" {
       http_get {
         port = "http"
         path = "/"
+      }
+      period = "2s"
+    }
+  }
+
+  # Ready once the database answers at its group's name.
+  process "db-check" {
+    command = ["sh", "-c", "exec sleep infinity"]
+    readiness_probe {
+      exec {
+        command = ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://db:5432/', timeout=2)"]
+      }
+      period = "2s"
+    }
+  }
+}
+
+# A stand-in for a database: anything listening on 5432 of its sandbox's
+# address. No port is published: only the groups on the bridge reach it.
+group "db" {
+  sandbox {
+    namespaces = ["pid", "mount", "net"]
+    network {
+      mode        = "bridge"
+      bridge      = "podsup0"
+      subnet      = "10.89.0.0/16"
+      plugin_dirs = ["/usr/lib/cni", "/opt/cni/bin"]
+    }
+    mount {
+      type   = "proc"
+      target = "/proc"
+    }
+  }
+
+  process "postgres" {
+    command     = ["python3", "-m", "http.server", "--bind", "0.0.0.0", "--directory", "/usr/share/doc", "5432"]
+    stop_signal = "SIGINT"
+    readiness_probe {
+      tcp_socket {
+        port = 5432
       }
       period = "2s"
     }

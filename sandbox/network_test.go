@@ -221,8 +221,9 @@ func TestBridgeSandboxesReachEachOtherAndPublishPorts(t *testing.T) {
 	}) {
 		t.Errorf("web could not reach db at %s: %q", url, out)
 	}
-	// TODO(issue 30, names): web reaches db by name once /etc/hosts lands:
-	// TestBridgeSandboxesReachEachOtherByName.
+	// By name: package stack writes the members of a bridge into each
+	// other's /etc/hosts (stack/peers.go); examples/network.hcl's web
+	// group is ready only once it reaches db by name (TestExamplesRun).
 
 	// From the host, on the loopback address (portmap's SNAT and its
 	// route_localnet on the bridge make it work) and on the host's own.

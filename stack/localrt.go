@@ -57,6 +57,9 @@ type SandboxRuntime struct {
 
 	mu     sync.Mutex
 	groups map[string]*localGroup // guarded by mu
+	// members are the groups whose sandboxes are on a podsup bridge, for
+	// the names between them (peers.go); guarded by mu.
+	members map[string]bridgeMember
 }
 
 // localGroup is one group's sandbox as the adapter knows it.
@@ -144,6 +147,7 @@ func (l *SandboxRuntime) ensure(ctx context.Context, g *localGroup, req supervis
 		return err
 	}
 	g.created = true
+	l.joinBridge(req.Group, g, cfg)
 	return nil
 }
 
@@ -323,6 +327,7 @@ func (l *SandboxRuntime) ReleaseGroup(group string) {
 	if g.created {
 		_ = l.rt.DeleteSandbox(context.Background(), group) // kills what is left; the worker has ended, nothing to report to
 	}
+	l.leaveBridge(group)
 	if g.vols != nil {
 		// The group is gone, and its empty_dirs with it. A failure leaves
 		// them to the next podsup's recovery (volume.RemoveAll).
