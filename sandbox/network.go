@@ -340,7 +340,9 @@ func (rt *Runtime) writeRecord(rec networkRecord) error {
 // did not detach (it was SIGKILLed, or the host rebooted under it).
 func (rt *Runtime) sweepNetworks(ctx context.Context) ([]string, error) {
 	entries, err := os.ReadDir(rt.recordDir())
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+		// None, or not this podsup's: one that may not read the records
+		// (a rootless podsup beside a root one's) made none of them.
 		return nil, nil
 	}
 	if err != nil {
