@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/internal/gotool"
+	"github.com/podsup/podsup/sandbox/proc"
+)
+
+// hostPortDeployment publishes its container's 8080 on the host's 18281
+// and serves a file it wrote into an emptyDir.
+const hostPortDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cache}
+spec:
+  selector: {matchLabels: {app: cache}}
+  template:
+    metadata: {labels: {app: cache}}
+    spec:
+      containers:
+      - name: web
+        image: python:3.12-slim
+        command: [sh, -c, 'echo from-the-empty-dir > /cache/index.html && exec python3 -m http.server --bind 0.0.0.0 --directory /cache 8080']
+        ports:
+        - {name: http, containerPort: 8080, hostPort: 18281}
+        volumeMounts:
+        - {name: cache, mountPath: /cache}
+        readinessProbe:
+          httpGet: {port: http, path: /}
+          periodSeconds: 1
+      volumes:
+      - name: cache
+        emptyDir: {}
+`
+
+// Issue #30's Done-when for the bridge: podsup-kube play of a Deployment
+// with a hostPort and an emptyDir runs, its port answers from the host
+// with what the container wrote into its emptyDir, and SIGTERM leaves no
+// bridge behind.
+func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds podsup and podsup-kube and runs a bridged pod")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a bridge network and a sandbox; CI runs as root")
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		if _, err := os.Stat("/opt/cni/bin/bridge"); err != nil {
+			t.Fatal("the CNI plugins are not installed (apt-get install containernetworking-plugins iptables; .ci/run installs them)")
+		}
+	}
+	bin := t.TempDir()
+	podsup, kubeBin := filepath.Join(bin, "podsup"), filepath.Join(bin, "podsup-kube")
+	gotool.Output(t, "build", "-o", podsup, "github.com/podsup/podsup/cmd/podsup")
+	gotool.Output(t, "build", "-o", kubeBin, "github.com/podsup/podsup/kube/cmd/podsup-kube")
+
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "cache.yaml")
+	if err := os.WriteFile(manifest, []byte(hostPortDeployment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "podsup.sock")
+	logFile, err := os.Create(filepath.Join(dir, "play.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	play, err := proc.Start(&proc.Cmd{
+		Path: kubeBin, Args: []string{"podsup-kube", "play", "--socket", socket, manifest},
+		RunAs:  proc.RunAs{Env: append(os.Environ(), "PODSUP_BIN="+podsup)},
+		Stdout: logFile, Stderr: logFile,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	output := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = play.Signal(syscall.SIGKILL)
+			<-play.Done()
+			t.Logf("podsup-kube play's output:\n%s", output())
+		}
+	})
+
+	var body string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if resp, err := http.Get("http://127.0.0.1:18281/"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if resp.StatusCode == 200 && strings.Contains(body, "from-the-empty-dir") {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hostPort 18281 did not serve the emptyDir's file within 2 minutes (last body %q):\n%s", body, output())
+		}
+		select {
+		case <-play.Done():
+			t.Fatalf("podsup-kube play ended (%v) before the port answered:\n%s", play.Exit(), output())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	// Its readiness probe, an httpGet of a named port, reaches the
+	// sandbox's address.
+	for {
+		code, out := runBinary(t, podsup, "--socket", socket, "health")
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("podsup health still says %d: %s\n%s", code, out, output())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	if err := play.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exit, err := play.Wait(ctx)
+	if err != nil {
+		t.Fatalf("podsup-kube play did not end within 2 minutes of SIGTERM:\n%s", output())
+	}
+	stopped = true
+	if exit.Code() != 0 {
+		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
+	}
+	// The bridge goes with its last sandbox, and the port with it.
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		t.Fatal("no ip command (iproute2) to list the links with")
+	}
+	if code, out := runBinary(t, ip, "-o", "link", "show", "podsup0"); code == 0 {
+		t.Errorf("the bridge podsup0 is left behind: %s", out)
+	}
+	if resp, err := http.Get("http://127.0.0.1:18281/"); err == nil {
+		resp.Body.Close()
+		t.Errorf("port 18281 still answers after the pod stopped")
+	}
+}
