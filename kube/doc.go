@@ -36,7 +36,13 @@
 //	                                    request back as it was
 //	containers[].resources              the same, summed over the containers (the larger
 //	                                    of that and any init container's), as kubelet
-//	                                    sizes the pod cgroup; no limit unless all set one
+//	                                    sizes the pod cgroup; no limit unless all set one;
+//	                                    and each its process's own resources (memory,
+//	                                    cpu, cpu_request), a cgroup per container as
+//	                                    kubelet's (sandbox {} when the group has no
+//	                                    other); export writes these on the container
+//	                                    and spec.resources only when the containers'
+//	                                    do not sum to the group's
 //	containers[]                        process; initContainers[] → init
 //	initContainers[].restartPolicy      Always: a sidecar, restart_policy = "always"
 //	  name, command + args, env[].value, workingDir
