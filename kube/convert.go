@@ -39,6 +39,11 @@ type Options struct {
 	// node; empty, it is this machine's hostname (the name kubelet would
 	// register the node under).
 	NodeName string
+	// PodIP and HostIP are the downward API's status.podIP(s) and
+	// status.hostIP(s), which podsup-kube cannot know for the machine
+	// that runs the pod (--pod-ip, --host-ip); without them, a fieldRef
+	// to one is refused.
+	PodIP, HostIP string
 }
 
 // Result is a converted manifest.
@@ -281,6 +286,22 @@ func (c *converter) network() *spec.Network {
 		return nil
 	}
 	return &spec.Network{Mode: spec.NetworkBridge, Ports: ports}
+}
+
+// bridged says whether the pod gets podsup's bridge, and so an address
+// of its own (network, without its findings).
+func (c *converter) bridged() bool {
+	if c.w.pod.HostNetwork {
+		return false
+	}
+	for i := range c.w.pod.Containers {
+		for _, cp := range c.w.pod.Containers[i].Ports {
+			if cp.HostPort != 0 && (cp.Protocol == "" || cp.Protocol == corev1.ProtocolTCP || cp.Protocol == corev1.ProtocolUDP) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resources are the group's cgroup limits: the pod-level resources when

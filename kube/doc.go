@@ -61,8 +61,11 @@
 //	                                    ("default" when none), uid (metadata.uid,
 //	                                    else a new one), labels['K'],
 //	                                    annotations['K'], spec.nodeName (else
-//	                                    Options.NodeName, else this machine's
-//	                                    hostname), spec.serviceAccountName;
+//	                                    Options.NodeName (--node-name), else this
+//	                                    machine's hostname), spec.serviceAccountName,
+//	                                    status.podIP(s) and status.hostIP(s) from
+//	                                    Options.PodIP and HostIP (--pod-ip, --host-ip:
+//	                                    refused without them);
 //	                                    resourceFieldRef of a set limit or request
 //	  (the runtime's variables)         HOSTNAME, the pod's hostname (spec.hostname,
 //	                                    else its name), unless the container sets
