@@ -164,6 +164,9 @@ func (c *converter) group() spec.Group {
 	if c.w.job && (g.RestartPolicy == spec.RestartOnFailure || g.RestartPolicy == spec.RestartNever) {
 		c.jobLimit(&g) // the API server takes a Job's pods with no other policy
 	}
+	if c.w.indexedAt != "" {
+		c.r.note(c.w.indexedAt, "Indexed: podsup runs one pod, the one of completion index 0: every container gets JOB_COMPLETION_INDEX=0, as the Job controller sets it")
+	}
 	for i := range pod.InitContainers {
 		p, ok := c.process(&pod.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true)
 		if ok {

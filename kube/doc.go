@@ -70,7 +70,9 @@
 //	  (the runtime's variables)         HOSTNAME, the pod's hostname (spec.hostname,
 //	                                    else its name), unless the container sets
 //	                                    it or the pod is hostNetwork (the node's,
-//	                                    unknown here); not set: service links
+//	                                    unknown here); an Indexed Job's
+//	                                    JOB_COMPLETION_INDEX=0 (podsup runs its one
+//	                                    pod, index 0's); not set: service links
 //	                                    (NAME_SERVICE_HOST, ...), KUBERNETES_SERVICE_*
 //	                                    and KUBERNETES_PORT* (no Service, no API
 //	                                    server), and an image's PATH or HOME

@@ -64,7 +64,13 @@ func (e *environment) values() map[string]string {
 // over the runtime's, and none of these is seen by $(VAR) expansion:
 // kubelet expands before the runtime adds them. Not set: service links
 // and KUBERNETES_SERVICE_* (there is no Service and no API server).
+// An Indexed Job's containers also get JOB_COMPLETION_INDEX, which the
+// Job controller writes into their env (where $(VAR) would see it; here
+// it is added after expansion, like the rest).
 func (c *converter) standardEnv(env *environment) {
+	if _, ok := env.lookup("JOB_COMPLETION_INDEX"); !ok && c.w.indexedAt != "" {
+		env.set("JOB_COMPLETION_INDEX", "0") // the one pod's (indexed)
+	}
 	if c.w.pod.HostNetwork {
 		return
 	}

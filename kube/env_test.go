@@ -272,3 +272,33 @@ spec:
 		t.Errorf("a bridged pod without --pod-ip: %v", err)
 	}
 }
+
+// An Indexed Job's one pod is index 0's: JOB_COMPLETION_INDEX=0, as the
+// Job controller sets it (kubernetes/website's indexed-job reads it).
+func TestIndexedJobCompletionIndex(t *testing.T) {
+	t.Parallel()
+	const job = `apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  completionMode: MODE
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: a
+        image: busybox
+        command: [sh, -c, "echo $JOB_COMPLETION_INDEX"]
+`
+	cfg, res := convertAndParse(t, strings.Replace(job, "MODE", "Indexed", 1), Options{})
+	if v, ok := cfg.Groups[0].Processes[0].Env["JOB_COMPLETION_INDEX"]; !ok || v != "0" {
+		t.Errorf("env = %v", cfg.Groups[0].Processes[0].Env)
+	}
+	if got := findingsText(res.Findings); !strings.Contains(got, "note: Job/j: spec.completionMode: Indexed: podsup runs one pod") {
+		t.Errorf("findings:\n%s", got)
+	}
+	cfg, _ = convertAndParse(t, strings.Replace(job, "MODE", "NonIndexed", 1), Options{})
+	if _, ok := cfg.Groups[0].Processes[0].Env["JOB_COMPLETION_INDEX"]; ok {
+		t.Errorf("a NonIndexed Job's env = %v", cfg.Groups[0].Processes[0].Env)
+	}
+}

@@ -60,7 +60,7 @@ type corpusPlay struct {
 var corpusPlays = map[string]corpusPlay{
 	"application/deployment-sidecar.yaml":             {toolbox: true, until: "output:| logging"}, // the sidecar's tail of the app's file
 	"application/job/cronjob.yaml":                    {until: "completed"},
-	"application/job/indexed-job.yaml":                {cannot: "its init container indexes a bash array with JOB_COMPLETION_INDEX, which only an Indexed Job's controller sets (spec.completionMode is not supported)"},
+	"application/job/indexed-job.yaml":                {toolbox: true, until: "completed"},
 	"application/job/job-sidecar.yaml":                {toolbox: true, until: "completed"},
 	"application/zookeeper/zookeeper.yaml":            {cannot: "its command runs start-zookeeper, the image's program, which no local directory here provides"},
 	"controllers/job-pod-failure-policy-example.yaml": {until: "running"}, // it exits 42 on purpose, after 5 s
@@ -78,11 +78,11 @@ var corpusPlays = map[string]corpusPlay{
 
 // toolboxTools are the programs the toolbox manifests call besides the
 // shell's builtins.
-var toolboxTools = []string{"sh", "sleep", "tail", "cat", "date", "test", "touch", "echo"}
+var toolboxTools = []string{"sh", "bash", "sleep", "tail", "cat", "date", "test", "touch", "echo", "rev"}
 
 // toolboxDirs are the toolbox manifests' volume mount points: emptyDirs
 // in a cluster, directories of the root filesystem here.
-var toolboxDirs = []string{"opt", "config", "var/log/app", "tmp", "proc", "dev"}
+var toolboxDirs = []string{"opt", "config", "input", "var/log/app", "tmp", "proc", "dev"}
 
 // Every manifest of kubernetes/website's examples that converts plays,
 // one after another, with the real binaries: podsup-kube play starts it,
