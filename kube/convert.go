@@ -39,6 +39,11 @@ type Options struct {
 	// node; empty, it is this machine's hostname (the name kubelet would
 	// register the node under).
 	NodeName string
+	// PodIP and HostIP are the downward API's status.podIP(s) and
+	// status.hostIP(s), which podsup-kube cannot know for the machine
+	// that runs the pod (--pod-ip, --host-ip); without them, a fieldRef
+	// to one is refused.
+	PodIP, HostIP string
 }
 
 // Result is a converted manifest.
@@ -168,6 +173,9 @@ func (c *converter) group() spec.Group {
 		c.jobLimit(&g) // the API server takes a Job's pods with no other policy
 	}
 	c.volumes(&g)
+	if c.w.indexedAt != "" {
+		c.r.note(c.w.indexedAt, "Indexed: podsup runs one pod, the one of completion index 0: every container gets JOB_COMPLETION_INDEX=0, as the Job controller sets it")
+	}
 	for i := range pod.InitContainers {
 		p, ok := c.process(&pod.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true)
 		if ok {
@@ -203,7 +211,9 @@ func (c *converter) jobLimit(g *spec.Group) {
 
 // sandbox is the group's: namespaces for hostname and
 // shareProcessNamespace, the cgroup limits, the rootfs of --rootfs, the
-// read-only root and proc mount of the containers' securityContexts.
+// read-only root and proc mount of the containers' securityContexts; a
+// cgroup alone (sandbox {}) when only g's processes have limits, which
+// their own cgroups need a group cgroup to sit in.
 func (c *converter) sandbox(g *spec.Group) *spec.Sandbox {
 	pod := &c.w.pod
 	s := &spec.Sandbox{Resources: c.resources()}
@@ -233,10 +243,23 @@ func (c *converter) sandbox(g *spec.Group) *spec.Sandbox {
 			s.Namespaces = append(s.Namespaces, n)
 		}
 	}
-	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" && s.Network == nil {
+	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" && s.Network == nil && !processLimits(g) {
 		return nil
 	}
 	return s
+}
+
+// processLimits says whether a process or init of g has resources of its
+// own.
+func processLimits(g *spec.Group) bool {
+	for _, ps := range [][]spec.Process{g.Init, g.Processes} {
+		for i := range ps {
+			if ps[i].Resources != (spec.Resources{}) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // network is the group's network: a pod that publishes a port (a
@@ -276,6 +299,22 @@ func (c *converter) network() *spec.Network {
 		return nil
 	}
 	return &spec.Network{Mode: spec.NetworkBridge, Ports: ports}
+}
+
+// bridged says whether the pod gets podsup's bridge, and so an address
+// of its own (network, without its findings).
+func (c *converter) bridged() bool {
+	if c.w.pod.HostNetwork {
+		return false
+	}
+	for i := range c.w.pod.Containers {
+		for _, cp := range c.w.pod.Containers[i].Ports {
+			if cp.HostPort != 0 && (cp.Protocol == "" || cp.Protocol == corev1.ProtocolTCP || cp.Protocol == corev1.ProtocolUDP) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resources are the group's cgroup limits: the pod-level resources when
@@ -338,7 +377,7 @@ func (c *converter) resources() spec.Resources {
 	}
 	for _, s := range []*sum{&mem, &cpu, &req, &pids} {
 		if s.some && !s.all {
-			c.r.warn(c.path("spec.containers"), "only some containers set resources.%s: the group's cgroup gets no such limit, as kubelet gives the pod none", s.field)
+			c.r.warn(c.path("spec.containers"), "only some containers set resources.%s: the group's cgroup gets no such limit, as kubelet gives the pod none (those that set one have it on their own cgroup)", s.field)
 		}
 	}
 	if mem.some && mem.all {
@@ -381,6 +420,31 @@ func (c *converter) resourceList(rr *corev1.ResourceRequirements, at string) spe
 		out.Pids = q.Value()
 	}
 	c.otherResources(rr, at)
+	return out
+}
+
+// containerResources are a container's own cgroup limits, as kubelet
+// sets them on the container's cgroup inside the pod's: limits.memory,
+// limits.cpu, and requests.cpu (defaulting to the limit) for the weight.
+// Kubernetes has no per-container pids limit: a container's limits.pids
+// counts only toward the pod's (resources). What the pod's resources
+// leave out is reported there.
+func containerResources(rr *corev1.ResourceRequirements) spec.Resources {
+	var out spec.Resources
+	if q, ok := rr.Limits[corev1.ResourceMemory]; ok {
+		out.Memory = q.Value()
+	}
+	if q, ok := rr.Limits[corev1.ResourceCPU]; ok {
+		out.CPU = float64(q.MilliValue()) / 1000
+	}
+	q, ok := rr.Requests[corev1.ResourceCPU]
+	if !ok {
+		q, ok = rr.Limits[corev1.ResourceCPU]
+	}
+	if ok {
+		out.CPURequest = float64(q.MilliValue()) / 1000
+		out.CPUWeight = cpuWeight(q.MilliValue())
+	}
 	return out
 }
 
@@ -436,6 +500,7 @@ func (c *converter) process(ct *corev1.Container, at string, isInit bool) (spec.
 		c.r.warn(c.path(at+".restartPolicy"), "a container's restart policy is for sidecar init containers only: ignored")
 	}
 	c.image(ct, at, &p)
+	p.Resources = containerResources(&ct.Resources)
 	img := c.imageFor(ct)
 	env := c.environment(ct, at)
 	p.Command = c.command(ct, at, env, img)

@@ -1024,3 +1024,97 @@ spec:
 		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
 	}
 }
+
+// A container's limits are its process's own cgroup's as well as part of
+// the group's sum, as kubelet gives each container a cgroup inside the
+// pod's (issue 29, item 6); export writes them back on the container,
+// and the pod-level resources only where the containers' do not sum to
+// the group's.
+func TestContainerLimitsArePerProcess(t *testing.T) {
+	t.Parallel()
+	cfg, res := convertAndParse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: both}
+spec:
+  initContainers:
+  - name: setup
+    image: busybox
+    command: ["true"]
+    resources: {limits: {memory: 16Mi}}
+  containers:
+  - name: a
+    image: busybox
+    command: [sleep, "60"]
+    resources:
+      limits: {memory: 64Mi, cpu: 500m}
+      requests: {cpu: 250m}
+  - name: b
+    image: busybox
+    command: [sleep, "60"]
+    resources: {limits: {memory: 32Mi, cpu: 100m}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: one}
+spec:
+  containers:
+  - name: a
+    image: busybox
+    command: [sleep, "60"]
+    resources: {limits: {memory: 64Mi}}
+  - name: b
+    image: busybox
+    command: [sleep, "60"]
+`, Options{})
+	both, one := cfg.Groups[0], cfg.Groups[1]
+	if r := both.Sandbox.Resources; r.Memory != 96<<20 || r.CPU != 0.6 || r.CPURequest != 0.35 {
+		t.Errorf("the group's sum: %+v", r)
+	}
+	for _, c := range []struct {
+		got, want spec.Resources
+	}{
+		{both.Init[0].Resources, spec.Resources{Memory: 16 << 20}},
+		{both.Processes[0].Resources, spec.Resources{Memory: 64 << 20, CPU: 0.5, CPURequest: 0.25, CPUWeight: cpuWeight(250)}},
+		{both.Processes[1].Resources, spec.Resources{Memory: 32 << 20, CPU: 0.1, CPURequest: 0.1, CPUWeight: cpuWeight(100)}},
+		{one.Processes[0].Resources, spec.Resources{Memory: 64 << 20}},
+		{one.Processes[1].Resources, spec.Resources{}},
+	} {
+		if c.got != c.want {
+			t.Errorf("a process's resources: %+v, want %+v", c.got, c.want)
+		}
+	}
+	if one.Sandbox == nil || one.Sandbox.Resources != (spec.Resources{}) {
+		t.Errorf("the group with one limited process: sandbox %s, want sandbox {} for its cgroup", show(one.Sandbox))
+	}
+	if got := findingsText(res.Findings); !strings.Contains(got, "only some containers set resources.limits.memory") {
+		t.Errorf("findings:\n%s", got)
+	}
+
+	var yml bytes.Buffer
+	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := yml.String()
+	for _, want := range []string{"memory: 16Mi", "memory: 64Mi", "cpu: 500m", "cpu: 250m", "memory: 32Mi", "cpu: 100m"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("export lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "96Mi") || strings.Contains(out, "podsup.dev/") {
+		t.Errorf("export wrote the sum as pod-level resources, or needed annotations:\n%s", out)
+	}
+	back, err := Convert(strings.NewReader(out), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(back.Config.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	}
+	var again bytes.Buffer
+	if _, err := Export(&again, back.Config, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if again.String() != out {
+		t.Errorf("export → convert → export changed:\n%s\nthen\n%s", out, again.String())
+	}
+}

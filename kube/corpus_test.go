@@ -29,7 +29,7 @@ const corpusDir = "testdata/k8s-website/examples"
 // TestKubernetesWebsiteCorpus converts kubernetes/website's example
 // manifests (testdata/k8s-website/examples, README.md there) and holds
 // each result to expected.txt: converted, with every finding, or refused,
-// with every reason. A change in what any of them gives fails here; -update
+// with every reason, each of which names the flag that would help. A change in what any of them gives fails here; -update
 // writes the new results for review.
 //
 // Every one that converts must also give HCL that podsup's loader takes,
@@ -65,6 +65,9 @@ func TestKubernetesWebsiteCorpus(t *testing.T) {
 			got.WriteString("refused\n")
 			for _, fd := range fe.Findings {
 				fmt.Fprintf(&got, "  %s\n", fd)
+				if fd.Error && !namesAFlag(fd.Msg) {
+					t.Errorf("%s: a refusal that names no flag to help: %s", name, fd)
+				}
 			}
 			continue
 		case err != nil:
@@ -92,6 +95,17 @@ func TestKubernetesWebsiteCorpus(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Errorf("the corpus's results changed: go test ./kube -run TestKubernetesWebsiteCorpus -update rewrites expected.txt; review its git diff. The first difference:\n%s", firstDifference(string(want), got.String()))
 	}
+}
+
+// namesAFlag says whether a refusal's message names one of podsup-kube's
+// flags, the way past it when the manifest itself is right.
+func namesAFlag(msg string) bool {
+	for _, f := range []string{"--image ", "--entrypoint ", "--rootfs ", "--configmap ", "--secret ", "--pod-ip ", "--host-ip ", "--node-name "} {
+		if strings.Contains(msg, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCorpusRoundTrip holds a converted manifest to what podsup and a

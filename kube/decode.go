@@ -51,6 +51,18 @@ type workload struct {
 	job          bool
 	backoffLimit *int32
 	backoffAt    string
+	// indexedAt is where an Indexed Job says so: its one pod is the
+	// completion index 0's (JOB_COMPLETION_INDEX).
+	indexedAt string
+}
+
+// indexed marks w as an Indexed Job's pod when mode, at path at, says so.
+func indexed(w *workload, mode *batchv1.CompletionMode, at string) *workload {
+	if mode != nil && *mode == batchv1.IndexedCompletion {
+		w.indexedAt = at
+		w.ownFields = append(w.ownFields, at)
+	}
+	return w
 }
 
 // jobbed is w as a Job's pod, with the Job's backoffLimit at path at.
@@ -111,7 +123,8 @@ var kinds = map[[2]string]func() (any, func(obj any) *workload){
 	{"batch/v1", "Job"}: func() (any, func(any) *workload) {
 		return &batchv1.Job{}, func(o any) *workload {
 			d := o.(*batchv1.Job)
-			return jobbed(templated("Job", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector"), d.Spec.BackoffLimit, "spec.backoffLimit")
+			w := jobbed(templated("Job", d.ObjectMeta, d.Spec.Template, "spec.template.", "spec.selector"), d.Spec.BackoffLimit, "spec.backoffLimit")
+			return indexed(w, d.Spec.CompletionMode, "spec.completionMode")
 		}
 	},
 	{"batch/v1", "CronJob"}: cronJob(""),
@@ -127,7 +140,7 @@ func cronJob(readAs string) func() (any, func(any) *workload) {
 			w := templated("CronJob", d.ObjectMeta, d.Spec.JobTemplate.Spec.Template, "spec.jobTemplate.spec.template.", "spec.jobTemplate.spec.selector")
 			w.why = map[string]string{"spec.schedule": "podsup has no schedule: the group runs the job once, when podsup starts it"}
 			w.readAs = readAs
-			return jobbed(w, d.Spec.JobTemplate.Spec.BackoffLimit, "spec.jobTemplate.spec.backoffLimit")
+			return indexed(jobbed(w, d.Spec.JobTemplate.Spec.BackoffLimit, "spec.jobTemplate.spec.backoffLimit"), d.Spec.JobTemplate.Spec.CompletionMode, "spec.jobTemplate.spec.completionMode")
 		}
 	}
 }

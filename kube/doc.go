@@ -36,7 +36,13 @@
 //	                                    request back as it was
 //	containers[].resources              the same, summed over the containers (the larger
 //	                                    of that and any init container's), as kubelet
-//	                                    sizes the pod cgroup; no limit unless all set one
+//	                                    sizes the pod cgroup; no limit unless all set one;
+//	                                    and each its process's own resources (memory,
+//	                                    cpu, cpu_request), a cgroup per container as
+//	                                    kubelet's (sandbox {} when the group has no
+//	                                    other); export writes these on the container
+//	                                    and spec.resources only when the containers'
+//	                                    do not sum to the group's
 //	containers[]                        process; initContainers[] → init
 //	initContainers[].restartPolicy      Always: a sidecar, restart_policy = "always"
 //	  name, command + args, env[].value, workingDir
@@ -55,13 +61,18 @@
 //	                                    ("default" when none), uid (metadata.uid,
 //	                                    else a new one), labels['K'],
 //	                                    annotations['K'], spec.nodeName (else
-//	                                    Options.NodeName, else this machine's
-//	                                    hostname), spec.serviceAccountName;
+//	                                    Options.NodeName (--node-name), else this
+//	                                    machine's hostname), spec.serviceAccountName,
+//	                                    status.podIP(s) and status.hostIP(s) from
+//	                                    Options.PodIP and HostIP (--pod-ip, --host-ip:
+//	                                    refused without them);
 //	                                    resourceFieldRef of a set limit or request
 //	  (the runtime's variables)         HOSTNAME, the pod's hostname (spec.hostname,
 //	                                    else its name), unless the container sets
 //	                                    it or the pod is hostNetwork (the node's,
-//	                                    unknown here); not set: service links
+//	                                    unknown here); an Indexed Job's
+//	                                    JOB_COMPLETION_INDEX=0 (podsup runs its one
+//	                                    pod, index 0's); not set: service links
 //	                                    (NAME_SERVICE_HOST, ...), KUBERNETES_SERVICE_*
 //	                                    and KUBERNETES_PORT* (no Service, no API
 //	                                    server), and an image's PATH or HOME

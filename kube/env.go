@@ -64,7 +64,13 @@ func (e *environment) values() map[string]string {
 // over the runtime's, and none of these is seen by $(VAR) expansion:
 // kubelet expands before the runtime adds them. Not set: service links
 // and KUBERNETES_SERVICE_* (there is no Service and no API server).
+// An Indexed Job's containers also get JOB_COMPLETION_INDEX, which the
+// Job controller writes into their env (where $(VAR) would see it; here
+// it is added after expansion, like the rest).
 func (c *converter) standardEnv(env *environment) {
+	if _, ok := env.lookup("JOB_COMPLETION_INDEX"); !ok && c.w.indexedAt != "" {
+		env.set("JOB_COMPLETION_INDEX", "0") // the one pod's (indexed)
+	}
 	if c.w.pod.HostNetwork {
 		return
 	}
@@ -212,7 +218,7 @@ func (c *converter) fieldRef(field, path string) (string, bool) {
 		}
 		n, err := os.Hostname()
 		if err != nil {
-			c.r.fail(path, "%q: this machine has no hostname to be the node's name (%v): write the value", field, err)
+			c.r.fail(path, "%q: this machine has no hostname to be the node's name (%v): give one with --node-name NAME, or write the value", field, err)
 			return "", false
 		}
 		return n, true
@@ -221,8 +227,20 @@ func (c *converter) fieldRef(field, path string) (string, bool) {
 			return n, true
 		}
 		return "default", true
-	case "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs":
-		c.r.fail(path, "%q: podsup gives a pod no address of its own (its processes use the host's network, whose address podsup-kube cannot know for the machine that runs it): write the value", field)
+	case "status.podIP", "status.podIPs":
+		if c.o.PodIP != "" {
+			return c.o.PodIP, true
+		}
+		if c.bridged() {
+			c.r.fail(path, "%q: podsup gives a pod no address of its own before it starts (its sandbox gets one on podsup's bridge only then): give the address its processes are reached at with --pod-ip ADDR, or write the value", field)
+		} else {
+			c.r.fail(path, "%q: podsup gives a pod no address of its own (its processes use the host's network, whose address podsup-kube cannot know for the machine that runs it): give that address with --pod-ip ADDR, or write the value", field)
+		}
+	case "status.hostIP", "status.hostIPs":
+		if c.o.HostIP != "" {
+			return c.o.HostIP, true
+		}
+		c.r.fail(path, "%q: podsup gives a pod no address of its own, and podsup-kube cannot know the address of the machine that runs it: give that with --host-ip ADDR, or write the value", field)
 	default:
 		c.r.fail(path, "%q is not a field the downward API gives an env variable", field)
 	}

@@ -239,3 +239,66 @@ spec:
 		t.Errorf("export → convert → export changed the YAML:\n%s\n---- then ----\n%s", y1.String(), y2.String())
 	}
 }
+
+// status.podIP and status.hostIP are what --pod-ip and --host-ip say;
+// without them the refusal names the flag (issue 31: it said only
+// "write the value").
+func TestDownwardAPIAddresses(t *testing.T) {
+	t.Parallel()
+	const manifest = `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: a
+    image: busybox
+    command: [sleep, "60"]
+    env:
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: POD_IPS, valueFrom: {fieldRef: {fieldPath: status.podIPs}}}
+    - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
+`
+	cfg, _ := convertAndParse(t, manifest, Options{PodIP: "10.0.0.7", HostIP: "192.0.2.1"})
+	env := cfg.Groups[0].Processes[0].Env
+	if env["POD_IP"] != "10.0.0.7" || env["POD_IPS"] != "10.0.0.7" || env["HOST_IP"] != "192.0.2.1" {
+		t.Errorf("env = %v", env)
+	}
+	_, err := Convert(strings.NewReader(manifest), Options{})
+	if err == nil || !strings.Contains(err.Error(), "give that address with --pod-ip ADDR") || !strings.Contains(err.Error(), "give that with --host-ip ADDR") {
+		t.Errorf("without the flags: %v", err)
+	}
+	bridged := strings.Replace(manifest, "    env:\n", "    ports: [{containerPort: 80, hostPort: 8080}]\n    env:\n", 1)
+	if _, err := Convert(strings.NewReader(bridged), Options{}); err == nil || !strings.Contains(err.Error(), "only then): give the address its processes are reached at with --pod-ip ADDR") {
+		t.Errorf("a bridged pod without --pod-ip: %v", err)
+	}
+}
+
+// An Indexed Job's one pod is index 0's: JOB_COMPLETION_INDEX=0, as the
+// Job controller sets it (kubernetes/website's indexed-job reads it).
+func TestIndexedJobCompletionIndex(t *testing.T) {
+	t.Parallel()
+	const job = `apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  completionMode: MODE
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: a
+        image: busybox
+        command: [sh, -c, "echo $JOB_COMPLETION_INDEX"]
+`
+	cfg, res := convertAndParse(t, strings.Replace(job, "MODE", "Indexed", 1), Options{})
+	if v, ok := cfg.Groups[0].Processes[0].Env["JOB_COMPLETION_INDEX"]; !ok || v != "0" {
+		t.Errorf("env = %v", cfg.Groups[0].Processes[0].Env)
+	}
+	if got := findingsText(res.Findings); !strings.Contains(got, "note: Job/j: spec.completionMode: Indexed: podsup runs one pod") {
+		t.Errorf("findings:\n%s", got)
+	}
+	cfg, _ = convertAndParse(t, strings.Replace(job, "MODE", "NonIndexed", 1), Options{})
+	if _, ok := cfg.Groups[0].Processes[0].Env["JOB_COMPLETION_INDEX"]; ok {
+		t.Errorf("a NonIndexed Job's env = %v", cfg.Groups[0].Processes[0].Env)
+	}
+}

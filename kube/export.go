@@ -153,7 +153,6 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []any, []Finding) {
 			t := true
 			ps.ShareProcessNamespace = &t
 		}
-		ps.Resources = podResources(s.Resources)
 		if n := s.Network; n != nil && n.Mode == spec.NetworkHost {
 			ps.HostNetwork = true
 		}
@@ -184,6 +183,12 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []any, []Finding) {
 	}
 	if s := g.Sandbox; s != nil {
 		sandboxSecurity(ps, s)
+		// The pod-level resources only when the containers' own do not
+		// already sum to the group's, as Convert sums them.
+		sum := &converter{r: &reporter{}, w: &workload{kind: "Pod", name: g.Name, pod: *ps.DeepCopy()}}
+		if sum.resources() != s.Resources {
+			ps.Resources = podResources(s.Resources)
+		}
 	}
 	data := exportVolumes(g, ps)
 
@@ -318,6 +323,7 @@ func container(p *spec.Process, hostname string) corev1.Container {
 		c.SecurityContext.RunAsGroup = &g
 	}
 	c.SecurityContext = containerSecurityContext(c.SecurityContext, p.Security)
+	c.Resources = containerLimits(p.Resources)
 	c.StartupProbe = probe(p.StartupProbe)
 	c.LivenessProbe = probe(p.LivenessProbe)
 	c.ReadinessProbe = probe(p.ReadinessProbe)
@@ -420,6 +426,22 @@ func podResources(r spec.Resources) *corev1.ResourceRequirements {
 		}
 	}
 	return rr
+}
+
+// containerLimits are a process's own cgroup limits as its container's
+// resources. A pids limit has no place there (Kubernetes limits pids per
+// pod): an annotation carries it. A CPU request equal to the limit goes
+// without saying, as kubelet defaults it so.
+func containerLimits(r spec.Resources) corev1.ResourceRequirements {
+	r.Pids = 0
+	rr := podResources(r)
+	if rr == nil {
+		return corev1.ResourceRequirements{}
+	}
+	if r.CPURequest != 0 && r.CPURequest == r.CPU {
+		rr.Requests = nil
+	}
+	return *rr
 }
 
 func deployment(pod *corev1.Pod) *appsv1.Deployment {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +74,9 @@ type convertFlags struct {
 	secrets    []string
 	images     []string
 	entrypoint []string
+	podIP      string
+	hostIP     string
+	nodeName   string
 }
 
 func (f *convertFlags) register(cmd *cobra.Command) {
@@ -82,6 +86,9 @@ func (f *convertFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.entrypoint, "entrypoint", nil, `image IMAGE's entrypoint, for a container with args and no command, when no --image DIR is at hand (IMAGE=CMD or IMAGE='["CMD","ARG"]', repeatable)`)
 	cmd.Flags().StringArrayVar(&f.configMaps, "configmap", nil, "a YAML file of ConfigMaps for valueFrom and envFrom (repeatable)")
 	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "a YAML file of Secrets for valueFrom and envFrom (repeatable; their values are written into the HCL)")
+	cmd.Flags().StringVar(&f.podIP, "pod-ip", "", "the downward API's status.podIP: the address the pod's processes are reached at")
+	cmd.Flags().StringVar(&f.hostIP, "host-ip", "", "the downward API's status.hostIP: the address of the machine that runs the pod")
+	cmd.Flags().StringVar(&f.nodeName, "node-name", "", "the downward API's spec.nodeName for a pod that names no node (default: this machine's hostname)")
 }
 
 // envSources reads the --configmap and --secret files.
@@ -108,7 +115,12 @@ func (f *convertFlags) envSources() ([]kube.EnvSource, error) {
 }
 
 func (f *convertFlags) options() (kube.Options, error) {
-	o := kube.Options{Strict: f.strict}
+	o := kube.Options{Strict: f.strict, PodIP: f.podIP, HostIP: f.hostIP, NodeName: f.nodeName}
+	for _, a := range []struct{ flag, v string }{{"--pod-ip", f.podIP}, {"--host-ip", f.hostIP}} {
+		if _, err := netip.ParseAddr(a.v); a.v != "" && err != nil {
+			return o, fmt.Errorf("%s %q: not an IP address", a.flag, a.v)
+		}
+	}
 	var err error
 	if o.EnvSources, err = f.envSources(); err != nil {
 		return o, err

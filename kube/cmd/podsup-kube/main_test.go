@@ -218,3 +218,26 @@ func TestPlayExecsPodsupUpOnTheConvertedHCL(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// --pod-ip, --host-ip and --node-name are the downward API's fields that
+// podsup-kube cannot know for the machine that runs the pod.
+func TestConvertDownwardAPIFlags(t *testing.T) {
+	const manifest = "../../../kube/testdata/k8s-website/examples/pods/inject/dapi-envars-pod.yaml"
+	if _, _, err := cli(t, "", "convert", manifest); err == nil || !strings.Contains(err.Error(), "--pod-ip ADDR") {
+		t.Errorf("without --pod-ip: %v", err)
+	}
+	out, _, err := cli(t, "", "convert", "--pod-ip", "10.1.2.3", "--node-name", "node-a", manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`MY_POD_IP              = "10.1.2.3"`, `MY_NODE_NAME           = "node-a"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the HCL lacks %s:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"--pod-ip", "--host-ip"} {
+		if _, _, err := cli(t, "", "convert", bad, "10.1.2", manifest); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s 10.1.2: %v", bad, err)
+		}
+	}
+}
