@@ -106,7 +106,7 @@ var (
 		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on")...), "init", "process", "depends_on")
 
 	sandboxSchema = newSchema("sandbox",
-		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount"}, nil,
+		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount", "user_namespace", "subid_user"}, nil,
 		blocks("mount", "resources", "network"), "mount")
 
 	networkSchema = newSchema("network",

@@ -50,6 +50,8 @@ func HolderMain() int {
 	reply := holderReply{}
 	if err := json.Unmarshal(line, &cfg); err != nil {
 		reply.Error = fmt.Sprintf("decoding holder config: %v", err)
+	} else if cfg.UserNS {
+		return userNSHolderMain(cfg, ctl)
 	} else if err := holderSetup(cfg); err != nil {
 		reply.Error = err.Error()
 	}

@@ -1,0 +1,238 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/podsup/podsup/internal/rttest/testproc"
+	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
+	"golang.org/x/sys/unix"
+)
+
+// useSubIDs points the runtime at subuid and subgid files of the test's
+// own with one line for user, and restores the real ones after.
+func useSubIDs(t *testing.T, user string, start, count int) {
+	t.Helper()
+	dir := t.TempDir()
+	line := fmt.Sprintf("%s:%d:%d\n", user, start, count)
+	for _, f := range []string{"subuid", "subgid"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldU, oldG := subUIDFile, subGIDFile
+	subUIDFile, subGIDFile = filepath.Join(dir, "subuid"), filepath.Join(dir, "subgid")
+	t.Cleanup(func() { subUIDFile, subGIDFile = oldU, oldG })
+}
+
+// newUserNSRuntime is a test runtime whose holder is a copy of the test
+// binary that the namespace's root (an unprivileged uid on the host) may
+// execute: go test's build directory is root's alone.
+func newUserNSRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "podsup-userns-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	src, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	holder := filepath.Join(dir, "holder")
+	dst, err := os.OpenFile(holder, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := NewRuntime(Options{
+		Instance:     testInstancePrefix() + strconv.FormatInt(instanceSeq.Add(1), 10),
+		HolderStderr: os.Stderr,
+		HolderPath:   holder,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Errorf("closing runtime: %v", err)
+		}
+	})
+	return rt
+}
+
+// statusField is a field of /proc/PID/status, read from the host.
+func statusField(t *testing.T, pid int, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", name, pid)
+	return ""
+}
+
+func startShell(t *testing.T, rt *Runtime, sb, id, script string, sec *proc.Security, onExit func(ProcessStatus)) ProcessStatus {
+	t.Helper()
+	cfg := ProcessConfig{Sandbox: sb, Command: []string{"/bin/sh", "-c", script}, Security: sec, Stderr: os.Stderr, OnExit: onExit}
+	if err := rt.CreateProcess(testCtx(t), id, cfg); err != nil {
+		t.Fatalf("CreateProcess(%s): %v", id, err)
+	}
+	if err := rt.StartProcess(testCtx(t), id); err != nil {
+		t.Fatalf("StartProcess(%s): %v", id, err)
+	}
+	st, err := rt.ProcessStatus(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A sandbox with a user namespace: root inside is the range's first uid
+// on the host, the process is podsup's child with the capabilities asked
+// for, a mount inside works, exit codes and SIGKILL arrive, and nothing
+// is left once the sandbox is deleted.
+func TestUserNamespaceSandbox(t *testing.T) {
+	testproc.NeedRoot(t)
+	const base = 1_500_000_000
+	useSubIDs(t, "podsup-test", base, 2*spec.SubIDsPerSandbox)
+	rt := newUserNSRuntime(t)
+	cfg := spec.Sandbox{Namespaces: []string{"pid", "mount", "uts", "ipc"}, Hostname: "userns",
+		Mounts:        []spec.Mount{{Type: "proc", Target: "/proc"}, {Type: "tmpfs", Target: "/mnt"}},
+		UserNamespace: true, SubIDUser: "podsup-test"}
+	mustCreateSandbox(t, rt, "u", cfg)
+	mustCreateSandbox(t, rt, "v", cfg)
+
+	exits := make(chan ProcessStatus, 4)
+	onExit := func(st ProcessStatus) { exits <- st }
+	caps := proc.CapSet(1<<unix.CAP_SYS_ADMIN | 1<<unix.CAP_KILL)
+	sleeper := startShell(t, rt, "u", "sleeper", "exec sleep 300", &proc.Security{Capabilities: &caps}, onExit)
+	if got := statusField(t, sleeper.Pid, "PPid"); got != strconv.Itoa(os.Getpid()) {
+		t.Errorf("PPid of the sandbox's process is %s, want podsup's %d", got, os.Getpid())
+	}
+	if got := strings.Fields(statusField(t, sleeper.Pid, "Uid")); got[0] != strconv.Itoa(base) || got[1] != strconv.Itoa(base) {
+		t.Errorf("host Uid of root in the sandbox is %v, want %d", got, base)
+	}
+	if got := strings.Fields(statusField(t, sleeper.Pid, "Gid")); got[0] != strconv.Itoa(base) {
+		t.Errorf("host Gid of root in the sandbox is %v, want %d", got, base)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/uid_map", sleeper.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(b)); strings.Join(got, " ") != fmt.Sprintf("0 %d %d", base, spec.SubIDsPerSandbox) {
+		t.Errorf("uid_map %q, want 0 %d %d", b, base, spec.SubIDsPerSandbox)
+	}
+	if got, want := statusField(t, sleeper.Pid, "CapEff"), fmt.Sprintf("%016x", uint64(caps)); got != want {
+		t.Errorf("CapEff %s, want %s", got, want)
+	}
+	if got := statusField(t, sleeper.Pid, "NSpid"); len(strings.Fields(got)) != 2 || strings.Fields(got)[1] == "1" {
+		t.Errorf("NSpid %q: want a pid in a new PID namespace, not its init", got)
+	}
+
+	// Placed at fork in its own cgroups, in every hierarchy podsup uses.
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", sleeper.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
+		if strings.Contains(l, "/podsup-") {
+			placed++
+			if !strings.HasSuffix(l, "/u/sleeper") {
+				t.Errorf("cgroup line %q: want the process's own cgroup u/sleeper", l)
+			}
+		}
+	}
+	if placed == 0 {
+		t.Errorf("the process is in no cgroup of podsup's:\n%s", cg)
+	}
+
+	// The second sandbox has the next range.
+	other := startShell(t, rt, "v", "other", "exec sleep 300", nil, nil)
+	if got := strings.Fields(statusField(t, other.Pid, "Uid")); got[0] != strconv.Itoa(base+spec.SubIDsPerSandbox) {
+		t.Errorf("host Uid of root in the second sandbox is %v, want %d", got, base+spec.SubIDsPerSandbox)
+	}
+
+	// A mount inside, the sandbox's proc and hostname; an exit code.
+	startShell(t, rt, "u", "mounter", `mkdir -p /mnt/x && mount -t tmpfs t /mnt/x && grep -q " /mnt/x " /proc/self/mounts && [ "$(hostname)" = userns ] && [ "$(id -u)" = 0 ] && exit 7`, nil, onExit)
+	if st := waitExit(t, exits, "mounter"); st.ExitCode != 7 {
+		t.Errorf("mounter exited %d, want 7 (the mount, /proc or hostname failed)", st.ExitCode)
+	}
+	if err := rt.SignalProcess("sleeper", syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExit(t, exits, "sleeper"); st.Signal != syscall.SIGKILL {
+		t.Errorf("sleeper ended with %+v, want SIGKILL", st)
+	}
+
+	// A command that does not exist is a StartError, as for any sandbox.
+	err = rt.CreateProcess(testCtx(t), "missing", ProcessConfig{Sandbox: "u", Command: []string{"/no/such/command"}})
+	if err == nil {
+		err = rt.StartProcess(testCtx(t), "missing")
+	}
+	if !errors.Is(err, proc.ErrCommandNotFound) {
+		t.Errorf("starting a missing command: %v, want proc.ErrCommandNotFound", err)
+	}
+
+	pids := []int{other.Pid}
+	for _, id := range []string{"u", "v"} {
+		st, _ := rt.SandboxStatus(id)
+		pids = append(pids, st.HolderPid)
+		if err := rt.DeleteSandbox(testCtx(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("pid %d runs still after the sandboxes were deleted", pid)
+		}
+	}
+	// The ranges are free again: a new sandbox gets the first.
+	mustCreateSandbox(t, rt, "w", cfg)
+	again := startShell(t, rt, "w", "again", "exec sleep 300", nil, nil)
+	if got := strings.Fields(statusField(t, again.Pid, "Uid")); got[0] != strconv.Itoa(base) {
+		t.Errorf("host Uid in a sandbox made after the others' deletion is %v, want %d again", got, base)
+	}
+}
+
+func waitExit(t *testing.T, exits <-chan ProcessStatus, id string) ProcessStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		select {
+		case st := <-exits:
+			if st.ID == id {
+				return st
+			}
+		case <-ctx.Done():
+			t.Fatalf("no exit of %s", id)
+		}
+	}
+}
