@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -89,6 +90,17 @@ type spawnReply struct {
 // set up (itself, or through the init it starts), say ready, start
 // processes until EOF, then end the init and wait for it.
 func userNSHolderMain(cfg holderConfig, ctl *os.File) int {
+	// Caught and dropped rather than ignored: an ignored signal stays
+	// ignored in the children it starts, through their exec, and a
+	// process must get SIGTERM as it would anywhere else. The Go runtime
+	// resets the signals it catches to their defaults in a child.
+	signal.Reset(holderIgnores...)
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, holderIgnores...)
+	go func() {
+		for range sigs {
+		}
+	}()
 	var (
 		pt      *pidThread
 		init    *proc.Process

@@ -184,6 +184,15 @@ func TestUserNamespaceSandbox(t *testing.T) {
 	if st := waitExit(t, exits, "mounter"); st.ExitCode != 7 {
 		t.Errorf("mounter exited %d, want 7 (the mount, /proc or hostname failed)", st.ExitCode)
 	}
+	// SIGTERM reaches a process as anywhere (the holder that started it
+	// must not have left it ignored).
+	startShell(t, rt, "u", "termed", "exec sleep 300", nil, onExit)
+	if err := rt.SignalProcess("termed", syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExit(t, exits, "termed"); st.Signal != syscall.SIGTERM {
+		t.Errorf("termed ended with %+v, want SIGTERM", st)
+	}
 	if err := rt.SignalProcess("sleeper", syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
