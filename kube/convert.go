@@ -191,6 +191,9 @@ func (c *converter) sandbox() *spec.Sandbox {
 		s.Rootfs = c.rootfs
 	}
 	c.filesystem(s, ns)
+	if h := pod.HostUsers; h != nil && !*h {
+		s.UserNamespace = true
+	}
 	if n := c.network(); n != nil {
 		ns["net"] = true
 		s.Network = n
@@ -200,7 +203,7 @@ func (c *converter) sandbox() *spec.Sandbox {
 			s.Namespaces = append(s.Namespaces, n)
 		}
 	}
-	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" && s.Network == nil {
+	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" && s.Network == nil && !s.UserNamespace {
 		return nil
 	}
 	return s

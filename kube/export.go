@@ -131,6 +131,9 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []Finding) {
 	}
 	if s := g.Sandbox; s != nil {
 		sandboxSecurity(ps, s)
+		if s.UserNamespace {
+			ps.HostUsers = spec.Bool(false)
+		}
 	}
 
 	// What a Pod holds of g, read back the way Convert reads it.
