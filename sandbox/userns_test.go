@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/execrun"
 	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/sandbox/seccomp"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -243,5 +245,73 @@ func waitExit(t *testing.T, exits <-chan ProcessStatus, id string) ProcessStatus
 		case <-ctx.Done():
 			t.Fatalf("no exit of %s", id)
 		}
+	}
+}
+
+// A process's security settings apply inside the user namespace as in
+// any sandbox: its user (a uid of the namespace, so the range's base plus
+// it on the host), no_new_privs, the seccomp filter, rlimits (through the
+// pre-exec shim); and a command exec'd in the sandbox (Spawn) runs there
+// too, its output read through the fds podsup passed.
+func TestUserNamespaceSecurityAndExec(t *testing.T) {
+	testproc.NeedRoot(t)
+	const base = 1_600_000_000
+	useSubIDs(t, spec.DefaultSubIDUser, base, spec.SubIDsPerSandbox)
+	rt := newUserNSRuntime(t)
+	mustCreateSandbox(t, rt, "s", spec.Sandbox{Namespaces: []string{"pid", "mount"},
+		Mounts: []spec.Mount{{Type: "proc", Target: "/proc"}}, UserNamespace: true})
+	filter, err := seccomp.Named(spec.SeccompRuntimeDefault, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := proc.CapSet(0)
+	sec := &proc.Security{Capabilities: &none, NoNewPrivs: true, Seccomp: filter,
+		Rlimits: []proc.Rlimit{{Resource: unix.RLIMIT_NOFILE, Soft: 77, Hard: 77}}}
+	cfg := ProcessConfig{Sandbox: "s", Command: []string{"/bin/sh", "-c", "exec sleep 300"}, Security: sec,
+		RunAs: proc.RunAs{User: "1000", Group: "1000"}, Stderr: os.Stderr}
+	if err := rt.CreateProcess(testCtx(t), "locked", cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartProcess(testCtx(t), "locked"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := rt.ProcessStatus("locked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pre-exec shim applies the rlimits and the filter, then execs
+	// the shell, which execs sleep.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", st.Pid))
+		if strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the process runs %q, not sleep", comm)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for field, want := range map[string]string{"Uid": strconv.Itoa(base + 1000), "Gid": strconv.Itoa(base + 1000),
+		"NoNewPrivs": "1", "Seccomp": "2", "CapEff": "0000000000000000", "CapBnd": "0000000000000000"} {
+		if got := strings.Fields(statusField(t, st.Pid, field))[0]; got != want {
+			t.Errorf("%s of the process is %s, want %s", field, got, want)
+		}
+	}
+	limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", st.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(limits), "Max open files            77                   77") {
+		t.Errorf("rlimits not applied:\n%s", limits)
+	}
+
+	res, err := runIn(testCtx(t), rt, "s", execrun.Request{Argv: []string{"/bin/sh", "-c", "id -u; cat /proc/self/uid_map"},
+		Timeout: 20 * time.Second, OutputLimit: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("0\n0 %d %d", base, spec.SubIDsPerSandbox); res.ExitCode != 0 || !strings.HasPrefix(strings.Join(strings.Fields(string(res.Output)), " "), strings.Join(strings.Fields(want), " ")) {
+		t.Errorf("exec in the sandbox: exit %d, output %q, want uid 0 and the map 0 %d %d", res.ExitCode, res.Output, base, spec.SubIDsPerSandbox)
 	}
 }
