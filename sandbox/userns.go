@@ -45,6 +45,9 @@ func (a *idAllocator) take(user string) (idRange, error) {
 	if user == "" {
 		user = spec.DefaultSubIDUser
 	}
+	if !inInitialUserNS() {
+		return idRange{}, fmt.Errorf("%w: podsup runs in a user namespace of its own (rootless), where the host's id ranges cannot be mapped; its sandboxes' root is not the host's root already: leave user_namespace out", ErrUnavailable)
+	}
 	uids, err := subIDRange(subUIDFile, user)
 	if err != nil {
 		return idRange{}, err
@@ -84,6 +87,16 @@ func (a *idAllocator) release(user string, r idRange) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.used[user], r.UID)
+}
+
+// inInitialUserNS reports whether podsup runs in the host's user
+// namespace, whose uid_map maps every id to itself.
+func inInitialUserNS() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return true // no user namespaces at all: the clone will say so
+	}
+	return strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
 }
 
 type subRange struct{ start, count uint64 }

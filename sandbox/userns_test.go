@@ -315,3 +315,30 @@ func TestUserNamespaceSecurityAndExec(t *testing.T) {
 		t.Errorf("exec in the sandbox: exit %d, output %q, want uid 0 and the map 0 %d %d", res.ExitCode, res.Output, base, spec.SubIDsPerSandbox)
 	}
 }
+
+// Ranges: one 65536-id block per sandbox, the lowest free first, the
+// error naming the file and the line to add when the user has none, and
+// another when every block is taken.
+func TestIDAllocator(t *testing.T) {
+	useSubIDs(t, "blocks", 300000, 2*spec.SubIDsPerSandbox+5)
+	var a idAllocator
+	r1, err1 := a.take("blocks")
+	r2, err2 := a.take("blocks")
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	if r1.UID != 300000 || r2.UID != 300000+spec.SubIDsPerSandbox || r2.GID != r2.UID || r1.Count != spec.SubIDsPerSandbox {
+		t.Errorf("blocks %+v %+v", r1, r2)
+	}
+	if _, err := a.take("blocks"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("a third block of two: %v", err)
+	}
+	a.release("blocks", r1)
+	if r, err := a.take("blocks"); err != nil || r.UID != r1.UID {
+		t.Errorf("after a release: %+v, %v; want the first block again", r, err)
+	}
+	_, err := a.take("nobody-here")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), subUIDFile) || !strings.Contains(err.Error(), "nobody-here:<start>:<count>") {
+		t.Errorf("a user without a range: %v", err)
+	}
+}
