@@ -46,7 +46,7 @@ func (a *idAllocator) take(user string) (idRange, error) {
 		user = spec.DefaultSubIDUser
 	}
 	if !inInitialUserNS() {
-		return idRange{}, fmt.Errorf("%w: podsup runs in a user namespace of its own (rootless), where the host's id ranges cannot be mapped; its sandboxes' root is not the host's root already: leave user_namespace out", ErrUnavailable)
+		return idRange{}, errRootlessUserNS
 	}
 	uids, err := subIDRange(subUIDFile, user)
 	if err != nil {
@@ -78,6 +78,33 @@ func (a *idAllocator) take(user string) (idRange, error) {
 	}
 	return idRange{}, fmt.Errorf("%w: every %d-id block of %q's ranges in %s and %s is in use (%d sandboxes with a user namespace): give it a larger range", ErrUnavailable, n, user, subUIDFile, subGIDFile, blocks)
 }
+
+// SubIDsAvailable says why a sandbox with user_namespace could not get
+// its ids from user's ranges here (empty user: spec.DefaultSubIDUser), or
+// nil: podsup validate's warning, before any sandbox is made.
+func SubIDsAvailable(user string) error {
+	if user == "" {
+		user = spec.DefaultSubIDUser
+	}
+	if !inInitialUserNS() {
+		return errRootlessUserNS
+	}
+	var blocks uint64 = 1 << 32
+	for _, file := range []string{subUIDFile, subGIDFile} {
+		r, err := subIDRange(file, user)
+		if err != nil {
+			return err
+		}
+		blocks = min(blocks, r.count/spec.SubIDsPerSandbox)
+	}
+	if blocks == 0 {
+		return fmt.Errorf("%w: the ranges of %q in %s and %s hold fewer than %d ids, one sandbox's", ErrUnavailable, user, subUIDFile, subGIDFile, spec.SubIDsPerSandbox)
+	}
+	return nil
+}
+
+// errRootlessUserNS is a user_namespace asked of a rootless podsup.
+var errRootlessUserNS = fmt.Errorf("%w: podsup runs in a user namespace of its own (rootless), where the host's id ranges cannot be mapped; its sandboxes' root is not the host's root already: leave user_namespace out", ErrUnavailable)
 
 // release gives r back.
 func (a *idAllocator) release(user string, r idRange) {
