@@ -244,6 +244,8 @@ func (d *decoder) sandbox(b *hcl.Block, p []string) *spec.Sandbox {
 	d.boolean(as, p, "read_only_root_filesystem", &s.ReadOnlyRootFilesystem)
 	d.boolean(as, p, "private_tmp", &s.PrivateTmp)
 	d.str(as, p, "proc_mount", &s.ProcMount)
+	d.boolean(as, p, "user_namespace", &s.UserNamespace)
+	d.str(as, p, "subid_user", &s.SubIDUser)
 	for i, mb := range bs["mount"] {
 		mp := at(p, "mount", strconv.Itoa(i))
 		d.block(mb, mp)

@@ -383,6 +383,8 @@ var referenceDefaults = map[string]string{
 	"sandbox.read_only_root_filesystem": code("false"),
 	"sandbox.private_tmp":               code("false"),
 	"sandbox.proc_mount":                code(spec.ProcMountDefault),
+	"sandbox.user_namespace":            code("false"),
+	"sandbox.subid_user":                code(spec.DefaultSubIDUser),
 	"sandbox.mount":                     "",
 	"sandbox.resources":                 "",
 	"sandbox.network":                   "mode `none` with `net`, `host` without",

@@ -106,7 +106,7 @@ var (
 		append(blocks("backoff", "sandbox", "capabilities", "rlimits"), named("init", "process", "depends_on", "volume")...), "init", "process", "depends_on", "volume")
 
 	sandboxSchema = newSchema("sandbox",
-		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount"}, nil,
+		[]string{"namespaces", "hostname", "rootfs", "read_only_root_filesystem", "private_tmp", "proc_mount", "user_namespace", "subid_user"}, nil,
 		blocks("mount", "resources", "network", "host_alias", "dns"), "mount", "host_alias")
 
 	networkSchema = newSchema("network",

@@ -233,6 +233,9 @@ func (c *converter) sandbox(g *spec.Group) *spec.Sandbox {
 		s.Rootfs = c.rootfs
 	}
 	c.filesystem(s, ns)
+	if h := pod.HostUsers; h != nil && !*h {
+		s.UserNamespace = true
+	}
 	if n := c.network(); n != nil {
 		ns["net"] = true
 		s.Network = n
@@ -243,7 +246,7 @@ func (c *converter) sandbox(g *spec.Group) *spec.Sandbox {
 			s.Namespaces = append(s.Namespaces, n)
 		}
 	}
-	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" && s.Network == nil && !processLimits(g) {
+	if len(s.Namespaces) == 0 && s.Resources == (spec.Resources{}) && s.ProcMount == "" && s.Network == nil && !s.UserNamespace && !processLimits(g) {
 		return nil
 	}
 	return s

@@ -189,6 +189,9 @@ func exportGroup(g *spec.Group) (*corev1.Pod, []any, []Finding) {
 		if sum.resources() != s.Resources {
 			ps.Resources = podResources(s.Resources)
 		}
+		if s.UserNamespace {
+			ps.HostUsers = spec.Bool(false)
+		}
 	}
 	data := exportVolumes(g, ps)
 

@@ -19,7 +19,7 @@ func TestBridgeKnowsEverySpecField(t *testing.T) {
 		reflect.TypeFor[spec.Supervisor]():      {"Socket", "SocketGroup", "SocketGroupRoles", "LogLevel", "LogFormat", "LogDir", "MinimumGrace", "NotifyReady", "MetricsListen", "MetricsAllowRemote", "StopOrder"},
 		reflect.TypeFor[spec.Backoff]():         {"Initial", "Max", "Reset"},
 		reflect.TypeFor[spec.Group]():           {"Name", "RestartPolicy", "TerminationGracePeriod", "Backoff", "Sandbox", "Init", "Processes", "DependsOn", "Security", "BackoffLimit", "Volumes", "FSGroup"},
-		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources", "ReadOnlyRootFilesystem", "PrivateTmp", "ProcMount", "Network", "HostAliases", "DNS"},
+		reflect.TypeFor[spec.Sandbox]():         {"Namespaces", "Hostname", "Mounts", "Rootfs", "Resources", "ReadOnlyRootFilesystem", "PrivateTmp", "ProcMount", "Network", "HostAliases", "DNS", "UserNamespace", "SubIDUser"},
 		reflect.TypeFor[spec.Mount]():           {"Type", "Source", "Target", "ReadOnly", "Options", "NoSymlinks"},
 		reflect.TypeFor[spec.Resources]():       {"Memory", "CPU", "CPUWeight", "Pids", "CPURequest"},
 		reflect.TypeFor[spec.Process]():         {"Name", "Command", "Image", "Env", "WorkingDir", "User", "Group", "Security", "StopSignal", "RestartPolicy", "Critical", "Resources", "StartupProbe", "LivenessProbe", "ReadinessProbe", "PreStart", "PostStart", "PreStop", "PostStop", "Log", "Readiness", "Watchdog", "Sockets", "DependsOn", "VolumeMounts"},

@@ -132,6 +132,8 @@ func writeGroupFields(b *hclwrite.Body, g *spec.Group) {
 		boolean(sb, "read_only_root_filesystem", s.ReadOnlyRootFilesystem)
 		boolean(sb, "private_tmp", s.PrivateTmp)
 		str(sb, "proc_mount", s.ProcMount)
+		boolean(sb, "user_namespace", s.UserNamespace)
+		str(sb, "subid_user", s.SubIDUser)
 		writeResources(sb, s.Resources)
 		if n := s.Network; n != nil {
 			nb := sb.AppendNewBlock("network", nil).Body()

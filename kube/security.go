@@ -23,9 +23,6 @@ const SeccompRoot = "/var/lib/kubelet/seccomp"
 func (c *converter) podSecurity() spec.Security {
 	var s spec.Security
 	sc := c.w.pod.SecurityContext
-	if h := c.w.pod.HostUsers; h != nil && !*h {
-		c.r.warn(c.path("spec.hostUsers"), "podsup does not implement user namespaces yet (a sandbox's user_namespace): the processes run in the host's user namespace, root as root")
-	}
 	if sc == nil {
 		return s
 	}

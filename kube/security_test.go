@@ -189,14 +189,14 @@ spec:
 	for _, fd := range res.Findings {
 		paths = append(paths, fd.Path)
 	}
-	for _, p := range []string{"spec.hostUsers", "spec.securityContext.seLinuxOptions", "spec.securityContext.sysctls", "spec.containers[0].securityContext.appArmorProfile",
+	for _, p := range []string{"spec.securityContext.seLinuxOptions", "spec.securityContext.sysctls", "spec.containers[0].securityContext.appArmorProfile",
 		"spec.containers[0].securityContext.procMount", "spec.containers[0].securityContext.readOnlyRootFilesystem"} {
 		if !slices.ContainsFunc(paths, func(s string) bool { return strings.HasPrefix(s, p) }) {
 			t.Errorf("no warning at %s: %v", p, paths)
 		}
 	}
-	if i := slices.IndexFunc(res.Findings, func(f Finding) bool { return f.Path == "spec.hostUsers" }); i < 0 || !strings.Contains(res.Findings[i].Msg, "user namespaces") {
-		t.Errorf("hostUsers: false does not name what is missing: %v", res.Findings)
+	if slices.ContainsFunc(paths, func(s string) bool { return strings.HasPrefix(s, "spec.hostUsers") }) {
+		t.Errorf("hostUsers: false is warned of: it is the sandbox's user_namespace: %v", paths)
 	}
 	if sb := res.Config.Groups[0].Sandbox; sb != nil && (sb.ReadOnlyRootFilesystem || sb.ProcMount != "") {
 		t.Errorf("one container's wish became the sandbox's: %+v", sb)
@@ -252,5 +252,34 @@ spec:
 	}
 	if !equal(back.Config.Groups[0].Sandbox, sb) {
 		t.Errorf("export and convert changed the sandbox: %+v, want %+v", back.Config.Groups[0].Sandbox, sb)
+	}
+}
+
+// hostUsers: false is the sandbox's user_namespace, both ways.
+func TestHostUsersFalseIsUserNamespace(t *testing.T) {
+	t.Parallel()
+	src := `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostUsers: false
+  containers:
+  - name: c
+    command: ["sleep", "1"]
+`
+	res, err := Convert(strings.NewReader(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Findings) != 0 {
+		t.Errorf("findings: %v", res.Findings)
+	}
+	g := res.Config.Groups[0]
+	if g.Sandbox == nil || !g.Sandbox.UserNamespace {
+		t.Fatalf("hostUsers: false converts to %s, want sandbox { user_namespace = true }", show(g))
+	}
+	pod, _, _ := exportGroup(&g)
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		t.Errorf("user_namespace exports hostUsers %v, want false", pod.Spec.HostUsers)
 	}
 }

@@ -41,6 +41,10 @@
 // missing mount point is created inside. Bind sources are host paths. A
 // read-only bind is read-only recursively, submounts of its source too.
 //
+// A sandbox with a user namespace (spec.Sandbox.UserNamespace) differs:
+// the holder is cloned into it and starts the sandbox's processes itself,
+// with CLONE_PARENT so that they are still podsup's (holder_userns.go).
+//
 // Processes are not the holder's children. A goroutine per sandbox locks
 // its OS thread for good, calls unshare(CLONE_FS) and setns(holder's pidfd,
 // flags) (nsthread.go), and every fork into the sandbox (processes and

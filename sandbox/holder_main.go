@@ -14,6 +14,12 @@ import (
 	"github.com/podsup/podsup/sandbox/proc"
 )
 
+// holderIgnores are the signals a holder must survive.
+var holderIgnores = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM,
+	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU, syscall.SIGXFSZ,
+	syscall.SIGVTALRM, syscall.SIGPWR, syscall.SIGWINCH}
+
 // HolderMain is the whole life of a sandbox holder (see HolderArg and the
 // protocol above holderConfig). It returns the exit code. It starts
 // nothing: as PID 1 of the sandbox it runs proc's reaper (only package proc
@@ -28,10 +34,7 @@ import (
 //  4. say ready (or why not) and wait for EOF on the control socket.
 func HolderMain() int {
 	runtime.GOMAXPROCS(1) // it only waits; fewer threads, less memory
-	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM,
-		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGXCPU, syscall.SIGXFSZ,
-		syscall.SIGVTALRM, syscall.SIGPWR, syscall.SIGWINCH)
+	signal.Ignore(holderIgnores...)
 	// The holder's children are the sandbox's orphans: proc's reaper reaps
 	// them (the holder starts nothing, so every exit is an orphan's).
 	proc.StartReaper()
@@ -50,6 +53,8 @@ func HolderMain() int {
 	reply := holderReply{}
 	if err := json.Unmarshal(line, &cfg); err != nil {
 		reply.Error = fmt.Sprintf("decoding holder config: %v", err)
+	} else if cfg.UserNS {
+		return userNSHolderMain(cfg, ctl)
 	} else if err := holderSetup(cfg); err != nil {
 		reply.Error = err.Error()
 	}

@@ -47,6 +47,11 @@ type holderConfig struct {
 	ReadOnlyRoot bool `json:"read_only_root,omitempty"`
 	PrivateTmp   bool `json:"private_tmp,omitempty"`
 	MaskProc     bool `json:"mask_proc,omitempty"`
+	// UserNS says the holder was cloned into a user namespace of its
+	// own: it starts the sandbox's processes (holder_userns.go). PID then
+	// asks it for a PID namespace, which it makes for its children.
+	UserNS bool `json:"user_ns,omitempty"`
+	PID    bool `json:"pid,omitempty"`
 }
 
 // holderReply ends the setup: an empty Error means ready.

@@ -69,6 +69,8 @@ type Runtime struct {
 	bridges map[string]bool
 
 	execSeq atomic.Uint64
+	// ids hands out the ranges of sandboxes' user namespaces.
+	ids idAllocator
 
 	// mu guards the maps and every mutable field of the records in them
 	// (marked "guarded by rt.mu"). It is never held across a fork, a kill
@@ -219,6 +221,7 @@ type sandboxRec struct {
 	created time.Time
 	group   *cgroups.Group // nil without cgroups
 	holder  *holder        // nil: the host's namespaces
+	ids     *idRange       // the user namespace's ids; nil: the host's
 	net     *attachment    // nil: no CNI network; set before the sandbox is ready
 	settled chan struct{}  // closed when CreateSandbox returned
 	deleted chan struct{}  // closed when DeleteSandbox finished

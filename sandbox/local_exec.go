@@ -47,7 +47,7 @@ func (rt *Runtime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
 			go rt.dropExecCgroup(sb, cg) // the reaper must not wait for a kill
 		}
 	}
-	p, err := proc.Start(&cc)
+	p, err := rt.startIn(sb, &cc)
 	release()
 	if err != nil {
 		rt.dropExecCgroup(sb, cg)

@@ -192,6 +192,19 @@ func (rt *Runtime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker, int
 	return f, fd, release, nil
 }
 
+// startIn starts cmd, whose Forker forker made, in sb: with proc.Start,
+// or through the holder when sb has a user namespace.
+func (rt *Runtime) startIn(sb *sandboxRec, cmd *proc.Cmd) (*proc.Process, error) {
+	if sb.holder == nil || sb.holder.spawn == nil {
+		return proc.Start(cmd)
+	}
+	var pl *cgroups.Placement
+	if f, ok := cmd.Forker.(sandboxForker); ok {
+		pl, _ = f.pl.(*cgroups.Placement)
+	}
+	return sb.holder.spawnInUserNS(cmd, pl)
+}
+
 // processForker is forker for pr: through a placement in its cgroup (its
 // kept one, or its own) opened for this start.
 func (rt *Runtime) processForker(pr *procRec) (proc.Forker, int, func(), error) {
@@ -254,7 +267,7 @@ func (rt *Runtime) StartProcess(_ context.Context, id string) error {
 		pr.base = pr.kept.last
 	}
 	rt.mu.Unlock()
-	p, err := proc.Start(cmd)
+	p, err := rt.startIn(pr.sb, cmd)
 	release()
 	rt.mu.Lock()
 	if err != nil {

@@ -53,6 +53,9 @@ func checkSandbox(cfg spec.Sandbox) error {
 	if (cfg.ReadOnlyRootFilesystem || cfg.PrivateTmp) && !has["mount"] {
 		return fmt.Errorf("%w: a read-only root and a private /tmp need the mount namespace", ErrInvalidArgument)
 	}
+	if cfg.SubIDUser != "" && !cfg.UserNamespace {
+		return fmt.Errorf("%w: subid_user needs user_namespace", ErrInvalidArgument)
+	}
 	switch cfg.ProcMount {
 	case "", spec.ProcMountDefault, spec.ProcMountUnmasked:
 	default:
@@ -122,12 +125,30 @@ func (rt *Runtime) CreateSandbox(ctx context.Context, id string, cfg spec.Sandbo
 	} else if cfg.Resources != (spec.Resources{}) {
 		return fmt.Errorf("creating sandbox %q: %w: resource limits need cgroups, which are unavailable here", id, ErrUnavailable)
 	}
-	if len(cfg.Namespaces) > 0 {
+	if cfg.UserNamespace {
+		ids, terr := rt.ids.take(cfg.SubIDUser)
+		if terr != nil {
+			if sb.group != nil {
+				_ = sb.group.Delete() // empty and just made; the ids' error is the one to report
+			}
+			return fmt.Errorf("creating sandbox %q: user_namespace: %w", id, terr)
+		}
+		sb.ids = &ids
+		defer func() { // err is CreateSandbox's result
+			if err != nil {
+				rt.ids.release(cfg.SubIDUser, ids)
+			}
+		}()
+	}
+	if len(cfg.Namespaces) > 0 || cfg.UserNamespace {
 		h, err := startHolder(ctx, cfg, holderOptions{
 			path:         rt.opts.HolderPath,
 			stderr:       rt.opts.HolderStderr,
 			readyTimeout: rt.opts.ReadyTimeout,
 			onExit:       func(e proc.Exit) { go rt.holderExited(sb, e) },
+			ids:          sb.ids,
+			cg:           rt.cg,
+			group:        "holder+" + id,
 		})
 		if err != nil {
 			if sb.group != nil {
@@ -253,6 +274,9 @@ func (rt *Runtime) DeleteSandbox(ctx context.Context, id string) error {
 		if err := sb.group.Delete(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if sb.ids != nil {
+		rt.ids.release(sb.cfg.SubIDUser, *sb.ids)
 	}
 	rt.mu.Lock()
 	delete(rt.sandboxes, id)

@@ -418,7 +418,26 @@ type Sandbox struct {
 	// DNS, when set, is the sandbox's /etc/resolv.conf (Kubernetes'
 	// dnsConfig with dnsPolicy None); nil is the host's.
 	DNS *DNSConfig
+	// UserNamespace gives the sandbox a user namespace of its own
+	// (Kubernetes' hostUsers: false): ids 0..65535 inside are a range of
+	// the host's taken from the /etc/subuid and /etc/subgid entries of
+	// SubIDUser, 65536 per sandbox, so root inside is an unprivileged
+	// uid on the host.
+	UserNamespace bool
+	// SubIDUser is the user whose /etc/subuid and /etc/subgid ranges the
+	// sandboxes' user namespaces are taken from; empty means
+	// DefaultSubIDUser.
+	SubIDUser string
 }
+
+// DefaultSubIDUser is the /etc/subuid and /etc/subgid entry podsup takes
+// sandboxes' id ranges from, as kubelet takes them from "kubelet"'s and
+// podman's --userns=auto from "containers"'s.
+const DefaultSubIDUser = "podsup"
+
+// SubIDsPerSandbox is the size of a sandbox's id range: uid and gid 0 to
+// 65535 inside, as Kubernetes and podman map them.
+const SubIDsPerSandbox = 65536
 
 // The values of Network.Mode.
 const (

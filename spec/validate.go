@@ -518,6 +518,9 @@ func (ch *checker) sandbox(p []string, s *Sandbox) {
 	if (s.ReadOnlyRootFilesystem || s.PrivateTmp) && !has["mount"] {
 		ch.add(p, "read_only_root_filesystem and private_tmp need the \"mount\" namespace, or they would change the host's mounts")
 	}
+	if s.SubIDUser != "" && !s.UserNamespace {
+		ch.add(at(p, "subid_user"), "subid_user names where user namespaces' ids come from: it needs user_namespace = true")
+	}
 	switch s.ProcMount {
 	case "", ProcMountDefault, ProcMountUnmasked:
 	default:

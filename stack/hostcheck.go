@@ -24,7 +24,8 @@ import (
 // fix). SandboxRuntime reports the first two as supervisor.Capabilities, so
 // that podsup up and every reload refuse such a configuration in one line
 // per fault naming the fix; CheckHost is the same verdict for podsup
-// validate, which runs no runtime, plus the commands no start could find.
+// validate, which runs no runtime, plus the commands no start could find
+// and the id ranges a sandbox's user namespace takes.
 
 // runAsRoot is the fix for what only root may do.
 const runAsRoot = "run podsup as root (sudo podsup up, or a system service)"
@@ -182,6 +183,13 @@ func CheckHost(cfg *spec.Config, env []string) spec.Errors {
 	if err := caps.Check(cfg); err != nil {
 		if es, ok := spec.AsErrors(err); ok {
 			errs = append(errs, es...)
+		}
+	}
+	for _, g := range cfg.Groups {
+		if g.Sandbox != nil && g.Sandbox.UserNamespace {
+			if err := sandbox.SubIDsAvailable(g.Sandbox.SubIDUser); err != nil {
+				add([]string{"group", g.Name, "sandbox", "user_namespace"}, "%v", err)
+			}
 		}
 	}
 	errs = append(errs, journalHostWarnings(cfg)...) // journalcheck.go

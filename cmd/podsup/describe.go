@@ -275,9 +275,9 @@ func (d *describer) security(level int, s api.SecurityDescription) {
 		d.line(level, "Proc Mount", "%s", s.ProcMount)
 	}
 	if s.UserNamespace {
-		d.line(level, "User Namespace", "yes (root inside is an unprivileged user on the host: rootless podsup)")
+		d.line(level, "User Namespace", "yes (root inside is an unprivileged user on the host)")
 	} else {
-		d.line(level, "User Namespace", "no (a sandbox's own is not implemented yet)")
+		d.line(level, "User Namespace", "no (root inside is root on the host; a sandbox's user_namespace = true changes that)")
 	}
 }
 

@@ -40,6 +40,13 @@ func TestExamplesRun(t *testing.T) {
 				args = append(args, "--var", "http_port=8091")
 			}
 			pc := podsupCmd(t, args...)
+			if filepath.Base(file) == "userns.hcl" {
+				// The range its header tells the reader to add, and a
+				// binary the sandbox's root (not the host's) may run as
+				// its holder.
+				testusers.AddSubIDs(t, "podsup-example", 2000000000, 655360)
+				pc.Path = testusers.SharedExecutable(t)
+			}
 			// Where an example writes (log_dir) and listens (metrics_listen)
 			// on a host, the test takes a place of its own.
 			pc.Env = append(pc.Env, "PODSUP_LOG_DIR="+filepath.Join(t.TempDir(), "log"), "PODSUP_METRICS_LISTEN=127.0.0.1:0")

@@ -113,7 +113,7 @@ func rateProcess(g api.GroupDescription, p api.ProcessDescription) processExposu
 	}
 	add("memory_limit", 3, own.MemoryBytes > 0 || groupLimits.MemoryBytes > 0, "memory is limited", "no memory limit")
 	add("pids_limit", 3, own.Pids > 0 || groupLimits.Pids > 0, "the number of processes is limited", "no limit on processes (a fork bomb)")
-	add("user_namespace", 2, s.UserNamespace, "root inside is unprivileged on the host", "no user namespace: root inside is root on the host (a sandbox's user namespace is not implemented yet; a rootless podsup's processes have one)")
+	add("user_namespace", 2, s.UserNamespace, "root inside is unprivileged on the host", "no user namespace: root inside is root on the host (a sandbox's user_namespace = true, or a rootless podsup, gives one)")
 	var sum, total float64
 	for _, st := range out.Settings {
 		sum += float64(st.Weight) * st.Exposure

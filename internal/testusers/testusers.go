@@ -213,3 +213,61 @@ func SharedDir(t testing.TB) string {
 	}
 	return dir
 }
+
+// AddSubIDs gives name the range start..start+count-1 in /etc/subuid and
+// /etc/subgid (creating them if needed) until the test ends, then takes
+// the lines out again (and a file it created). It edits under the lock
+// shadow-utils' tools take (FILE.lock, made by link), so a useradd
+// running meanwhile waits for it.
+func AddSubIDs(t testing.TB, name string, start, count int) {
+	t.Helper()
+	line := fmt.Sprintf("%s:%d:%d\n", name, start, count)
+	for _, file := range []string{"/etc/subuid", "/etc/subgid"} {
+		created := false
+		editLocked(t, file, func(b []byte, existed bool) []byte {
+			created = !existed
+			return append(b, line...)
+		})
+		t.Cleanup(func() {
+			editLocked(t, file, func(b []byte, _ bool) []byte {
+				return bytes.Replace(b, []byte(line), nil, 1)
+			})
+			if created {
+				if b, err := os.ReadFile(file); err == nil && len(bytes.TrimSpace(b)) == 0 {
+					_ = os.Remove(file)
+				}
+			}
+		})
+	}
+}
+
+// editLocked replaces file's content with edit's result, under file.lock.
+func editLocked(t testing.TB, file string, edit func(b []byte, existed bool) []byte) {
+	t.Helper()
+	mine := fmt.Sprintf("%s.%d", file, os.Getpid())
+	if err := os.WriteFile(mine, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(mine)
+	deadline := time.Now().Add(30 * time.Second)
+	for os.Link(mine, file+".lock") != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s.lock is held by another tool", file)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer os.Remove(file + ".lock")
+	b, err := os.ReadFile(file)
+	existed := err == nil
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	tmp := file + ".podsup-test"
+	if err := os.WriteFile(tmp, edit(b, existed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		_ = os.Remove(tmp)
+		t.Fatal(err)
+	}
+}

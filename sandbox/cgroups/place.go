@@ -139,6 +139,30 @@ func (pl *Placement) moveBack(n int, tid []byte) error {
 // cgroups): the fork must then run on the thread that called Fork.
 func (pl *Placement) MovesThread() bool { return len(pl.enter) > 0 }
 
+// ThreadFiles are the open v1 "tasks" files Fork writes a thread's id
+// to: the target's, and podsup's own in the same order. A process that
+// forks for podsup in another mount namespace (a sandbox holder in a user
+// namespace) is handed them to place its own forking thread; the kernel
+// checks a write against the credentials of whoever opened the file.
+func (pl *Placement) ThreadFiles() (enter, leave []*os.File) { return pl.enter, pl.leave }
+
+// OpenProcs opens the target's cgroup2 "cgroup.procs" for writing (nil
+// without v2), for a process that forks for podsup where clone3 cannot
+// place the child: a holder forking with CLONE_PARENT, which clone3
+// refuses with an exit signal, and Go's clone3 always sets one. It moves
+// itself in (writing "0"), forks, and moves back; the kernel checks the
+// rights of whoever opened the file, podsup.
+func (pl *Placement) OpenProcs() (*os.File, error) {
+	if pl.dir < 0 {
+		return nil, nil
+	}
+	fd, err := unix.Openat(pl.dir, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening cgroup.procs of %s: %w", pl.rel, err)
+	}
+	return os.NewFile(uintptr(fd), pl.rel+"/cgroup.procs"), nil
+}
+
 // Close releases the files.
 func (pl *Placement) Close() error {
 	var errs []error

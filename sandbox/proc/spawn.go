@@ -48,6 +48,12 @@ type Cmd struct {
 	Foreground bool
 	// Cloneflags are extra clone(2) flags, e.g. CLONE_NEWPID.
 	Cloneflags uintptr
+	// UidMappings and GidMappings, with CLONE_NEWUSER in Cloneflags, are
+	// the new user namespace's maps, written by this process between the
+	// fork and the exec (so the child execs as a mapped uid and keeps
+	// the namespace's capabilities). setgroups stays allowed: a
+	// privileged writer may map groups without denying it.
+	UidMappings, GidMappings []syscall.SysProcIDMap
 	// CgroupFD, when >= 0 and UseCgroupFD is set, places the child in that
 	// cgroup2 directory at fork (clone3 CLONE_INTO_CGROUP).
 	UseCgroupFD bool
@@ -137,7 +143,24 @@ var testHookBeforeRegister func(pid int)
 
 // Start starts c. On success the process runs in its own process group and
 // its exit will be reaped by the package's one reaper.
-func Start(c *Cmd) (*Process, error) {
+func Start(c *Cmd) (*Process, error) { return start(c, false) }
+
+// StartForParent starts c as Start does, with every setting of c applied
+// the same way, but as a child of the caller's parent (CLONE_PARENT): a
+// sandbox holder inside a user namespace starts the sandbox's processes
+// for podsup, which reaps them (Adopt). The pid is not registered here and
+// OOMScoreAdj is left to the adopter; the caller owns pidfd. It fails
+// with EINVAL in the init of a PID namespace, which the kernel refuses
+// CLONE_PARENT.
+func StartForParent(c *Cmd) (pid, pidfd int, err error) {
+	p, err := start(c, true)
+	if err != nil {
+		return 0, -1, err
+	}
+	return p.pid, p.pidfd, nil
+}
+
+func start(c *Cmd, forParent bool) (*Process, error) {
 	r := getReaper()
 	env := c.Env
 	if env == nil {
@@ -185,9 +208,17 @@ func Start(c *Cmd) (*Process, error) {
 		Setpgid:     true,
 		Credential:  cred,
 		Cloneflags:  c.Cloneflags,
+		UidMappings: c.UidMappings,
+		GidMappings: c.GidMappings,
 		PidFD:       &pidfd,
 		UseCgroupFD: c.UseCgroupFD,
 		CgroupFD:    c.CgroupFD,
+	}
+	if len(c.GidMappings) > 0 {
+		sys.GidMappingsEnableSetgroups = true
+	}
+	if forParent {
+		sys.Cloneflags |= unix.CLONE_PARENT
 	}
 	if c.Foreground && c.Stdin != nil && isControllingTTY(int(c.Stdin.Fd())) {
 		sys.Foreground = true
@@ -216,7 +247,7 @@ func Start(c *Cmd) (*Process, error) {
 		if sec.Capabilities != nil && !runsAsRoot(cred) {
 			sys.AmbientCaps = sec.Capabilities.list()
 		}
-		if sec.OOMScoreAdj != nil {
+		if sec.OOMScoreAdj != nil && !forParent {
 			if procfd, err = procDir(); err != nil {
 				return nil, &StartError{Path: c.Path, Err: &SecurityError{Setting: "oom_score_adj", Err: err}}
 			}
@@ -240,6 +271,16 @@ func Start(c *Cmd) (*Process, error) {
 
 	registered := false
 	fork := func() error {
+		if forParent {
+			release := theForkGate.enter()
+			pid, err := forkExecLean(path, args, attr)
+			release()
+			if err != nil {
+				return err
+			}
+			p.pid, p.pgid, p.pidfd = pid, pid, pidfd
+			return nil
+		}
 		s := r.subscribe()
 		release := theForkGate.enter()
 		pid, err := forkExecLean(path, args, attr)
@@ -275,7 +316,9 @@ func Start(c *Cmd) (*Process, error) {
 	switch {
 	case threadTP != nil:
 		thread, err = forkOnProfileThread(threadNS, *threadTP, func(t *profileThread) error {
-			p.onEnd = t.release // before the fork registers p: its exit may come at once
+			if !forParent {
+				p.onEnd = t.release // before the fork registers p: its exit may come at once
+			}
 			if nsf != nil {
 				return nsf.ForkHere(fork)
 			}
@@ -286,8 +329,14 @@ func Start(c *Cmd) (*Process, error) {
 	default:
 		err = fork()
 	}
+	if forParent && thread != nil {
+		// The child is the parent's to reap: this process never learns
+		// of its exit. It has what the thread gave it already; the
+		// thread lives on, idle, for the next start of its profile.
+		thread.release()
+	}
 	if err != nil {
-		if thread != nil && !registered {
+		if thread != nil && !registered && !forParent {
 			thread.release()
 		}
 		var se *SecurityError
