@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -33,7 +34,8 @@ func TestExamplesRun(t *testing.T) {
 			if filepath.Base(file) == "cni.hcl" {
 				t.Skip("cni.hcl needs a CNI network of the host's own (a LAN port, a DHCP server): its header says how")
 			}
-			t.Parallel() // each has its own socket, so its own instance and cgroups
+			t.Parallel()                          // each has its own socket, so its own instance and cgroups
+			var attached []api.NetworkDescription // network.hcl's sandboxes
 			socket := filepath.Join(t.TempDir(), "podsup.sock")
 			args := []string{"up", "-f", file, "--socket", socket}
 			if filepath.Base(file) == "conf.d" {
@@ -95,12 +97,53 @@ func TestExamplesRun(t *testing.T) {
 				}) {
 					t.Errorf("network.hcl's web group never became ready\n%s", up.sofar(t))
 				}
+				// What its attachments are: checked for after shutdown.
+				for _, g := range []string{"web", "db"} {
+					d, err := c.Describe(context.Background(), g, "")
+					if err != nil || d.Group.Sandbox == nil || d.Group.Sandbox.Network == nil || len(d.Group.Sandbox.Network.IPs) == 0 {
+						t.Errorf("describe %s: no network attachment (%v)", g, err)
+						continue
+					}
+					attached = append(attached, *d.Group.Sandbox.Network)
+				}
 			}
 			_ = up.p.Signal(syscall.SIGTERM)
 			if e := up.wait(t); e.Code() != 0 {
 				t.Fatalf("podsup up -f %s after SIGTERM: %s\n%s", file, e, up.rest(t))
 			}
+			for _, n := range attached {
+				checkAttachmentGone(t, n)
+			}
 		})
+	}
+}
+
+// checkAttachmentGone fails t if anything of n, a sandbox's CNI
+// attachment, is left: its veth (the plugin names the host end after no
+// fixed pattern, so by the address's route), its address's IPAM
+// reservation, or an iptables rule of its container ID. Other sandboxes
+// may share the bridge meanwhile: only n's own traces count.
+func checkAttachmentGone(t *testing.T, n api.NetworkDescription) {
+	t.Helper()
+	for _, cidr := range n.IPs {
+		ip, _, err := net.ParseCIDR(cidr)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/var/lib/cni/networks", n.Network, ip.String())); err == nil {
+			t.Errorf("%s's IPAM reservation %s is left in /var/lib/cni/networks/%s", n.ContainerID, ip, n.Network)
+		}
+	}
+	save, err := exec.LookPath("iptables-save")
+	if err != nil {
+		t.Fatal("no iptables-save to list the rules with (.ci/run installs iptables)")
+	}
+	code, out := runTool(t, save)
+	if code != 0 {
+		t.Fatalf("iptables-save: exit %d: %s", code, out)
+	}
+	if strings.Contains(out, n.ContainerID) {
+		t.Errorf("iptables rules of %s are left:\n%s", n.ContainerID, out)
 	}
 }
 
@@ -124,4 +167,13 @@ func socketActivated(t *testing.T, c *proc.Cmd) {
 	c.Args = append([]string{c.Args[0], "__listenpid", testExe(t)}, c.Args[1:]...)
 	c.Env = append(c.Env, "LISTEN_FDS=1", "LISTEN_FDNAMES=web")
 	c.ExtraFiles = []*os.File{lf}
+}
+
+// runTool runs path with args to completion and returns its exit code and
+// output.
+func runTool(t *testing.T, path string, args ...string) (int, string) {
+	t.Helper()
+	s := start(t, &proc.Cmd{Path: path, Args: append([]string{filepath.Base(path)}, args...)})
+	out := s.rest(t)
+	return s.wait(t).Code(), out
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/api"
 	"github.com/podsup/podsup/internal/gotool"
 	"github.com/podsup/podsup/sandbox/proc"
 )
@@ -45,7 +47,7 @@ spec:
 // Issue #30's Done-when for the bridge: podsup-kube play of a Deployment
 // with a hostPort and an emptyDir runs, its port answers from the host
 // with what the container wrote into its emptyDir, and SIGTERM leaves no
-// bridge behind.
+// address, rule or published port behind.
 func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds podsup and podsup-kube and runs a bridged pod")
@@ -125,6 +127,12 @@ func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
+	d, err := api.NewClient(socket).Describe(context.Background(), "cache", "")
+	if err != nil || d.Group.Sandbox == nil || d.Group.Sandbox.Network == nil || len(d.Group.Sandbox.Network.IPs) == 0 {
+		t.Fatalf("describe cache: no network attachment (%v)", err)
+	}
+	attached := *d.Group.Sandbox.Network
+
 	if err := play.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -138,13 +146,22 @@ func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
 	if exit.Code() != 0 {
 		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
 	}
-	// The bridge goes with its last sandbox, and the port with it.
-	ip, err := exec.LookPath("ip")
-	if err != nil {
-		t.Fatal("no ip command (iproute2) to list the links with")
+	// Nothing of its attachment is left (other tests' sandboxes may share
+	// the bridge meanwhile: only this one's traces count), and the port
+	// goes with it.
+	for _, cidr := range attached.IPs {
+		if addr, _, err := net.ParseCIDR(cidr); err == nil {
+			if _, err := os.Stat(filepath.Join("/var/lib/cni/networks", attached.Network, addr.String())); err == nil {
+				t.Errorf("the pod's IPAM reservation %s is left in /var/lib/cni/networks/%s", addr, attached.Network)
+			}
+		}
 	}
-	if code, out := runBinary(t, ip, "-o", "link", "show", "podsup0"); code == 0 {
-		t.Errorf("the bridge podsup0 is left behind: %s", out)
+	save, err := exec.LookPath("iptables-save")
+	if err != nil {
+		t.Fatal("no iptables-save to list the rules with (.ci/run installs iptables)")
+	}
+	if code, out := runBinary(t, save); code != 0 || strings.Contains(out, attached.ContainerID) {
+		t.Errorf("iptables-save (exit %d) still has rules of %s:\n%s", code, attached.ContainerID, out)
 	}
 	if resp, err := http.Get("http://127.0.0.1:18281/"); err == nil {
 		resp.Body.Close()
