@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -332,6 +333,66 @@ func TestFailedADDFailsTheSandbox(t *testing.T) {
 		Network: &spec.Network{Mode: spec.NetworkCNI, Name: "missing", ConfDir: conf}})
 	if err == nil || !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("a missing CNI network: %v, want InvalidArgument", err)
+	}
+}
+
+// Mode cni: a network the user brings, named in a configuration
+// directory of its own, attaches the sandbox as the file says (its own
+// bridge and subnet here), the host reaches a server in it at that
+// address, and deleting it leaves nothing of the network.
+func TestNamedCNINetworkAttachesTheSandbox(t *testing.T) {
+	needCNI(t)
+	const bridge, subnet = "pst-named", "10.231.6.0/24"
+	conf := t.TempDir()
+	list := `{"cniVersion": "1.0.0", "name": "lan", "plugins": [
+		{"type": "bridge", "bridge": "` + bridge + `", "isGateway": true, "ipMasq": true,
+		 "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + subnet + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}`
+	if err := os.WriteFile(filepath.Join(conf, "10-lan.conflist"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := netTestOptions(t, testInstancePrefix()+"named")
+	before := listNetLeftovers(t, o, bridge, subnet)
+	if !before.empty() {
+		t.Fatalf("leftovers before the test: %+v", before)
+	}
+	rt, err := NewRuntime(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = rt.Close()
+		}
+	}()
+	mustCreateSandbox(t, rt, "app", spec.Sandbox{Namespaces: []string{"pid", "net"},
+		Network: &spec.Network{Mode: spec.NetworkCNI, Name: "lan", ConfDir: conf, PluginDirs: spec.DefaultCNIPluginDirs}})
+	ip := sandboxIP(t, rt, "app")
+	if !strings.HasPrefix(ip, "10.231.6.") {
+		t.Errorf("the sandbox's address %s is not from the network's subnet %s", ip, subnet)
+	}
+	token := fmt.Sprintf("lan answers %d", os.Getpid())
+	runHelper(t, rt, "app", "server", "serve-on", "0.0.0.0:8080", token)
+	url := "http://" + net.JoinHostPort(ip, "8080") + "/"
+	var got string
+	if !testproc.Eventually(10*time.Second, func() bool { got, err = httpGet(url); return err == nil && got == token }) {
+		t.Errorf("the host could not reach the sandbox at %s: %q, %v", url, got, err)
+	}
+	if st, ok, _ := rt.NetworkStatus("app"); !ok || st.Network != "lan" {
+		t.Errorf("NetworkStatus(app) = %+v, %v: want network lan", st, ok)
+	}
+	if err := rt.DeleteSandbox(testCtx(t), "app"); err != nil {
+		t.Error(err)
+	}
+	closed = true
+	if err := rt.Close(); err != nil {
+		t.Error(err)
+	}
+	// The bridge is the user's network's, not podsup's: it stays, empty,
+	// as after any CNI runtime; everything of the attachment goes.
+	t.Cleanup(func() { _ = deleteLink(bridge); _ = os.RemoveAll(filepath.Join(hostLocalDataDir, bridge)) })
+	if after := listNetLeftovers(t, o, bridge, subnet); len(after.Veths)+len(after.Netns)+len(after.Records)+len(after.Iptables) != 0 || len(after.IPAM) > 0 && slices.ContainsFunc(after.IPAM, func(n string) bool { return strings.HasPrefix(n, "10.") }) {
+		t.Errorf("after the sandbox's deletion and Close, left: %+v", after)
 	}
 }
 
