@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -342,9 +341,9 @@ func TestFailedADDFailsTheSandbox(t *testing.T) {
 // address, and deleting it leaves nothing of the network.
 func TestNamedCNINetworkAttachesTheSandbox(t *testing.T) {
 	needCNI(t)
-	const bridge, subnet = "pst-named", "10.231.6.0/24"
+	const bridge, subnet, name = "pst-named", "10.231.6.0/24", "pst-named-net"
 	conf := t.TempDir()
-	list := `{"cniVersion": "1.0.0", "name": "lan", "plugins": [
+	list := `{"cniVersion": "1.0.0", "name": "` + name + `", "plugins": [
 		{"type": "bridge", "bridge": "` + bridge + `", "isGateway": true, "ipMasq": true,
 		 "ipam": {"type": "host-local", "ranges": [[{"subnet": "` + subnet + `"}]], "routes": [{"dst": "0.0.0.0/0"}]}}]}`
 	if err := os.WriteFile(filepath.Join(conf, "10-lan.conflist"), []byte(list), 0o644); err != nil {
@@ -366,7 +365,7 @@ func TestNamedCNINetworkAttachesTheSandbox(t *testing.T) {
 		}
 	}()
 	mustCreateSandbox(t, rt, "app", spec.Sandbox{Namespaces: []string{"pid", "net"},
-		Network: &spec.Network{Mode: spec.NetworkCNI, Name: "lan", ConfDir: conf, PluginDirs: spec.DefaultCNIPluginDirs}})
+		Network: &spec.Network{Mode: spec.NetworkCNI, Name: name, ConfDir: conf, PluginDirs: spec.DefaultCNIPluginDirs}})
 	ip := sandboxIP(t, rt, "app")
 	if !strings.HasPrefix(ip, "10.231.6.") {
 		t.Errorf("the sandbox's address %s is not from the network's subnet %s", ip, subnet)
@@ -378,8 +377,8 @@ func TestNamedCNINetworkAttachesTheSandbox(t *testing.T) {
 	if !testproc.Eventually(10*time.Second, func() bool { got, err = httpGet(url); return err == nil && got == token }) {
 		t.Errorf("the host could not reach the sandbox at %s: %q, %v", url, got, err)
 	}
-	if st, ok, _ := rt.NetworkStatus("app"); !ok || st.Network != "lan" {
-		t.Errorf("NetworkStatus(app) = %+v, %v: want network lan", st, ok)
+	if st, ok, _ := rt.NetworkStatus("app"); !ok || st.Network != name {
+		t.Errorf("NetworkStatus(app) = %+v, %v: want network %s", st, ok, name)
 	}
 	if err := rt.DeleteSandbox(testCtx(t), "app"); err != nil {
 		t.Error(err)
@@ -389,10 +388,17 @@ func TestNamedCNINetworkAttachesTheSandbox(t *testing.T) {
 		t.Error(err)
 	}
 	// The bridge is the user's network's, not podsup's: it stays, empty,
-	// as after any CNI runtime; everything of the attachment goes.
-	t.Cleanup(func() { _ = deleteLink(bridge); _ = os.RemoveAll(filepath.Join(hostLocalDataDir, bridge)) })
-	if after := listNetLeftovers(t, o, bridge, subnet); len(after.Veths)+len(after.Netns)+len(after.Records)+len(after.Iptables) != 0 || len(after.IPAM) > 0 && slices.ContainsFunc(after.IPAM, func(n string) bool { return strings.HasPrefix(n, "10.") }) {
+	// as after any CNI runtime; everything of the attachment goes,
+	// host-local's reservation (kept under the network's name) too.
+	t.Cleanup(func() {
+		_ = deleteLink(bridge)
+		_ = os.RemoveAll(filepath.Join(hostLocalDataDir, name))
+	})
+	if after := listNetLeftovers(t, o, bridge, subnet); len(after.Veths)+len(after.Netns)+len(after.Records)+len(after.Iptables) != 0 {
 		t.Errorf("after the sandbox's deletion and Close, left: %+v", after)
+	}
+	if _, err := os.Stat(filepath.Join(hostLocalDataDir, name, ip)); err == nil {
+		t.Errorf("the reservation of %s is left in %s", ip, filepath.Join(hostLocalDataDir, name))
 	}
 }
 
