@@ -122,6 +122,9 @@ type Runner struct {
 	// Exec runs exec hooks; nil means execrun.SandboxRunner{}.
 	Exec execrun.Runner
 	proc.RunAs
+	// Security is the process's: an exec hook runs as narrowed as the
+	// process it belongs to (kubelet runs it in the container).
+	Security *proc.Security
 	// Clock times hooks and runs sleep hooks; nil means the real clock.
 	Clock clock.Clock
 }
@@ -182,7 +185,7 @@ func (r Runner) runExec(ctx context.Context, a *spec.ExecAction, timeout time.Du
 		ex = execrun.SandboxRunner{}
 	}
 	res, err := ex.Run(ctx, execrun.Request{
-		Argv: a.Command, RunAs: r.RunAs, Timeout: timeout,
+		Argv: a.Command, RunAs: r.RunAs, Security: r.Security, Timeout: timeout,
 	})
 	out := Outcome{Output: res.Output, Truncated: res.Truncated}
 	switch {

@@ -20,6 +20,9 @@ const MaxOutput = execrun.MaxOutput
 type ExecContext struct {
 	Runner execrun.Runner
 	proc.RunAs
+	// Security is the probed process's: an exec probe runs as narrowed
+	// as the process it probes (kubelet runs it in the container).
+	Security *proc.Security
 }
 
 // ErrNoAction is returned for a spec.Handler without a probe action.
@@ -38,7 +41,7 @@ func NewHandler(p spec.Probe, ec ExecContext) (Handler, error) {
 		return &ExecHandler{
 			Runner: runner,
 			Request: execrun.Request{
-				Argv: p.Exec.Command, RunAs: ec.RunAs, Timeout: timeout,
+				Argv: p.Exec.Command, RunAs: ec.RunAs, Security: ec.Security, Timeout: timeout,
 			},
 		}, nil
 	case p.HTTPGet != nil:

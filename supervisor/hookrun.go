@@ -62,10 +62,14 @@ func (e *HookError) Unwrap() error { return e.Err }
 
 func (r DefaultHookRunner) Run(ctx context.Context, req HookRequest) error {
 	pr := req.Process
+	// As narrowed as the process: a context that cannot start it (its
+	// start fails on it) leaves nothing of it to hook.
+	sec, _ := StartSecurity(pr, req.Sandboxed)
 	runner := hooks.Runner{
-		Exec:  execrun.SandboxRunner{Spawn: req.Spawn},
-		RunAs: RunAs(pr),
-		Clock: r.Clock,
+		Exec:     execrun.SandboxRunner{Spawn: req.Spawn},
+		RunAs:    RunAs(pr),
+		Security: sec,
+		Clock:    r.Clock,
 	}
 	out := runner.Run(ctx, req.Hook, req.Point, 0) // K9: Budget is not the hook's bound
 	if r.Output != nil && (len(out.Output) > 0 || out.Truncated) && (req.Hook.Exec != nil || out.Err != nil) {
@@ -158,7 +162,9 @@ func (w *worker) startHook(pr spec.Process, instance string, point spec.HookPoin
 	}
 	// A hook runs as its process does, with the group's security context
 	// under the process's (its supplementary groups).
-	req := HookRequest{Group: w.name, InstanceID: instance, Process: spec.WithGroupSecurity(new(w.core.Spec()), pr), Point: point, Budget: budget, Spawn: w.spawner()}
+	group := w.core.Spec()
+	req := HookRequest{Group: w.name, InstanceID: instance, Process: spec.WithGroupSecurity(&group, pr), Point: point, Budget: budget,
+		Spawn: w.spawner(), Sandboxed: group.Sandbox != nil}
 	if h := hookAt(pr, point); h != nil {
 		req.Hook = *h
 	}

@@ -51,6 +51,9 @@ type HookRequest struct {
 	// Spawn starts exec hook commands inside the group's sandbox (X6);
 	// nil means proc.Start (podsup's own namespaces).
 	Spawn func(*proc.Cmd) (*proc.Process, error)
+	// Sandboxed says the group has a sandbox block: an exec hook is
+	// narrowed as its process is there (StartSecurity).
+	Sandboxed bool
 }
 
 // errNoHookRunner is what a hook reports when the supervisor has none.

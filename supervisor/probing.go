@@ -117,9 +117,13 @@ func (w *worker) reconcileProbes() {
 }
 
 func (w *worker) newProbeWorker(pr spec.Process, kind spec.ProbeKind, probe spec.Probe, spawn func(*proc.Cmd) (*proc.Process, error), clk clock.Clock) (*probeWorker, error) {
+	// As narrowed as the process (pr has its group's security,
+	// reconcileProbes): kubelet runs an exec probe in the container.
+	sec, _ := StartSecurity(pr, w.core.Spec().Sandbox != nil)
 	h, err := probes.NewHandler(probe, probes.ExecContext{
-		Runner: execrun.SandboxRunner{Spawn: spawn},
-		RunAs:  RunAs(pr), // pr has its group's security (reconcileProbes): as its process runs
+		Runner:   execrun.SandboxRunner{Spawn: spawn},
+		RunAs:    RunAs(pr),
+		Security: sec,
 	})
 	if err != nil {
 		return nil, err

@@ -39,6 +39,21 @@ group "locked" {
     capabilities {
       drop = ["ALL"]
     }
+    # A failed post_start kills the process: it runs only if the hook
+    # runs as narrowed as the process, as the probe below.
+    post_start {
+      exec {
+        command = ["sh", "-c", "grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/self/status && grep -q '^Seccomp:[[:space:]]*2$' /proc/self/status"]
+      }
+    }
+    # Ready only if the probe itself runs as narrowed as the process
+    # (kubelet runs an exec probe in the container).
+    readiness_probe {
+      exec {
+        command = ["sh", "-c", "grep -q '^CapEff:[[:space:]]*0000000000000000$' /proc/self/status && grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/self/status && grep -q '^Seccomp:[[:space:]]*2$' /proc/self/status"]
+      }
+      period = "1s"
+    }
   }
 }
 group "open" {
@@ -116,6 +131,13 @@ func TestUpSecurityContextInProcDescribeAndSecurity(t *testing.T) {
 		if locked[k] != want {
 			t.Errorf("locked/app %s: %q, want %q", k, locked[k], want)
 		}
+	}
+	// Its exec probe runs with the process's security context.
+	if !eventually(func() bool { return f.processStatus(t, "locked", "app").Ready }) {
+		t.Errorf("locked/app never became ready: its exec probe, which checks it has no capability, no_new_privs and a seccomp filter, did not run so narrowed")
+	}
+	if st := f.processStatus(t, "locked", "app"); st.RestartCount != 0 {
+		t.Errorf("locked/app restarted %d times: its post_start hook, which checks it has no capability and a seccomp filter, failed", st.RestartCount)
 	}
 	if code, out := f.ctl(t, "exec", "locked", "--", "sh", "-c", "echo x > /podsup-ro-root-test"); code == 0 || !strings.Contains(out, "Read-only file system") {
 		t.Errorf("a write to the read-only root: exit %d, %s", code, out)

@@ -32,6 +32,10 @@ type Request struct {
 	// Argv is the command; Argv[0] is looked up in PATH when it has no slash.
 	Argv []string
 	proc.RunAs
+	// Security narrows the command as its process is narrowed (an exec
+	// probe or hook of a process with a security context); nil leaves it
+	// podsup's.
+	Security *proc.Security
 	// Timeout bounds the run; 0 means no bound but the context's.
 	Timeout time.Duration
 	// OutputLimit caps the kept output; 0 means MaxOutput.

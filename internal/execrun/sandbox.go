@@ -77,7 +77,7 @@ func (r SandboxRunner) Run(ctx context.Context, req Request) (Result, error) {
 	defer stopWatching()
 
 	p, err := spawn(&proc.Cmd{
-		Path: req.Argv[0], Args: req.Argv, RunAs: req.RunAs,
+		Path: req.Argv[0], Args: req.Argv, RunAs: req.RunAs, Security: req.Security,
 
 		Stdout: pw, Stderr: pw,
 		OnExit: func(proc.Exit) { wake() }, // runs on the reaper: must not block
