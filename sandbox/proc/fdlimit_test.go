@@ -64,26 +64,7 @@ var _ = testproc.Register("fdLimitStart", func([]string) int {
 // not "bad file descriptor" (which read as an fd closed twice).
 func TestStartOutOfFDNumbersIsEMFILE(t *testing.T) {
 	t.Parallel()
-	out, err := os.CreateTemp(t.TempDir(), "out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	c := helperCmd(t, "fdLimitStart")
-	c.Stdout, c.Stderr = out, out
-	p, err := Start(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e, err := p.Wait(ctx)
-	if err != nil {
-		_ = p.Signal(unix.SIGKILL)
-		<-p.Done()
-		t.Fatal("the helper did not end")
-	}
-	b, _ := os.ReadFile(out.Name())
+	b, e := runFDHelper(t, "fdLimitStart")
 	got := strings.TrimSpace(string(b))
 	if e.Code() != 0 || strings.Contains(got, "bad file descriptor") || !strings.Contains(got, "too many open files") {
 		t.Fatalf("a start out of fd numbers: %q (helper %s), want \"too many open files\", not \"bad file descriptor\"", got, e)
@@ -129,26 +110,7 @@ var _ = testproc.Register("fdLimitDevNull", func([]string) int {
 // /dev/null, opened on first use, was failed for good).
 func TestStartAfterFDsFreedAgain(t *testing.T) {
 	t.Parallel()
-	out, err := os.CreateTemp(t.TempDir(), "out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	c := helperCmd(t, "fdLimitDevNull")
-	c.Stdout, c.Stderr = out, out
-	p, err := Start(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e, err := p.Wait(ctx)
-	if err != nil {
-		_ = p.Signal(unix.SIGKILL)
-		<-p.Done()
-		t.Fatal("the helper did not end")
-	}
-	b, _ := os.ReadFile(out.Name())
+	b, e := runFDHelper(t, "fdLimitDevNull")
 	if got := strings.TrimSpace(string(b)); e.Code() != 0 || got != "started" {
 		t.Fatalf("a start once fds were free again: %q (helper %s), want it started", got, e)
 	}
@@ -206,12 +168,22 @@ var _ = testproc.Register("fdLimitDevNullHigh", func([]string) int {
 // fds are free (each child needed a number above the limit for it).
 func TestStartAfterDevNullOpenedAtTheLastFD(t *testing.T) {
 	t.Parallel()
+	b, e := runFDHelper(t, "fdLimitDevNullHigh")
+	if got := strings.TrimSpace(string(b)); e.Code() != 0 || got != "started" {
+		t.Fatalf("a start once fds were free again: %q (helper %s), want it started", got, e)
+	}
+}
+
+// runFDHelper runs the named helper to its end (a minute at most) and
+// returns what it printed and its exit.
+func runFDHelper(t *testing.T, name string) ([]byte, Exit) {
+	t.Helper()
 	out, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	c := helperCmd(t, "fdLimitDevNullHigh")
+	c := helperCmd(t, name)
 	c.Stdout, c.Stderr = out, out
 	p, err := Start(c)
 	if err != nil {
@@ -226,7 +198,5 @@ func TestStartAfterDevNullOpenedAtTheLastFD(t *testing.T) {
 		t.Fatal("the helper did not end")
 	}
 	b, _ := os.ReadFile(out.Name())
-	if got := strings.TrimSpace(string(b)); e.Code() != 0 || got != "started" {
-		t.Fatalf("a start once fds were free again: %q (helper %s), want it started", got, e)
-	}
+	return b, e
 }
