@@ -21,9 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podsup/podsup/api"
-	"github.com/podsup/podsup/internal/gotool"
 	"github.com/podsup/podsup/kube"
-	"github.com/podsup/podsup/sandbox/proc"
 )
 
 var updatePlay = flag.Bool("update-play", false, "rewrite testdata/corpus-play.txt from what TestPlayCorpusEndToEnd gives")
@@ -108,10 +106,7 @@ func TestPlayCorpusEndToEnd(t *testing.T) {
 	}
 	slices.Sort(files)
 
-	bin := t.TempDir()
-	podsup, kubeBin := filepath.Join(bin, "podsup"), filepath.Join(bin, "podsup-kube")
-	gotool.Output(t, "build", "-o", podsup, "github.com/podsup/podsup/cmd/podsup")
-	gotool.Output(t, "build", "-o", kubeBin, "github.com/podsup/podsup/kube/cmd/podsup-kube")
+	podsup, kubeBin := playBinaries(t)
 	toolbox := buildToolbox(t)
 
 	var got bytes.Buffer
@@ -220,28 +215,7 @@ func playOne(t *testing.T, podsup, kubeBin string, args []string, res *kube.Resu
 	socket := filepath.Join(dir, "podsup.sock")
 	args = slices.Clone(args)
 	args[3] = socket
-	logFile, err := os.Create(filepath.Join(dir, "play.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	play, err := proc.Start(&proc.Cmd{
-		Path: kubeBin, Args: args,
-		RunAs:  proc.RunAs{Env: append(os.Environ(), "PODSUP_BIN="+podsup)},
-		Stdout: logFile, Stderr: logFile,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	output := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = play.Signal(syscall.SIGKILL)
-			<-play.Done()
-			t.Logf("podsup-kube play's output:\n%s", output())
-		}
-	})
+	play, output, stopped := startPlay(t, podsup, kubeBin, args)
 	g := &res.Config.Groups[0]
 	client := api.NewClient(socket)
 	var pids []int
@@ -296,7 +270,7 @@ func playOne(t *testing.T, podsup, kubeBin string, args []string, res *kube.Resu
 	if err != nil {
 		t.Fatalf("podsup-kube play did not end within a minute of SIGTERM:\n%s", output())
 	}
-	stopped = true
+	*stopped = true
 	if exit.Code() != 0 {
 		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
 	}

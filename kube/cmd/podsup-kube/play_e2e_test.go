@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/api"
-	"github.com/podsup/podsup/internal/gotool"
 	"github.com/podsup/podsup/sandbox/proc"
 )
 
@@ -28,35 +27,11 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 		t.Skip("needs root: the example's pod has a sandbox (hostname, shareProcessNamespace, limits); CI runs as root")
 	}
 	t.Parallel()
-	bin := t.TempDir()
-	podsup, kubeBin := filepath.Join(bin, "podsup"), filepath.Join(bin, "podsup-kube")
-	gotool.Output(t, "build", "-o", podsup, "github.com/podsup/podsup/cmd/podsup")
-	gotool.Output(t, "build", "-o", kubeBin, "github.com/podsup/podsup/kube/cmd/podsup-kube")
+	podsup, kubeBin := playBinaries(t)
 
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "podsup.sock")
-	logFile, err := os.Create(filepath.Join(dir, "play.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	play, err := proc.Start(&proc.Cmd{
-		Path: kubeBin, Args: []string{"podsup-kube", "play", "--socket", socket, "../../../examples/kube/web.yaml"},
-		RunAs:  proc.RunAs{Env: append(os.Environ(), "PODSUP_BIN="+podsup)},
-		Stdout: logFile, Stderr: logFile,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	output := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped { // a failed test: podsup-kube (now podsup) and its group go
-			_ = play.Signal(syscall.SIGKILL)
-			<-play.Done()
-			t.Logf("podsup-kube play's output:\n%s", output())
-		}
-	})
+	play, output, stopped := startPlay(t, podsup, kubeBin, []string{"podsup-kube", "play", "--socket", socket, "../../../examples/kube/web.yaml"})
 
 	// podsup health is what a script waits on: exit 0 once every group is.
 	deadline := time.Now().Add(2 * time.Minute)
@@ -104,7 +79,7 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("podsup-kube play did not end within 2 minutes of SIGTERM:\n%s", output())
 	}
-	stopped = true
+	*stopped = true
 	if exit.Code() != 0 {
 		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
 	}

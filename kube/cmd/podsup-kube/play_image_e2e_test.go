@@ -19,7 +19,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/podsup/podsup/internal/gotool"
-	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // A manifest whose commands come from its image, end to end: a
@@ -37,10 +36,7 @@ func TestPlayImageEntrypointEndToEnd(t *testing.T) {
 		t.Skip("needs root: the pod runs in a sandbox that pivot_roots into the image's root filesystem; CI runs as root")
 	}
 	t.Parallel()
-	bin := t.TempDir()
-	podsup, kubeBin := filepath.Join(bin, "podsup"), filepath.Join(bin, "podsup-kube")
-	gotool.Output(t, "build", "-o", podsup, "github.com/podsup/podsup/cmd/podsup")
-	gotool.Output(t, "build", "-o", kubeBin, "github.com/podsup/podsup/kube/cmd/podsup-kube")
+	podsup, kubeBin := playBinaries(t)
 
 	rootfs := t.TempDir()
 	for _, d := range []string{"bin", "work"} {
@@ -88,29 +84,8 @@ spec:
 	}
 
 	socket := filepath.Join(dir, "podsup.sock")
-	logFile, err := os.Create(filepath.Join(dir, "play.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	play, err := proc.Start(&proc.Cmd{
-		Path: kubeBin, Args: []string{"podsup-kube", "play", "--socket", socket,
-			"--image", "minibox:1=" + layout, "--rootfs", "minibox:1=" + rootfs, manifest},
-		RunAs:  proc.RunAs{Env: append(os.Environ(), "PODSUP_BIN="+podsup)},
-		Stdout: logFile, Stderr: logFile,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	output := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = play.Signal(syscall.SIGKILL)
-			<-play.Done()
-			t.Logf("podsup-kube play's output:\n%s", output())
-		}
-	})
+	play, output, stopped := startPlay(t, podsup, kubeBin, []string{"podsup-kube", "play", "--socket", socket,
+		"--image", "minibox:1=" + layout, "--rootfs", "minibox:1=" + rootfs, manifest})
 
 	deadline := time.Now().Add(2 * time.Minute)
 	for !strings.Contains(output(), "report done") {
@@ -144,7 +119,7 @@ spec:
 	if err != nil {
 		t.Fatalf("podsup-kube play did not end within 2 minutes of SIGTERM:\n%s", output())
 	}
-	stopped = true
+	*stopped = true
 	if exit.Code() != 0 {
 		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
 	}

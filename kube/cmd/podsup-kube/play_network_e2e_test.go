@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/api"
-	"github.com/podsup/podsup/internal/gotool"
-	"github.com/podsup/podsup/sandbox/proc"
 )
 
 // hostPortDeployment publishes its container's 8080 on the host's 18281
@@ -60,10 +58,7 @@ func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
 			t.Fatal("the CNI plugins are not installed (apt-get install containernetworking-plugins iptables; .ci/run installs them)")
 		}
 	}
-	bin := t.TempDir()
-	podsup, kubeBin := filepath.Join(bin, "podsup"), filepath.Join(bin, "podsup-kube")
-	gotool.Output(t, "build", "-o", podsup, "github.com/podsup/podsup/cmd/podsup")
-	gotool.Output(t, "build", "-o", kubeBin, "github.com/podsup/podsup/kube/cmd/podsup-kube")
+	podsup, kubeBin := playBinaries(t)
 
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "cache.yaml")
@@ -71,28 +66,7 @@ func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	socket := filepath.Join(dir, "podsup.sock")
-	logFile, err := os.Create(filepath.Join(dir, "play.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	play, err := proc.Start(&proc.Cmd{
-		Path: kubeBin, Args: []string{"podsup-kube", "play", "--socket", socket, manifest},
-		RunAs:  proc.RunAs{Env: append(os.Environ(), "PODSUP_BIN="+podsup)},
-		Stdout: logFile, Stderr: logFile,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	output := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = play.Signal(syscall.SIGKILL)
-			<-play.Done()
-			t.Logf("podsup-kube play's output:\n%s", output())
-		}
-	})
+	play, output, stopped := startPlay(t, podsup, kubeBin, []string{"podsup-kube", "play", "--socket", socket, manifest})
 
 	var body string
 	deadline := time.Now().Add(2 * time.Minute)
@@ -142,7 +116,7 @@ func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("podsup-kube play did not end within 2 minutes of SIGTERM:\n%s", output())
 	}
-	stopped = true
+	*stopped = true
 	if exit.Code() != 0 {
 		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
 	}
