@@ -6,13 +6,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/rttest/cnileft"
 	"github.com/podsup/podsup/internal/testusers"
 	"github.com/podsup/podsup/sandbox/proc"
 )
@@ -112,38 +112,9 @@ func TestExamplesRun(t *testing.T) {
 				t.Fatalf("podsup up -f %s after SIGTERM: %s\n%s", file, e, up.rest(t))
 			}
 			for _, n := range attached {
-				checkAttachmentGone(t, n)
+				cnileft.Check(t, n.Network, n.ContainerID, n.IPs)
 			}
 		})
-	}
-}
-
-// checkAttachmentGone fails t if anything of n, a sandbox's CNI
-// attachment, is left: its veth (the plugin names the host end after no
-// fixed pattern, so by the address's route), its address's IPAM
-// reservation, or an iptables rule of its container ID. Other sandboxes
-// may share the bridge meanwhile: only n's own traces count.
-func checkAttachmentGone(t *testing.T, n api.NetworkDescription) {
-	t.Helper()
-	for _, cidr := range n.IPs {
-		ip, _, err := net.ParseCIDR(cidr)
-		if err != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join("/var/lib/cni/networks", n.Network, ip.String())); err == nil {
-			t.Errorf("%s's IPAM reservation %s is left in /var/lib/cni/networks/%s", n.ContainerID, ip, n.Network)
-		}
-	}
-	save, err := exec.LookPath("iptables-save")
-	if err != nil {
-		t.Fatal("no iptables-save to list the rules with (.ci/run installs iptables)")
-	}
-	code, out := runTool(t, save)
-	if code != 0 {
-		t.Fatalf("iptables-save: exit %d: %s", code, out)
-	}
-	if strings.Contains(out, n.ContainerID) {
-		t.Errorf("iptables rules of %s are left:\n%s", n.ContainerID, out)
 	}
 }
 
@@ -167,13 +138,4 @@ func socketActivated(t *testing.T, c *proc.Cmd) {
 	c.Args = append([]string{c.Args[0], "__listenpid", testExe(t)}, c.Args[1:]...)
 	c.Env = append(c.Env, "LISTEN_FDS=1", "LISTEN_FDNAMES=web")
 	c.ExtraFiles = []*os.File{lf}
-}
-
-// runTool runs path with args to completion and returns its exit code and
-// output.
-func runTool(t *testing.T, path string, args ...string) (int, string) {
-	t.Helper()
-	s := start(t, &proc.Cmd{Path: path, Args: append([]string{filepath.Base(path)}, args...)})
-	out := s.rest(t)
-	return s.wait(t).Code(), out
 }

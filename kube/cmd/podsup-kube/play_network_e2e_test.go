@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/rttest/cnileft"
 )
 
 // hostPortDeployment publishes its container's 8080 on the host's 18281
@@ -123,20 +122,7 @@ func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
 	// Nothing of its attachment is left (other tests' sandboxes may share
 	// the bridge meanwhile: only this one's traces count), and the port
 	// goes with it.
-	for _, cidr := range attached.IPs {
-		if addr, _, err := net.ParseCIDR(cidr); err == nil {
-			if _, err := os.Stat(filepath.Join("/var/lib/cni/networks", attached.Network, addr.String())); err == nil {
-				t.Errorf("the pod's IPAM reservation %s is left in /var/lib/cni/networks/%s", addr, attached.Network)
-			}
-		}
-	}
-	save, err := exec.LookPath("iptables-save")
-	if err != nil {
-		t.Fatal("no iptables-save to list the rules with (.ci/run installs iptables)")
-	}
-	if code, out := runBinary(t, save); code != 0 || strings.Contains(out, attached.ContainerID) {
-		t.Errorf("iptables-save (exit %d) still has rules of %s:\n%s", code, attached.ContainerID, out)
-	}
+	cnileft.Check(t, attached.Network, attached.ContainerID, attached.IPs)
 	if resp, err := http.Get("http://127.0.0.1:18281/"); err == nil {
 		resp.Body.Close()
 		t.Errorf("port 18281 still answers after the pod stopped")
