@@ -206,10 +206,18 @@ func forkOnProfileThread(ns Namespaces, tp threadProfile, fn func(*profileThread
 // patience: then ran is false and fn did not run.
 func (t *profileThread) tryDo(fn func() error, patience time.Duration) (ran bool, err error) {
 	errc := make(chan error, 1)
+	job := func() { errc <- fn() }
+	select { // the thread waiting for a job: no timer on the spawn path
+	case t.jobs <- job:
+		return true, <-errc
+	case <-t.done:
+		return true, errProfileThreadEnded
+	default:
+	}
 	timer := time.NewTimer(patience)
 	defer timer.Stop()
 	select {
-	case t.jobs <- func() { errc <- fn() }:
+	case t.jobs <- job:
 		return true, <-errc
 	case <-t.done:
 		return true, errProfileThreadEnded
