@@ -191,7 +191,7 @@ func (f *fakeRun) settleOnce() {
 	f.sup.mu.Unlock()
 	for _, w := range retiring {
 		w.barrier()
-		if w.status.Load().Phase != lifecycle.PhaseStopping { // shut down and idle: about to end
+		if w.status.Load().Status().Phase != lifecycle.PhaseStopping { // shut down and idle: about to end
 			select {
 			case <-w.done:
 			case <-time.After(5 * time.Second):

@@ -385,7 +385,7 @@ func (s *Supervisor) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Groups: make([]lifecycle.GroupStatus, 0, len(s.order))}
 	for _, name := range s.order {
-		st.Groups = append(st.Groups, s.workers[name].status.Load().Clone())
+		st.Groups = append(st.Groups, s.workers[name].status.Load().Status())
 	}
 	return st
 }

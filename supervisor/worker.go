@@ -68,7 +68,7 @@ type worker struct {
 	events []lifecycle.Event
 	timer  clock.Timer
 	wake   time.Time
-	status atomic.Pointer[lifecycle.GroupStatus]
+	status atomic.Pointer[core.Published]
 	// recreates is the group's recreate requests, published with status.
 	recreates atomic.Pointer[[]lifecycle.RecreateStatus]
 	registry  *recreateRegistry
@@ -110,8 +110,7 @@ func newWorker(c core.Config, s *Supervisor) *worker {
 		deps:       &s.deps,
 		probeStats: &s.probeStats,
 	}
-	st := w.core.Snapshot()
-	w.status.Store(&st)
+	w.status.Store(w.core.SnapshotSince(nil))
 	return w
 }
 

@@ -2,69 +2,100 @@ package core
 
 import (
 	"fmt"
+
 	"github.com/podsup/podsup/supervisor/lifecycle"
 )
 
 // Snapshot builds the group's status from the core's state. The result
 // shares nothing with the core.
 func (g *Group) Snapshot() lifecycle.GroupStatus {
-	return *g.SnapshotSince(nil)
+	return g.SnapshotSince(nil).Status()
+}
+
+// Published is a group's status as a worker publishes it after each batch
+// of inputs: immutable once made, and cheap to make again from the last
+// one. Each process's status is held by pointer, so a batch that changed
+// one process of a hundred makes one process status and a list of a
+// hundred pointers, where a list of statuses would copy all hundred (a
+// status is some 300 bytes: at 10,000 processes stopping, the copies were
+// most of the garbage podsup made). Readers take a copy of their own
+// (Status), as they did before.
+type Published struct {
+	group        lifecycle.GroupStatus // Init and Processes unset
+	inits, mains []*lifecycle.ProcessStatus
+}
+
+// Status is p as a status that shares nothing with p.
+func (p *Published) Status() lifecycle.GroupStatus {
+	gs := p.group
+	gs.Init = cloneStatuses(p.inits)
+	gs.Processes = cloneStatuses(p.mains)
+	return gs
+}
+
+func cloneStatuses(ps []*lifecycle.ProcessStatus) []lifecycle.ProcessStatus {
+	if ps == nil {
+		return nil
+	}
+	out := make([]lifecycle.ProcessStatus, len(ps))
+	for i, s := range ps {
+		out[i] = s.Clone()
+	}
+	return out
 }
 
 // SnapshotSince is Snapshot for a caller that keeps the last status it
 // published, prev (nil for none): it returns prev itself when the status
-// equals it, and otherwise a new status that shares with prev the parts
-// that did not change (a published status is never written to, so both
-// may share them; neither shares anything with the core).
+// equals it, and otherwise a new one that shares with prev the process
+// statuses that did not change (a published status is never written to,
+// so both may share them; neither shares anything with the core).
 //
 // A worker publishes its group's status after every batch of inputs, and
 // a status is O(processes of the group): when a group of a hundred stops,
 // most batches (a cleanup's outcome, say) change nothing, or one process,
 // and copying every process's status for each was a good part of
 // podsup's CPU and garbage in the stop.
-func (g *Group) SnapshotSince(prev *lifecycle.GroupStatus) *lifecycle.GroupStatus {
+func (g *Group) SnapshotSince(prev *Published) *Published {
 	gs := lifecycle.GroupStatus{Name: g.name, Phase: g.phase()}
 	gs.Ready, gs.ReadinessHeldBy = g.readiness()
-	var prevInit, prevMains []lifecycle.ProcessStatus
+	var prevInit, prevMains []*lifecycle.ProcessStatus
 	if prev != nil {
-		prevInit, prevMains = prev.Init, prev.Processes
+		prevInit, prevMains = prev.inits, prev.mains
 	}
 	inits, initsSame := g.statuses(g.inits, prevInit)
 	mains, mainsSame := g.statuses(g.mains, prevMains)
-	if prev != nil && initsSame && mainsSame && gs.Name == prev.Name && gs.Phase == prev.Phase &&
-		gs.Ready == prev.Ready && gs.ReadinessHeldBy == prev.ReadinessHeldBy {
+	if prev != nil && initsSame && mainsSame && gs.Name == prev.group.Name && gs.Phase == prev.group.Phase &&
+		gs.Ready == prev.group.Ready && gs.ReadinessHeldBy == prev.group.ReadinessHeldBy {
 		return prev
 	}
-	gs.Init, gs.Processes = inits, mains
-	return &gs
+	return &Published{group: gs, inits: inits, mains: mains}
 }
 
 // statuses is the status of each of procs, with prev the last published
 // statuses of the same list; same reports that every status equals its
 // entry of prev, and then the list is prev itself. A status that did not
 // change is prev's, shared; only a changed one is copied from the core.
-// A new list is sized at once: a worker keeps its group's last status,
-// and append's doubling would keep up to twice the room per process.
-func (g *Group) statuses(procs []*proc, prev []lifecycle.ProcessStatus) (out []lifecycle.ProcessStatus, same bool) {
+func (g *Group) statuses(procs []*proc, prev []*lifecycle.ProcessStatus) (out []*lifecycle.ProcessStatus, same bool) {
 	if len(procs) == 0 {
 		return nil, len(prev) == 0
 	}
 	start := 0 // procs before it have prev's status
 	if len(prev) == len(procs) {
-		for start < len(procs) && g.view(procs[start]).equals(prev[start]) {
+		for start < len(procs) && g.view(procs[start]).equals(*prev[start]) {
 			start++
 		}
 		if start == len(procs) {
 			return prev, true
 		}
 	}
-	out = make([]lifecycle.ProcessStatus, len(procs))
-	copy(out, prev[:start])
+	out = make([]*lifecycle.ProcessStatus, len(procs))
+	copy(out, prev[:min(start, len(prev))])
 	for i := start; i < len(procs); i++ {
-		if v := g.view(procs[i]); i < len(prev) && v.equals(prev[i]) {
+		if v := g.view(procs[i]); i < len(prev) && v.equals(*prev[i]) {
 			out[i] = prev[i]
 		} else {
-			out[i] = v.status()
+			s := v.status()
+			out[i] = &s
 		}
 	}
 	return out, false

@@ -49,15 +49,23 @@ func TestSnapshotSinceSharesWhatDidNotChange(t *testing.T) {
 	if got := processStatus(t, next, "app").LastTermination; got != app.LastTermination {
 		t.Errorf("app's unchanged status was copied, not shared with the last published one")
 	}
+	if next.mains[0] != first.mains[0] || next.mains[0].Name != "app" {
+		t.Errorf("app's unchanged status is a new one: a changed batch must make only the changed process's status")
+	}
+	if next.mains[1] == first.mains[1] {
+		t.Errorf("other's changed status is the old one")
+	}
 }
 
-func processStatus(t *testing.T, st *lifecycle.GroupStatus, name string) lifecycle.ProcessStatus {
+// processStatus is the published status of the process name itself, not
+// a copy: the test compares pointers inside it.
+func processStatus(t *testing.T, st *Published, name string) lifecycle.ProcessStatus {
 	t.Helper()
-	for _, p := range st.Processes {
+	for _, p := range st.mains {
 		if p.Name == name {
-			return p
+			return *p
 		}
 	}
-	t.Fatalf("no process %s in %+v", name, st)
+	t.Fatalf("no process %s in %+v", name, st.Status())
 	return lifecycle.ProcessStatus{}
 }
