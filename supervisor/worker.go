@@ -375,11 +375,7 @@ func (w *worker) startInstance(a core.StartAction) {
 		// The process as it starts: its group's security context under its own.
 		Process: spec.WithGroupSecurity(new(w.core.Spec()), a.Spec),
 		OnExit: func(st lifecycle.ExitStatus) {
-			in := core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()}
-			if order.hold(in) {
-				return // reaped before Start returned: posted with its outcome
-			}
-			w.mb.put(in)
+			order.exited(w.mb, core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()})
 		},
 		Report: func(e lifecycle.RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
 	}
@@ -394,15 +390,7 @@ func (w *worker) startInstance(a core.StartAction) {
 			<-cleaned // ... killed by a goroutine of an earlier step
 		}
 		inst, err := w.rt.Start(ctx, req)
-		done := startDoneInput{instance: id, inst: inst, err: err}
-		if early, ok := order.release(); ok {
-			// One put for both: the worker never sees the start done
-			// without the exit that came before it (a barrier between
-			// the two would call the worker quiet too early).
-			w.mb.put(done, early)
-		} else {
-			w.mb.put(done)
-		}
+		order.started(w.mb, startDoneInput{instance: id, inst: inst, err: err})
 	}()
 	if restart {
 		// The restart path: let the new goroutine have this thread now,
@@ -522,34 +510,43 @@ func (w *worker) runPreStop(a core.PreStopAction) {
 	w.startHook(pr, a.Instance, spec.PreStop, a.Budget, w.instanceContext(a.Instance))
 }
 
-// startExitOrder holds an exit reaped before its Start returned, so that
-// the start's outcome is posted first and the exit with it.
+// startExitOrder puts an instance's start outcome and its exit into the
+// mailbox in that order, whichever comes first: an exit reaped before its
+// Start returned is held and posted with the outcome. Both posts happen
+// under mu. Marking Start returned under the lock and posting its outcome
+// after it let an exit that came in between reach the mailbox first; the
+// core, which had not heard of the start yet, dropped the exit and waited
+// for that instance for good (TestRealRestartLoopLosesNoExit).
 type startExitOrder struct {
 	mu       sync.Mutex
-	returned bool // Start returned: exits go straight to the mailbox
+	returned bool // the outcome is posted: exits go straight to the mailbox
 	early    *core.ExitedInput
 }
 
-// hold keeps in if Start has not returned yet, and says whether it did.
-func (o *startExitOrder) hold(in core.ExitedInput) bool {
+// exited posts in, or holds it until the start's outcome is posted.
+func (o *startExitOrder) exited(mb *mailbox, in core.ExitedInput) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.returned {
-		return false
+		mb.put(in)
+		return
 	}
 	o.early = &in
-	return true
 }
 
-// release marks Start returned and hands over an exit held meanwhile.
-func (o *startExitOrder) release() (core.ExitedInput, bool) {
+// started posts the start's outcome, with an exit held meanwhile in the
+// same put: the worker never sees the start done without the exit that
+// came before it (a barrier between the two would call the worker quiet
+// too early).
+func (o *startExitOrder) started(mb *mailbox, done startDoneInput) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.returned = true
-	if o.early == nil {
-		return core.ExitedInput{}, false
+	if o.early != nil {
+		mb.put(done, *o.early)
+		return
 	}
-	return *o.early, true
+	mb.put(done)
 }
 
 // barrier waits until the worker has handled everything posted so far.
