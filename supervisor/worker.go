@@ -66,9 +66,12 @@ type worker struct {
 	// events waits for the end of handle: a subscriber who sees an event
 	// finds Status at least as new as it.
 	events []lifecycle.Event
-	timer  clock.Timer
-	wake   time.Time
-	status atomic.Pointer[core.Published]
+	// unpublished says that a batch's status and events are held back
+	// (publishBatch); publishArmed that a publishInput is on its way.
+	unpublished, publishArmed bool
+	timer                     clock.Timer
+	wake                      time.Time
+	status                    atomic.Pointer[core.Published]
 	// recreates is the group's recreate requests, published with status.
 	recreates atomic.Pointer[[]lifecycle.RecreateStatus]
 	registry  *recreateRegistry
@@ -169,6 +172,9 @@ func (w *worker) run() {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
+	if w.unpublished {
+		w.publish()
+	}
 }
 
 // drainMailbox handles every queued input, including those that handling
@@ -183,25 +189,62 @@ func (w *worker) drainMailbox(barriers []barrierInput) {
 		if len(items) == 0 {
 			break
 		}
+		due := false
 		for _, in := range items {
-			if b, ok := in.(barrierInput); ok {
-				w.barriers = append(w.barriers, b)
-				continue
+			switch in := in.(type) {
+			case barrierInput:
+				w.barriers = append(w.barriers, in)
+			case publishInput:
+				w.publishArmed, due = false, true
+			default:
+				w.step(in)
 			}
-			w.step(in)
 		}
 		w.mb.recycle(items)
 		// Once per batch, not per input: a snapshot is O(processes), and
 		// 10,000 processes exiting at once would make it O(n²).
-		w.publish()
+		w.publishBatch(due)
 	}
 	if w.effects > 0 {
 		return // answered once the effects' results are handled
+	}
+	if w.unpublished && len(w.barriers) > 0 {
+		w.publish() // a barrier's caller finds all of it in the status
 	}
 	for _, b := range w.barriers {
 		close(b.done)
 	}
 	w.barriers = nil
+}
+
+// shutdownPublishLag is how long a worker whose group is shutting down
+// may hold its status and events back, so that one publication covers
+// the batches of that time. In a stop, every exit is a batch of its own
+// (the reaper hands them on one at a time), and each batch's snapshot is
+// O(processes of the group): publishing each made the snapshots a sixth
+// of podsup's CPU in a stop of 10,000 processes (docs/benchmarks.md).
+// Outside a shutdown every batch is published at once; in one, the
+// status is at most this late, events keep the time they happened at,
+// and a barrier (and the group's end) publishes what is held first.
+const shutdownPublishLag = 2 * time.Millisecond
+
+// publishInput tells a worker that its held publication is due.
+type publishInput struct{}
+
+// publishBatch publishes after a batch of inputs, or, while the group
+// shuts down and has instances left, holds the publication back for up
+// to shutdownPublishLag (due: that time is up).
+func (w *worker) publishBatch(due bool) {
+	if due || !w.core.ShuttingDown() || w.core.Idle() {
+		w.publish()
+		return
+	}
+	w.syncLifecycle()
+	w.unpublished = true
+	if !w.publishArmed {
+		w.publishArmed = true
+		time.AfterFunc(shutdownPublishLag, func() { w.mb.put(publishInput{}) })
+	}
 }
 
 // handle steps the core with in (step) and publishes the outcome (publish).
@@ -248,6 +291,7 @@ func (w *worker) step(item any) {
 // publish brings the probes and hooks in line with the core, then publishes
 // a status snapshot and the events of the steps since the last publish.
 func (w *worker) publish() {
+	w.unpublished = false
 	w.syncLifecycle()
 	// The same snapshot again when nothing in it changed: readers may
 	// hold the last one, which is never written to.

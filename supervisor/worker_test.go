@@ -302,3 +302,35 @@ func TestExitsAreLoggedNotPublished(t *testing.T) {
 		t.Errorf("E2: exit log lines %v, want one warning for app with exit code 3", exits)
 	}
 }
+
+// While a group shuts down, its worker holds its status and events back
+// for at most shutdownPublishLag so that one publication covers several
+// exits; what it holds comes out on its own, with no further input and
+// no barrier: here a stops at once, b ignores SIGTERM and the fake clock
+// stands still, so nothing but the held publication's timer can show a
+// terminated.
+func TestShutdownPublishesHeldStatusOnItsOwn(t *testing.T) {
+	g := oneProcess(spec.RestartAlways)
+	g.Processes = []spec.Process{{Name: "a", Command: []string{"x"}}, {Name: "b", Command: []string{"x"}}}
+	f := startFake(t, configOf(g), func(name string, _ int) simRun {
+		return simRun{RunFor: -1, IgnoreTerm: name == "b"}
+	})
+	f.advanceTo(time.Second)
+	f.sup.RequestShutdown(nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		gs, _ := f.sup.Status().Group(g.Name)
+		a, _ := gs.Process("a")
+		if a.State == lifecycle.StateTerminated {
+			if b, _ := gs.Process("b"); b.State != lifecycle.StateRunning || gs.Phase != lifecycle.PhaseStopping {
+				t.Fatalf("b %s, group %s: want b still running and the group stopping", b.State, gs.Phase)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's exit in the shutdown was never published: a is %s", a.State)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.shutdown()
+}
