@@ -136,6 +136,23 @@ func (rt *Runtime) releaseKept(pr *procRec) {
 	pr.kept.mu.Unlock()
 }
 
+// forgetKept forgets pr's kept cgroup once its directory is removed
+// (RetireProcess): a later process naming it makes it anew.
+func (rt *Runtime) forgetKept(pr *procRec) {
+	k := pr.kept
+	if k == nil {
+		return
+	}
+	sb := pr.sb
+	sb.keptMu.Lock()
+	defer sb.keptMu.Unlock()
+	rt.mu.Lock()
+	if sb.kept[k.name] == k {
+		delete(sb.kept, k.name)
+	}
+	rt.mu.Unlock()
+}
+
 // closeKept forgets sb's kept cgroups; DeleteSandbox removes the
 // directories with the group's.
 func (rt *Runtime) closeKept(sb *sandboxRec) {

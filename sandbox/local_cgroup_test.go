@@ -240,3 +240,106 @@ func testKeptCgroupCPU(t *testing.T, noFinalUsage bool) {
 		t.Fatal(err)
 	}
 }
+
+// RetireProcess ends a process that will not run again in one step: its
+// record goes, and so does its cgroup when an rmdir shows the tree empty
+// (a later process naming the kept cgroup makes it anew); a tree that
+// left a daemon behind has it killed, and its cgroup goes with the
+// sandbox.
+func TestRetireProcessRemovesItsCgroup(t *testing.T) {
+	testproc.NeedRoot(t)
+	rt := newTestRuntime(t)
+	if !rt.CgroupsEnabled() {
+		t.Skip("cgroups unavailable here: nothing to remove")
+	}
+	ctx := testCtx(t)
+	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
+	sb, _ := rt.SandboxStatus("h")
+	start := func(id, cgroup, helper string) ProcessStatus {
+		t.Helper()
+		cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: testproc.HelperEnv(helper)}, Cgroup: cgroup}
+		if err := rt.CreateProcess(ctx, id, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.StartProcess(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := rt.ProcessStatus(id)
+		return st
+	}
+	endMain := func(id string) {
+		t.Helper()
+		if err := rt.SignalProcess(id, unix.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.waitProcess(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Nothing left: the record and the kept cgroup go.
+	start("q-1", "q", "sleep")
+	if err := rt.RetireProcess(ctx, "q-1"); !errors.Is(err, ErrFailedPrecondition) {
+		t.Fatalf("RetireProcess of a running process: %v, want ErrFailedPrecondition", err)
+	}
+	endMain("q-1")
+	if err := rt.RetireProcess(ctx, "q-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.ProcessStatus("q-1"); !IsNotFound(err) {
+		t.Fatalf("the retired record is still there: %v", err)
+	}
+	if _, err := os.Stat(sb.Cgroup + "/q"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the retired process's empty cgroup is still there: %v", err)
+	}
+	// A later process naming the cgroup gets it made anew.
+	again := start("q-2", "q", "sleep")
+	if got := cgroupIn(t, again.Pid, ""); !strings.HasSuffix(got, "/h/q") {
+		t.Fatalf("q-2 is in cgroup %q, want …/h/q made anew", got)
+	}
+	endMain("q-2")
+	if err := rt.RetireProcess(ctx, "q-2"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A daemon left behind: killed, and the cgroup stays for the sandbox.
+	d := start("d-1", "d", "daemon-and-wait")
+	var daemon int
+	for deadline := time.Now().Add(10 * time.Second); daemon == 0; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(sb.Cgroup + "/d/cgroup.procs")
+		for _, f := range strings.Fields(string(b)) {
+			if pid, _ := strconv.Atoi(f); pid != d.Pid {
+				daemon = pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon never showed in the cgroup")
+		}
+	}
+	fd, err := unix.PidfdOpen(daemon, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	endMain("d-1")
+	if !pidfdAlive(fd) {
+		t.Fatal("the daemon died with its parent: nothing left to test")
+	}
+	if err := rt.RetireProcess(ctx, "d-1"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); pidfdAlive(fd); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon the retired process left behind still runs")
+		}
+	}
+	if _, err := rt.ProcessStatus("d-1"); !IsNotFound(err) {
+		t.Fatalf("the retired record is still there: %v", err)
+	}
+	if err := rt.DeleteSandbox(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sb.Cgroup); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the sandbox's cgroup outlived it: %v", err)
+	}
+}

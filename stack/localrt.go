@@ -386,3 +386,13 @@ func (i localInstance) Remove() error {
 	}
 	return nil
 }
+
+// Retire is supervisor.Retirer: the record and the process's cgroup go
+// at once, with an rmdir that shows the tree empty (sandbox's
+// RetireProcess).
+func (i localInstance) Retire() error {
+	if err := i.rt.RetireProcess(context.Background(), i.id); err != nil && !sandbox.IsNotFound(err) {
+		return err
+	}
+	return nil
+}

@@ -158,6 +158,17 @@ type Instance interface {
 	Remove() error
 }
 
+// Retirer is an Instance that can do, in one step, all that follows the
+// exit of a process that will not run again (its group is shutting down):
+// what KillTree(SIGKILL) and Remove do, and the removal of what the
+// runtime kept for the process's next instance (its cgroup), which it may
+// use to tell cheaply that nothing was left to kill. The worker calls
+// Retire instead of KillTree and Remove there; when Retire fails, it goes
+// the usual way.
+type Retirer interface {
+	Retire() error
+}
+
 // StartError is a start that failed before the program ran. Code is the
 // exit code the failure is recorded with; podsup's runtimes always use
 // StartErrorExitCode, as containerd does (E3), and 0 means it too. The

@@ -475,7 +475,9 @@ func (w *worker) killTree(a core.KillTreeAction) {
 		w.mb.put(core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited})
 		return
 	}
-	c := cleanup{a: a, inst: inst}
+	// Nothing restarts in a shutdown: the exit's cleanup is the process's
+	// last, and a runtime that can may retire it at once.
+	c := cleanup{a: a, inst: inst, final: a.Exited && w.core.ShuttingDown()}
 	if a.Exited {
 		w.cleanups[a.Process] = c
 		return
@@ -490,6 +492,8 @@ type cleanup struct {
 	// cleaned, when set, is closed once it is done, for a start in a
 	// later step to wait on.
 	cleaned chan struct{}
+	// final says the process will not run again (Retirer).
+	final bool
 }
 
 // beginCleanups begins, each on a goroutine of its own, the post-exit
@@ -508,7 +512,10 @@ func (w *worker) beginCleanups() {
 func (w *worker) cleanUp(c cleanup) {
 	a := c.a
 	done := core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited}
-	if err := c.inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
+	r, retire := c.inst.(Retirer)
+	if retire && c.final && r.Retire() == nil {
+		// Killed what was left, and removed.
+	} else if err := c.inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
 		done.Err = err
 	} else if a.Exited {
 		done.RemoveErr = c.inst.Remove()

@@ -477,3 +477,35 @@ func TestKillTreeEndsAForkingTree(t *testing.T) {
 		t.Fatalf("the next child in the cgroup ended at once: %v", next.p.Exit())
 	}
 }
+
+// TryDelete is one rmdir: it refuses, without an error and without
+// killing anything, while a process runs in the cgroup, and removes it
+// once the cgroup is empty.
+func TestTryDeleteRemovesOnlyAnEmptyCgroup(t *testing.T) {
+	m := newTestManager(t, Options{Timeout: 300 * time.Millisecond})
+	if m.Layout().V2 == nil {
+		t.Skip("no cgroup2 hierarchy here: TryDelete applies to cgroup2 alone")
+	}
+	g, p := newGroupProcess(t, m, spec.Resources{})
+	c := startIn(t, p, "sleeper")
+	gone, err := p.TryDelete()
+	if err != nil || gone {
+		t.Fatalf("TryDelete with a live process = %v, %v; want false, nil", gone, err)
+	}
+	if err := p.KillTree(unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.wait(t, 10*time.Second)
+	if gone, err := p.TryDelete(); err != nil || !gone {
+		t.Fatalf("TryDelete of the emptied cgroup = %v, %v; want true, nil", gone, err)
+	}
+	if _, err := os.Stat(p.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s left behind", p.Path())
+	}
+	if gone, err := p.TryDelete(); err != nil || !gone {
+		t.Fatalf("TryDelete of a removed cgroup = %v, %v; want true, nil", gone, err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/podsup/podsup/spec"
 )
 
@@ -193,6 +195,29 @@ func (n *node) procs() (pids []int, selfInside bool, err error) {
 	}
 	slices.Sort(pids)
 	return pids, selfInside, nil
+}
+
+// TryDelete removes the cgroup if the kernel lets it, with one rmdir and
+// nothing else: an rmdir succeeds only on a cgroup with no process and no
+// child, so a cgroup it removed had nothing left to kill. gone is false,
+// with no error, when the cgroup is still populated (EBUSY), and also
+// where one rmdir cannot tell (a cgroup in v1 hierarchies too, podsup's
+// own leaf): then nothing was done, and KillTree and Delete remain the
+// way. A cgroup already gone is gone.
+func (n *node) TryDelete() (gone bool, err error) {
+	hs := n.hiers()
+	if n.m.v2 == nil || len(hs) != 1 || hs[0] != n.m.v2 || n.rel == supervisorLeaf {
+		return false, nil
+	}
+	dir := n.dir(n.m.v2)
+	switch err := n.m.fs.rmdir(dir); {
+	case err == nil || errors.Is(err, os.ErrNotExist):
+		return true, nil
+	case errors.Is(err, unix.EBUSY):
+		return false, nil
+	default:
+		return false, fmt.Errorf("removing %s: %w", dir, err)
+	}
 }
 
 // Delete removes the cgroup, children first, in every hierarchy. It does
