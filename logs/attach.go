@@ -212,7 +212,7 @@ func (h *Hub) attachPassthrough(group, process string) (*Attachment, error) {
 	// What earlier captured instances still write stays theirs (and goes
 	// to Out and the file) until their pipes end.
 	if old := h.procs[key]; old == nil || !old.passthrough {
-		h.procs[key] = &procLog{group: group, process: process, name: key, passthrough: true}
+		h.setProcLocked(&procLog{group: group, process: process, name: key, passthrough: true})
 	}
 	// Nothing to read: done at once.
 	return &Attachment{hub: h, passthrough: true, stdout: h.opts.Stdout, stderr: h.opts.Stderr, ended: true}, nil

@@ -268,3 +268,42 @@ func TestLinesAreStampedByTheInjectedClock(t *testing.T) {
 		t.Fatalf("lines %+v; want the fake clock's %v", lines, fake.Now())
 	}
 }
+
+// ForgetGroup forgets every process of its group and no other: followers
+// of its processes end, and a process of another group, even one whose
+// name starts the same, is still known.
+func TestForgetGroupForgetsItsOwnProcessesOnly(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t, HubOptions{})
+	startEchoer(t, h, "web", "api", "1")
+	startEchoer(t, h, "web", "db", "1")
+	startEchoer(t, h, "web2", "api", "1")
+	var chans []<-chan Line
+	for _, p := range []string{"api", "db"} {
+		ch, err := h.Follow(context.Background(), "web", p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans = append(chans, ch)
+	}
+	h.ForgetGroup("web")
+	for i, ch := range chans {
+		for open := true; open; {
+			select {
+			case _, open = <-ch:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("follower %d of group web not ended by ForgetGroup", i)
+			}
+		}
+	}
+	for _, p := range []string{"api", "db"} {
+		if _, err := h.Follow(context.Background(), "web", p, 0); !errors.Is(err, ErrUnknownProcess) {
+			t.Errorf("web/%s after ForgetGroup: %v, want ErrUnknownProcess", p, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := h.Follow(ctx, "web2", "api", 0); err != nil {
+		t.Errorf("web2/api after ForgetGroup(web): %v", err)
+	}
+}

@@ -17,7 +17,7 @@ func (h *Hub) capturedLocked(group, process string) *procLog {
 		if h.opts.Dir != "" {
 			p.file = newRotatingFile(h.opts.Dir, group, process)
 		}
-		h.procs[key] = p
+		h.setProcLocked(p)
 	}
 	return p
 }

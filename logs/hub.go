@@ -114,6 +114,36 @@ type Hub struct {
 	closed  bool
 	streams map[int32]*stream
 	procs   map[string]*procLog
+	// byGroup names the processes of each group in procs, so that
+	// forgetting a group is not a walk over every process of every group
+	// (a hundred groups of a hundred ending together made that O(n²)).
+	byGroup map[string]map[string]struct{}
+}
+
+// setProcLocked records p in procs and byGroup. h.mu is held.
+func (h *Hub) setProcLocked(p *procLog) {
+	h.procs[p.name] = p
+	names := h.byGroup[p.group]
+	if names == nil {
+		names = map[string]struct{}{}
+		h.byGroup[p.group] = names
+	}
+	names[p.process] = struct{}{}
+}
+
+// deleteProcLocked forgets group/process in procs and byGroup and
+// returns what procs held. h.mu is held.
+func (h *Hub) deleteProcLocked(group, process string) *procLog {
+	key := group + "/" + process
+	p := h.procs[key]
+	delete(h.procs, key)
+	if names := h.byGroup[group]; names != nil {
+		delete(names, process)
+		if len(names) == 0 {
+			delete(h.byGroup, group)
+		}
+	}
+	return p
 }
 
 // procLog is everything kept about one process across its instances.
@@ -190,6 +220,7 @@ func NewHub(opts HubOptions) (*Hub, error) {
 		quit:     make(chan struct{}),
 		streams:  make(map[int32]*stream),
 		procs:    make(map[string]*procLog),
+		byGroup:  make(map[string]map[string]struct{}),
 	}
 	if opts.Out != nil {
 		h.sink = newOutSink(opts.Out, opts.Format, opts.OutBufferBytes, h.clock, h.log)
@@ -306,8 +337,7 @@ func (h *Hub) Close() error {
 // afresh.
 func (h *Hub) Forget(group, process string) {
 	h.mu.Lock()
-	p := h.procs[group+"/"+process]
-	delete(h.procs, group+"/"+process)
+	p := h.deleteProcLocked(group, process)
 	h.mu.Unlock()
 	if p == nil {
 		return
@@ -324,11 +354,9 @@ func (h *Hub) Forget(group, process string) {
 // longer in the configuration, or is being replaced by a new spec of it.
 func (h *Hub) ForgetGroup(group string) {
 	h.mu.Lock()
-	var names []string
-	for _, p := range h.procs {
-		if p.group == group {
-			names = append(names, p.process)
-		}
+	names := make([]string, 0, len(h.byGroup[group]))
+	for n := range h.byGroup[group] {
+		names = append(names, n)
 	}
 	h.mu.Unlock()
 	for _, n := range names {
