@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -332,10 +333,11 @@ func (rt *Runtime) processExited(pr *procRec, e proc.Exit) {
 	st := rt.statusLocked(pr)
 	rt.mu.Unlock()
 	if pr.cfg.OnExit != nil {
-		// Whoever OnExit wakes (the supervisor's worker, which restarts
-		// the process) runs once the reaper has no more exits at hand
-		// (package proc: the reaper's loop yields then).
 		pr.cfg.OnExit(st)
+		// Whoever OnExit woke (the supervisor's worker, which restarts
+		// the process) waits on this thread's run queue: let it run now,
+		// while another thread carries on with the figures.
+		runtime.Gosched()
 	}
 	rt.readFinalUsage(pr, figures)
 	close(pr.exited)

@@ -3,7 +3,6 @@ package proc
 import (
 	"os"
 	"os/signal"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -120,29 +119,16 @@ func installReaper(subreaper bool) (installed bool) {
 // no child at all to wait for, register wakes the loop, and so does
 // SIGCHLD in PID 1, to which a process may be reparented without one (see
 // installReaper).
-//
-// Exits that are already there when one is reaped are reaped and handed
-// on without a pause; once none is left the loop yields its thread, so
-// that whom the exits woke (a supervisor's worker, which restarts a
-// process) runs at once rather than after this goroutine's time slice. A
-// yield after each exit, when ten thousand processes ended together,
-// queued the reaper behind every goroutine its last exit had woken, and
-// the exits came to their owners at that pace (docs/benchmarks.md, the
-// stop at 10,000).
 func (r *reaper) loop() {
 	for {
 		p, e, st := r.reapOne(true)
-		for st == reapedOne {
+		switch st {
+		case reapedOne:
 			if p != nil {
 				p.exited(e)
 			}
-			p, e, st = r.reapOne(false)
-		}
-		switch st {
 		case noChildren:
-			<-r.kick // parks: whom the exits woke runs meanwhile
-		case noneExited:
-			runtime.Gosched()
+			<-r.kick
 		}
 	}
 }
