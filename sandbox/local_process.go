@@ -446,16 +446,12 @@ func (rt *Runtime) RetireProcess(_ context.Context, id string) error {
 	pr.op.Lock()
 	defer pr.op.Unlock()
 	rt.mu.Lock()
-	switch {
-	case rt.procs[pr.id] != pr:
-		rt.mu.Unlock()
-		return fmt.Errorf("process %q: %w", pr.id, ErrNotFound)
-	case pr.started && !pr.ended:
-		rt.mu.Unlock()
-		return fmt.Errorf("process %q: cannot remove a process that is running: %w", pr.id, ErrFailedPrecondition)
-	}
+	err = rt.removableLocked(pr)
 	started := pr.proc != nil
 	rt.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if started {
 		<-pr.exited // the exit's readings of the cgroup are done
 	}
@@ -482,16 +478,24 @@ func (rt *Runtime) RetireProcess(_ context.Context, id string) error {
 	return rt.removeLocked(pr)
 }
 
+// removableLocked says why pr cannot be removed, if it cannot: it is
+// gone already, or running. rt.mu is held.
+func (rt *Runtime) removableLocked(pr *procRec) error {
+	switch {
+	case rt.procs[pr.id] != pr:
+		return fmt.Errorf("process %q: %w", pr.id, ErrNotFound)
+	case pr.started && !pr.ended:
+		return fmt.Errorf("process %q: cannot remove a process that is running: %w", pr.id, ErrFailedPrecondition)
+	}
+	return nil
+}
+
 // removeLocked is RemoveProcess with pr.op held.
 func (rt *Runtime) removeLocked(pr *procRec) error {
 	rt.mu.Lock()
-	if rt.procs[pr.id] != pr {
+	if err := rt.removableLocked(pr); err != nil {
 		rt.mu.Unlock()
-		return fmt.Errorf("process %q: %w", pr.id, ErrNotFound)
-	}
-	if pr.started && !pr.ended {
-		rt.mu.Unlock()
-		return fmt.Errorf("process %q: cannot remove a process that is running: %w", pr.id, ErrFailedPrecondition)
+		return err
 	}
 	p := pr.proc
 	treeGone := pr.treeGone

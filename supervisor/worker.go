@@ -512,18 +512,34 @@ func (w *worker) beginCleanups() {
 func (w *worker) cleanUp(c cleanup) {
 	a := c.a
 	done := core.KillDoneInput{Process: a.Process, Instance: a.Instance, Exited: a.Exited}
-	r, retire := c.inst.(Retirer)
-	if retire && c.final && r.Retire() == nil {
-		// Killed what was left, and removed.
-	} else if err := c.inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
-		done.Err = err
-	} else if a.Exited {
-		done.RemoveErr = c.inst.Remove()
+	// A retired instance's tree is known empty, or was killed, and the
+	// instance is removed.
+	if !c.final || !w.retire(c) {
+		if err := c.inst.KillTree(syscall.SIGKILL); err != nil && !treeGone(err) {
+			done.Err = err
+		} else if a.Exited {
+			done.RemoveErr = c.inst.Remove()
+		}
 	}
 	if c.cleaned != nil {
 		close(c.cleaned) // before the result: the worker then forgets it
 	}
 	w.mb.put(done)
+}
+
+// retire ends c's instance in one step where its runtime can (Retirer),
+// and reports whether it did; a failed Retire leaves the usual kill and
+// removal to cleanUp, which report what still fails.
+func (w *worker) retire(c cleanup) bool {
+	r, ok := c.inst.(Retirer)
+	if !ok {
+		return false
+	}
+	if err := r.Retire(); err != nil {
+		w.log.Debug().Err(err).Str("process", c.a.Process).Str("instance", c.a.Instance).Msg("retiring the instance failed; killing its tree and removing it")
+		return false
+	}
+	return true
 }
 
 // treeGone reports a kill error that only says there was nothing left.
