@@ -7,14 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -261,32 +259,13 @@ func playOne(t *testing.T, podsup, kubeBin string, args []string, res *kube.Resu
 	}
 	tree := descendants(play.Pid())
 
-	if err := play.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	exit, err := play.Wait(ctx)
-	if err != nil {
-		t.Fatalf("podsup-kube play did not end within a minute of SIGTERM:\n%s", output())
-	}
-	*stopped = true
-	if exit.Code() != 0 {
-		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
-	}
+	stopPlay(t, play, output, stopped, time.Minute)
 	for _, pid := range tree {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
 			t.Errorf("process %d is still there", pid)
 		}
 	}
-	h := fnv.New32a() // podsup up's instance is named after its socket
-	h.Write([]byte(socket))
-	instance := fmt.Sprintf("podsup-%08x", h.Sum32())
-	left, _ := filepath.Glob("/sys/fs/cgroup/*/" + instance)
-	more, _ := filepath.Glob("/sys/fs/cgroup/" + instance)
-	if len(left)+len(more) > 0 {
-		t.Errorf("cgroups left behind: %v %v", left, more)
-	}
+	checkNoCgroupsLeft(t, socket)
 	if t.Failed() || testing.Verbose() {
 		t.Logf("podsup-kube play's output:\n%s", output())
 	}

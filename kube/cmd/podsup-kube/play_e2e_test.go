@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,19 +69,7 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 	}
 
 	// play is podsup up now (the same pid): SIGTERM stops it gracefully.
-	if err := play.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	exit, err := play.Wait(ctx)
-	if err != nil {
-		t.Fatalf("podsup-kube play did not end within 2 minutes of SIGTERM:\n%s", output())
-	}
-	*stopped = true
-	if exit.Code() != 0 {
-		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
-	}
+	stopPlay(t, play, output, stopped, 2*time.Minute)
 	out := output()
 	if !strings.Contains(out, "Keyboard interrupt received") { // stopSignal: SIGINT reached python
 		t.Errorf("python got no SIGINT, the manifest's stopSignal:\n%s", out)
@@ -101,14 +88,7 @@ func TestPlayExampleEndToEnd(t *testing.T) {
 			t.Errorf("process %d is still there", pid)
 		}
 	}
-	h := fnv.New32a() // podsup up's instance is named after its socket
-	h.Write([]byte(socket))
-	instance := fmt.Sprintf("podsup-%08x", h.Sum32())
-	left, _ := filepath.Glob("/sys/fs/cgroup/*/" + instance)
-	more, _ := filepath.Glob("/sys/fs/cgroup/" + instance)
-	if len(left)+len(more) > 0 {
-		t.Errorf("cgroups left behind: %v %v", left, more)
-	}
+	checkNoCgroupsLeft(t, socket)
 	if _, err := os.Stat(socket); err == nil {
 		t.Errorf("the control socket %s is left behind", socket)
 	}

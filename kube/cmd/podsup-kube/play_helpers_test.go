@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/podsup/podsup/internal/gotool"
 	"github.com/podsup/podsup/sandbox/proc"
@@ -50,4 +54,37 @@ func startPlay(t *testing.T, podsup, kubeBin string, args []string) (play *proc.
 		}
 	})
 	return play, output, stopped
+}
+
+// stopPlay sends play SIGTERM and fails the test unless it exits 0
+// within d (podsup up stops its groups gracefully); play is stopped then.
+func stopPlay(t *testing.T, play *proc.Process, output func() string, stopped *bool, d time.Duration) {
+	t.Helper()
+	if err := play.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	exit, err := play.Wait(ctx)
+	if err != nil {
+		t.Fatalf("podsup-kube play did not end within %s of SIGTERM:\n%s", d, output())
+	}
+	*stopped = true
+	if exit.Code() != 0 {
+		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
+	}
+}
+
+// checkNoCgroupsLeft fails the test if a cgroup of the podsup up serving
+// socket is left in any hierarchy: its instance is named after its socket.
+func checkNoCgroupsLeft(t *testing.T, socket string) {
+	t.Helper()
+	h := fnv.New32a()
+	h.Write([]byte(socket))
+	instance := fmt.Sprintf("podsup-%08x", h.Sum32())
+	left, _ := filepath.Glob("/sys/fs/cgroup/*/" + instance)
+	more, _ := filepath.Glob("/sys/fs/cgroup/" + instance)
+	if len(left)+len(more) > 0 {
+		t.Errorf("cgroups left behind: %v %v", left, more)
+	}
 }

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -110,30 +106,11 @@ spec:
 		}
 	}
 
-	if err := play.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	exit, err := play.Wait(ctx)
-	if err != nil {
-		t.Fatalf("podsup-kube play did not end within 2 minutes of SIGTERM:\n%s", output())
-	}
-	*stopped = true
-	if exit.Code() != 0 {
-		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
-	}
+	stopPlay(t, play, output, stopped, 2*time.Minute)
 	if l := logLine(t, output(), "process exited group=box process=main "); !strings.Contains(l, " exit_code=0") {
 		t.Errorf("main did not exit 0 on SIGTERM: %s", l)
 	}
-	h := fnv.New32a() // podsup up's instance is named after its socket
-	h.Write([]byte(socket))
-	instance := fmt.Sprintf("podsup-%08x", h.Sum32())
-	left, _ := filepath.Glob("/sys/fs/cgroup/*/" + instance)
-	more, _ := filepath.Glob("/sys/fs/cgroup/" + instance)
-	if len(left)+len(more) > 0 {
-		t.Errorf("cgroups left behind: %v %v", left, more)
-	}
+	checkNoCgroupsLeft(t, socket)
 }
 
 // writeImageLayout writes an OCI image layout of one image, for this

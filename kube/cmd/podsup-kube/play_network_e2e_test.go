@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -106,19 +105,7 @@ func TestPlayHostPortAndEmptyDirEndToEnd(t *testing.T) {
 	}
 	attached := *d.Group.Sandbox.Network
 
-	if err := play.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	exit, err := play.Wait(ctx)
-	if err != nil {
-		t.Fatalf("podsup-kube play did not end within 2 minutes of SIGTERM:\n%s", output())
-	}
-	*stopped = true
-	if exit.Code() != 0 {
-		t.Errorf("podsup-kube play exited %v after SIGTERM, want 0:\n%s", exit, output())
-	}
+	stopPlay(t, play, output, stopped, 2*time.Minute)
 	// Nothing of its attachment is left (other tests' sandboxes may share
 	// the bridge meanwhile: only this one's traces count), and the port
 	// goes with it.
