@@ -80,18 +80,29 @@ var _ = testproc.Register("fdLimitDevNull", func([]string) int {
 		fmt.Println("setrlimit:", err)
 		return 2
 	}
-	var held []int
-	for {
-		fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			break
-		}
-		held = append(held, fd)
-	}
+	held := takeEveryFD()
 	if _, err := Start(&Cmd{Path: "/bin/true"}); err == nil || !errors.Is(err, syscall.EMFILE) {
 		fmt.Println("with every fd taken:", err)
 		return 2
 	}
+	return startOnceFreed(held)
+})
+
+// takeEveryFD opens / until the fd limit refuses and returns the fds.
+func takeEveryFD() []int {
+	var held []int
+	for {
+		fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return held
+		}
+		held = append(held, fd)
+	}
+}
+
+// startOnceFreed closes held, starts /bin/true and prints "started" (exit
+// 0) once it ran, or the error (exit 1).
+func startOnceFreed(held []int) int {
 	for _, fd := range held {
 		_ = unix.Close(fd)
 	}
@@ -103,7 +114,7 @@ var _ = testproc.Register("fdLimitDevNull", func([]string) int {
 	<-p.Done()
 	fmt.Println("started")
 	return 0
-})
+}
 
 // TestStartAfterFDsFreedAgain: a start that failed because podsup's fds
 // were full does not make later ones fail once fds are free again (its
@@ -133,14 +144,7 @@ var _ = testproc.Register("fdLimitDevNullHigh", func([]string) int {
 		fmt.Println("setrlimit:", err)
 		return 2
 	}
-	var held []int
-	for {
-		fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			break
-		}
-		held = append(held, fd)
-	}
+	held := takeEveryFD()
 	if len(held) < 8 || held[len(held)-1] != limit-1 {
 		fmt.Printf("could not fill the fds: %v\n", held)
 		return 2
@@ -150,17 +154,7 @@ var _ = testproc.Register("fdLimitDevNullHigh", func([]string) int {
 	if p, err := Start(&Cmd{Path: "/bin/true"}); err == nil {
 		<-p.Done() // it may start: what matters is the next one
 	}
-	for _, fd := range held {
-		_ = unix.Close(fd)
-	}
-	p, err := Start(&Cmd{Path: "/bin/true"})
-	if err != nil {
-		fmt.Println("with fds free again:", err)
-		return 1
-	}
-	<-p.Done()
-	fmt.Println("started")
-	return 0
+	return startOnceFreed(held)
 })
 
 // TestStartAfterDevNullOpenedAtTheLastFD: a /dev/null first opened while
