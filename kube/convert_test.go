@@ -906,24 +906,17 @@ spec:
 	if q.Pids != 64 || q.CPURequest != 0.2 || q.CPUWeight != cpuWeight(200) {
 		t.Errorf("container resources: %+v", q)
 	}
-	var yml bytes.Buffer
-	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	back, yml := roundTrip(t, cfg, "")
 	for _, want := range []string{"pids: \"2048\"", "cpu: 200m", "pids: \"64\""} {
-		if !strings.Contains(yml.String(), want) {
-			t.Errorf("export lacks %q:\n%s", want, yml.String())
+		if !strings.Contains(yml, want) {
+			t.Errorf("export lacks %q:\n%s", want, yml)
 		}
 	}
-	if strings.Contains(yml.String(), "podsup.dev/") {
-		t.Errorf("export needed annotations:\n%s", yml.String())
+	if strings.Contains(yml, "podsup.dev/") {
+		t.Errorf("export needed annotations:\n%s", yml)
 	}
-	back, err := Convert(&yml, Options{Strict: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !equal(back.Config.Groups, cfg.Groups) {
-		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	if !equal(back.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
 	}
 }
 
@@ -957,19 +950,12 @@ spec:
 			t.Errorf("finding: %s", fd)
 		}
 	}
-	var yml bytes.Buffer
-	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
-		t.Fatal(err)
+	back, yml := roundTrip(t, cfg, "")
+	if !strings.Contains(yml, "grpc:\n        port: 2379\n        service: ready") || strings.Contains(yml, "podsup.dev/") {
+		t.Errorf("export:\n%s", yml)
 	}
-	if !strings.Contains(yml.String(), "grpc:\n        port: 2379\n        service: ready") || strings.Contains(yml.String(), "podsup.dev/") {
-		t.Errorf("export:\n%s", yml.String())
-	}
-	back, err := Convert(&yml, Options{Strict: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !equal(back.Config.Groups, cfg.Groups) {
-		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	if !equal(back.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
 	}
 }
 
@@ -1009,19 +995,12 @@ spec:
 	if got := findingsText(res.Findings); !strings.Contains(got, "note: Job/once: spec.backoffLimit: not set: the Job controller retries a failed pod 6 times") || strings.Contains(got, "Job/pi: spec.backoffLimit") {
 		t.Errorf("findings:\n%s", got)
 	}
-	var yml bytes.Buffer
-	if _, err := Export(&yml, cfg, ExportOptions{}); err != nil {
-		t.Fatal(err)
+	back, yml := roundTrip(t, cfg, "")
+	if !strings.Contains(yml, "backoff_limit") {
+		t.Errorf("export lacks backoff_limit:\n%s", yml)
 	}
-	if !strings.Contains(yml.String(), "backoff_limit") {
-		t.Errorf("export lacks backoff_limit:\n%s", yml.String())
-	}
-	back, err := Convert(&yml, Options{Strict: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !equal(back.Config.Groups, cfg.Groups) {
-		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Config.Groups))
+	if !equal(back.Groups, cfg.Groups) {
+		t.Errorf("round trip: want %s\ngot %s", show(cfg.Groups), show(back.Groups))
 	}
 }
 
