@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -255,9 +256,9 @@ func TestRetireProcessRemovesItsCgroup(t *testing.T) {
 	ctx := testCtx(t)
 	mustCreateSandbox(t, rt, "h", spec.Sandbox{})
 	sb, _ := rt.SandboxStatus("h")
-	start := func(id, cgroup, helper string) ProcessStatus {
+	start := func(id, cgroup, helper string, stdout *os.File) ProcessStatus {
 		t.Helper()
-		cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: testproc.HelperEnv(helper)}, Cgroup: cgroup}
+		cfg := ProcessConfig{Sandbox: "h", Command: helperArgv(), RunAs: proc.RunAs{Env: testproc.HelperEnv(helper)}, Cgroup: cgroup, Stdout: stdout}
 		if err := rt.CreateProcess(ctx, id, cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +279,7 @@ func TestRetireProcessRemovesItsCgroup(t *testing.T) {
 	}
 
 	// Nothing left: the record and the kept cgroup go.
-	start("q-1", "q", "sleep")
+	start("q-1", "q", "sleep", nil)
 	if err := rt.RetireProcess(ctx, "q-1"); !errors.Is(err, ErrFailedPrecondition) {
 		t.Fatalf("RetireProcess of a running process: %v, want ErrFailedPrecondition", err)
 	}
@@ -293,7 +294,7 @@ func TestRetireProcessRemovesItsCgroup(t *testing.T) {
 		t.Fatalf("the retired process's empty cgroup is still there: %v", err)
 	}
 	// A later process naming the cgroup gets it made anew.
-	again := start("q-2", "q", "sleep")
+	again := start("q-2", "q", "sleep", nil)
 	if got := cgroupIn(t, again.Pid, ""); !strings.HasSuffix(got, "/h/q") {
 		t.Fatalf("q-2 is in cgroup %q, want …/h/q made anew", got)
 	}
@@ -303,18 +304,21 @@ func TestRetireProcessRemovesItsCgroup(t *testing.T) {
 	}
 
 	// A daemon left behind: killed, and the cgroup stays for the sandbox.
-	d := start("d-1", "d", "daemon-and-wait")
-	var daemon int
-	for deadline := time.Now().Add(10 * time.Second); daemon == 0; time.Sleep(10 * time.Millisecond) {
-		b, _ := os.ReadFile(sb.Cgroup + "/d/cgroup.procs")
-		for _, f := range strings.Fields(string(b)) {
-			if pid, _ := strconv.Atoi(f); pid != d.Pid {
-				daemon = pid
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the daemon never showed in the cgroup")
-		}
+	// The helper prints the daemon's pid once the daemon's exec is done.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	start("d-1", "d", "daemon-and-wait", w)
+	w.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the daemon's pid: %v", err)
+	}
+	daemon, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("the helper printed %q, not the daemon's pid", line)
 	}
 	fd, err := unix.PidfdOpen(daemon, 0)
 	if err != nil {
