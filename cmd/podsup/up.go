@@ -176,13 +176,14 @@ func runUp(cf configFlags, socketOverride, cgroupDir string, out upOutput) (int,
 	// reach only the processes that name them (sockets = [...]).
 	pid1.CloseInheritedOnExec()
 	journalOn := systemd.StderrIsJournal()
-	var logSink io.Writer = os.Stderr
 	logSettings := cfg.Supervisor
-	if journalOn { // podsup's own lines go to journald with fields
-		logSink = systemd.LogWriter{Send: systemd.JournalSend}
+	var logOut *logging.Async
+	if journalOn { // podsup's own lines go to journald with fields, an entry each
+		logOut = logging.NewAsync(systemd.LogWriter{Send: systemd.JournalSend}, 0)
 		logSettings.LogFormat = "json"
+	} else {
+		logOut = logging.NewAsyncStream(os.Stderr, 0) // a byte stream
 	}
-	logOut := logging.NewAsync(logSink, 0)
 	defer logOut.Close() // flush before exit
 	log, level := newLogger(logSettings, logOut)
 	if notifyErr != nil {

@@ -65,3 +65,51 @@ func TestAsyncNeverBlocksAndCountsDrops(t *testing.T) {
 		t.Fatalf("%d lines kept, want between 10 and 20", n)
 	}
 }
+
+// countingWriter records each Write it is given, after the first is
+// released.
+type countingWriter struct {
+	slowWriter
+	writes int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	<-c.release
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	return c.buf.Write(p)
+}
+
+// A stream's burst of lines goes out in a few Writes, every byte of it in
+// order; a record writer's (the journal) in one Write a line.
+func TestAsyncStreamJoinsABurstOfLines(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		cw := &countingWriter{slowWriter: slowWriter{release: make(chan struct{})}}
+		a := NewAsync(cw, 0)
+		if stream {
+			a = NewAsyncStream(cw, 0)
+		}
+		var want strings.Builder
+		long := strings.Repeat("x", maxJoined+10) + "\n" // alone in its Write
+		for i := range 3000 {
+			line := "line " + strings.Repeat("y", i%50) + "\n"
+			if i == 1500 {
+				line = long
+			}
+			want.WriteString(line)
+			a.Write([]byte(line))
+		}
+		close(cw.release)
+		a.Close()
+		if got := cw.buf.String(); got != want.String() {
+			t.Fatalf("stream=%v: the output is not the lines written, in order (%d bytes, want %d)", stream, len(got), want.Len())
+		}
+		switch {
+		case stream && cw.writes > 10:
+			t.Errorf("a stream got %d Writes for a burst of 3000 lines", cw.writes)
+		case !stream && cw.writes != 3000:
+			t.Errorf("a record writer got %d Writes for 3000 lines, want one a line", cw.writes)
+		}
+	}
+}
