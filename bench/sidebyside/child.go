@@ -23,6 +23,11 @@ func runChild(mode string, args []string) int {
 	switch mode {
 	case "sigrecv":
 		return sigrecv(args[0])
+	case "term":
+		if len(args) != 2 {
+			return 2
+		}
+		return term(args[0], args[1])
 	case "floor":
 		d, err := time.ParseDuration(args[0])
 		if err != nil {

@@ -18,6 +18,10 @@
 //     s6-svscan: the time until all run, the supervisor's PSS, the time
 //     from SIGTERM until all are gone (scale.go); S2 at N = 100 and 1000
 //     for the PSS, SCALE at 3000 and 10,000 for the times.
+//   - S3 and S4 (idlestop.go): N idle `sleep`s under `podsup up` and
+//     s6-svscan, the supervisor's wake-ups and CPU over a window; N
+//     children that exit a second after SIGTERM, the time from SIGTERM
+//     to the supervisor until all are gone.
 //   - SIZE: the binaries' sizes.
 //
 // Rounds interleave the contestants so that the machine's noise hits all
@@ -27,7 +31,7 @@
 //	go run ./bench/sidebyside                     # 5 rounds, 30 S5 trials, 3 s S1 windows
 //	go run ./bench/sidebyside -rounds 1 -trials 5 -window 1s   # a quick check
 //	go run ./bench/sidebyside -s S5 -baseline /tmp/podsup-main  # A/B against another build
-//	go run ./bench/sidebyside -s SIZE,S2,SCALE -baseline /tmp/podsup-main  # issue #28's figures
+//	go run ./bench/sidebyside -s SIZE,S2,SCALE,S3,S4 -baseline /tmp/podsup-main  # issue #28's figures
 //
 // SCALE at 10,000 needs pids for 20,000 processes beside the machine's
 // own (s6 runs an s6-supervise per process: kernel.pid_max, ulimit -u) and
@@ -73,7 +77,12 @@ func main() {
 		baseline   = flag.String("baseline", "", "another podsup binary to measure beside in S5, S1, S2 and SCALE (e.g. a build of main), shown as podsup-base")
 		s2N        = flag.String("s2-n", "100,1000", "S2: process counts")
 		scaleN     = flag.String("scale-n", "3000,10000", "SCALE: process counts")
-		massRounds = flag.Int("mass-rounds", 3, "S2 and SCALE: rounds")
+		massRounds = flag.Int("mass-rounds", 3, "S2, SCALE, S3 and S4: rounds")
+		s3N        = flag.Int("s3-n", 100, "S3: idle processes")
+		s3Window   = flag.Duration("s3-window", 20*time.Second, "S3: measured window")
+		s3Settle   = flag.Duration("s3-settle", 3*time.Second, "S3: wait after all run, before the window")
+		s4N        = flag.Int("s4-n", 100, "S4: processes")
+		s4Delay    = flag.Duration("s4-delay", time.Second, "S4: how long each child takes to exit after SIGTERM")
 	)
 	flag.Parse()
 	if os.Geteuid() != 0 {
@@ -108,10 +117,14 @@ func main() {
 			runMass("S2", *podsup, *baseline, work, counts(*s2N), *massRounds)
 		case "SCALE":
 			runMass("SCALE", *podsup, *baseline, work, counts(*scaleN), *massRounds)
+		case "S3":
+			runIdle(*podsup, *baseline, work, *s3N, *s3Window, *s3Settle, *massRounds)
+		case "S4":
+			runStop(self, *podsup, *baseline, work, *s4N, *s4Delay, *massRounds)
 		case "SIZE":
 			runSize(*podsup, *baseline)
 		default:
-			fatalf("unknown scenario %q (S5, S1, S2, SCALE, SIZE)", s)
+			fatalf("unknown scenario %q (S5, S1, S2, SCALE, S3, S4, SIZE)", s)
 		}
 	}
 }

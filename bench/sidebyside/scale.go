@@ -41,37 +41,41 @@ type massResult struct {
 	cpu         time.Duration // the supervisor's CPU until all ran (podsup alone)
 }
 
+// massRun is what a mass round runs: N processes of one command under a
+// supervisor, and what it does while they all run.
+type massRun struct {
+	n    int
+	argv []string // each process's command (argv[0] on PATH or absolute)
+	// comm is what the kernel calls the command once it runs
+	// (/proc/PID/comm): a process of the tree that has it is running.
+	comm string
+	// grace is podsup's termination_grace_period for each group.
+	grace string
+	// hold runs while all N run, before the supervisor's SIGTERM.
+	hold func(tr *tree, res *massResult) error
+}
+
+// sleepRun is the mass scenarios' round: n `sleep 100000`, the
+// supervisor's PSS read massPSSDelay after all run.
+func sleepRun(n int) massRun {
+	return massRun{n: n, argv: []string{"sleep", "100000"}, comm: "sleep", grace: "2s",
+		hold: func(tr *tree, res *massResult) error {
+			time.Sleep(massPSSDelay)
+			res.pssKB = tr.pss()
+			return nil
+		}}
+}
+
 // runMass runs each contestant at each N, rounds times, rotating the
 // order, and prints per-round figures and medians.
 func runMass(title, podsup, baseline, work string, ns []int, rounds int) {
-	contestants := []string{"podsup"}
-	if baseline != "" {
-		contestants = append(contestants, "podsup-base")
-	}
-	s6, err := exec.LookPath("s6-svscan")
-	if err != nil {
-		fmt.Printf("%s: s6-svscan is not installed (apt-get install s6): skipped\n", title)
-	} else {
-		contestants = append(contestants, "s6")
-	}
+	contestants, s6 := massContestants(title, baseline)
 	fmt.Printf("\n%s: N sleeps: start until all run, supervisor PSS %s later, stop until all gone (%d rounds)\n", title, massPSSDelay, rounds)
 	for _, n := range ns {
 		all := map[string][]massResult{}
 		for r := 0; r < rounds; r++ {
-			order := append(contestants[r%len(contestants):len(contestants):len(contestants)], contestants[:r%len(contestants)]...)
-			for _, who := range order {
-				var (
-					res massResult
-					err error
-				)
-				switch who {
-				case "podsup":
-					res, err = massPodsup(podsup, work, n)
-				case "podsup-base":
-					res, err = massPodsup(baseline, work, n)
-				case "s6":
-					res, err = massS6(s6, work, n)
-				}
+			for _, who := range rotate(contestants, r) {
+				res, err := massOf(who, podsup, baseline, s6, work, sleepRun(n))
 				if err != nil {
 					fmt.Printf("  N=%d round %d %-11s %v\n", n, r+1, who, err)
 					continue
@@ -94,18 +98,25 @@ func runMass(title, podsup, baseline, work string, ns []int, rounds int) {
 	}
 }
 
-func massPodsup(bin, work string, n int) (massResult, error) {
+// massPodsup runs r under `podsup up`, in groups of 100 as
+// bench/massstop does.
+func massPodsup(bin, work string, r massRun) (massResult, error) {
 	dir, err := os.MkdirTemp(work, "mass-")
 	if err != nil {
 		return massResult{}, err
 	}
 	defer os.RemoveAll(dir)
+	quoted := make([]string, len(r.argv))
+	for i, a := range r.argv {
+		quoted[i] = strconv.Quote(a)
+	}
+	command := "[" + strings.Join(quoted, ", ") + "]"
 	var b strings.Builder
 	fmt.Fprintf(&b, "supervisor {\n  socket        = %q\n  minimum_grace = \"100ms\"\n}\n", filepath.Join(dir, "podsup.sock"))
-	for g := 0; g*100 < n; g++ {
-		fmt.Fprintf(&b, "group \"g%d\" {\n  termination_grace_period = \"2s\"\n", g)
-		for i := g * 100; i < min((g+1)*100, n); i++ {
-			fmt.Fprintf(&b, "  process \"p%d\" {\n    command = [\"sleep\", \"100000\"]\n  }\n", i)
+	for g := 0; g*100 < r.n; g++ {
+		fmt.Fprintf(&b, "group \"g%d\" {\n  termination_grace_period = %q\n", g, r.grace)
+		for i := g * 100; i < min((g+1)*100, r.n); i++ {
+			fmt.Fprintf(&b, "  process \"p%d\" {\n    command = %s\n  }\n", i, command)
 		}
 		b.WriteString("}\n")
 	}
@@ -113,35 +124,43 @@ func massPodsup(bin, work string, n int) (massResult, error) {
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return massResult{}, err
 	}
-	return measureMass(n, func() (*proc.Process, error) {
+	return measureMass(r, func() (*proc.Process, error) {
 		return proc.Start(&proc.Cmd{Path: bin, Args: []string{bin, "up", "-f", cfg}})
 	})
 }
 
-func massS6(svscan, work string, n int) (massResult, error) {
+// massS6 runs r under s6-svscan: a service directory per process, each
+// with a run script that execs the command.
+func massS6(svscan, work string, r massRun) (massResult, error) {
 	dir, err := os.MkdirTemp(work, "mass-s6-")
 	if err != nil {
 		return massResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	for i := 0; i < n; i++ {
+	script := "#!/bin/sh\nexec"
+	for _, a := range r.argv {
+		script += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	script += "\n"
+	for i := 0; i < r.n; i++ {
 		svc := filepath.Join(dir, fmt.Sprintf("p%d", i))
 		if err := os.Mkdir(svc, 0o755); err != nil {
 			return massResult{}, err
 		}
-		if err := os.WriteFile(filepath.Join(svc, "run"), []byte("#!/bin/sh\nexec sleep 100000\n"), 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(svc, "run"), []byte(script), 0o755); err != nil {
 			return massResult{}, err
 		}
 	}
-	return measureMass(n, func() (*proc.Process, error) {
-		return proc.Start(&proc.Cmd{Path: svscan, Args: []string{"s6-svscan", "-c", strconv.Itoa(n + 10), dir}})
+	return measureMass(r, func() (*proc.Process, error) {
+		return proc.Start(&proc.Cmd{Path: svscan, Args: []string{"s6-svscan", "-c", strconv.Itoa(r.n + 10), dir}})
 	})
 }
 
 // measureMass starts a supervisor under RLIMIT_NOFILE 1024:20000 (the
 // limit of the 10,000-process acceptance test), follows its descendants
 // through the kernel's process events and takes the three figures.
-func measureMass(n int, startSupervisor func() (*proc.Process, error)) (res massResult, err error) {
+func measureMass(r massRun, startSupervisor func() (*proc.Process, error)) (res massResult, err error) {
+	n := r.n
 	var lim, old unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
 		return res, err
@@ -156,7 +175,7 @@ func measureMass(n int, startSupervisor func() (*proc.Process, error)) (res mass
 		return res, fmt.Errorf("process events connector: %w", err)
 	}
 	defer l.close()
-	tr := newTree()
+	tr := newTree(r.comm)
 	go l.each(tr.event)
 	t0 := time.Now()
 	sup, err := startSupervisor()
@@ -194,8 +213,10 @@ func measureMass(n int, startSupervisor func() (*proc.Process, error)) (res mass
 	}
 	res.start = time.Since(t0)
 	res.cpu = procCPU(sup.Pid())
-	time.Sleep(massPSSDelay)
-	res.pssKB = tr.pss()
+	if err := r.hold(tr, &res); err != nil {
+		_ = sup.Signal(syscall.SIGTERM)
+		return res, err
+	}
 	t1 := time.Now()
 	if err := sup.Signal(syscall.SIGTERM); err != nil {
 		return res, err
@@ -212,8 +233,9 @@ func measureMass(n int, startSupervisor func() (*proc.Process, error)) (res mass
 
 // tree is a supervisor and its descendants, from the process events.
 type tree struct {
+	comm  string // what the supervised command is called once it runs
 	mu    sync.Mutex
-	procs map[int32]bool // pid → runs sleep
+	procs map[int32]bool // pid → runs the supervised command
 	nrun  int
 	// early are forks by processes not (yet) in the tree: the
 	// supervisor's first forks may be seen before add has its pid.
@@ -224,7 +246,9 @@ type tree struct {
 	rescans int
 }
 
-func newTree() *tree { return &tree{procs: map[int32]bool{}, early: map[int32][]int32{}} }
+func newTree(comm string) *tree {
+	return &tree{comm: comm, procs: map[int32]bool{}, early: map[int32][]int32{}}
+}
 
 func (t *tree) add(pid int32) {
 	t.mu.Lock()
@@ -253,8 +277,8 @@ func (t *tree) event(e procEvent) {
 	case evExec:
 		if isSleep, ok := t.procs[e.pid]; ok && !isSleep {
 			// Read now: the supervisor's children exec once (podsup) or
-			// twice (s6: the run script, then sleep).
-			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", e.pid)); strings.TrimSpace(string(b)) == "sleep" {
+			// twice (s6: the run script, then the command).
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", e.pid)); strings.TrimSpace(string(b)) == t.comm {
 				t.procs[e.pid] = true
 				t.nrun++
 			}
@@ -281,19 +305,24 @@ func (t *tree) size() int {
 	return len(t.procs)
 }
 
-// pss sums the PSS of every process of the tree that is not a sleep: the
-// supervisor's own processes.
-func (t *tree) pss() int64 {
+// supervisors returns the processes of the tree that do not run the
+// supervised command: the supervisor's own.
+func (t *tree) supervisors() []int32 {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	var pids []int32
-	for pid, isSleep := range t.procs {
-		if !isSleep {
+	for pid, runs := range t.procs {
+		if !runs {
 			pids = append(pids, pid)
 		}
 	}
-	t.mu.Unlock()
+	return pids
+}
+
+// pss sums the PSS of the supervisor's own processes.
+func (t *tree) pss() int64 {
 	var sum int64
-	for _, pid := range pids {
+	for _, pid := range t.supervisors() {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 		if err != nil {
 			continue
@@ -368,7 +397,7 @@ func (t *tree) rescan() {
 		}
 		ppid, _ := strconv.Atoi(f[1])
 		kids[int32(ppid)] = append(kids[int32(ppid)], int32(pid))
-		sleeps[int32(pid)] = s[open+1:end] == "sleep" && f[0] != "Z"
+		sleeps[int32(pid)] = s[open+1:end] == t.comm && f[0] != "Z"
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
