@@ -291,6 +291,15 @@ func runUp(cf configFlags, socketOverride, cgroupDir string, out upOutput) (int,
 	// the steady state uses is faulted in again.
 	startup := memtrim.StartupBegins(memtrim.DefaultSettling, processCount(cfg))
 	go startup.Settle(func() bool { return firstStartsOver(sup.Status()) }, bg.Done())
+	// The shutdown runs code the steady state never did, which that trim
+	// took out: let it fault in with read-ahead, not a page at a time.
+	go func() {
+		select {
+		case <-sup.Stopping():
+			memtrim.ReadyExecutable()
+		case <-bg.Done():
+		}
+	}()
 	res, err := st.Run(context.Background()) // publishes what it recovered first: history hears it
 	svc.Stop()                               // STOPPING=1 is out before podsup exits, whoever asked
 	if err != nil {

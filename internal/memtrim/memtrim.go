@@ -30,16 +30,47 @@ import (
 // mappings. It returns how many bytes of mappings it advised; errors are
 // not fatal (an old kernel without MADV_PAGEOUT simply keeps the pages).
 func TrimExecutable() int {
+	total := 0
+	eachExecutableMapping(func(start, length uint64) {
+		_ = madvise(start, length, unix.MADV_RANDOM)
+		if madvise(start, length, unix.MADV_PAGEOUT) == nil {
+			total += int(length)
+		}
+	})
+	return total
+}
+
+// ReadyExecutable undoes TrimExecutable's MADV_RANDOM, for a burst of
+// code the steady state never runs: podsup's shutdown. One page a fault
+// (MADV_RANDOM), and no read-ahead for a page that MADV_PAGEOUT also took
+// out of the page cache, made the first stop signal of a trimmed podsup
+// wait some 10 ms for its code to be read back from disk a page at a time
+// (bench/sidebyside S4) and page faults 4 % of its CPU in a stop of
+// 10,000 processes (docs/benchmarks.md). Faults map their neighbours
+// again, and a read from disk reads ahead. It returns how many bytes of
+// mappings it advised.
+func ReadyExecutable() int {
+	total := 0
+	eachExecutableMapping(func(start, length uint64) {
+		if madvise(start, length, unix.MADV_NORMAL) == nil {
+			total += int(length)
+		}
+	})
+	return total
+}
+
+// eachExecutableMapping calls fn with each read-only mapping of this
+// process's executable file (its text and read-only data).
+func eachExecutableMapping(fn func(start, length uint64)) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
-		return 0
+		return
 	}
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
-		return 0
+		return
 	}
 	defer f.Close()
-	total := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// address perms offset dev inode path
@@ -56,12 +87,8 @@ func TrimExecutable() int {
 		if err1 != nil || err2 != nil || end <= start {
 			continue
 		}
-		_ = madvise(start, end-start, unix.MADV_RANDOM)
-		if madvise(start, end-start, unix.MADV_PAGEOUT) == nil {
-			total += int(end - start)
-		}
+		fn(start, end-start)
 	}
-	return total
 }
 
 // madvise advises on an address range of this process; the raw syscall
