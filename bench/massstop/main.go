@@ -10,7 +10,8 @@
 // podsup runs under RLIMIT_NOFILE 1024:20000 (-nofile), the limit the
 // 10,000-process acceptance test names. Both figures come from the same
 // run, so they can be set beside each other; the difference is what podsup
-// adds (events, status, the post-exit tree check, cgroup teardown).
+// adds (events, status, the post-exit tree check, cgroup teardown, and the
+// capture of each process's output: -log passthrough leaves it out).
 package main
 
 import (
@@ -38,6 +39,7 @@ func main() {
 		floor     = flag.Bool("floor", true, "measure the floor first")
 		nofile    = flag.Uint64("nofile", 20000, "podsup's hard RLIMIT_NOFILE (its soft limit is 1024)")
 		grace     = flag.Duration("grace", 2*time.Second, "each group's termination grace period")
+		logMode   = flag.String("log", "capture", `each process's log mode: "capture" (podsup's default: a pipe each, read by podsup) or "passthrough" (podsup's own stdout and stderr)`)
 	)
 	flag.Parse()
 	if *floor {
@@ -47,7 +49,11 @@ func main() {
 		}
 	}
 	if *podsup != "" {
-		if err := measurePodsup(*podsup, *n, *groupSize, *nofile, *grace); err != nil {
+		if *logMode != "capture" && *logMode != "passthrough" {
+			fmt.Fprintf(os.Stderr, "massstop: -log %q: want capture or passthrough\n", *logMode)
+			os.Exit(2)
+		}
+		if err := measurePodsup(*podsup, *n, *groupSize, *nofile, *grace, *logMode); err != nil {
 			fmt.Fprintln(os.Stderr, "massstop: podsup:", err)
 			os.Exit(1)
 		}
@@ -79,27 +85,31 @@ func measureFloor(n int) error {
 	return nil
 }
 
-func config(n, groupSize int, socket string, grace time.Duration) string {
+func config(n, groupSize int, socket string, grace time.Duration, logMode string) string {
+	log := ""
+	if logMode != "capture" {
+		log = fmt.Sprintf("    log {\n      mode = %q\n    }\n", logMode)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "supervisor {\n  socket        = %q\n  minimum_grace = \"100ms\"\n}\n", socket)
 	for g := 0; g*groupSize < n; g++ {
 		fmt.Fprintf(&b, "group \"g%d\" {\n  termination_grace_period = %q\n", g, grace.String())
 		for i := g * groupSize; i < min((g+1)*groupSize, n); i++ {
-			fmt.Fprintf(&b, "  process \"p%d\" {\n    command = [\"sleep\", \"100000\"]\n  }\n", i)
+			fmt.Fprintf(&b, "  process \"p%d\" {\n    command = [\"sleep\", \"100000\"]\n%s  }\n", i, log)
 		}
 		b.WriteString("}\n")
 	}
 	return b.String()
 }
 
-func measurePodsup(bin string, n, groupSize int, nofile uint64, grace time.Duration) error {
+func measurePodsup(bin string, n, groupSize int, nofile uint64, grace time.Duration, logMode string) error {
 	dir, err := os.MkdirTemp("", "podsup-massstop-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "massstop.hcl")
-	if err := os.WriteFile(cfg, []byte(config(n, groupSize, filepath.Join(dir, "podsup.sock"), grace)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(config(n, groupSize, filepath.Join(dir, "podsup.sock"), grace, logMode)), 0o644); err != nil {
 		return err
 	}
 	// podsup inherits the limit; this process keeps running within it.

@@ -101,7 +101,7 @@ type stopResult struct {
 	gotTerm, clean    int
 }
 
-func runStop(self, podsup, baseline, work string, n int, delay time.Duration, rounds int) {
+func runStop(self, podsup, baseline, work string, n int, delay, settle time.Duration, rounds int) {
 	contestants, s6 := massContestants("S4", baseline)
 	fmt.Printf("\nS4: %d children that exit %s after SIGTERM: from SIGTERM to the supervisor until all are gone (%d rounds)\n", n, delay, rounds)
 	all := map[string][]stopResult{}
@@ -115,7 +115,7 @@ func runStop(self, podsup, baseline, work string, n int, delay time.Duration, ro
 			var t0 int64
 			run := massRun{n: n, argv: []string{self, childMode, "term", delay.String(), notes}, comm: commOf(self), grace: "10s",
 				hold: func(*tree, *massResult) error {
-					time.Sleep(time.Second) // every child has its handler
+					time.Sleep(settle) // every child has its handler
 					t0 = monotonic()
 					return nil
 				}}

@@ -83,6 +83,7 @@ func main() {
 		s3Settle   = flag.Duration("s3-settle", 3*time.Second, "S3: wait after all run, before the window")
 		s4N        = flag.Int("s4-n", 100, "S4: processes")
 		s4Delay    = flag.Duration("s4-delay", time.Second, "S4: how long each child takes to exit after SIGTERM")
+		s4Settle   = flag.Duration("s4-settle", time.Second, "S4: wait after all run, before the SIGTERM")
 	)
 	flag.Parse()
 	if os.Geteuid() != 0 {
@@ -120,7 +121,7 @@ func main() {
 		case "S3":
 			runIdle(*podsup, *baseline, work, *s3N, *s3Window, *s3Settle, *massRounds)
 		case "S4":
-			runStop(self, *podsup, *baseline, work, *s4N, *s4Delay, *massRounds)
+			runStop(self, *podsup, *baseline, work, *s4N, *s4Delay, *s4Settle, *massRounds)
 		case "SIZE":
 			runSize(*podsup, *baseline)
 		default:

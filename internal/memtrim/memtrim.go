@@ -41,14 +41,20 @@ func TrimExecutable() int {
 }
 
 // ReadyExecutable undoes TrimExecutable's MADV_RANDOM, for a burst of
-// code the steady state never runs: podsup's shutdown. One page a fault
-// (MADV_RANDOM), and no read-ahead for a page that MADV_PAGEOUT also took
-// out of the page cache, made the first stop signal of a trimmed podsup
-// wait some 10 ms for its code to be read back from disk a page at a time
-// (bench/sidebyside S4) and page faults 4 % of its CPU in a stop of
-// 10,000 processes (docs/benchmarks.md). Faults map their neighbours
-// again, and a read from disk reads ahead. It returns how many bytes of
-// mappings it advised.
+// code the steady state never runs: podsup's shutdown. MADV_PAGEOUT took
+// that code out of the page cache too, and under MADV_RANDOM each fault
+// read one page from disk, with no read-ahead: a trimmed podsup up with
+// 100 processes read 214-215 pages back in its shutdown, 98-100 once
+// this advice is undone first (perf stat -e major-faults,
+// docs/benchmarks.md). It returns how many bytes of mappings it advised.
+//
+// What it does not do is make the first stop signal as quick as an
+// untrimmed podsup's: that one waits for its own pages all the same
+// (7-13 ms against about 1 ms, bench/sidebyside S4 -s4-settle 6s). Leaving
+// the pages in the page cache (MADV_DONTNEED instead of MADV_PAGEOUT)
+// would, but fault-around then maps sixteen cached pages a fault in the
+// steady state too, which MADV_RANDOM does not stop: PSS at 100 processes
+// rose from 6.2 to 6.5-6.9 MB, over issue #28's 6.5.
 func ReadyExecutable() int {
 	total := 0
 	eachExecutableMapping(func(start, length uint64) {
