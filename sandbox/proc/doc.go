@@ -37,7 +37,12 @@
 //
 // The reaper belongs to the whole program that links this package: once it
 // runs, os/exec's Wait (and any other wait) loses exits to it, and in
-// PID 1 SIGCHLD is no longer the program's either. Becoming a child
+// PID 1 SIGCHLD is no longer the program's either. Nor are SIGHUP and
+// SIGINT when the program was started ignoring them (nohup): installing
+// the reaper hands them to os/signal, so that no process it starts
+// inherits that SIG_IGN (every one starts with each signal's default
+// disposition and none blocked); the program goes on ignoring them in
+// effect. Becoming a child
 // subreaper (PR_SET_CHILD_SUBREAPER), so that orphaned descendants come
 // back to be reaped here, is the program's choice: StartReaper and
 // StartReaperAs(true) make it, and the first Start, when nothing chose

@@ -101,6 +101,7 @@ func installReaper(subreaper bool) (installed bool) {
 			// podsup's context switches (docs/benchmarks.md).
 			signal.Notify(r.kick, syscall.SIGCHLD)
 		}
+		handOnNoInheritedIgnore()
 		go r.loop()
 		theReaper = r
 		// Before any start, while podsup's fd numbers are low: a
@@ -108,6 +109,28 @@ func installReaper(subreaper bool) (installed bool) {
 		_, _ = sharedDevNull()
 	})
 	return installed
+}
+
+// inheritedIgnore is where SIGHUP and SIGINT go when this process was
+// started ignoring them (handOnNoInheritedIgnore). Nothing reads it.
+var inheritedIgnore = make(chan os.Signal, 1)
+
+// handOnNoInheritedIgnore keeps a SIG_IGN this process inherited for
+// SIGHUP or SIGINT (nohup, a shell's background job) from reaching the
+// processes it starts. Go respects such an inherited SIG_IGN for these two
+// signals alone, installing no handler, and an ignored signal survives
+// fork and exec: every process started here would have begun deaf to
+// them, where systemd and kubelet start every process with the default.
+// Asked for through os/signal, they are the runtime's to handle, and its
+// fork resets what it handles to the default in the child. This process
+// goes on ignoring them in effect: os/signal drops what a full channel
+// cannot take, and nothing reads this one.
+func handOnNoInheritedIgnore() {
+	for _, sig := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if signal.Ignored(sig) {
+			signal.Notify(inheritedIgnore, sig)
+		}
+	}
 }
 
 // loop reaps exits as they happen. It waits in the kernel: waitid
