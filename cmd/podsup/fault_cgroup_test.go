@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsup/podsup/api"
+	"github.com/podsup/podsup/internal/rttest/testproc"
 )
 
 // daemonConfig has a host group (no sandbox block) and a group in a
@@ -111,11 +112,7 @@ func watch(t *testing.T, pid int, what string) *watched {
 }
 
 // gone waits up to d for the process to end.
-func (w *watched) gone(d time.Duration) bool {
-	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, int(d.Milliseconds()))
-	return err == nil && n == 1
-}
+func (w *watched) gone(d time.Duration) bool { return testproc.PidfdExited(w.fd, d) }
 
 // daemons reads the pids the group's daemons wrote, waiting for n of them.
 func (f *upFixture) daemons(t *testing.T, group string, n int) []int {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podsup/podsup/internal/rttest/testproc"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -260,9 +261,8 @@ func testKillDaemon(t *testing.T, m *Manager) {
 	if err := p.Kill(); err != nil {
 		t.Fatalf("Kill: %v", err)
 	}
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	if n, err := unix.Poll(fds, 10_000); err != nil || n != 1 {
-		t.Fatalf("daemon %d still alive after Kill (poll %d, %v)", daemon, n, err)
+	if !testproc.PidfdExited(pidfd, 10*time.Second) {
+		t.Fatalf("daemon %d still alive 10 s after Kill", daemon)
 	}
 	if procs, _ := p.Procs(); len(procs) != 0 {
 		t.Errorf("after Kill: %v", procs)

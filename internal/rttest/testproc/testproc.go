@@ -150,6 +150,28 @@ func Eventually(d time.Duration, cond func() bool) bool {
 	}
 }
 
+// PidfdExited waits up to d (0: not at all) for the process behind pidfd
+// to exit, and reports whether it has: a pidfd is readable once its
+// process is gone. A poll interrupted by a signal (the Go runtime's
+// preemption signal, EINTR) is polled again for the time left: taken for
+// an answer, it called a live process dead (TestKeptCgroupOutlivesItsInstances
+// then waited 30 s for an exit that never came).
+func PidfdExited(pidfd int, d time.Duration) bool {
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	end := time.Now().Add(d)
+	for {
+		ms := 0
+		if left := time.Until(end); left > 0 {
+			ms = int((left + time.Millisecond - 1) / time.Millisecond)
+		}
+		n, err := unix.Poll(fds, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 1
+	}
+}
+
 // NeedRoot skips the test unless it runs as root.
 func NeedRoot(t testing.TB) {
 	t.Helper()
