@@ -1,12 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/podsup/podsup/internal/rttest/testproc"
 )
 
 // Once its first starts are over, podsup up pages its code out and has it
@@ -30,16 +29,16 @@ group "slow" {
 `)
 	f.waitRunning(t, "slow", "stays")
 	pid := f.up.p.Pid()
-	if !eventually(func() bool { random, all := randomReadMappings(pid); return all > 0 && random == all }) {
-		random, all := randomReadMappings(pid)
+	if !eventually(func() bool { random, all := testproc.RandomReadMappings(pid); return all > 0 && random == all }) {
+		random, all := testproc.RandomReadMappings(pid)
 		t.Fatalf("podsup never trimmed its code: %d of %d executable mappings advised MADV_RANDOM", random, all)
 	}
 	if err := f.up.p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// "stays" ignores SIGTERM: podsup is stopping for 30 s, time enough to look.
-	if !eventually(func() bool { random, all := randomReadMappings(pid); return all > 0 && random == 0 }) {
-		random, all := randomReadMappings(pid)
+	if !eventually(func() bool { random, all := testproc.RandomReadMappings(pid); return all > 0 && random == 0 }) {
+		random, all := testproc.RandomReadMappings(pid)
 		t.Fatalf("podsup is stopping with %d of %d executable mappings still advised MADV_RANDOM", random, all)
 	}
 	// A second SIGTERM a second or more after the first kills what is left.
@@ -50,34 +49,4 @@ group "slow" {
 	if e := f.up.wait(t); e.Code() != 0 {
 		t.Errorf("podsup up exited with %s after a stop, want 0", e)
 	}
-}
-
-// randomReadMappings counts the read-only mappings of pid's executable
-// that carry MADV_RANDOM (VmFlags "rr" in smaps), and all of them.
-func randomReadMappings(pid int) (random, all int) {
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	if err != nil {
-		return 0, 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
-	if err != nil {
-		return 0, 0
-	}
-	inExe := false
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 6 && strings.Contains(f[0], "-") {
-			inExe = f[5] == exe && !strings.Contains(f[1], "w")
-			continue
-		}
-		if inExe && len(f) >= 1 && f[0] == "VmFlags:" {
-			all++
-			for _, flag := range f[1:] {
-				if flag == "rr" {
-					random++
-				}
-			}
-		}
-	}
-	return random, all
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/podsup/podsup/internal/rttest/testproc"
 )
 
 // residentFileKB is the resident size of this process's file-backed
@@ -42,45 +44,18 @@ func TestTrimExecutableReleasesResidentText(t *testing.T) {
 	}
 }
 
-// randomReadMappings counts the read-only mappings of this process's
-// executable that carry MADV_RANDOM (smaps VmFlags "rr"), and all of them.
-func randomReadMappings(t *testing.T) (random, all int) {
-	exe, _ := os.Readlink("/proc/self/exe")
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skip("no /proc/self/smaps")
-	}
-	inExe := false
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 6 && strings.Contains(f[0], "-") {
-			inExe = f[5] == exe && !strings.Contains(f[1], "w")
-			continue
-		}
-		if inExe && len(f) >= 1 && f[0] == "VmFlags:" {
-			all++
-			for _, flag := range f[1:] {
-				if flag == "rr" {
-					random++
-				}
-			}
-		}
-	}
-	return random, all
-}
-
 // A trimmed executable faults a page at a time (MADV_RANDOM); made ready
 // again, its faults map their neighbours and read ahead.
 func TestReadyExecutableUndoesTheTrimsRandomAdvice(t *testing.T) {
 	TrimExecutable()
-	random, all := randomReadMappings(t)
+	random, all := testproc.RandomReadMappings(os.Getpid())
 	if all == 0 || random != all {
 		t.Fatalf("after TrimExecutable %d of %d executable mappings advised MADV_RANDOM, want all", random, all)
 	}
 	if ReadyExecutable() == 0 {
 		t.Fatal("no executable mapping was advised")
 	}
-	if random, all = randomReadMappings(t); random != 0 {
+	if random, all = testproc.RandomReadMappings(os.Getpid()); random != 0 {
 		t.Fatalf("after ReadyExecutable %d of %d executable mappings still advised MADV_RANDOM", random, all)
 	}
 }

@@ -102,6 +102,37 @@ func Alive(pid int) bool {
 	return ok && st != "Z"
 }
 
+// RandomReadMappings counts the read-only mappings of pid's executable
+// file that carry MADV_RANDOM (VmFlags "rr" in /proc/PID/smaps), and all
+// of them: what package memtrim's trim leaves, and its shutdown undoes.
+func RandomReadMappings(pid int) (random, all int) {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return 0, 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return 0, 0
+	}
+	inExe := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && strings.Contains(f[0], "-") {
+			inExe = f[5] == exe && !strings.Contains(f[1], "w")
+			continue
+		}
+		if inExe && len(f) >= 1 && f[0] == "VmFlags:" {
+			all++
+			for _, flag := range f[1:] {
+				if flag == "rr" {
+					random++
+				}
+			}
+		}
+	}
+	return random, all
+}
+
 // ZombiesOf lists the zombie children of ppid.
 func ZombiesOf(ppid int) []int {
 	var out []int
