@@ -50,7 +50,7 @@ func TrimExecutable() int {
 //
 // What it does not do is make the first stop signal as quick as an
 // untrimmed podsup's: that one waits for its own pages all the same
-// (7-13 ms against about 1 ms, bench/sidebyside S4 -s4-settle 6s). Leaving
+// (7-13 ms against 0.6-1.8 ms, bench/sidebyside S4 -s4-settle 6s). Leaving
 // the pages in the page cache (MADV_DONTNEED instead of MADV_PAGEOUT)
 // would, but fault-around then maps sixteen cached pages a fault in the
 // steady state too, which MADV_RANDOM does not stop: PSS at 100 processes
