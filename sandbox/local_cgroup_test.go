@@ -328,10 +328,8 @@ func TestRetireProcessRemovesItsCgroup(t *testing.T) {
 	if err := rt.RetireProcess(ctx, "d-1"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); pidfdAlive(fd); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the daemon the retired process left behind still runs")
-		}
+	if !testproc.PidfdExited(fd, 10*time.Second) {
+		t.Fatal("the daemon the retired process left behind still runs 10 s after RetireProcess")
 	}
 	if _, err := rt.ProcessStatus("d-1"); !IsNotFound(err) {
 		t.Fatalf("the retired record is still there: %v", err)
