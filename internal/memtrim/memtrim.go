@@ -6,7 +6,10 @@
 // their neighbours with them (fault-around), so after start-up most of a
 // 12 MB executable is resident although the steady state uses a fraction
 // of it. TrimExecutable asks the kernel to reclaim those pages
-// (MADV_PAGEOUT) and to fault later ones in one at a time (MADV_RANDOM).
+// (MADV_PAGEOUT) and to fault later ones in one at a time (MADV_RANDOM:
+// no read-ahead; fault-around still maps the neighbours that are in the
+// page cache, which is why the pages must leave it, not only podsup's
+// page tables: see ReadyExecutable).
 // Code that runs again is faulted back in, from the page cache when it is
 // still there; what never runs stays out. Nothing writable is touched.
 //
