@@ -33,7 +33,7 @@ import (
 // (status, stop requests) and hears of the outcome through its mailbox. A
 // stop requested while a start is in flight cancels Start's ctx and is
 // carried out once Start returned. Instance.KillTree runs in a goroutine of
-// its own too (a cgroup kill polls until the tree is empty); only
+// its own too (a cgroup kill waits until the tree is empty); only
 // Instance.Signal is called on the worker and must be quick.
 //
 // OnExit is called exactly once per successfully started instance, never

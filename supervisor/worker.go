@@ -23,7 +23,7 @@ import (
 // mailbox and one timer, steps the core with each input and carries out
 // the plan (the executor). It never waits for anything that may be slow:
 // only the stop signal (a pidfd send) runs inline; starts (which may
-// create the group's sandbox) and tree kills (which poll a cgroup until it
+// create the group's sandbox) and tree kills (which wait until a cgroup
 // is empty) run as effects in goroutines of their own, and hooks likewise;
 // each reports back through the mailbox. So a stop request or a status
 // read is never stuck behind a start or a kill.

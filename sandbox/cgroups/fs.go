@@ -137,6 +137,11 @@ func readKeyed(file, key string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseKeyed(b, file, key)
+}
+
+// parseKeyed finds key in b, the contents of a flat-keyed file.
+func parseKeyed(b []byte, file, key string) (uint64, error) {
 	// Line by line over the bytes read, without a bufio.Scanner: its 4 KiB
 	// buffer was a third of the memory a restart allocated (the post-exit
 	// cgroup.events read).
