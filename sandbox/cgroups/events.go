@@ -47,9 +47,14 @@ func watchEvents(file string) *eventsWatch {
 	return &eventsWatch{f: f, rc: rc, file: file}
 }
 
-// populated reads the file from its start, through the watched open file:
-// a read is also what the kernel measures the next change from.
-func (w *eventsWatch) populated() (uint64, error) {
+// populated reads the file's "populated" (1 while anything runs in the
+// cgroup or below).
+func (w *eventsWatch) populated() (uint64, error) { return w.value("populated") }
+
+// value reads the file from its start, through the watched open file, and
+// returns key's value: a read is also what the kernel measures the next
+// change from.
+func (w *eventsWatch) value(key string) (uint64, error) {
 	var (
 		buf  [256]byte
 		n    int
@@ -67,7 +72,7 @@ func (w *eventsWatch) populated() (uint64, error) {
 		}
 		return 0, &os.PathError{Op: "read", Path: w.file, Err: rerr}
 	}
-	return parseKeyed(buf[:n], w.file, "populated")
+	return parseKeyed(buf[:n], w.file, key)
 }
 
 // wait returns once the file changed since its last read, or after d,

@@ -121,3 +121,47 @@ func TestWaitBetweenKillRoundsSleepsWhereCgroup2MaySeeTooLittle(t *testing.T) {
 		t.Fatalf("the wait came back after %v: with v1 hierarchies an empty cgroup2 tree is no proof", waited)
 	}
 }
+
+// A freeze on cgroup2 is waited for through cgroup.events' "frozen": the
+// wait ends when the kernel says the tree is frozen, long before its own
+// deadline.
+func TestFreezeWaitIsWokenWhenTheTreeIsFrozen(t *testing.T) {
+	m := newTestManager(t, Options{})
+	if m.v2 == nil {
+		t.Skip("needs a cgroup2 hierarchy: cgroup.freeze is a cgroup2 file")
+	}
+	_, p := newGroupProcess(t, m, spec.Resources{})
+	c := startIn(t, p, "sleeper")
+	fz := p.freezer()
+	if fz == nil || fz.events == "" {
+		t.Skip("this kernel's cgroup2 has no cgroup.freeze")
+	}
+	until := fz.untilFrozen()
+	defer until.close()
+	if until.w == nil {
+		t.Fatal("cgroup.events could not be watched")
+	}
+	if until.frozen() {
+		t.Fatal("frozen before any freeze")
+	}
+	if err := m.fs.write(fz.file, fz.freeze); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.fs.write(fz.file, fz.thaw); err != nil {
+			t.Errorf("thawing: %v", err)
+		}
+		_ = c.p.Signal(unix.SIGKILL)
+		c.wait(t, 10*time.Second)
+	}()
+	start := time.Now()
+	for !until.frozen() {
+		if time.Since(start) > 2*time.Minute {
+			t.Fatal("the tree never showed frozen")
+		}
+		until.wait(time.Minute)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Fatalf("the freeze was seen after %v: its notification did not wake the wait", waited)
+	}
+}

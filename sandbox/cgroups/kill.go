@@ -253,6 +253,49 @@ type freezer struct {
 	file         string
 	freeze, thaw string
 	frozen       func() bool
+	// events is the cgroup2 cgroup.events whose "frozen" says the freeze
+	// is done, notified on change (eventsWatch); "" for v1's freezer.
+	events string
+}
+
+// freezeWait waits for a freeze to be done: on cgroup2 woken by the
+// notification of cgroup.events' "frozen", on v1 by sleeping between
+// reads of freezer.state, which the kernel does not notify.
+type freezeWait struct {
+	fz *freezer
+	w  *eventsWatch // nil: read fz.frozen and sleep
+}
+
+func (fz *freezer) untilFrozen() freezeWait {
+	f := freezeWait{fz: fz}
+	if fz.events != "" {
+		f.w = watchEvents(fz.events)
+	}
+	return f
+}
+
+func (f freezeWait) frozen() bool {
+	if f.w == nil {
+		return f.fz.frozen()
+	}
+	v, err := f.w.value("frozen")
+	return err == nil && v == 1
+}
+
+// wait waits up to d for the freeze to be done: a change of
+// cgroup.events since the last frozen, or d.
+func (f freezeWait) wait(d time.Duration) {
+	if f.w == nil {
+		time.Sleep(d)
+		return
+	}
+	f.w.wait(d)
+}
+
+func (f freezeWait) close() {
+	if f.w != nil {
+		f.w.close()
+	}
 }
 
 func (n *node) freezer() *freezer {
@@ -265,6 +308,7 @@ func (n *node) freezer() *freezer {
 					v, err := readKeyed(filepath.Join(d, "cgroup.events"), "frozen")
 					return err == nil && v == 1
 				},
+				events: filepath.Join(d, "cgroup.events"),
 			}
 		}
 	}
@@ -302,8 +346,10 @@ func (n *node) freezeKillThaw(fz *freezer) (err error) {
 	// A task in uninterruptible sleep keeps the tree FREEZING; past this
 	// bound signal anyway, and the next round tries again.
 	deadline := time.Now().Add(500 * time.Millisecond)
-	for delay := 100 * time.Microsecond; !fz.frozen() && time.Now().Before(deadline); delay = min(2*delay, 10*time.Millisecond) {
-		time.Sleep(delay)
+	until := fz.untilFrozen()
+	defer until.close()
+	for delay := 100 * time.Microsecond; !until.frozen() && time.Now().Before(deadline); delay = min(2*delay, 10*time.Millisecond) {
+		until.wait(delay)
 	}
 	pids, _, err := n.procs()
 	if err != nil {
