@@ -18,10 +18,11 @@ import (
 // that many kills waiting at once (a sandbox of a thousand processes
 // being deleted) hold no thread each.
 //
-// The kernel sends at most one notification per file every 10 ms
-// (CGROUP_FILE_NOTIFY_MIN_INTV); one due sooner comes at the end of that
-// interval. A wait is therefore never longer than a sleep would have
-// been, and mostly much shorter.
+// Every wait has a deadline, the sleep it replaces, so it never lasts
+// longer than that sleep would have. The kernel sends at most one
+// notification per file every 10 ms (CGROUP_FILE_NOTIFY_MIN_INTV) and
+// holds one due sooner until then: such a change is seen at the end of
+// that interval or at the deadline, whichever comes first.
 type eventsWatch struct {
 	f    *os.File
 	rc   syscall.RawConn
