@@ -99,14 +99,18 @@ type StopFloorResult struct {
 	SignallerCPU time.Duration
 }
 
-// StopFloor starts n copies of argv (which must run until signalled), each
-// in a cgroup2 directory of its own under cgroupDir when that is not "",
-// then sends each SIGTERM through a pidfd, reaps them all with wait4 and
-// removes the cgroups. It is the least any supervisor does to stop n
-// processes (no events, status, reaper hand-off or tree check), for
-// benchmarks that set podsup's stop beside it. Like ForkExecFloor it waits
-// itself, so it refuses to run once the reaper has started here.
-func StopFloor(argv []string, n int, cgroupDir string) (StopFloorResult, error) {
+// StopFloor starts n copies of argv (which must run until signalled) with
+// environment env, each in a cgroup2 directory of its own under cgroupDir
+// when that is not "", then sends each SIGTERM through a pidfd, reaps them
+// all with wait4 and removes the cgroups. It is the least any supervisor
+// does to stop n processes (no events, status, reaper hand-off or tree
+// check), for benchmarks that set podsup's stop beside it. Those must give
+// env as podsup gives its processes theirs: a process's own start and exit
+// are part of both figures, and they depend on it (with LANG set, a
+// coreutils sleep loads the locale and costs 0.2 ms more CPU).
+// Like ForkExecFloor it waits itself, so it refuses to run once the
+// reaper has started here.
+func StopFloor(argv, env []string, n int, cgroupDir string) (StopFloorResult, error) {
 	var res StopFloorResult
 	if theReaper != nil {
 		return res, ErrReaperRunning
@@ -149,7 +153,7 @@ func StopFloor(argv []string, n int, cgroupDir string) (StopFloorResult, error) 
 			}
 			sys.UseCgroupFD, sys.CgroupFD = true, fd
 		}
-		pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{Sys: sys})
+		pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{Env: env, Sys: sys})
 		if sys.UseCgroupFD {
 			_ = unix.Close(sys.CgroupFD) // an O_PATH fd: nothing to flush
 		}

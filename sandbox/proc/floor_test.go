@@ -118,3 +118,47 @@ func TestForkExecFloorAsSpawnsLikeStart(t *testing.T) {
 		t.Errorf("the floor's open fds went from %s to %s: it leaks its pidfds", last[4], last[5])
 	}
 }
+
+// stopFloor runs StopFloor with three stopFloorChild processes and the
+// environment FLOOR_MARK=args[1], and appends its result to the file
+// args[0].
+var _ = testproc.Register("stopFloor", func(args []string) int {
+	out, mark := args[0], args[1]
+	exe, _ := os.Executable()
+	env := append(testproc.HelperEnv("stopFloorChild"), "FLOOR_OUT="+out, "FLOOR_MARK="+mark)
+	_, err := StopFloor([]string{exe, "-test.run=^$"}, env, 3, "")
+	appendTo(out, fmt.Sprintf("done %v", err))
+	return 0
+})
+
+// stopFloorChild appends its FLOOR_MARK to $FLOOR_OUT and waits for the
+// floor's SIGTERM.
+var _ = testproc.Register("stopFloorChild", func([]string) int {
+	appendTo(os.Getenv("FLOOR_OUT"), "mark "+os.Getenv("FLOOR_MARK"))
+	time.Sleep(time.Minute)
+	return 3
+})
+
+// The stop floor gives its processes the environment it is asked to: the
+// one podsup gives its own, so that both sides stop the same processes.
+func TestStopFloorGivesTheEnvironmentAsked(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "stopfloor")
+	p, err := Start(helperCmd(t, "stopFloor", out, "podsup-like"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Wait(ctx); err != nil {
+		_ = p.Signal(unix.SIGKILL)
+		t.Fatalf("the floor did not end: %v", err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "mark podsup-like\nmark podsup-like\nmark podsup-like\ndone <nil>\n"
+	if string(b) != want {
+		t.Fatalf("the floor and its processes wrote %q, want %q", b, want)
+	}
+}
