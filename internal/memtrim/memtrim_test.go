@@ -3,7 +3,6 @@ package memtrim
 import (
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/podsup/podsup/internal/rttest/testproc"
@@ -12,22 +11,15 @@ import (
 // residentFileKB is the resident size of this process's file-backed
 // mappings of its own executable, from smaps.
 func residentFileKB(t *testing.T) int {
-	exe, _ := os.Readlink("/proc/self/exe")
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skip("no /proc/self/smaps")
-	}
-	kb, inExe := 0, false
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 6 && strings.Contains(f[0], "-") {
-			inExe = f[5] == exe && !strings.Contains(f[1], "w")
-			continue
-		}
-		if inExe && len(f) >= 2 && f[0] == "Rss:" {
+	kb := 0
+	read := testproc.ExecutableSmaps(os.Getpid(), func(f []string) {
+		if len(f) >= 2 && f[0] == "Rss:" {
 			n, _ := strconv.Atoi(f[1])
 			kb += n
 		}
+	})
+	if !read {
+		t.Skip("no /proc/self/smaps")
 	}
 	return kb
 }

@@ -106,31 +106,44 @@ func Alive(pid int) bool {
 // file that carry MADV_RANDOM (VmFlags "rr" in /proc/PID/smaps), and all
 // of them: what package memtrim's trim leaves, and its shutdown undoes.
 func RandomReadMappings(pid int) (random, all int) {
+	ExecutableSmaps(pid, func(f []string) {
+		if f[0] != "VmFlags:" {
+			return
+		}
+		all++
+		for _, flag := range f[1:] {
+			if flag == "rr" {
+				random++
+			}
+		}
+	})
+	return random, all
+}
+
+// ExecutableSmaps calls fn with the fields of each line of pid's
+// /proc/PID/smaps that describes a read-only mapping of its executable
+// file ("Rss:", "VmFlags:" and the others; never empty), and reports
+// whether it could read them.
+func ExecutableSmaps(pid int, fn func(fields []string)) bool {
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
-		return 0, 0
+		return false
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
 	if err != nil {
-		return 0, 0
+		return false
 	}
 	inExe := false
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 6 && strings.Contains(f[0], "-") {
+		switch {
+		case len(f) >= 6 && strings.Contains(f[0], "-"): // a mapping's header
 			inExe = f[5] == exe && !strings.Contains(f[1], "w")
-			continue
-		}
-		if inExe && len(f) >= 1 && f[0] == "VmFlags:" {
-			all++
-			for _, flag := range f[1:] {
-				if flag == "rr" {
-					random++
-				}
-			}
+		case inExe && len(f) > 0:
+			fn(f)
 		}
 	}
-	return random, all
+	return true
 }
 
 // ZombiesOf lists the zombie children of ppid.
