@@ -86,10 +86,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func TestAsyncStreamJoinsABurstOfLines(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		cw := &countingWriter{slowWriter: slowWriter{release: make(chan struct{})}}
-		a := NewAsync(cw, 0)
+		newAsync := NewAsync
 		if stream {
-			a = NewAsyncStream(cw, 0)
+			newAsync = NewAsyncStream
 		}
+		a := newAsync(cw, 0)
 		var want strings.Builder
 		long := strings.Repeat("x", maxJoined+10) + "\n" // alone in its Write
 		for i := range 3000 {
