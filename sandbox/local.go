@@ -280,6 +280,15 @@ func (rt *Runtime) SandboxStatus(id string) (SandboxStatus, error) {
 	return rt.sandboxStatusLocked(sb), nil
 }
 
+// SandboxReady reports whether sandbox id exists and is ready: what a
+// start checks every time, without SandboxStatus's copies.
+func (rt *Runtime) SandboxReady(id string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	sb, err := rt.getSandbox(id)
+	return err == nil && sb.state == SandboxReady
+}
+
 func (rt *Runtime) sandboxStatusLocked(sb *sandboxRec) SandboxStatus {
 	st := SandboxStatus{
 		ID: sb.id, State: sb.state, Message: sb.message,

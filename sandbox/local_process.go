@@ -653,6 +653,42 @@ func (rt *Runtime) KillProcessTree(id string, sig syscall.Signal) error {
 	return nil
 }
 
+// ProcessTreeEmpty reports whether an exited process left nothing
+// running in its cgroup, from one read of cgroup.events, and if so
+// records its tree as gone, as a successful KillProcessTree after the exit
+// does: its later tree kills and its removal then read nothing. It never
+// signals or waits, so the reaper's goroutine may call it from an exit's
+// callback. false means "not known empty" (still running, no cgroup2,
+// something left, or a newer record already holds its kept cgroup): kill
+// the tree as usual.
+func (rt *Runtime) ProcessTreeEmpty(id string) bool {
+	rt.mu.Lock()
+	pr, err := rt.getProc(id)
+	if err != nil || !pr.ended || pr.proc == nil || pr.cg == nil {
+		rt.mu.Unlock()
+		return false
+	}
+	gone := pr.treeGone
+	rt.mu.Unlock()
+	if gone {
+		return true
+	}
+	empty := false
+	if k := pr.kept; k != nil {
+		k.mu.Lock() // as keptTree: only while pr still holds the cgroup
+		empty = k.holder == pr && k.cg.TreeEmpty()
+		k.mu.Unlock()
+	} else {
+		empty = pr.cg.TreeEmpty()
+	}
+	if empty {
+		rt.mu.Lock()
+		pr.treeGone = true
+		rt.mu.Unlock()
+	}
+	return empty
+}
+
 func (rt *Runtime) runningProc(id string) (*proc.Process, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

@@ -54,6 +54,9 @@ func newCapturingRuntime(rt supervisor.Runtime, hub *logs.Hub) capturingRuntime 
 // fds are freed or the limit is raised on a restart of podsup.
 func (c capturingRuntime) Start(ctx context.Context, req supervisor.StartRequest) (supervisor.Instance, error) {
 	leave, err := c.slots.enter(ctx, false)
+	if errors.Is(err, supervisor.ErrWouldWait) {
+		return nil, err // nothing done: the caller starts it the usual way
+	}
 	if err != nil {
 		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}

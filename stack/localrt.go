@@ -105,6 +105,12 @@ func (l *SandboxRuntime) group(name string) *localGroup {
 	return g
 }
 
+// ready reports whether g's sandbox was made and is ready. The caller
+// holds g.mu.
+func (l *SandboxRuntime) ready(g *localGroup, group string) bool {
+	return g.created && l.rt.SandboxReady(group)
+}
+
 // ensure makes the group's sandbox ready: created on first use, rebuilt
 // when it died. The caller holds g.mu.
 func (l *SandboxRuntime) ensure(ctx context.Context, g *localGroup, req supervisor.StartRequest) error {
@@ -114,6 +120,9 @@ func (l *SandboxRuntime) ensure(ctx context.Context, g *localGroup, req supervis
 	}
 	if l.limitsDropped() {
 		cfg.Resources = spec.Resources{}
+	}
+	if l.ready(g, req.Group) {
+		return nil // every restart's case
 	}
 	if g.created {
 		st, err := l.rt.SandboxStatus(req.Group)
@@ -239,7 +248,19 @@ func (l *SandboxRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 		return hostrt.Runtime{}.Start(ctx, req)
 	}
 	g := l.group(req.Group)
-	g.mu.Lock()
+	if supervisor.MustNotWait(ctx) {
+		// A restart on the reaper's goroutine: not behind another start
+		// of the group, which may be making its sandbox, nor to make one.
+		if !g.mu.TryLock() {
+			return nil, supervisor.ErrWouldWait
+		}
+		if !l.ready(g, req.Group) {
+			g.mu.Unlock()
+			return nil, supervisor.ErrWouldWait
+		}
+	} else {
+		g.mu.Lock()
+	}
 	defer g.mu.Unlock()
 	if err := l.ensure(ctx, g, req); err != nil {
 		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: fmt.Errorf("unable to create the group's sandbox: %w", err)}
@@ -386,6 +407,10 @@ func (i localInstance) Remove() error {
 	}
 	return nil
 }
+
+// TreeEmpty is supervisor.TreeChecker: one read of the process's
+// cgroup.events (sandbox's ProcessTreeEmpty).
+func (i localInstance) TreeEmpty() bool { return i.rt.ProcessTreeEmpty(i.id) }
 
 // Retire is supervisor.Retirer: the record and the process's cgroup go
 // at once, with an rmdir that shows the tree empty (sandbox's

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podsup/podsup/spec"
+	"github.com/podsup/podsup/supervisor"
 )
 
 // startSlots bounds the starts under way (each holds a few fds until its
@@ -34,6 +35,14 @@ func (g *startSlots) enter(ctx context.Context, alone bool) (leave func(), err e
 		return func() {}, nil
 	}
 	if !alone {
+		if supervisor.MustNotWait(ctx) {
+			select {
+			case g.slots <- struct{}{}:
+				return func() { <-g.slots }, nil
+			default:
+				return nil, supervisor.ErrWouldWait
+			}
+		}
 		select {
 		case g.slots <- struct{}{}:
 			return func() { <-g.slots }, nil

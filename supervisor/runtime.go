@@ -169,6 +169,37 @@ type Retirer interface {
 	Retire() error
 }
 
+// TreeChecker is an Instance that can tell, without signalling or
+// waiting, that nothing its exited process left runs any more (X10's tree
+// is empty), and then records the tree as gone, so that the post-exit
+// KillTree reads nothing. The worker asks it on the reaper's goroutine
+// before it starts an armed restart there (armed.go): false, also for
+// "cannot tell", sends the exit the usual way.
+type TreeChecker interface {
+	TreeEmpty() bool
+}
+
+// ErrWouldWait is a Start's answer, under a context made by
+// WithoutWaiting, when it could only go on by waiting (a start slot taken,
+// a sandbox to be made, a lock held by a slow start), before it did
+// anything: the caller starts the instance the usual way instead.
+var ErrWouldWait = errors.New("the start would have to wait")
+
+type noWaitKey struct{}
+
+// WithoutWaiting marks ctx for a Start made on the reaper's goroutine
+// (an armed restart, armed.go): a layer that would block answers
+// ErrWouldWait instead. A layer may take a lock held only for moments.
+func WithoutWaiting(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noWaitKey{}, true)
+}
+
+// MustNotWait reports whether ctx was made by WithoutWaiting.
+func MustNotWait(ctx context.Context) bool {
+	v, _ := ctx.Value(noWaitKey{}).(bool)
+	return v
+}
+
 // StartError is a start that failed before the program ran. Code is the
 // exit code the failure is recorded with; podsup's runtimes always use
 // StartErrorExitCode, as containerd does (E3), and 0 means it too. The

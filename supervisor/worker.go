@@ -46,6 +46,16 @@ type worker struct {
 	onStatus func()
 
 	insts map[string]Instance
+	// slots are the running instances' arm slots, arms their armed
+	// restarts, claimed the starts the reaper made of them that the core
+	// has not asked for yet (by the new instance's id), and rearm the arms
+	// a step took back, to be armed again after it (armed.go).
+	slots   map[string]*armSlot
+	arms    map[string]*armedRestart
+	claimed map[string]*armedRestart
+	rearm   []string
+	// holdArms defers tryArm to rearmAll while disarmAll runs.
+	holdArms bool
 	// effects counts start and kill goroutines whose result the worker
 	// has not yet handled; starting holds the cancel of each start's ctx.
 	effects  int
@@ -105,6 +115,9 @@ func newWorker(c core.Config, s *Supervisor) *worker {
 		onCritical: s.criticalExit,
 		onStatus:   s.statusChanged,
 		insts:      map[string]Instance{},
+		slots:      map[string]*armSlot{},
+		arms:       map[string]*armedRestart{},
+		claimed:    map[string]*armedRestart{},
 		starting:   map[string]context.CancelFunc{},
 		cleaning:   map[string]chan struct{}{},
 		cleanups:   map[string]cleanup{},
@@ -121,6 +134,9 @@ func newWorker(c core.Config, s *Supervisor) *worker {
 // instance of the group is alive.
 func (w *worker) run() {
 	defer close(w.done)
+	// Nothing is armed by now (a shutdown disarms and arms nothing); this
+	// only makes sure no reaper starts anything for a worker that ended.
+	defer w.disarmAll()
 	// Release per-group resources (a sandbox) before done closes, so a
 	// replacement group waiting on done can take the same name.
 	defer w.rt.ReleaseGroup(w.name)
@@ -253,8 +269,25 @@ func (w *worker) handle(in any) {
 	w.publish()
 }
 
-// step steps the core with item, executes the plan and re-arms the timer.
+// step steps the core with item: a claimed restart's outcome, or an input,
+// which first takes back the arms it could make wrong (armed.go).
 func (w *worker) step(item any) {
+	if c, ok := item.(claimedInput); ok {
+		w.stepClaimed(c.arm)
+		return
+	}
+	if ex, ok := item.(core.ExitedInput); ok {
+		w.disarm(ex.Instance) // its exit went the usual way
+	} else if disarms(item) {
+		w.disarmAll()
+		defer w.rearmAll()
+	}
+	w.stepInput(item)
+}
+
+// stepInput steps the core with item, executes the plan and re-arms the
+// timer.
+func (w *worker) stepInput(item any) {
 	w.noteInput(item)
 	in := w.effectDone(item)
 	for {
@@ -273,10 +306,14 @@ func (w *worker) step(item any) {
 		w.beginCleanups()
 		if exited {
 			delete(w.insts, ex.Instance)
+			delete(w.slots, ex.Instance)
 			if exitedProcess != "" {
 				// After the actions: a restart need not wait for the write.
 				w.logExit(exitedProcess, ex, w.core.EndReason(ex.Instance))
 			}
+		}
+		if st, ok := in.(core.StartedInput); ok {
+			w.tryArm(st.Instance)
 		}
 		// The core never asks for a wake-up in the past, but if it did,
 		// step again now rather than lose it.
@@ -408,21 +445,20 @@ func (w *worker) exec(a core.Action) {
 // worker can order the exit after what it does once Start returned.
 func (w *worker) startInstance(a core.StartAction) {
 	id := a.Instance
+	w.effects++
+	if c := w.claimed[id]; c != nil {
+		// Started already, on the reaper's goroutine (armed.go): its
+		// outcome is stepped next, and the previous instance's cleanup
+		// runs on its own goroutine (its tree was seen empty).
+		delete(w.claimed, id)
+		w.slots[id] = c.next.slot
+		return
+	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.starting[id] = cancel
-	w.effects++
-	var order startExitOrder
-	g := w.core.Spec()
-	req := StartRequest{
-		Group: w.name, InstanceID: id, Sandbox: g.Sandbox,
-		Volumes: g.Volumes, VolumeMounts: g.VolumeMounts(), FSGroup: g.FSGroup,
-		// The process as it starts: its group's security context under its own.
-		Process: spec.WithGroupSecurity(new(w.core.Spec()), a.Spec),
-		OnExit: func(st lifecycle.ExitStatus) {
-			order.exited(w.mb, core.ExitedInput{Instance: id, Status: st, At: w.clock.Now()})
-		},
-		Report: func(e lifecycle.RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
-	}
+	ps := w.newPendingStart(id, a.Spec)
+	w.slots[id] = ps.slot
+	req, order := ps.req, ps.order
 	cleaned := w.cleaning[a.Process]
 	c, restart := w.cleanups[a.Process]
 	delete(w.cleanups, a.Process)
@@ -558,6 +594,7 @@ func (w *worker) effectDone(item any) core.Input {
 			delete(w.starting, in.instance)
 		}
 		if in.err != nil {
+			delete(w.slots, in.instance)
 			return core.StartFailedInput{Instance: in.instance, Err: in.err, Code: startFailureCode(in.err)}
 		}
 		w.insts[in.instance] = in.inst
@@ -605,7 +642,7 @@ func (o *startExitOrder) exited(mb *mailbox, in core.ExitedInput) {
 // same put: the worker never sees the start done without the exit that
 // came before it (a barrier between the two would call the worker quiet
 // too early).
-func (o *startExitOrder) started(mb *mailbox, done startDoneInput) {
+func (o *startExitOrder) started(mb *mailbox, done any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.returned = true

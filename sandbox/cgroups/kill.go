@@ -357,3 +357,17 @@ func (n *node) freezeKillThaw(fz *freezer) (err error) {
 	}
 	return n.signalListed(pids, unix.SIGKILL)
 }
+
+// TreeEmpty reports whether cgroup2 says nothing runs in the cgroup or
+// below: the check killV2 makes before its first round, alone, for a
+// caller that must not wait for a kill (a restart made on the reaper's
+// goroutine). false where that check does not apply (no v2, podsup's own
+// leaf) or the file cannot be read: the caller kills the tree as usual.
+func (n *node) TreeEmpty() bool {
+	v2 := n.m.v2
+	if v2 == nil || n.rel == supervisorLeaf {
+		return false
+	}
+	populated, err := readKeyed(filepath.Join(n.dir(v2), "cgroup.events"), "populated")
+	return err == nil && populated == 0
+}

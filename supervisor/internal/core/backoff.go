@@ -70,5 +70,9 @@ func (b *Backoff) IsInBackOffSince(key string, eventTime, now time.Time) bool {
 // Get is the current back-off of key, 0 when it has none.
 func (b *Backoff) Get(key string) time.Duration { return b.entries[key].backoff }
 
+// alwaysZero reports that every back-off is zero: initial is 0s, and
+// doubling 0 stays 0 whatever the count.
+func (b *Backoff) alwaysZero() bool { return b.initial == 0 }
+
 // Forget drops key's entry (B5's garbage collection).
 func (b *Backoff) Forget(key string) { delete(b.entries, key) }

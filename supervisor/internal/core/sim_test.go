@@ -56,6 +56,12 @@ type sim struct {
 	// published is the status as a worker publishes it (SnapshotSince
 	// its last), checked against Snapshot after every feed.
 	published *Published
+	// armed is what ArmedRestart answered for each running instance, kept
+	// and taken back as the worker keeps and disarms its arms; every
+	// covered exit is checked against it (checkArmed).
+	armed map[string]simArm
+	// armedExits counts the exits an arm covered.
+	armedExits int
 }
 
 type simAt struct {
@@ -73,8 +79,63 @@ func newSim(t *testing.T, g spec.Group, b spec.Backoff, minGrace time.Duration, 
 		core:    NewGroup(Config{Group: g, Backoff: b, MinimumGrace: minGrace}),
 		preStop: map[string]time.Duration{},
 		alive:   map[string]simRun{}, starts: map[string][]time.Duration{},
+		armed: map[string]simArm{},
 	}
 	return s
+}
+
+// simArm is an ArmedRestart answer the simulation holds, as the worker
+// holds an arm.
+type simArm struct {
+	next    string
+	spec    spec.Process
+	anyExit bool
+}
+
+// stepArmed steps the core with in as the worker does with arms (R8): an
+// input that may change an answer takes every arm back first and arms
+// again after; an exit an arm covers must be followed, in the same step,
+// by the start of the armed instance with the armed spec, since the
+// reaper has started it already.
+func (s *sim) stepArmed(in Input) Plan {
+	var rearm []string
+	if MayChangeArmedRestart(in) {
+		for id := range s.armed {
+			rearm = append(rearm, id)
+		}
+		clear(s.armed)
+	}
+	ex, exited := in.(ExitedInput)
+	a, armed := s.armed[ex.Instance]
+	covered := exited && armed && (a.anyExit || ex.Status.Code != 0)
+	if exited {
+		delete(s.armed, ex.Instance)
+	}
+	p := s.core.Step(s.now, in)
+	if covered {
+		s.armedExits++
+		found := false
+		for _, act := range p.Actions {
+			if st, ok := act.(StartAction); ok && st.Instance == a.next {
+				found = true
+				if !reflect.DeepEqual(st.Spec, a.spec) {
+					s.t.Errorf("at %s: R8: armed start of %s with spec %+v, the core started %+v", s.elapsed(), a.next, a.spec, st.Spec)
+				}
+			}
+		}
+		if !found {
+			s.t.Errorf("at %s: R8: the exit of %s was armed to start %s at once, but the core's plan is %+v", s.elapsed(), ex.Instance, a.next, p.Actions)
+		}
+	}
+	if st, ok := in.(StartedInput); ok {
+		rearm = append(rearm, st.Instance)
+	}
+	for _, id := range rearm {
+		if next, ps, anyExit, ok := s.core.ArmedRestart(id); ok {
+			s.armed[id] = simArm{next: next, spec: ps, anyExit: anyExit}
+		}
+	}
+	return p
 }
 
 func (s *sim) elapsed() time.Duration { return s.now.Sub(s.epoch) }
@@ -88,7 +149,7 @@ func (s *sim) schedule(after time.Duration, in Input) {
 func (s *sim) feed(in Input) {
 	queue := []Input{in}
 	for len(queue) > 0 {
-		p := s.core.Step(s.now, queue[0])
+		p := s.stepArmed(queue[0])
 		queue = queue[1:]
 		s.wake = p.Wake
 		for _, a := range p.Actions {

@@ -90,7 +90,7 @@ func (g *Group) tryStart(p *proc) {
 
 func (g *Group) start(p *proc) {
 	p.inst = &instance{
-		id:           fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts),
+		id:           g.instanceID(p),
 		restartCount: p.starts, // R5
 		startBy:      g.birth(p),
 		startedAt:    g.now,
@@ -100,6 +100,12 @@ func (g *Group) start(p *proc) {
 		g.mainsRan = true // I3
 	}
 	g.fire(p, event{on: onLaunch}) // pre_start, then the start (X5)
+}
+
+// instanceID is the id of p's next instance: unique per supervisor
+// (g.idPrefix), per process added by a reload (p.idPrefix), and per start.
+func (g *Group) instanceID(p *proc) string {
+	return fmt.Sprintf("%s%s%s-%d", g.idPrefix, p.idPrefix, p.spec.Name, p.starts)
 }
 
 func (g *Group) nextWake() time.Time {

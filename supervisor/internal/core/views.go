@@ -27,6 +27,71 @@ func (g *Group) InstanceSpec(id string) (s spec.Process, ok bool) {
 	return spec.Process{}, false
 }
 
+// ArmedRestart is the decision the core would take on an exit of the live
+// instance id, taken in advance where it cannot depend on anything but the
+// exit code (docs/semantics.md, R8): ok when that exit, stepped now, would
+// be followed in the same step by the start of instance next with spec s
+// and nothing else before it. anyExit says every exit restarts it
+// (restart_policy "always"); otherwise only a non-zero code does
+// ("on-failure"). The worker uses it to start the next instance on the
+// reaper's goroutine the moment the exit is reaped (armed.go), and must
+// take back that answer (disarm) before it steps any input that could
+// change it.
+//
+// It answers ok only where the restart is certain whatever the count: a
+// main process, wanted, running with no stop or stop request under way,
+// under a back-off that is always zero (initial 0s) and no backoff_limit,
+// with no pre_start, post_start or post_stop hook (they run between
+// instances), no dependencies (W1), no reload (its new spec) or recreate
+// under way, and in a group that is not shutting down, has no sandbox
+// block (a start there may need the sandbox rebuilt, or a user
+// namespace's holder), and whose process needs no readiness protocol,
+// activation socket or journal stream (layers that make something per
+// start). Anything else is stepped the usual way.
+func (g *Group) ArmedRestart(id string) (next string, s spec.Process, anyExit, ok bool) {
+	p := g.procByInstance(id)
+	if p == nil || p.init || !p.want || p.done || g.shutdown || g.initFailed || !g.mainsRan {
+		return "", spec.Process{}, false, false
+	}
+	i := p.inst
+	if i.phase != phaseRunning || i.stop != nil || i.deferred != nil || p.pendingStop != nil {
+		return "", spec.Process{}, false, false
+	}
+	if p.between != (between{}) || p.recreateReq != "" || p.nextSpec != nil || len(g.leaving) > 0 || len(g.rc.reqs) > 0 {
+		return "", spec.Process{}, false, false
+	}
+	if !g.backoff.alwaysZero() || g.spec.BackoffLimit != nil || g.spec.Sandbox != nil || g.hasDeps(p) {
+		return "", spec.Process{}, false, false
+	}
+	ps := p.spec
+	if ps.PreStart != nil || ps.PostStart != nil || ps.PostStop != nil || ps.Readiness != "" || len(ps.Sockets) > 0 || ps.Log.Journal {
+		return "", spec.Process{}, false, false
+	}
+	switch p.policy {
+	case spec.RestartAlways:
+		anyExit = true
+	case spec.RestartOnFailure:
+	default:
+		return "", spec.Process{}, false, false
+	}
+	return g.instanceID(p), ps, anyExit, true
+}
+
+// MayChangeArmedRestart reports whether stepping in may change what
+// ArmedRestart answered for an instance other than in's own: everything but
+// what an instance's own life reports (its start, probes, status text, exit,
+// the end of its tree kill) and the timer, whose deadlines concern no
+// process ArmedRestart answers for (none has a stop, back-off wait,
+// dependency wait or recreate under way). An input the core adds later
+// is in the first group until shown otherwise.
+func MayChangeArmedRestart(in Input) bool {
+	switch in.(type) {
+	case StartedInput, StartFailedInput, ExitedInput, KillDoneInput, ProbeInput, ProbeReportInput, StatusTextInput, TimerInput:
+		return false
+	}
+	return true
+}
+
 // ProbeTarget is a main process whose probes the worker runs.
 type ProbeTarget struct {
 	Spec spec.Process
