@@ -57,7 +57,7 @@ func BenchmarkSpawnSandboxPlaced(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		f, fd, release, err := rt.forker(sb, cg)
+		f, fd, release, err := rt.forker(sb, cg, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +44,30 @@ type keptCgroup struct {
 	// last (guarded by rt.mu) is the CPU figure of the latest exit, where
 	// the next instance's own CPU time begins; nil before any exit.
 	last *exitFigures
+	// ready, once a holder asked for it (ProcessConfig.KeepReady), keeps
+	// the cgroup's directory and cgroup.events open; set once, under the
+	// sandbox's keptMu, and closed with the cgroup's record.
+	ready atomic.Pointer[cgroups.Ready]
+}
+
+// keepReady opens k's ready files once, where they can be kept; a cgroup
+// whose files cannot be kept ready opens each anew, as before. The caller
+// holds the sandbox's keptMu.
+func (k *keptCgroup) keepReady() {
+	if k.ready.Load() != nil {
+		return
+	}
+	if r, err := k.cg.OpenReady(); err == nil {
+		k.ready.Store(r)
+	}
+}
+
+// closeReady closes k's ready files, if any. The caller holds the
+// sandbox's keptMu.
+func (k *keptCgroup) closeReady() {
+	if r := k.ready.Swap(nil); r != nil {
+		r.Close()
+	}
 }
 
 // exitFigures is a kept cgroup's cumulative CPU time read after an exit:
@@ -61,10 +86,11 @@ type exitFigures struct {
 }
 
 // keepCgroup finds or creates sb's kept cgroup name with limits r and
-// makes pr its holder. A cgroup whose holder has not exited yet is
+// makes pr its holder; ready keeps its files open from now on
+// (ProcessConfig.KeepReady). A cgroup whose holder has not exited yet is
 // refused: two live records in one cgroup could not tell their trees, OOM
 // kills or usage apart.
-func (rt *Runtime) keepCgroup(sb *sandboxRec, name string, r spec.Resources, pr *procRec) (*keptCgroup, error) {
+func (rt *Runtime) keepCgroup(sb *sandboxRec, name string, r spec.Resources, ready bool, pr *procRec) (*keptCgroup, error) {
 	if err := validID("cgroup", name); err != nil {
 		return nil, err
 	}
@@ -87,6 +113,9 @@ func (rt *Runtime) keepCgroup(sb *sandboxRec, name string, r spec.Resources, pr 
 			}
 			k.limits = r
 		}
+		if ready {
+			k.keepReady()
+		}
 		return k, nil
 	}
 	cg, err := sb.group.NewProcess(name)
@@ -102,6 +131,9 @@ func (rt *Runtime) keepCgroup(sb *sandboxRec, name string, r spec.Resources, pr 
 		return nil, err
 	}
 	k = &keptCgroup{name: name, cg: cg, holder: pr, limits: r}
+	if ready {
+		k.keepReady()
+	}
 	rt.mu.Lock()
 	sb.kept[name] = k
 	rt.mu.Unlock()
@@ -151,6 +183,7 @@ func (rt *Runtime) forgetKept(pr *procRec) {
 		delete(sb.kept, k.name)
 	}
 	rt.mu.Unlock()
+	k.closeReady()
 }
 
 // closeKept forgets sb's kept cgroups; DeleteSandbox removes the
@@ -158,6 +191,9 @@ func (rt *Runtime) forgetKept(pr *procRec) {
 func (rt *Runtime) closeKept(sb *sandboxRec) {
 	sb.keptMu.Lock()
 	defer sb.keptMu.Unlock()
+	for _, k := range sb.kept {
+		k.closeReady()
+	}
 	clear(sb.kept)
 }
 

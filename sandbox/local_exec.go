@@ -28,7 +28,7 @@ func (rt *Runtime) Spawn(sandboxID string, c *proc.Cmd) (*proc.Process, error) {
 			return nil, fmt.Errorf("spawning in sandbox %q: %w", sandboxID, err)
 		}
 	}
-	forker, fd, release, err := rt.forker(sb, cg)
+	forker, fd, release, err := rt.forker(sb, cg, nil)
 	if err != nil {
 		rt.dropExecCgroup(sb, cg)
 		return nil, fmt.Errorf("spawning in sandbox %q: %w", sandboxID, err)

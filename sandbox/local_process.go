@@ -138,7 +138,7 @@ func (rt *Runtime) CreateProcess(_ context.Context, id string, cfg ProcessConfig
 	sb.procs[id] = pr
 	rt.mu.Unlock()
 	if sb.group != nil && cfg.Cgroup != "" {
-		k, err := rt.keepCgroup(sb, cfg.Cgroup, cfg.Resources, pr)
+		k, err := rt.keepCgroup(sb, cfg.Cgroup, cfg.Resources, cfg.KeepReady, pr)
 		if err != nil {
 			rt.mu.Lock()
 			delete(rt.procs, id)
@@ -173,7 +173,7 @@ func (rt *Runtime) CreateProcess(_ context.Context, id string, cfg ProcessConfig
 // cgroup fd (-1: none) and a release to call after Start. The placement is
 // opened here, in podsup's own mount namespace, before the work goes to
 // the namespace thread (package cgroups: Placement).
-func (rt *Runtime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker, int, func(), error) {
+func (rt *Runtime) forker(sb *sandboxRec, cg *cgroups.Process, ready *cgroups.Ready) (proc.Forker, int, func(), error) {
 	f := sandboxForker{}
 	if sb.holder != nil {
 		f.ns = sb.holder.ns
@@ -181,7 +181,14 @@ func (rt *Runtime) forker(sb *sandboxRec, cg *cgroups.Process) (proc.Forker, int
 	release := func() {}
 	fd := -1
 	if cg != nil {
-		pl, err := cg.OpenPlacement()
+		var pl *cgroups.Placement
+		var err error
+		if ready != nil {
+			pl, err = ready.Placement(cg) // a dup of the kept directory
+		}
+		if ready == nil || err != nil {
+			pl, err = cg.OpenPlacement()
+		}
 		if err != nil {
 			return nil, -1, nil, err
 		}
@@ -209,9 +216,9 @@ func (rt *Runtime) startIn(sb *sandboxRec, cmd *proc.Cmd) (*proc.Process, error)
 // kept one, or its own) opened for this start.
 func (rt *Runtime) processForker(pr *procRec) (proc.Forker, int, func(), error) {
 	if pr.kept == nil {
-		return rt.forker(pr.sb, pr.cg)
+		return rt.forker(pr.sb, pr.cg, nil)
 	}
-	return rt.forker(pr.sb, pr.kept.cg)
+	return rt.forker(pr.sb, pr.kept.cg, pr.kept.ready.Load())
 }
 
 // StartProcess runs a created process (created → running). A program
@@ -676,7 +683,13 @@ func (rt *Runtime) ProcessTreeEmpty(id string) bool {
 	empty := false
 	if k := pr.kept; k != nil {
 		k.mu.Lock() // as keptTree: only while pr still holds the cgroup
-		empty = k.holder == pr && k.cg.TreeEmpty()
+		if k.holder == pr {
+			if r := k.ready.Load(); r != nil {
+				empty = r.TreeEmpty()
+			} else {
+				empty = k.cg.TreeEmpty()
+			}
+		}
 		k.mu.Unlock()
 	} else {
 		empty = pr.cg.TreeEmpty()

@@ -85,6 +85,14 @@ type ProcessConfig struct {
 	// kernel's per-CPU counters first: right after an exit it was a tenth
 	// of the CPU a restart cost (docs/benchmarks.md, S1).
 	NoFinalUsage bool
+	// KeepReady, with Cgroup, keeps the kept cgroup's directory and
+	// cgroup.events open from this process on, for a process restarted at
+	// once after each exit: its post-exit check (ProcessTreeEmpty) reads
+	// the kept file and the next start forks through a dup of the kept
+	// directory, where each would open them anew. Two fds, until the
+	// sandbox is deleted or the cgroup retired; only with cgroup2 alone
+	// (cgroups.OpenReady), ignored elsewhere.
+	KeepReady bool
 	// OnExit, when set, is called once a started process is exited (not
 	// after a failed StartProcess, whose error says it), at any time after
 	// the fork, also before StartProcess returned, with its status: exit

@@ -285,6 +285,7 @@ func (l *SandboxRuntime) Start(ctx context.Context, req supervisor.StartRequest)
 		// Usage is read from the cgroups by the API server (cumulative
 		// per process); the exit need not read it.
 		NoFinalUsage: true,
+		KeepReady:    req.RestartsAtOnce,
 		OnExit: func(st sandbox.ProcessStatus) {
 			onExit(lifecycle.ExitStatus{Code: st.ExitCode, Signal: st.Signal, OOMKilled: st.OOMKilled})
 		},

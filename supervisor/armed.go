@@ -108,7 +108,8 @@ func (w *worker) newPendingStart(id string, ps spec.Process) pendingStart {
 			}
 			order.exited(w.mb, in)
 		},
-		Report: func(e lifecycle.RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
+		Report:         func(e lifecycle.RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
+		RestartsAtOnce: w.core.RestartsAtOnce(ps.Name),
 	}
 	return pendingStart{req: req, order: order, slot: slot}
 }

@@ -109,6 +109,12 @@ type StartRequest struct {
 	// that fd closed): socket-activation fds, a readiness pipe. The
 	// runtime does not close them.
 	ExtraFiles []*os.File
+	// RestartsAtOnce says the process is restarted the moment it exits
+	// (its back-off is always 0s, and its restarts may be armed: R8). A
+	// runtime may keep ready, at the cost of a few fds, what the next
+	// start would make anew (a cgroup's open files, an output pipe) until
+	// ReleaseProcess or ReleaseGroup.
+	RestartsAtOnce bool
 	// OnExit reports the instance's end. It must not block.
 	OnExit func(lifecycle.ExitStatus)
 	// Report puts an event about the group on its record (a sandbox that

@@ -49,8 +49,11 @@ func (g *Group) InstanceSpec(id string) (s spec.Process, ok bool) {
 // activation socket or journal stream (layers that make something per
 // start). Anything else is stepped the usual way.
 func (g *Group) ArmedRestart(id string) (next string, s spec.Process, anyExit, ok bool) {
+	if g.shutdown {
+		return "", spec.Process{}, false, false
+	}
 	p := g.procByInstance(id)
-	if p == nil || p.init || !p.want || p.done || g.shutdown || g.initFailed || !g.mainsRan {
+	if p == nil || !g.restartsAtOnce(p) || !p.want || p.done || g.initFailed || !g.mainsRan {
 		return "", spec.Process{}, false, false
 	}
 	i := p.inst
@@ -60,21 +63,28 @@ func (g *Group) ArmedRestart(id string) (next string, s spec.Process, anyExit, o
 	if p.between != (between{}) || p.recreateReq != "" || p.nextSpec != nil || len(g.leaving) > 0 || len(g.rc.reqs) > 0 {
 		return "", spec.Process{}, false, false
 	}
-	if !g.backoff.alwaysZero() || g.spec.BackoffLimit != nil || g.spec.Sandbox != nil || g.hasDeps(p) {
-		return "", spec.Process{}, false, false
+	return g.instanceID(p), p.spec, p.policy == spec.RestartAlways, true
+}
+
+// RestartsAtOnce reports whether process's restarts may be armed
+// (ArmedRestart), as far as its configuration goes: the part of
+// ArmedRestart's answer that does not change while it runs. The worker
+// tells the runtime (StartRequest.RestartsAtOnce), which may keep ready
+// what the next start needs.
+func (g *Group) RestartsAtOnce(process string) bool {
+	p := g.byName[process]
+	return p != nil && g.restartsAtOnce(p)
+}
+
+func (g *Group) restartsAtOnce(p *proc) bool {
+	if p.init || !g.backoff.alwaysZero() || g.spec.BackoffLimit != nil || g.spec.Sandbox != nil || g.hasDeps(p) {
+		return false
 	}
 	ps := p.spec
 	if ps.PreStart != nil || ps.PostStart != nil || ps.PostStop != nil || ps.Readiness != "" || len(ps.Sockets) > 0 || ps.Log.Journal {
-		return "", spec.Process{}, false, false
+		return false
 	}
-	switch p.policy {
-	case spec.RestartAlways:
-		anyExit = true
-	case spec.RestartOnFailure:
-	default:
-		return "", spec.Process{}, false, false
-	}
-	return g.instanceID(p), ps, anyExit, true
+	return p.policy == spec.RestartAlways || p.policy == spec.RestartOnFailure
 }
 
 // MayChangeArmedRestart reports whether stepping in may change what
