@@ -157,19 +157,18 @@ func (h *Hub) newCapture(a *Attachment, l spec.Log) (*capture, error) {
 		closeFDs(made...) // closing a read end also takes it out of the epoll set
 		return nil, fmt.Errorf("%s for the output of %s: %w", what, a.proc.name, err)
 	}
+	spare := a.proc.takeSpareLocked(c.n)
 	for i, kind := range kinds {
 		var fds [2]int
-		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
-			return fail("creating a pipe", err)
-		}
-		made = append(made, fds[0], fds[1])
-		// Only the read end is non-blocking (each end is its own open
-		// file description): the process gets an ordinary blocking stdout.
-		if err := unix.SetNonblock(fds[0], true); err != nil {
-			return fail("making the capture pipe non-blocking", err)
-		}
-		if err := h.ep.Add(fds[0], unix.EPOLLIN); err != nil {
-			return fail("watching the capture pipe", err)
+		if spare != nil {
+			fds = spare.fds[i] // made, non-blocking and watched already
+		} else {
+			var err error
+			var what string
+			if fds, what, err = h.newPipe(); err != nil {
+				return fail(what, err)
+			}
+			made = append(made, fds[0], fds[1])
 		}
 		c.streams[i] = stream{fd: int32(fds[0]), kind: kind, c: c}
 		c.w[i] = os.NewFile(uintptr(fds[1]), a.proc.name+" "+kind.String())
@@ -212,6 +211,9 @@ func (h *Hub) attachPassthrough(group, process string) (*Attachment, error) {
 	// What earlier captured instances still write stays theirs (and goes
 	// to Out and the file) until their pipes end.
 	if old := h.procs[key]; old == nil || !old.passthrough {
+		if old != nil {
+			old.dropSpareLocked()
+		}
 		h.setProcLocked(&procLog{group: group, process: process, name: key, passthrough: true})
 	}
 	// Nothing to read: done at once.

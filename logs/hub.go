@@ -165,6 +165,10 @@ type procLog struct {
 	early *instance
 
 	file *rotatingFile // nil without Dir; guarded by Hub.readMu
+
+	// spare is the next instance's pipe made in advance (Hub.Prepare),
+	// nil when none; Hub.mu guards it.
+	spare *sparePipes
 }
 
 // instance is one run of a process: its tail is what --previous shows
@@ -306,6 +310,7 @@ func (h *Hub) Close() error {
 		if p.file != nil {
 			p.file.close()
 		}
+		p.dropSpareLocked()
 	}
 	h.mu.Unlock()
 	h.readMu.Unlock()
@@ -338,6 +343,9 @@ func (h *Hub) Close() error {
 func (h *Hub) Forget(group, process string) {
 	h.mu.Lock()
 	p := h.deleteProcLocked(group, process)
+	if p != nil {
+		p.dropSpareLocked()
+	}
 	h.mu.Unlock()
 	if p == nil {
 		return

@@ -10,6 +10,7 @@ import (
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/supervisor"
+	"github.com/podsup/podsup/supervisor/lifecycle"
 	"github.com/podsup/podsup/systemd"
 )
 
@@ -86,15 +87,34 @@ func (c capturingRuntime) start(ctx context.Context, req supervisor.StartRequest
 		return nil, &supervisor.StartError{Code: supervisor.StartErrorExitCode, Err: err}
 	}
 	req.Stdout, req.Stderr = att.Stdout(), att.Stderr()
+	if req.RestartsAtOnce {
+		// podsup keeps its write end until the instance's exit has been
+		// reported, and with it any restart armed for it (R8): the pipe
+		// then hangs up when podsup closes it, after the next fork, not
+		// when the process exits. That hang-up woke podsup's poller
+		// thread, which took the CPU from the exiting process before it
+		// could tell its parent (docs/benchmarks.md, S1).
+		onExit := req.OnExit
+		req.OnExit = func(st lifecycle.ExitStatus) {
+			onExit(st)
+			_ = att.CloseWriters() // nothing buffered in podsup
+		}
+	}
 	inst, err := c.next.Start(ctx, req)
-	if err != nil && retry && errors.Is(err, syscall.EMFILE) {
-		att.Withdraw() // closes its write ends too
+	if err != nil && (errors.Is(err, supervisor.ErrWouldWait) || retry && errors.Is(err, syscall.EMFILE)) {
+		att.Withdraw() // closes its write ends too; it is attached again
 		return nil, err
 	}
-	// Started or not, the child has (or needs) no more of podsup's write
-	// ends: podsup keeps the read end alone, and the output ends with the
-	// instance (package logs).
-	_ = att.CloseWriters() // closes pipe ends podsup made; nothing to flush
+	if err != nil || !req.RestartsAtOnce {
+		// The child has (or needs) no more of podsup's write ends:
+		// podsup keeps the read end alone, and the output ends with the
+		// instance (package logs).
+		_ = att.CloseWriters() // closes pipe ends podsup made; nothing to flush
+	}
+	if err == nil && req.RestartsAtOnce {
+		// After the fork, off the path from an exit to the next fork.
+		c.hub.Prepare(req.Group, req.Process.Name, req.Process.Log)
+	}
 	return inst, err
 }
 
