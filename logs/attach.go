@@ -159,17 +159,16 @@ func (h *Hub) newCapture(a *Attachment, l spec.Log) (*capture, error) {
 	}
 	spare := a.proc.takeSpareLocked(c.n)
 	for i, kind := range kinds {
-		var fds [2]int
-		if spare != nil {
-			fds = spare.fds[i] // made, non-blocking and watched already
-		} else {
-			var err error
-			var what string
-			if fds, what, err = h.newPipe(); err != nil {
-				return fail(what, err)
-			}
-			made = append(made, fds[0], fds[1])
+		if spare != nil { // made, non-blocking and watched already
+			c.streams[i] = stream{fd: int32(spare.r[i]), kind: kind, c: c}
+			c.w[i] = spare.w[i]
+			continue
 		}
+		fds, what, err := h.newPipe()
+		if err != nil {
+			return fail(what, err)
+		}
+		made = append(made, fds[0], fds[1])
 		c.streams[i] = stream{fd: int32(fds[0]), kind: kind, c: c}
 		c.w[i] = os.NewFile(uintptr(fds[1]), a.proc.name+" "+kind.String())
 	}

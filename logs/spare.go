@@ -1,6 +1,8 @@
 package logs
 
 import (
+	"os"
+
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -13,16 +15,17 @@ import (
 // S1). No event comes from it while it waits: podsup holds its write end,
 // so it is neither readable nor hung up.
 type sparePipes struct {
-	n   int       // pipes: 1, or 2 with separate streams
-	fds [2][2]int // per pipe, read end and write end
+	n int         // pipes: 1, or 2 with separate streams
+	r [2]int      // read ends
+	w [2]*os.File // write ends, made files here (os.NewFile asks the kernel whether the fd blocks)
 }
 
 // close closes every fd of s (closing a read end also takes it out of
 // the epoll set); nothing was written to them.
 func (s *sparePipes) close() {
-	for _, p := range s.fds[:s.n] {
-		_ = unix.Close(p[0])
-		_ = unix.Close(p[1])
+	for i := range s.n {
+		_ = unix.Close(s.r[i])
+		_ = s.w[i].Close()
 	}
 }
 
@@ -71,13 +74,14 @@ func (h *Hub) Prepare(group, process string, l spec.Log) {
 		return
 	}
 	s := &sparePipes{}
+	kinds := [2]Stream{Stdout, Stderr}
 	for s.n < n {
 		fds, _, err := h.newPipe()
 		if err != nil {
 			s.close()
 			return
 		}
-		s.fds[s.n] = fds
+		s.r[s.n], s.w[s.n] = fds[0], os.NewFile(uintptr(fds[1]), p.name+" "+kinds[s.n].String())
 		s.n++
 	}
 	h.mu.Lock()
