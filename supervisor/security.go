@@ -23,8 +23,11 @@ import (
 // is whether pr's group has a sandbox block, not only a cgroup. The start
 // fails with the error, which names the setting.
 func StartSecurity(pr spec.Process, sandboxed bool) (*proc.Security, error) {
+	if pr.Security.IsZero() && !sandboxed {
+		return nil, nil // every restart's case: no user to look at
+	}
 	root := RunsAsRoot(pr.User)
-	if pr.Security.IsZero() && !(sandboxed && root) {
+	if pr.Security.IsZero() && !root {
 		return nil, nil
 	}
 	return SecurityOf(pr.Security, sandboxed, root)

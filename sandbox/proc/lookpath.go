@@ -91,7 +91,10 @@ func inDir(dir, path string) string {
 
 // execUser is whom a permission is checked for.
 type execUser struct {
-	own    bool // podsup's own credentials: the kernel can answer
+	own bool // podsup's own credentials: the kernel can answer
+	// self: podsup's own user, whose uid is read only to name it in a
+	// refusal (a geteuid less on every start).
+	self   bool
 	uid    uint32
 	gid    uint32
 	groups []uint32
@@ -99,7 +102,7 @@ type execUser struct {
 
 func newExecUser(cred *syscall.Credential) execUser {
 	if cred == nil {
-		return execUser{own: true, uid: uint32(os.Geteuid())}
+		return execUser{own: true, self: true}
 	}
 	u := execUser{uid: cred.Uid, gid: cred.Gid, groups: cred.Groups}
 	if cred.NoSetGroups {
@@ -199,7 +202,11 @@ func (u execUser) may(st unix.Stat_t, bit uint32) bool {
 }
 
 func (u execUser) name() string {
-	id := strconv.FormatUint(uint64(u.uid), 10)
+	uid := u.uid
+	if u.self {
+		uid = uint32(os.Geteuid())
+	}
+	id := strconv.FormatUint(uint64(uid), 10)
 	if x, err := user.LookupId(id); err == nil {
 		return fmt.Sprintf("user %s (uid %s)", x.Username, id)
 	}
