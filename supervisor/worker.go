@@ -134,12 +134,12 @@ func newWorker(c core.Config, s *Supervisor) *worker {
 // instance of the group is alive.
 func (w *worker) run() {
 	defer close(w.done)
-	// Nothing is armed by now (a shutdown disarms and arms nothing); this
-	// only makes sure no reaper starts anything for a worker that ended.
-	defer w.disarmAll()
 	// Release per-group resources (a sandbox) before done closes, so a
 	// replacement group waiting on done can take the same name.
 	defer w.rt.ReleaseGroup(w.name)
+	// Nothing is armed by now (a shutdown disarms and arms nothing); this
+	// only makes sure no reaper starts anything in a group being released.
+	defer w.disarmAll()
 	defer w.cancel()
 	if w.after != nil {
 		<-w.after
