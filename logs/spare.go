@@ -3,6 +3,7 @@ package logs
 import (
 	"os"
 
+	"github.com/podsup/podsup/sandbox/proc"
 	"github.com/podsup/podsup/spec"
 	"golang.org/x/sys/unix"
 )
@@ -27,6 +28,7 @@ func (s *sparePipes) close() {
 		_ = unix.Close(s.r[i])
 		_ = s.w[i].Close()
 	}
+	proc.HoldFDs(-2 * s.n)
 }
 
 // newPipe makes one capture pipe: its read end non-blocking and watched
@@ -84,6 +86,7 @@ func (h *Hub) Prepare(group, process string, l spec.Log) {
 		s.r[s.n], s.w[s.n] = fds[0], os.NewFile(uintptr(fds[1]), p.name+" "+kinds[s.n].String())
 		s.n++
 	}
+	proc.HoldFDs(2 * s.n) // until taken or closed
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || h.procs[group+"/"+process] != p || p.spare != nil {
@@ -101,6 +104,9 @@ func (p *procLog) takeSpareLocked(n int) *sparePipes {
 	if s != nil && s.n != n {
 		s.close() // separate_streams changed by a reload
 		return nil
+	}
+	if s != nil {
+		proc.HoldFDs(-2 * s.n) // the instance's now, counted as a running process's
 	}
 	return s
 }

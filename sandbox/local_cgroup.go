@@ -59,6 +59,7 @@ func (k *keptCgroup) keepReady() {
 	}
 	if r, err := k.cg.OpenReady(); err == nil {
 		k.ready.Store(r)
+		proc.HoldFDs(2)
 	}
 }
 
@@ -67,6 +68,7 @@ func (k *keptCgroup) keepReady() {
 func (k *keptCgroup) closeReady() {
 	if r := k.ready.Swap(nil); r != nil {
 		r.Close()
+		proc.HoldFDs(-2)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/podsup/podsup/hooks"
 	"github.com/podsup/podsup/logs"
 	"github.com/podsup/podsup/sandbox/proc"
+	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/supervisor"
 	"github.com/podsup/podsup/supervisor/lifecycle"
 	"github.com/podsup/podsup/systemd"
@@ -98,6 +99,7 @@ func (c capturingRuntime) start(ctx context.Context, req supervisor.StartRequest
 		req.OnExit = func(st lifecycle.ExitStatus) {
 			onExit(st)
 			_ = att.CloseWriters() // nothing buffered in podsup
+			proc.HoldFDs(-writers(req.Process.Log))
 		}
 	}
 	inst, err := c.next.Start(ctx, req)
@@ -112,10 +114,23 @@ func (c capturingRuntime) start(ctx context.Context, req supervisor.StartRequest
 		_ = att.CloseWriters() // closes pipe ends podsup made; nothing to flush
 	}
 	if err == nil && req.RestartsAtOnce {
+		proc.HoldFDs(writers(req.Process.Log)) // until the exit (OnExit above)
 		// After the fork, off the path from an exit to the next fork.
 		c.hub.Prepare(req.Group, req.Process.Name, req.Process.Log)
 	}
 	return inst, err
+}
+
+// writers is how many write ends a capture of l keeps: one pipe, or two
+// with separate streams; none with passthrough.
+func writers(l spec.Log) int {
+	switch {
+	case l.Mode == "passthrough":
+		return 0
+	case l.SeparateStreams:
+		return 2
+	}
+	return 1
 }
 
 // ReleaseGroup forgets the group's captured output (its worker ended: the

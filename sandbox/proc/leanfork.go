@@ -22,7 +22,8 @@ import (
 //
 // The lean thread is an OS thread with an fd table of its own
 // (unshare(CLONE_FILES)), holding only stdio and the Go runtime's poller
-// fds. Once podsup tracks leanForkAbove processes, host forks run there:
+// fds. Once podsup tracks leanForkAbove processes, or holds as many fds
+// kept ready for its processes' restarts (HoldFDs), host forks run there:
 // the fds a child gets are copied into that table for the fork
 // (pidfd_getfd on this process's own pidfd, which reads the main table,
 // the thread group leader's) and closed after it. Below that a fork stays
@@ -83,7 +84,7 @@ func (hostForker) Namespaces() Namespaces { return nil }
 func (hostForker) ForkHere(fn func() error) error { return fn() }
 
 func (hostForker) Fork(fn func() error) error {
-	if tracked() < leanForkAbove.Load() {
+	if !leanForkDue() {
 		return fn()
 	}
 	t := leanThreadOnce()
@@ -121,6 +122,22 @@ func (t *leanThread) handPatiently(w leanWork) bool {
 		}
 	}
 }
+
+// heldFDs counts the fds podsup keeps open for its processes beyond the
+// one or two each running one costs (HoldFDs).
+var heldFDs atomic.Int64
+
+// HoldFDs tells the fork that podsup now keeps n more fds (n < 0: fewer)
+// open for its processes: what a process restarted at once keeps ready
+// for its next start (its next output pipe, its cgroup's files). A fork
+// copies every one of them, and its exec closes them again, so enough of
+// them send forks to the lean thread as enough running processes do: 300
+// processes in a crash loop holding six fds each made every fork copy
+// 1,700 (docs/benchmarks.md).
+func HoldFDs(n int) { heldFDs.Add(int64(n)) }
+
+// leanForkDue reports whether a host fork goes to the lean thread.
+func leanForkDue() bool { return tracked()+heldFDs.Load() >= leanForkAbove.Load() }
 
 func tracked() int64 {
 	r := getReaper()

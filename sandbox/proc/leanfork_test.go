@@ -159,3 +159,22 @@ func TestLeanThreadStuckHoldsNoOtherFork(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Fds kept ready for restarts (HoldFDs) count towards the lean fork as
+// running processes do: each is copied by every fork from the main table.
+func TestHeldFDsSendForksToTheLeanThread(t *testing.T) {
+	old := leanForkAbove.Load()
+	t.Cleanup(func() { leanForkAbove.Store(old) })
+	leanForkAbove.Store(tracked() + heldFDs.Load() + 10)
+	if leanForkDue() {
+		t.Fatal("a lean fork is due below the threshold")
+	}
+	HoldFDs(10)
+	if !leanForkDue() {
+		t.Error("10 fds held at the threshold: no lean fork")
+	}
+	HoldFDs(-10)
+	if leanForkDue() {
+		t.Error("the fds given back: a lean fork is still due")
+	}
+}
