@@ -341,10 +341,17 @@ func (rt *Runtime) processExited(pr *procRec, e proc.Exit) {
 	rt.mu.Unlock()
 	if pr.cfg.OnExit != nil {
 		pr.cfg.OnExit(st)
-		// Whoever OnExit woke (the supervisor's worker, which restarts
-		// the process) waits on this thread's run queue: let it run now,
-		// while another thread carries on with the figures.
-		runtime.Gosched()
+		if !pr.cfg.KeepReady {
+			// Whoever OnExit woke (the supervisor's worker, which
+			// restarts the process) waits on this thread's run queue:
+			// let it run now, while another thread carries on with the
+			// figures. Not for a process restarted at once: OnExit has
+			// forked its next instance already (an armed restart), and
+			// the worker's bookkeeping, run here, kept this CPU from the
+			// new instance, which the scheduler then moved to the other
+			// one (docs/benchmarks.md, S1).
+			runtime.Gosched()
+		}
 	}
 	rt.readFinalUsage(pr, figures)
 	close(pr.exited)
