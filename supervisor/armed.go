@@ -77,7 +77,12 @@ type armedRestart struct {
 }
 
 // armSlot is where an instance's OnExit finds its arm, if any.
-type armSlot struct{ arm atomic.Pointer[armedRestart] }
+// restartsAtOnce is its start request's: false spares tryArm the core's
+// question (a walk of the group's processes) for every other start.
+type armSlot struct {
+	arm            atomic.Pointer[armedRestart]
+	restartsAtOnce bool
+}
 
 // pendingStart is one instance's start request with what its exit needs:
 // the order of its start and exit in the mailbox, and its arm slot.
@@ -94,7 +99,7 @@ type claimedInput struct{ arm *armedRestart }
 // newPendingStart makes the start request of instance id of process ps.
 func (w *worker) newPendingStart(id string, ps spec.Process) pendingStart {
 	order := &startExitOrder{}
-	slot := &armSlot{}
+	slot := &armSlot{restartsAtOnce: w.core.RestartsAtOnce(ps.Name)}
 	g := w.core.Spec()
 	req := StartRequest{
 		Group: w.name, InstanceID: id, Sandbox: g.Sandbox,
@@ -109,7 +114,7 @@ func (w *worker) newPendingStart(id string, ps spec.Process) pendingStart {
 			order.exited(w.mb, in)
 		},
 		Report:         func(e lifecycle.RuntimeEvent) { w.mb.put(core.RuntimeEventInput{Event: e}) },
-		RestartsAtOnce: w.core.RestartsAtOnce(ps.Name),
+		RestartsAtOnce: slot.restartsAtOnce,
 	}
 	return pendingStart{req: req, order: order, slot: slot}
 }
@@ -159,7 +164,7 @@ func (w *worker) tryArm(id string) {
 		return
 	}
 	slot, inst := w.slots[id], w.insts[id]
-	if slot == nil || inst == nil {
+	if slot == nil || inst == nil || !slot.restartsAtOnce {
 		return
 	}
 	if _, ok := inst.(TreeChecker); !ok {
