@@ -2,7 +2,6 @@ package supervisor_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podsup/podsup/sandbox"
 	"github.com/podsup/podsup/spec"
 	"github.com/podsup/podsup/stack"
 	"github.com/podsup/podsup/supervisor"
@@ -45,19 +43,7 @@ func (c *armCounter) Start(ctx context.Context, req supervisor.StartRequest) (su
 // tell their tree is empty.
 func startArmable(t *testing.T, cfg spec.Config) (*localRun, *armCounter) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates cgroups (CI runs as root)")
-	}
-	inst := fmt.Sprintf("suptest-%d-%d", os.Getpid(), localSeq.Add(1))
-	rt, err := sandbox.NewRuntime(sandbox.Options{Instance: inst, ReadyTimeout: 10 * time.Second, KillTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Errorf("closing the runtime: %v", err)
-		}
-	})
+	rt, inst := newLocalRuntime(t, nil)
 	if !rt.CgroupsEnabled() {
 		t.Skip("no cgroup podsup may write: an armed restart needs the cgroup to check the tree")
 	}
@@ -111,10 +97,11 @@ func pidsIn(t *testing.T, dir string) []string {
 
 func TestRealArmedRestartStartsOnTheReaper(t *testing.T) {
 	// R8: a process restarted at once (back-off 0) is started by the
-	// reaper's goroutine as its exit is reaped. It lives 20 ms, long
-	// enough for its arm to be in place before it exits (an exit before
-	// the worker took in the start goes the usual way).
-	r, c := startArmable(t, armableConfig(spec.RestartAlways, spec.Process{Name: "p", Command: []string{"sleep", "0.02"}}))
+	// reaper's goroutine as its exit is reaped. It lives 50 ms, long
+	// enough for its arm to be in place before it exits on a loaded
+	// machine (an exit before the worker took in the start goes the usual
+	// way).
+	r, c := startArmable(t, armableConfig(spec.RestartAlways, spec.Process{Name: "p", Command: []string{"sleep", "0.05"}}))
 	ps := restartsReach(t, r.sup, "p", 40)
 	if armed, all := c.armed.Load(), c.all.Load(); armed < all/2 {
 		t.Errorf("%d of %d starts were armed restarts, want at least half", armed, all)
@@ -176,7 +163,7 @@ func TestRealArmedRestartStoppedLeavesNothing(t *testing.T) {
 	// X7, X10: stops that meet a restart loop on the reaper (the disarm's
 	// race with the claim) end with the process stopped and nothing of it
 	// running; starts after them loop again.
-	r, c := startArmable(t, armableConfig(spec.RestartAlways, spec.Process{Name: "p", Command: []string{"sleep", "0.005"}}))
+	r, c := startArmable(t, armableConfig(spec.RestartAlways, spec.Process{Name: "p", Command: []string{"sleep", "0.01"}}))
 	restartsReach(t, r.sup, "p", 1) // the sandbox is made by the first start
 	st, err := r.rt.SandboxStatus("loop")
 	if err != nil {

@@ -40,6 +40,16 @@ type localRun struct {
 
 func startLocal(t *testing.T, cfg spec.Config, opts supervisor.Options, cg *cgroups.Options) *localRun {
 	t.Helper()
+	rt, inst := newLocalRuntime(t, cg)
+	opts.Runtime = stack.NewSandboxRuntime(rt, false)
+	r := runSupervisor(t, cfg, opts, 60*time.Second)
+	return &localRun{realRun: r, rt: rt, instance: inst}
+}
+
+// newLocalRuntime is a sandbox runtime of an instance of its own, closed
+// after the test's supervisor has shut down; root only.
+func newLocalRuntime(t *testing.T, cg *cgroups.Options) (*sandbox.Runtime, string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates cgroups and namespaces (CI runs as root)")
 	}
@@ -53,9 +63,7 @@ func startLocal(t *testing.T, cfg spec.Config, opts supervisor.Options, cg *cgro
 			t.Errorf("closing the runtime: %v", err)
 		}
 	})
-	opts.Runtime = stack.NewSandboxRuntime(rt, false)
-	r := runSupervisor(t, cfg, opts, 60*time.Second)
-	return &localRun{realRun: r, rt: rt, instance: inst}
+	return rt, inst
 }
 
 // ended waits for Run to return within d.
